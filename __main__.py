@@ -1,0 +1,18 @@
+"""The Pulumi program: load the stack's spec, plan it, declare the cluster, export the plans."""
+
+import pulumi
+
+from components.cluster import GpuCluster, plan_outputs
+from components.errors import SpecError
+from components.planning.cluster_plan import plan_cluster
+from components.spec import parse_cluster
+
+try:
+    plan = plan_cluster(parse_cluster(pulumi.Config().require_object("cluster")))
+except SpecError as error:
+    raise pulumi.RunError("invalid gpucluster:cluster config:\n" + "\n".join(map(str, error.problems))) from None
+
+cluster = GpuCluster(plan.spec.name, plan)
+for key, value in plan_outputs(plan).items():
+    pulumi.export(key, value)
+pulumi.export("vnetId", cluster.network.refs.vnet_id)

@@ -1,0 +1,103 @@
+"""Network: resource group, VNet, one subnet per planned block, NSGs per tier, NAT gateway egress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_azure_native as azure
+
+from components.azure.tags import base_tags
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, Block
+from components.planning.security_rules import SecurityRule, plan_security_rules
+
+
+@dataclass(frozen=True)
+class NetworkRefs:
+    """What other components need from the network."""
+
+    resource_group_name: pulumi.Output[str]
+    location: str
+    vnet_id: pulumi.Output[str]
+    subnet_ids: dict[str, pulumi.Output[str]]
+    """Block name (`controlplane`, `etcd`, `pool-<name>`) -> subnet id."""
+
+
+def _tier(block: Block) -> str:
+    return block.name if block.name in (CONTROL_PLANE_BLOCK, ETCD_BLOCK) else "nodes"
+
+
+def _security_rule(rule: SecurityRule) -> azure.network.SecurityRuleArgs:
+    return azure.network.SecurityRuleArgs(
+        name=rule.name,
+        priority=rule.priority,
+        direction=rule.direction,
+        access=rule.access,
+        protocol=rule.protocol,
+        source_address_prefixes=list(rule.sources),
+        source_port_range="*",
+        destination_address_prefix="*",
+        destination_port_range=rule.ports,
+    )
+
+
+class Network(pulumi.ComponentResource):
+    """The cluster's VNet and everything attached to it. No public IP but the NAT gateway's prefix."""
+
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:azure:Network", name, None, opts)
+        spec = plan.spec
+        tags = base_tags(spec.name, spec.tags)
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.resource_group = azure.resources.ResourceGroup(
+            f"{name}-rg", resource_group_name=f"gpucluster-{spec.name}", location=spec.location, tags=tags,
+            opts=child)
+        rg = self.resource_group.name
+
+        nsgs = {
+            tier: azure.network.NetworkSecurityGroup(
+                f"{name}-nsg-{tier}", resource_group_name=rg, location=spec.location, tags=tags,
+                network_security_group_name=f"{spec.name}-{tier}",
+                security_rules=[_security_rule(r) for r in rules], opts=child)
+            for tier, rules in plan_security_rules(plan.ip, spec.network.admin_cidrs).items()
+        }
+
+        egress_prefix = azure.network.PublicIPPrefix(
+            f"{name}-egress-ips", resource_group_name=rg, location=spec.location, tags=tags,
+            public_ip_prefix_name=f"{spec.name}-egress", prefix_length=plan.egress.prefix_length,
+            public_ip_address_version="IPv4", sku=azure.network.PublicIPPrefixSkuArgs(name="Standard"),
+            opts=child)
+        self.nat_gateway = azure.network.NatGateway(
+            f"{name}-nat", resource_group_name=rg, location=spec.location, tags=tags,
+            nat_gateway_name=f"{spec.name}-egress", sku=azure.network.NatGatewaySkuArgs(name="Standard"),
+            idle_timeout_in_minutes=plan.egress.idle_timeout_minutes,
+            public_ip_prefixes=[azure.network.SubResourceArgs(id=egress_prefix.id)], opts=child)
+
+        self.vnet = azure.network.VirtualNetwork(
+            f"{name}-vnet", resource_group_name=rg, location=spec.location, tags=tags,
+            virtual_network_name=spec.name,
+            address_space=azure.network.AddressSpaceArgs(address_prefixes=[str(s) for s in plan.ip.address_space]),
+            # Subnets are their own resources below; never let the VNet manage them inline.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]))
+
+        subnets: dict[str, azure.network.Subnet] = {}
+        for block in plan.ip.blocks:
+            subnets[block.name] = azure.network.Subnet(
+                f"{name}-{block.name}", resource_group_name=rg, virtual_network_name=self.vnet.name,
+                subnet_name=block.name, address_prefix=str(block.cidr),
+                network_security_group=azure.network.NetworkSecurityGroupArgs(id=nsgs[_tier(block)].id),
+                nat_gateway=azure.network.SubResourceArgs(id=self.nat_gateway.id),
+                # Azure serialises writes to one VNet's subnets: create them one after another.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(subnets.values())[-1:]))
+
+        if spec.network.hub_vnet_id:
+            azure.network.VirtualNetworkPeering(
+                f"{name}-to-hub", resource_group_name=rg, virtual_network_name=self.vnet.name,
+                virtual_network_peering_name="to-hub",
+                remote_virtual_network=azure.network.SubResourceArgs(id=spec.network.hub_vnet_id),
+                allow_virtual_network_access=True, allow_forwarded_traffic=False, opts=child)
+
+        self.refs = NetworkRefs(rg, spec.location, self.vnet.id, {k: s.id for k, s in subnets.items()})
+        self.register_outputs({"vnetId": self.vnet.id, "subnetIds": self.refs.subnet_ids})

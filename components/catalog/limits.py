@@ -1,0 +1,51 @@
+"""Azure's default limits the plan checks. Every one can be raised per stack under `cluster.limits`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_NET_LIMITS = "azure-docs includes/azure-virtual-network-limits.md"
+_PLACEMENT = "azure-compute-docs articles/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups.md"
+
+
+@dataclass(frozen=True)
+class DefaultLimit:
+    key: str
+    """The camelCase key under `cluster.limits` that overrides it."""
+    value: int
+    description: str
+    source: str
+
+
+DEFAULT_LIMITS: dict[str, DefaultLimit] = {
+    limit.key: limit
+    for limit in (
+        DefaultLimit("privateIpsPerNic", 256, "private IP addresses per network interface", _NET_LIMITS),
+        DefaultLimit("privateIpsPerVnet", 65_536, "private IP addresses per virtual network", _NET_LIMITS),
+        DefaultLimit("privateIpsPerPeeredGroup", 128_000,
+                     "private IP addresses per group of peered virtual networks", _NET_LIMITS),
+        DefaultLimit("subnetsPerVnet", 3_000, "subnets per virtual network", _NET_LIMITS),
+        DefaultLimit("vmsPerInfinibandDomain", 100,
+                     "VMs in a scale set with singlePlacementGroup: true (one InfiniBand domain); "
+                     "a support request raises it to 300", _PLACEMENT),
+        DefaultLimit("vmsPerLargeScaleSet", 1_000,
+                     "VMs in a scale set with singlePlacementGroup: false (marketplace image)", _PLACEMENT),
+        DefaultLimit("natGatewayPublicIps", 16, "public IP addresses on one NAT gateway",
+                     "azure-docs articles/nat-gateway/nat-gateway-resource.md"),
+    )
+}
+
+# Hard ceilings a stack override cannot pass: Azure does not raise these by ticket.
+OVERRIDE_CEILINGS: dict[str, int] = {"vmsPerInfinibandDomain": 300, "privateIpsPerNic": 256}
+
+RESERVED_IPS_PER_SUBNET = 5
+"""Azure reserves the network address, the gateway, two DNS addresses and broadcast (azure-docs virtual-network FAQ)."""
+
+SCALE_SET_SUBNET_SPARE = 0.20
+"""Spare addresses to keep in a scale set's subnet (../shared/reference/azure.md, scale sets)."""
+
+SNAT_PORTS_PER_PUBLIC_IP = 64_512
+"""SNAT ports one NAT gateway public IP provides (azure-docs articles/nat-gateway/nat-gateway-resource.md)."""
+
+RDMA_NETWORK = "172.16.0.0/16"
+"""Address range InfiniBand/RDMA uses on ND sizes; a VNet must not overlap it (azure-docs setup-infiniband.md)."""

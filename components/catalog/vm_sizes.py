@@ -1,0 +1,79 @@
+"""Azure VM sizes the library supports, each row with the page it comes from.
+
+A stack may declare a size this table lacks, in full, under `cluster.vmSizes` (same fields).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VmSize:
+    name: str
+    vcpus: int
+    memory_gib: int
+    gpus: int
+    gpu_model: str | None
+    infiniband: bool
+    accelerated_networking: bool
+    max_nics: int
+    temp_disk_gib: int
+    """The resource (temp) disk; 0 when the size has none. An ephemeral OS disk goes here when it fits."""
+    nvme_gb: int
+    """Local NVMe data disks in total (decimal GB, as the size pages list them); 0 when none."""
+    quota_family: str
+    confidential: bool
+    source: str
+
+
+_GPU_DOCS = "azure-compute-docs articles/virtual-machines/sizes/gpu-accelerated/"
+
+_SIZES: tuple[VmSize, ...] = (
+    # ND: InfiniBand-connected training sizes (../shared/reference/azure.md)
+    VmSize("Standard_ND96asr_v4", 96, 900, 8, "A100-SXM4-40GB", True, True, 8, 6000, 0,
+           "standardNDASv4_A100Family", False, "azure-docs articles/virtual-machines/nda100-v4-series.md"),
+    VmSize("Standard_ND96amsr_A100_v4", 96, 1900, 8, "A100-SXM4-80GB", True, True, 8, 6400, 0,
+           "standardNDAMSv4_A100Family", False, "azure-docs articles/virtual-machines/ndm-a100-v4-series.md"),
+    VmSize("Standard_ND96isr_H100_v5", 96, 1900, 8, "H100-80GB-HBM3", True, True, 8, 1000, 28000,
+           "standardNDSH100v5Family", False, _GPU_DOCS + "ndh100v5-series.md"),
+    VmSize("Standard_ND96isr_H200_v5", 96, 1850, 8, "H200-141GB", True, True, 8, 0, 28000,
+           "standardNDISRH200V5Family", False, _GPU_DOCS + "nd-h200-v5-series.md (temp disk unconfirmed)"),
+    # NC T4: the cheap GPU for dev stacks (no InfiniBand).
+    VmSize("Standard_NC4as_T4_v3", 4, 28, 1, "Tesla-T4", False, True, 2, 176, 0,
+           "standardNCASv3_T4Family", False, _GPU_DOCS + "ncast4v3-series.md"),
+    # NCC H100 v5: confidential GPU, no accelerated networking, no InfiniBand.
+    VmSize("Standard_NCC40ads_H100_v5", 40, 320, 1, "H100-NVL-94GB", False, False, 8, 800, 0,
+           "StandardNCCads2023Family", True, _GPU_DOCS + "nccadsh100v5-series.md (quota family unconfirmed)"),
+    # General purpose: system and CPU pools.
+    VmSize("Standard_D4s_v5", 4, 16, 0, None, False, True, 2, 0, 0,
+           "standardDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/general-purpose/dsv5-series.md"),
+    VmSize("Standard_D8s_v5", 8, 32, 0, None, False, True, 4, 0, 0,
+           "standardDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/general-purpose/dsv5-series.md"),
+    VmSize("Standard_D16ds_v5", 16, 64, 0, None, False, True, 8, 600, 0,
+           "standardDDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/general-purpose/ddsv5-series.md"),
+    VmSize("Standard_D32ds_v5", 32, 128, 0, None, False, True, 8, 1200, 0,
+           "standardDDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/general-purpose/ddsv5-series.md"),
+    VmSize("Standard_D64ds_v5", 64, 256, 0, None, False, True, 8, 2400, 0,
+           "standardDDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/general-purpose/ddsv5-series.md"),
+    # Memory optimised: API servers (heap grows with node count).
+    VmSize("Standard_E8ds_v5", 8, 64, 0, None, False, True, 4, 300, 0,
+           "standardEDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/memory-optimized/edsv5-series.md"),
+    VmSize("Standard_E16ds_v5", 16, 128, 0, None, False, True, 8, 600, 0,
+           "standardEDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/memory-optimized/edsv5-series.md"),
+    VmSize("Standard_E32ds_v5", 32, 256, 0, None, False, True, 8, 1200, 0,
+           "standardEDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/memory-optimized/edsv5-series.md"),
+    VmSize("Standard_E48ds_v5", 48, 384, 0, None, False, True, 8, 1800, 0,
+           "standardEDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/memory-optimized/edsv5-series.md"),
+    VmSize("Standard_E64ds_v5", 64, 512, 0, None, False, True, 8, 2400, 0,
+           "standardEDSv5Family", False, "azure-compute-docs articles/virtual-machines/sizes/memory-optimized/edsv5-series.md"),
+    # Storage optimised with local NVMe: etcd (write latency is what matters).
+    VmSize("Standard_L8s_v3", 8, 64, 0, None, False, True, 4, 80, 1920,
+           "standardLSv3Family", False, "azure-compute-docs articles/virtual-machines/sizes/storage-optimized/lsv3-series.md"),
+    VmSize("Standard_L16s_v3", 16, 128, 0, None, False, True, 8, 160, 3840,
+           "standardLSv3Family", False, "azure-compute-docs articles/virtual-machines/sizes/storage-optimized/lsv3-series.md"),
+    VmSize("Standard_L32s_v3", 32, 256, 0, None, False, True, 8, 320, 7680,
+           "standardLSv3Family", False, "azure-compute-docs articles/virtual-machines/sizes/storage-optimized/lsv3-series.md"),
+)
+
+CATALOG: dict[str, VmSize] = {s.name: s for s in _SIZES}

@@ -1,0 +1,1 @@
+"""The offline engine: run the program under Pulumi's mocks, record it, write preview.json and manifests."""

@@ -1,0 +1,141 @@
+"""Run a Pulumi program in-process under mocks and record every registration as the engine sees it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
+
+from components.offline.mock_values import computed_state
+
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+SECRET_MARK = "[secret]"
+UNKNOWN_MARK = "[unknown]"
+
+
+@dataclass(frozen=True)
+class Registration:
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str
+    inputs: dict[str, Any]
+    """camelCase inputs with secret values replaced by "[secret]"."""
+    secret_paths: tuple[str, ...]
+    protect: bool
+    ignore_changes: tuple[str, ...]
+    dependencies: tuple[str, ...]
+    provider: str
+
+
+@dataclass
+class ProgramRun:
+    project: str
+    stack: str
+    registrations: list[Registration] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+def _scrub(value: Any, path: str, secrets: list[str]) -> Any:
+    """Replace secret and resource-reference envelopes; note where the secrets were."""
+    if isinstance(value, dict):
+        signature = value.get(SIG_KEY)
+        if signature == SECRET_SIG:
+            secrets.append(path or "$")
+            return SECRET_MARK
+        if signature == RESOURCE_SIG:
+            return value.get("urn", "")
+        return {k: _scrub(v, f"{path}.{k}" if path else k, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
+    if value == UNKNOWN:
+        return UNKNOWN_MARK
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # protobuf carries every number as a double
+    return value
+
+
+class _Mocks(pulumi_mocks.Mocks):
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
+        return computed_state(args.typ, args.name, dict(args.inputs))
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The SDK's mock monitor, keeping what `pulumi preview` would show for each registration."""
+
+    def __init__(self, run: ProgramRun) -> None:
+        super().__init__(_Mocks())
+        self.run = run
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        if request.type != "pulumi:pulumi:Stack":
+            raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
+            secrets: list[str] = []
+            inputs = _scrub(raw, "", secrets)
+            self.run.registrations.append(Registration(
+                urn=self.make_urn(request.parent, request.type, request.name),
+                type=request.type,
+                name=request.name,
+                custom=bool(request.custom),
+                parent=request.parent,
+                inputs=inputs,
+                secret_paths=tuple(secrets),
+                protect=bool(request.protect),
+                ignore_changes=tuple(request.ignoreChanges),
+                dependencies=tuple(request.dependencies),
+                provider=request.provider,
+            ))
+        return super().RegisterResource(request)
+
+
+def _config_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+async def _resolve_outputs(root: pulumi.Resource) -> dict[str, Any]:
+    resolved: dict[str, Any] = {}
+    for name, value in getattr(root, "outputs", {}).items():
+        output = pulumi.Output.from_input(value)
+        secret = await output.is_secret()
+        resolved[name] = SECRET_MARK if secret else await output.future()
+    return resolved
+
+
+def run_program(program: Path, project: str, stack: str, config: dict[str, Any]) -> ProgramRun:
+    """Run `program` (a Pulumi `__main__.py`) with `config` and return what it registered."""
+    run = ProgramRun(project, stack)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        monitor = RecordingMonitor(run)
+        pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.set_all_config({key: _config_value(value) for key, value in config.items()})
+        root = pulumi.runtime.get_root_resource()
+        loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+        loop.run_until_complete(wait_for_rpcs())
+        if root is not None:
+            run.outputs = loop.run_until_complete(_resolve_outputs(root))
+    finally:
+        pulumi_settings.reset_options()
+        pulumi.runtime.set_all_config({})
+        loop.close()
+        asyncio.set_event_loop(None)
+    return run

@@ -1,0 +1,88 @@
+"""Plausible computed values for mocked resources, so dependent resources resolve as they would."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import string
+from typing import Any
+
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+
+
+def _digest(*parts: str) -> bytes:
+    return hashlib.sha256("/".join(parts).encode()).digest()
+
+
+def _pem(label: str, seed: str, size: int = 270) -> str:
+    raw = (_digest(label, seed) * (size // 32 + 1))[:size]
+    body = base64.b64encode(raw).decode()
+    lines = "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+    return f"-----BEGIN {label}-----\n{lines}\n-----END {label}-----\n"
+
+
+def _random_string(name: str, inputs: dict[str, Any]) -> str:
+    alphabet = ""
+    if inputs.get("lower", True):
+        alphabet += string.ascii_lowercase
+    if inputs.get("upper", True):
+        alphabet += string.ascii_uppercase
+    if inputs.get("numeric", inputs.get("number", True)):
+        alphabet += string.digits
+    alphabet = alphabet or string.ascii_lowercase
+    seed = _digest("random", name)
+    return "".join(alphabet[seed[i % 32] % len(alphabet)] for i in range(int(inputs.get("length", 16))))
+
+
+def _azure_name(typ: str, name: str, inputs: dict[str, Any]) -> str:
+    kind = typ.rsplit(":", 1)[-1].lower()
+    for key, value in inputs.items():
+        if key.lower() == f"{kind}name" and isinstance(value, str):
+            return value
+    return name
+
+
+def _azure_id(typ: str, name: str, inputs: dict[str, Any]) -> str:
+    _, module, kind = typ.split(":", 2)
+    provider = "Microsoft." + module.capitalize()
+    rg = inputs.get("resourceGroupName") or name
+    if kind == "ResourceGroup":
+        return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}"
+    parent = inputs.get("virtualNetworkName")
+    middle = f"virtualNetworks/{parent}/" if parent and kind != "VirtualNetwork" else ""
+    plural = re.sub(r"(?<!^)(?=[A-Z])", "", kind[0].lower() + kind[1:]) + "s"
+    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/{provider}/{middle}{plural}/{_azure_name(typ, name, inputs)}"
+
+
+def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(id, outputs) for a mocked resource: its inputs plus what the provider would compute."""
+    state = dict(inputs)
+    if typ.startswith("azure-native:"):
+        resource_id = _azure_id(typ, name, inputs)
+        state.setdefault("name", _azure_name(typ, name, inputs))
+        if typ.endswith(":LoadBalancer"):
+            configs = inputs.get("frontendIPConfigurations") or []
+            state["frontendIPConfigurations"] = [{**c, "id": f"{resource_id}/frontendIPConfigurations/{c.get('name')}"}
+                                                 for c in configs]
+        return resource_id, state
+    if typ == "tls:index/privateKey:PrivateKey":
+        state.update(privateKeyPem=_pem("PRIVATE KEY", name, 1190), publicKeyPem=_pem("PUBLIC KEY", name),
+                     publicKeyOpenssh=f"ssh-rsa {base64.b64encode(_digest('ssh', name) * 8).decode()} {name}\n",
+                     publicKeyFingerprintSha256=base64.b64encode(_digest("fp", name)).decode())
+        return name, state
+    if typ in ("tls:index/selfSignedCert:SelfSignedCert", "tls:index/locallySignedCert:LocallySignedCert"):
+        state["certPem"] = _pem("CERTIFICATE", name, 900)
+        return name, state
+    if typ == "tls:index/certRequest:CertRequest":
+        state["certRequestPem"] = _pem("CERTIFICATE REQUEST", name, 600)
+        return name, state
+    if typ.startswith("random:index/random"):
+        state["result"] = _random_string(name, inputs)
+        return name, state
+    if typ.startswith("kubernetes:"):
+        metadata = dict(inputs.get("metadata") or {})
+        metadata.setdefault("name", name)
+        state["metadata"] = metadata
+        return f"{metadata.get('namespace', '')}/{metadata['name']}".lstrip("/"), state
+    return f"{name}-id", state

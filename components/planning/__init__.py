@@ -1,0 +1,1 @@
+"""Pure planners: spec in, frozen plans out. Nothing here imports pulumi."""

@@ -1,0 +1,55 @@
+"""Every plan of a stack, computed once from the spec. Components and the report read only this."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from components.errors import Problem, SpecError
+from components.planning.egress import EgressPlan, plan_egress
+from components.planning.ip_plan import IpPlan, plan_ip
+from components.planning.limits import Limits, effective_limits
+from components.planning.placement import PoolPlan, plan_pools
+from components.planning.quota import QuotaNeed, plan_quota
+from components.spec import ClusterSpec
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    spec: ClusterSpec
+    limits: Limits
+    ip: IpPlan
+    egress: EgressPlan
+    pools: tuple[PoolPlan, ...]
+    quota: tuple[QuotaNeed, ...]
+
+    @property
+    def nodes(self) -> int:
+        return sum(p.nodes for p in self.pools)
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pools)
+
+
+def _attempt(planner: Callable[[], T], problems: list[Problem]) -> T | None:
+    try:
+        return planner()
+    except SpecError as error:
+        problems.extend(error.problems)
+        return None
+
+
+def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
+    """Run every planner; problems from independent planners are reported together."""
+    limits = effective_limits(spec)
+    problems: list[Problem] = []
+    ip = _attempt(lambda: plan_ip(spec, limits), problems)
+    egress = _attempt(lambda: plan_egress(spec, limits), problems)
+    pools = _attempt(lambda: plan_pools(spec, limits), problems)
+    if ip is None or egress is None or pools is None:
+        raise SpecError(problems)
+    return ClusterPlan(spec, limits, ip, egress, pools, plan_quota(pools, {}, spec.vcpu_quota))

@@ -1,0 +1,257 @@
+"""The IP plan: deterministic, non-overlapping address blocks and the pod-IP capacity they give.
+
+Pods get VNet addresses as secondary IP configurations on the scale-set NICs ("alias-based", no
+overlay): a node with `podsPerNode` pods uses 1 + podsPerNode private IPs of its pool's subnet.
+
+Blocks are placed first-fit in a fixed order (control plane, etcd, then pools in list order), after
+any pinned blocks. Appending a pool, or growing one within its block's spare room, never moves a
+block; growing a pool past its block, or reordering pools, would, so pin blocks before doing that.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network
+
+from components.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET, SCALE_SET_SUBNET_SPARE
+from components.errors import Problem, SpecError, pool_path
+from components.planning.limits import Limits
+from components.spec import ClusterSpec
+
+RDMA = IPv4Network(RDMA_NETWORK)
+SMALLEST_SUBNET_PREFIX = 29
+"""Azure's smallest subnet."""
+INFRA_PREFIX = 26
+"""Control-plane blocks: room for every member to be replaced side by side."""
+LARGEST_SERVICE_PREFIX = 12
+"""kube-apiserver refuses a Service range larger than /12 (20 bits)."""
+CONTROL_PLANE_BLOCK = "controlplane"
+ETCD_BLOCK = "etcd"
+
+
+def pool_block_name(pool: str) -> str:
+    return f"pool-{pool}"
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    cidr: IPv4Network
+    purpose: str
+    ips_needed: int
+    """Private IPs expected in use: for a pool, nodes x (1 + pods per node)."""
+    pinned: bool
+
+    @property
+    def usable(self) -> int:
+        return self.cidr.num_addresses - RESERVED_IPS_PER_SUBNET
+
+
+@dataclass(frozen=True)
+class IpCapacity:
+    nodes: int
+    control_plane_ips: int
+    pod_ips_needed: int
+    private_ips_needed: int
+    private_ip_limit: int
+    subnet_addresses: int
+    pod_ip_capacity: int
+    """Pod IPs the plan can hand out: the pools' free subnet addresses, capped by the VNet limit."""
+
+    @property
+    def headroom(self) -> int:
+        return self.pod_ip_capacity - self.pod_ips_needed
+
+    @property
+    def headroom_pct(self) -> float:
+        return 100.0 * self.headroom / self.pod_ips_needed if self.pod_ips_needed else 100.0
+
+
+@dataclass(frozen=True)
+class IpPlan:
+    address_space: tuple[IPv4Network, ...]
+    blocks: tuple[Block, ...]
+    service_cidr: IPv4Network
+    dns_service_ip: IPv4Address
+    capacity: IpCapacity
+
+    def block(self, name: str) -> Block:
+        return next(b for b in self.blocks if b.name == name)
+
+    def pool_block(self, pool: str) -> Block:
+        return self.block(pool_block_name(pool))
+
+
+@dataclass(frozen=True)
+class _Request:
+    name: str
+    purpose: str
+    prefix: int
+    ips_needed: int
+    path: str
+
+
+def prefix_for(ips_needed: int, minimum: int = SMALLEST_SUBNET_PREFIX) -> int:
+    """The longest prefix whose usable addresses keep the scale-set spare free."""
+    usable_needed = math.ceil(ips_needed / (1 - SCALE_SET_SUBNET_SPARE))
+    bits = max(0, math.ceil(math.log2(usable_needed + RESERVED_IPS_PER_SUBNET)))
+    return min(minimum, 32 - bits)
+
+
+def _requests(spec: ClusterSpec) -> list[_Request]:
+    cp = spec.control_plane
+    etcd_members = cp.etcd.members + (cp.events_etcd.members if cp.events_etcd else 0)
+    requests = [
+        # API servers (replaced side by side in a rolling upgrade) plus the load balancer's frontend.
+        _Request(CONTROL_PLANE_BLOCK, "API servers and their internal load balancer",
+                 prefix_for(2 * cp.api_servers.count + 1, INFRA_PREFIX), cp.api_servers.count + 1,
+                 "cluster.controlPlane.apiServers.count"),
+        _Request(ETCD_BLOCK, "etcd and events-etcd members", prefix_for(2 * etcd_members, INFRA_PREFIX),
+                 etcd_members, "cluster.controlPlane.etcd.members"),
+    ]
+    for index, pool in enumerate(spec.pools):
+        ips = pool.count * (1 + pool.pods_per_node)
+        requests.append(_Request(pool_block_name(pool.name), f"{pool.kind.value} pool {pool.name}",
+                                 prefix_for(ips), ips, pool_path(index)))
+    return requests
+
+
+def _check_inputs(spec: ClusterSpec, limits: Limits) -> list[Problem]:
+    net = spec.network
+    problems: list[Problem] = []
+    for i, space in enumerate(net.address_space):
+        where = f"cluster.network.addressSpace[{i}]"
+        if space.overlaps(RDMA):
+            problems.append(Problem(where, f"{space} overlaps {RDMA}, the InfiniBand/RDMA network; choose another range"))
+        for j, other in enumerate(net.address_space[:i]):
+            if space.overlaps(other):
+                problems.append(Problem(where, f"{space} overlaps addressSpace[{j}] ({other}); address spaces must be disjoint"))
+    service = net.service_cidr
+    if service.prefixlen < LARGEST_SERVICE_PREFIX:
+        problems.append(Problem("cluster.network.serviceCidr",
+                                f"{service} is larger than /{LARGEST_SERVICE_PREFIX}, the most kube-apiserver accepts"))
+    for i, space in enumerate(net.address_space):
+        if service.overlaps(space):
+            problems.append(Problem("cluster.network.serviceCidr",
+                                    f"{service} overlaps addressSpace[{i}] ({space}); Services need a range outside the VNet"))
+    if service.overlaps(RDMA):
+        problems.append(Problem("cluster.network.serviceCidr", f"{service} overlaps {RDMA}, the InfiniBand/RDMA network"))
+    nic_limit = limits["privateIpsPerNic"].value
+    for index, pool in enumerate(spec.pools):
+        if 1 + pool.pods_per_node > nic_limit:
+            problems.append(Problem(pool_path(index, "podsPerNode"),
+                                    f"{pool.pods_per_node} pods need {1 + pool.pods_per_node} IPs on one NIC; Azure allows "
+                                    f"{nic_limit} private IPs per NIC, so at most {nic_limit - 1} pods per node"))
+    return problems
+
+
+class _Allocator:
+    """First-fit placement of aligned blocks in the address spaces, avoiding the RDMA range."""
+
+    def __init__(self, spaces: list[IPv4Network]) -> None:
+        self.spaces = spaces
+        self.taken: list[IPv4Network] = []
+
+    def take(self, block: IPv4Network) -> None:
+        self.taken.append(block)
+
+    def place(self, prefix: int) -> IPv4Network | None:
+        size = 2 ** (32 - prefix)
+        avoid = sorted([*self.taken, RDMA], key=lambda n: int(n.network_address))
+        for space in self.spaces:
+            if space.prefixlen > prefix:
+                continue
+            start, end = int(space.network_address), int(space.broadcast_address) + 1
+            candidate = start
+            while candidate + size <= end:
+                clash = next((n for n in avoid if int(n.network_address) < candidate + size
+                              and int(n.broadcast_address) >= candidate), None)
+                if clash is None:
+                    return IPv4Network((candidate, prefix))
+                after = int(clash.broadcast_address) + 1
+                candidate = -(-after // size) * size  # align up
+        return None
+
+
+def plan_ip(spec: ClusterSpec, limits: Limits) -> IpPlan:
+    problems = _check_inputs(spec, limits)
+    if problems:
+        raise SpecError(problems)
+    net = spec.network
+    requests = _requests(spec)
+    known = {r.name for r in requests}
+    allocator = _Allocator(list(net.address_space))
+    placed: dict[str, IPv4Network] = {}
+
+    for name, cidr in net.pinned_blocks.items():
+        where = f"cluster.network.pinnedBlocks.{name}"
+        if name not in known:
+            problems.append(Problem(where, f"no block named {name!r}; blocks are {', '.join(sorted(known))}"))
+        elif not any(cidr.subnet_of(space) for space in net.address_space):
+            problems.append(Problem(where, f"{cidr} is outside cluster.network.addressSpace"))
+        elif cidr.overlaps(RDMA) or any(cidr.overlaps(other) for other in placed.values()):
+            problems.append(Problem(where, f"{cidr} overlaps another pinned block or {RDMA}"))
+        else:
+            placed[name] = cidr
+            allocator.take(cidr)
+
+    blocks: list[Block] = []
+    for request in requests:
+        cidr = placed.get(request.name)
+        if cidr is not None and cidr.prefixlen > request.prefix:
+            problems.append(Problem(f"cluster.network.pinnedBlocks.{request.name}",
+                                    f"{cidr} is too small: {request.purpose} needs a /{request.prefix} "
+                                    f"({request.ips_needed} IPs plus {SCALE_SET_SUBNET_SPARE:.0%} spare)"))
+            continue
+        if cidr is None:
+            cidr = allocator.place(request.prefix)
+            if cidr is None:
+                problems.append(Problem(request.path,
+                                        f"needs a /{request.prefix} ({request.ips_needed} IPs plus "
+                                        f"{SCALE_SET_SUBNET_SPARE:.0%} spare) and none is free in "
+                                        "cluster.network.addressSpace; add an address space or shrink the pool"))
+                continue
+            allocator.take(cidr)
+        blocks.append(Block(request.name, cidr, request.purpose, request.ips_needed, request.name in placed))
+    if problems:
+        raise SpecError(problems)
+
+    capacity = _capacity(spec, blocks, limits)
+    problems.extend(_check_limits(spec, blocks, capacity, limits))
+    if problems:
+        raise SpecError(problems)
+    return IpPlan(tuple(net.address_space), tuple(blocks), net.service_cidr,
+                  net.service_cidr.network_address + 10, capacity)
+
+
+def _capacity(spec: ClusterSpec, blocks: list[Block], limits: Limits) -> IpCapacity:
+    nodes = sum(p.count for p in spec.pools)
+    pod_ips = sum(p.count * p.pods_per_node for p in spec.pools)
+    control_plane_ips = sum(b.ips_needed for b in blocks if not b.name.startswith("pool-"))
+    limit = limits["privateIpsPerVnet"].value
+    pool_free = sum(b.usable for b in blocks if b.name.startswith("pool-")) - nodes
+    return IpCapacity(
+        nodes=nodes,
+        control_plane_ips=control_plane_ips,
+        pod_ips_needed=pod_ips,
+        private_ips_needed=nodes + pod_ips + control_plane_ips,
+        private_ip_limit=limit,
+        subnet_addresses=sum(b.usable for b in blocks),
+        pod_ip_capacity=max(0, min(pool_free, limit - nodes - control_plane_ips)),
+    )
+
+
+def _check_limits(spec: ClusterSpec, blocks: list[Block], capacity: IpCapacity, limits: Limits) -> list[Problem]:
+    problems: list[Problem] = []
+    checks = [("privateIpsPerVnet", capacity.private_ips_needed)]
+    if spec.network.hub_vnet_id:
+        checks.append(("privateIpsPerPeeredGroup", capacity.private_ips_needed))
+    checks.append(("subnetsPerVnet", len(blocks)))
+    for key, need in checks:
+        limit = limits[key]
+        if need > limit.value:
+            problems.append(Problem("cluster.network",
+                                    f"needs {need:,} {limit.description} but the limit is {limit.value:,}; "
+                                    f"ask Azure to raise it and declare the raised value at {limit.override_path}"))
+    return problems

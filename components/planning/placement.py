@@ -1,0 +1,152 @@
+"""Placement: a logical pool -> scale sets (InfiniBand domains) balanced over its zones.
+
+Each InfiniBand domain is one Uniform scale set with singlePlacementGroup: true in one zone, of at
+most `vmsPerInfinibandDomain` VMs. Pools without InfiniBand use large scale sets (singlePlacementGroup:
+false). Scale set j of a pool goes to zone j mod Z with index j div Z, so its name (pool, zone, index)
+depends only on j: growing a pool appends scale sets and never renames one, and a zone holds at
+most its share of the pool's scale sets plus one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from components.catalog.regions import REGION_ZONES
+from components.catalog.vm_sizes import VmSize
+from components.errors import Problem, SpecError, pool_path
+from components.planning.limits import Limits
+from components.planning.sizes import size_table, unknown_size_message
+from components.spec import ClusterSpec, PoolKind, PoolSpec
+
+
+@dataclass(frozen=True)
+class ScaleSetPlan:
+    name: str
+    """Azure name of the scale set and value of the InfiniBand-domain node label: `<pool>-z<zone>-<index>`."""
+    pool: str
+    zone: str
+    index: int
+    capacity: int
+    single_placement_group: bool
+    infiniband: bool
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    spec: PoolSpec
+    size: VmSize
+    zones: tuple[str, ...]
+    infiniband: bool
+    max_per_scale_set: int
+    scale_sets: tuple[ScaleSetPlan, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def role(self) -> str:
+        return self.spec.kind.value
+
+    @property
+    def nodes(self) -> int:
+        return sum(s.capacity for s in self.scale_sets)
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.size.gpus
+
+    @property
+    def vcpus(self) -> int:
+        return self.nodes * self.size.vcpus
+
+    def nodes_in_zone(self, zone: str) -> int:
+        return sum(s.capacity for s in self.scale_sets if s.zone == zone)
+
+
+def scale_set_name(pool: str, zone: str, index: int) -> str:
+    return f"{pool}-z{zone}-{index:02d}"
+
+
+def split_pool(pool: str, count: int, zones: tuple[str, ...], max_per_set: int,
+               infiniband: bool) -> tuple[ScaleSetPlan, ...]:
+    """Split `count` VMs into the fewest scale sets of at most `max_per_set`, round-robin over zones."""
+    sets = math.ceil(count / max_per_set)
+    base, extra = divmod(count, sets)
+    plans = []
+    for j in range(sets):
+        zone, index = zones[j % len(zones)], j // len(zones)
+        plans.append(ScaleSetPlan(scale_set_name(pool, zone, index), pool, zone, index,
+                                  base + (1 if j < extra else 0), single_placement_group=infiniband,
+                                  infiniband=infiniband))
+    return tuple(plans)
+
+
+def region_zones(spec: ClusterSpec) -> tuple[str, ...] | None:
+    if spec.limits.region_zones is not None:
+        return tuple(spec.limits.region_zones.zones)
+    return REGION_ZONES.get(spec.location)
+
+
+def check_zones(spec: ClusterSpec) -> list[Problem]:
+    available = region_zones(spec)
+    if available is None:
+        return [Problem("cluster.location", f"{spec.location!r} is not in the catalogue of regions with zones; "
+                        "check the name, or declare its zones under cluster.limits.regionZones")]
+    problems = [Problem(f"cluster.zones[{i}]", f"zone {z!r} does not exist in {spec.location} "
+                        f"(zones: {', '.join(available)})")
+                for i, z in enumerate(spec.zones) if z not in available]
+    if len(set(spec.zones)) != len(spec.zones):
+        problems.append(Problem("cluster.zones", "lists a zone twice"))
+    return problems
+
+
+def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, VmSize]) -> list[Problem]:
+    problems: list[Problem] = []
+    size = table.get(pool.vm_size)
+    if size is None:
+        return [Problem(pool_path(index, "vmSize"), unknown_size_message(pool.vm_size, table))]
+    if pool.infiniband and not size.infiniband:
+        problems.append(Problem(pool_path(index, "infiniband"),
+                                f"{size.name} has no InfiniBand; set infiniband: false or pick an ND size"))
+    if pool.kind is PoolKind.GPU and size.gpus == 0:
+        problems.append(Problem(pool_path(index, "vmSize"), f"{size.name} has no GPUs; a gpu pool needs a GPU size"))
+    if pool.kind is not PoolKind.CONFIDENTIAL and size.confidential:
+        problems.append(Problem(pool_path(index, "vmSize"),
+                                f"{size.name} is a confidential size; use it only in a pool of kind: confidential"))
+    if pool.kind is PoolKind.CONFIDENTIAL and not size.confidential:
+        problems.append(Problem(pool_path(index, "vmSize"),
+                                f"{size.name} is not a confidential size; kind: confidential needs an NCC size"))
+    if pool.min_count > pool.count:
+        problems.append(Problem(pool_path(index, "minCount"),
+                                f"{pool.min_count} is more than the pool's count ({pool.count})"))
+    for i, zone in enumerate(pool.zones or []):
+        if zone not in spec.zones:
+            problems.append(Problem(pool_path(index, f"zones[{i}]"),
+                                    f"zone {zone!r} is not one of the cluster's zones ({', '.join(spec.zones)})"))
+    return problems
+
+
+def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
+    table = size_table(spec)
+    problems = check_zones(spec)
+    seen: dict[str, int] = {}
+    for index, pool in enumerate(spec.pools):
+        if pool.name in seen:
+            problems.append(Problem(pool_path(index, "name"),
+                                    f"duplicate pool name {pool.name!r} (also cluster.pools[{seen[pool.name]}])"))
+        seen.setdefault(pool.name, index)
+        problems.extend(_check_pool(index, pool, spec, table))
+    if problems:
+        raise SpecError(problems)
+
+    plans = []
+    for pool in spec.pools:
+        size = table[pool.vm_size]
+        infiniband = size.infiniband if pool.infiniband is None else pool.infiniband
+        max_per_set = limits["vmsPerInfinibandDomain" if infiniband else "vmsPerLargeScaleSet"].value
+        zones = tuple(pool.zones or spec.zones)
+        plans.append(PoolPlan(pool, size, zones, infiniband, max_per_set,
+                              split_pool(pool.name, pool.count, zones, max_per_set, infiniband)))
+    return tuple(plans)

@@ -1,0 +1,71 @@
+"""Network security rules per tier, as data. Deny by default between tiers; nothing from the internet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, IpPlan
+
+API_SERVER_PORT = "6443"
+ETCD_CLIENT_PORT = "2379"
+ETCD_PORTS = "2379-2380"
+SSH_PORT = "22"
+DENY_PRIORITY = 4000
+
+
+@dataclass(frozen=True)
+class SecurityRule:
+    name: str
+    priority: int
+    access: str  # "Allow" | "Deny"
+    protocol: str  # "Tcp" | "*"
+    sources: tuple[str, ...]
+    """CIDRs or an Azure service tag (VirtualNetwork, Internet, AzureLoadBalancer)."""
+    ports: str
+
+    @property
+    def direction(self) -> str:
+        return "Inbound"
+
+
+def _cidrs(nets: list[IPv4Network] | tuple[IPv4Network, ...]) -> tuple[str, ...]:
+    return tuple(str(n) for n in nets)
+
+
+def _deny_rest() -> list[SecurityRule]:
+    return [
+        SecurityRule("deny-vnet-inbound", DENY_PRIORITY, "Deny", "*", ("VirtualNetwork",), "*"),
+        SecurityRule("deny-internet-inbound", DENY_PRIORITY + 10, "Deny", "*", ("Internet",), "*"),
+    ]
+
+
+def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network]) -> dict[str, tuple[SecurityRule, ...]]:
+    """Inbound rules for each tier (`nodes`, `controlplane`, `etcd`); outbound stays Azure's default."""
+    nodes = _cidrs([b.cidr for b in ip.blocks if b.name.startswith("pool-")])
+    control_plane = _cidrs([ip.block(CONTROL_PLANE_BLOCK).cidr])
+    etcd = _cidrs([ip.block(ETCD_BLOCK).cidr])
+    admin = _cidrs(admin_cidrs)
+    ssh = [SecurityRule("allow-ssh-from-admin", 300, "Allow", "Tcp", admin, SSH_PORT)] if admin else []
+
+    node_rules = [
+        SecurityRule("allow-nodes-from-nodes", 100, "Allow", "*", nodes, "*"),
+        # API servers reach kubelets (10250) and webhook / aggregated-API pods on their own ports.
+        SecurityRule("allow-nodes-from-controlplane", 110, "Allow", "*", control_plane, "*"),
+    ]
+    api_rules = [
+        SecurityRule("allow-apiserver-from-nodes", 100, "Allow", "Tcp", nodes, API_SERVER_PORT),
+        SecurityRule("allow-apiserver-from-controlplane", 110, "Allow", "Tcp", control_plane, API_SERVER_PORT),
+        SecurityRule("allow-apiserver-probe", 120, "Allow", "Tcp", ("AzureLoadBalancer",), API_SERVER_PORT),
+    ]
+    if admin:
+        api_rules.append(SecurityRule("allow-apiserver-from-admin", 130, "Allow", "Tcp", admin, API_SERVER_PORT))
+    etcd_rules = [
+        SecurityRule("allow-etcd-from-apiservers", 100, "Allow", "Tcp", control_plane, ETCD_CLIENT_PORT),
+        SecurityRule("allow-etcd-peers", 110, "Allow", "Tcp", etcd, ETCD_PORTS),
+    ]
+    return {
+        "nodes": tuple(node_rules + ssh + _deny_rest()),
+        "controlplane": tuple(api_rules + ssh + _deny_rest()),
+        "etcd": tuple(etcd_rules + ssh + _deny_rest()),
+    }

@@ -1,0 +1,16 @@
+"""The stack's configuration as frozen pydantic models (`gpucluster:cluster` in stacks/Pulumi.<stack>.yaml)."""
+
+from components.spec.cluster import AccessSpec, ClusterSpec, CustomVmSize
+from components.spec.control_plane import ApiServerSpec, ControlPlaneSpec, EtcdSpec
+from components.spec.limits import LimitOverride, LimitsSpec, RegionZones
+from components.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
+from components.spec.network import EgressSpec, NetworkSpec
+from components.spec.pools import ImageRef, PoolKind, PoolSpec, Taint
+from components.spec.workloads import BalloonSpec, Quota, TeamSpec
+
+__all__ = [
+    "CONFIG_KEY", "AccessSpec", "ApiServerSpec", "BalloonSpec", "ClusterSpec", "ControlPlaneSpec",
+    "CustomVmSize", "EgressSpec", "EtcdSpec", "ImageRef", "LimitOverride", "LimitsSpec", "NetworkSpec",
+    "PoolKind", "PoolSpec", "Quota", "RegionZones", "StackFile", "TeamSpec", "Taint", "load_stack_file",
+    "parse_cluster", "resolve_stack_path",
+]

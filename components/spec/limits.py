@@ -1,0 +1,32 @@
+"""`cluster.limits`: Azure limits this stack has had raised, each with the note that proves it."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from components.spec.base import SpecModel
+
+
+class LimitOverride(SpecModel):
+    """A raised Azure limit. `note` records the support request that raised it."""
+
+    value: int = Field(gt=0)
+    note: str = Field(min_length=3, description="support ticket or approval that raised the limit")
+
+
+class RegionZones(SpecModel):
+    """Zones of a region the catalogue does not list."""
+
+    zones: list[str] = Field(min_length=1)
+    note: str = Field(min_length=3)
+
+
+class LimitsSpec(SpecModel):
+    private_ips_per_nic: LimitOverride | None = None
+    private_ips_per_vnet: LimitOverride | None = None
+    private_ips_per_peered_group: LimitOverride | None = None
+    subnets_per_vnet: LimitOverride | None = None
+    vms_per_infiniband_domain: LimitOverride | None = None
+    vms_per_large_scale_set: LimitOverride | None = None
+    nat_gateway_public_ips: LimitOverride | None = None
+    region_zones: RegionZones | None = None

@@ -1,0 +1,79 @@
+"""Read a Pulumi stack file and validate `gpucluster:cluster` into a ClusterSpec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from components.errors import Problem, SpecError
+from components.spec.cluster import ClusterSpec
+from components.spec.errors import problems_from
+
+CONFIG_KEY = "gpucluster:cluster"
+
+
+@dataclass(frozen=True)
+class StackFile:
+    """A stack file as the engine needs it: its name, every config value, and the validated spec."""
+
+    name: str
+    path: Path
+    config: dict[str, Any]
+    spec: ClusterSpec
+
+
+def parse_cluster(raw: Any) -> ClusterSpec:
+    """Validate the structured config value; every problem is reported at its YAML path."""
+    if not isinstance(raw, dict):
+        raise SpecError.at("cluster", f"must be a mapping of keys to values (got {type(raw).__name__})")
+    try:
+        return ClusterSpec.model_validate(raw)
+    except ValidationError as error:
+        raise SpecError(problems_from(error, ClusterSpec)) from None
+
+
+def resolve_stack_path(stack: str, stacks_dir: Path) -> tuple[str, Path]:
+    """A stack name (`prod`) or a path to a stack file -> (stack name, file path)."""
+    candidate = Path(stack)
+    if candidate.suffix in (".yaml", ".yml") or candidate.parent != Path("."):
+        name = candidate.stem.removeprefix("Pulumi.")
+        return name, candidate
+    return stack, stacks_dir / f"Pulumi.{stack}.yaml"
+
+
+def load_stack_file(path: Path, name: str) -> StackFile:
+    if not path.is_file():
+        raise SpecError.at(str(path), "stack file not found; pass a stack name under stacks/ or a path to a stack file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or "cannot be parsed"
+        raise SpecError.at(str(path), f"invalid YAML{where}: {problem}") from None
+    if document is None:
+        raise SpecError.at(str(path), f"the file is empty; it needs `config: {{{CONFIG_KEY}: ...}}`")
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise SpecError.at(str(path), "needs a top-level `config:` mapping, as `pulumi config set` writes it")
+    config: dict[str, Any] = document["config"]
+    if CONFIG_KEY not in config:
+        raise SpecError.at("cluster", f"missing: add the structured key `{CONFIG_KEY}` under `config:` in {path}")
+    _reject_secrets(config[CONFIG_KEY], "cluster")
+    return StackFile(name=name, path=path, config=config, spec=parse_cluster(config[CONFIG_KEY]))
+
+
+def _reject_secrets(value: Any, path: str) -> None:
+    """The cluster spec holds no secrets: keys and tokens are generated as Pulumi secrets instead."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            raise SpecError([Problem(path, "holds an encrypted value; the cluster spec takes no secrets, remove it")])
+        for key, item in value.items():
+            _reject_secrets(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_secrets(item, f"{path}[{index}]")

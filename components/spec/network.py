@@ -1,0 +1,29 @@
+"""`cluster.network`: address spaces, service range, admin access, egress, optional hub peering."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+
+from pydantic import Field
+
+from components.spec.base import SpecModel
+
+
+class EgressSpec(SpecModel):
+    snat_ports_per_node: int = Field(default=128, ge=64, le=64_512)
+    """Concurrent outbound connections a node may hold; sizes the NAT gateway's public IPs."""
+    idle_timeout_minutes: int = Field(default=4, ge=4, le=120)
+
+
+class NetworkSpec(SpecModel):
+    address_space: list[IPv4Network] = Field(min_length=1)
+    """VNet address prefixes. Blocks are carved from them in order; never 172.16.0.0/16 (RDMA)."""
+    service_cidr: IPv4Network = IPv4Network("192.168.0.0/16")
+    """Kubernetes Service range: outside the VNet, /12 at the largest (kube-apiserver's limit)."""
+    admin_cidrs: list[IPv4Network] = Field(default_factory=list)
+    """Where operators reach the API server (6443) and SSH (22) from; empty means only from inside the VNet."""
+    egress: EgressSpec = EgressSpec()
+    hub_vnet_id: str | None = None
+    """Resource id of a hub VNet to peer with (hub-and-spoke); its IPs then count toward the peered-group limit."""
+    pinned_blocks: dict[str, IPv4Network] = Field(default_factory=dict)
+    """Freeze a block where it is (block name from the plan output -> CIDR)."""

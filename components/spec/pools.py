@@ -1,0 +1,55 @@
+"""`cluster.pools[]`: logical node pools. Each becomes one or more scale sets."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from components.spec.base import SpecModel
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
+LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+
+
+class PoolKind(StrEnum):
+    SYSTEM = "system"
+    CPU = "cpu"
+    GPU = "gpu"
+    CONFIDENTIAL = "confidential"
+
+
+class Taint(SpecModel):
+    key: str = Field(pattern=LABEL_KEY_PATTERN)
+    value: str = Field(default="", max_length=63)
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class ImageRef(SpecModel):
+    publisher: str
+    offer: str
+    sku: str
+    version: str = "latest"
+
+
+class PoolSpec(SpecModel):
+    name: str = Field(pattern=NAME_PATTERN)
+    kind: PoolKind
+    vm_size: str
+    count: int = Field(ge=1)
+    """Nodes the pool holds: the scale sets' initial capacity and the autoscaler's maximum."""
+    min_count: int = Field(default=0, ge=0)
+    """The autoscaler's minimum for the whole pool."""
+    zones: list[str] | None = None
+    """Zones for this pool; defaults to the cluster's zones."""
+    infiniband: bool | None = None
+    """Defaults to on where the size has InfiniBand."""
+    pods_per_node: int = Field(default=30, ge=1)
+    priority: Literal["regular", "spot"] = "regular"
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    team: str | None = None
+    cost_centre: str | None = None
+    image: ImageRef | None = None
+    os_disk_gib: int = Field(default=128, ge=30, le=4095)
