@@ -129,7 +129,11 @@ def run_program(program: Path, project: str, stack: str, config: dict[str, Any])
         pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
         pulumi.runtime.set_all_config({key: _config_value(value) for key, value in config.items()})
         root = pulumi.runtime.get_root_resource()
-        loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+
+        def execute() -> None:
+            runpy.run_path(str(program), run_name="__main__")
+
+        loop.run_until_complete(run_pulumi_func(execute))
         loop.run_until_complete(wait_for_rpcs())
         if root is not None:
             run.outputs = loop.run_until_complete(_resolve_outputs(root))

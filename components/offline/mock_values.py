@@ -52,7 +52,8 @@ def _azure_id(typ: str, name: str, inputs: dict[str, Any]) -> str:
     parent = inputs.get("virtualNetworkName")
     middle = f"virtualNetworks/{parent}/" if parent and kind != "VirtualNetwork" else ""
     plural = re.sub(r"(?<!^)(?=[A-Z])", "", kind[0].lower() + kind[1:]) + "s"
-    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/{provider}/{middle}{plural}/{_azure_name(typ, name, inputs)}"
+    leaf = _azure_name(typ, name, inputs)
+    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/{provider}/{middle}{plural}/{leaf}"
 
 
 def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -71,8 +71,14 @@ def scale_set_name(pool: str, zone: str, index: int) -> str:
 
 def split_pool(pool: str, count: int, zones: tuple[str, ...], max_per_set: int,
                infiniband: bool) -> tuple[ScaleSetPlan, ...]:
-    """Split `count` VMs into the fewest scale sets of at most `max_per_set`, round-robin over zones."""
+    """Split `count` VMs into scale sets of at most `max_per_set`, round-robin over zones.
+
+    InfiniBand pools use the fewest domains (bigger domains fit bigger jobs); other pools use a
+    multiple of the zone count, so every zone holds the same share.
+    """
     sets = math.ceil(count / max_per_set)
+    if not infiniband:
+        sets = min(count, math.ceil(sets / len(zones)) * len(zones))
     base, extra = divmod(count, sets)
     plans = []
     for j in range(sets):

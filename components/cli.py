@@ -1,0 +1,136 @@
+"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from components.errors import SpecError
+
+EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
+PROJECT = "gpucluster"
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The folder holding this project's Pulumi.yaml: from the working directory up, else the package's."""
+    for folder in [(start or Path.cwd()).resolve(), *(start or Path.cwd()).resolve().parents]:
+        if (folder / "Pulumi.yaml").is_file() and (folder / "__main__.py").is_file():
+            return folder
+    return Path(__file__).resolve().parent.parent
+
+
+def _fail(problems: SpecError, console: Console) -> int:
+    for problem in problems.problems:
+        console.print(f"error: {problem}", markup=False, highlight=False)
+    return EXIT_BAD_INPUT
+
+
+def _write_atomically(out: Path, write: object) -> None:
+    """Write into a sibling temp folder, then swap it in: `out` is either the old or the new result."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        write(staging)  # type: ignore[operator]
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from components.offline.engine import run_program
+    from components.offline.manifests import kubernetes_objects, write_manifests
+    from components.offline.policy_runner import run_policies
+    from components.offline.preview import preview_document, write_preview
+    from components.offline.summary import print_summary
+    from components.planning.cluster_plan import plan_cluster
+    from components.spec import load_stack_file, resolve_stack_path
+
+    root = project_root()
+    name, path = resolve_stack_path(args.stack, root / "stacks")
+    try:
+        stack = load_stack_file(path, name)
+        plan = plan_cluster(stack.spec)
+    except SpecError as error:
+        errors.print(f"{path}:", markup=False, highlight=False)
+        return _fail(error, errors)
+    if not args.quiet:
+        errors.print(f"running {root / '__main__.py'} under mocks for stack {name} ...", highlight=False)
+    run = run_program(root / "__main__.py", PROJECT, name, stack.config)
+    document = preview_document(run)
+    objects = kubernetes_objects(run.registrations)
+
+    def write(folder: Path) -> None:
+        write_preview(document, folder / "preview.json")
+        write_manifests(objects, folder / "manifests")
+
+    out = Path(args.out) if args.out else Path("out") / name
+    _write_atomically(out, write)
+    violations = run_policies(document["steps"])
+    if args.json:
+        print(json.dumps({"stack": name, "resources": len(run.registrations), "nodes": plan.nodes,
+                          "gpus": plan.gpus, "outputs": run.outputs,
+                          "violations": [v.__dict__ for v in violations]}, indent=2))
+    elif not args.quiet:
+        print_summary(console, plan, run, violations)
+        console.print(f"wrote {out / 'preview.json'} and {len(objects)} manifests in {out / 'manifests'}")
+    return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from components.offline.policy_runner import run_policies
+    from components.offline.preview import read_preview
+    from components.offline.summary import print_violations
+
+    try:
+        document = read_preview(Path(args.preview))
+        config = _read_policy_config(args.policy_config) if args.policy_config else {}
+    except SpecError as error:
+        return _fail(error, errors)
+    violations = run_policies(document["steps"], config)
+    print_violations(console, violations)
+    return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
+
+
+def _read_policy_config(path: str) -> dict[str, object]:
+    try:
+        config = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise SpecError.at(path, f"cannot read the policy config: {error}") from None
+    if not isinstance(config, dict):
+        raise SpecError.at(path, "the policy config must be a JSON object of policy name -> settings")
+    return config
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="gpucluster", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan", help="run the program offline under mocks; write preview.json and manifests")
+    plan.add_argument("stack", help="a stack name under stacks/ (dev, prod) or a path to a stack file")
+    plan.add_argument("--out", help="output folder (default out/<stack>)")
+    plan.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    plan.add_argument("--quiet", action="store_true", help="print only errors and violations' exit code")
+    check = sub.add_parser("check", help="run the policy pack over a saved preview.json")
+    check.add_argument("preview", help="path to a preview.json")
+    check.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    errors = Console(stderr=True)
+    handler = cmd_plan if args.command == "plan" else cmd_check
+    return handler(args, console, errors)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Every Kubernetes object the program declares, as YAML `kubectl apply -f` accepts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.offline.engine import Registration
+
+_SKIP_SUFFIXES = ("List",)
+"""`kubernetes:core/v1:ConfigMapList` and friends are not objects to apply."""
+
+
+def api_version(resource_type: str) -> str:
+    """`kubernetes:core/v1:Namespace` -> `v1`; `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` -> as is."""
+    group_version = resource_type.split(":")[1]
+    return group_version.removeprefix("core/")
+
+
+def kubernetes_objects(registrations: list[Registration]) -> list[dict[str, Any]]:
+    objects = []
+    for reg in registrations:
+        if not (reg.custom and reg.type.startswith("kubernetes:")) or reg.type.endswith(_SKIP_SUFFIXES):
+            continue
+        if reg.type.startswith(("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")):
+            continue  # rendered by the provider at deploy time; recorded in preview.json
+        kind = reg.type.rsplit(":", 1)[1]
+        body = {k: v for k, v in reg.inputs.items() if k not in ("apiVersion", "kind")}
+        metadata = dict(body.pop("metadata", {}) or {})
+        metadata.setdefault("name", reg.name)
+        objects.append({"apiVersion": api_version(reg.type), "kind": kind, "metadata": metadata, **body})
+    return objects
+
+
+def _file_name(index: int, obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    parts = [obj["kind"], meta.get("namespace", ""), meta["name"]]
+    slug = re.sub(r"[^a-z0-9.-]+", "-", "-".join(p for p in parts if p).lower())
+    return f"{index:03d}-{slug}.yaml"
+
+
+def write_manifests(objects: list[dict[str, Any]], directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index, obj in enumerate(objects):
+        path = directory / _file_name(index, obj)
+        path.write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
+        paths.append(path)
+    return paths

@@ -1,0 +1,49 @@
+"""Shared fixtures: the shipped stacks' specs and a small spec builder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.spec import ClusterSpec, load_stack_file, parse_cluster
+
+ROOT = Path(__file__).resolve().parent.parent
+STACKS = ROOT / "stacks"
+
+
+def stack_spec(name: str) -> ClusterSpec:
+    return load_stack_file(STACKS / f"Pulumi.{name}.yaml", name).spec
+
+
+def small_cluster(**overrides: Any) -> dict[str, Any]:
+    """A minimal valid `gpucluster:cluster` value, as YAML would give it."""
+    raw: dict[str, Any] = {
+        "name": "test",
+        "location": "eastus",
+        "zones": ["1", "2", "3"],
+        "kubernetesVersion": "1.31.4",
+        "network": {"addressSpace": ["10.10.0.0/16"]},
+        "pools": [
+            {"name": "system", "kind": "system", "vmSize": "Standard_D4s_v5", "count": 3},
+            {"name": "gpu", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": 150, "podsPerNode": 16},
+        ],
+        "controlPlane": {"apiServers": {"count": 3}, "etcd": {"members": 3}, "eventsEtcd": None},
+    }
+    raw.update(overrides)
+    return raw
+
+
+def small_spec(**overrides: Any) -> ClusterSpec:
+    return parse_cluster(small_cluster(**overrides))
+
+
+@pytest.fixture(scope="session")
+def prod_spec() -> ClusterSpec:
+    return stack_spec("prod")
+
+
+@pytest.fixture(scope="session")
+def dev_spec() -> ClusterSpec:
+    return stack_spec("dev")
