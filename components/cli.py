@@ -36,6 +36,7 @@ def _write_atomically(out: Path, write: object) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
+        staging.chmod(0o755)
         write(staging)  # type: ignore[operator]
         if out.exists():
             shutil.rmtree(out)

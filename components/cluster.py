@@ -5,15 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_tls as tls
 
+from components.azure.join_credentials import JoinCredentials
 from components.azure.network import Network
+from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.ip_plan import pool_block_name
+from components.planning.security_rules import API_SERVER_PORT
 
 
 class GpuCluster(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:index:GpuCluster", name, None, opts)
-        self.network = Network(name, plan, pulumi.ResourceOptions(parent=self))
+        spec = plan.spec
+        child = pulumi.ResourceOptions(parent=self)
+        self.network = Network(name, plan, child)
+        self.credentials = JoinCredentials(f"{name}-join", spec.name, child)
+        join = NodeJoin(
+            kubernetes_version=spec.kubernetes_version,
+            api_server_endpoint=f"{plan.ip.api_server_ip}:{API_SERVER_PORT}",
+            bootstrap_token=self.credentials.bootstrap_token,
+            ca_cert_hash=self.credentials.ca_cert_hash,
+            cluster_dns=str(plan.ip.dns_service_ip),
+        )
+        keys: list[pulumi.Input[str]] = list(spec.access.ssh_public_keys)
+        self.break_glass_key: tls.PrivateKey | None = None
+        if not keys:
+            self.break_glass_key = tls.PrivateKey(f"{name}-break-glass-ssh", algorithm="ED25519", opts=child)
+            keys = [self.break_glass_key.public_key_openssh]
+        access = NodeAccess(spec.access.admin_username, keys)
+        self.node_pools = [
+            NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
+                     self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child)
+            for pool in plan.pools
+        ]
         self.register_outputs({"vnetId": self.network.refs.vnet_id})
 
 

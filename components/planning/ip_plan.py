@@ -76,6 +76,11 @@ class IpPlan:
     dns_service_ip: IPv4Address
     capacity: IpCapacity
 
+    @property
+    def api_server_ip(self) -> IPv4Address:
+        """The internal load balancer's frontend: the control-plane block's first usable address."""
+        return self.block(CONTROL_PLANE_BLOCK).cidr.network_address + 4
+
     def block(self, name: str) -> Block:
         return next(b for b in self.blocks if b.name == name)
 

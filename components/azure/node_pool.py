@@ -1,0 +1,144 @@
+"""NodePool: one Uniform scale set per planned scale set (InfiniBand domain), each in one zone."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_azure_native as azure
+
+from components.azure.network import NetworkRefs
+from components.azure.tags import machine_tags
+from components.bootstrap.node import NodeBootstrap, render_cloud_init
+from components.planning.node_template import autoscaler_tags, node_labels, node_taints, split_min
+from components.planning.placement import PoolPlan, ScaleSetPlan
+from components.spec import ImageRef
+
+UBUNTU_HPC_2204 = ImageRef(publisher="microsoft-dsvm", offer="ubuntu-hpc", sku="2204", version="latest")
+"""Ubuntu-HPC 22.04: InfiniBand drivers and NVIDIA drivers preinstalled (../shared/reference/azure.md)."""
+INFINIBAND_TAG = "gpucluster-infiniband"
+
+
+@dataclass(frozen=True)
+class NodeJoin:
+    """Where and how nodes join. Values are outputs of the control plane's PKI and load balancer."""
+
+    kubernetes_version: str
+    api_server_endpoint: str
+    bootstrap_token: pulumi.Output[str]
+    ca_cert_hash: pulumi.Output[str]
+    cluster_dns: str
+
+
+@dataclass(frozen=True)
+class NodeAccess:
+    admin_username: str
+    ssh_public_keys: list[pulumi.Input[str]]
+
+
+def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin, location: str) -> pulumi.Output[str]:
+    def render(args: list[str]) -> str:
+        token, ca_hash = args
+        text = render_cloud_init(NodeBootstrap(
+            kubernetes_version=join.kubernetes_version, api_server_endpoint=join.api_server_endpoint,
+            bootstrap_token=token, ca_cert_hash=ca_hash, max_pods=pool.spec.pods_per_node,
+            cluster_dns=join.cluster_dns, labels=node_labels(pool, scale_set, location), taints=node_taints(pool)))
+        return base64.b64encode(text.encode()).decode()
+
+    return pulumi.Output.secret(pulumi.Output.all(join.bootstrap_token, join.ca_cert_hash).apply(render))
+
+
+def _os_disk(pool: PoolPlan) -> azure.compute.VirtualMachineScaleSetOSDiskArgs:
+    size = pool.size
+    if 0 < pool.spec.os_disk_gib <= size.temp_disk_gib:
+        # Ephemeral OS disk on the resource disk: no remote OS-disk IO, reimage is fast.
+        return azure.compute.VirtualMachineScaleSetOSDiskArgs(
+            create_option="FromImage", caching=azure.compute.CachingTypes.READ_ONLY, disk_size_gb=pool.spec.os_disk_gib,
+            diff_disk_settings=azure.compute.DiffDiskSettingsArgs(option="Local", placement="ResourceDisk"))
+    return azure.compute.VirtualMachineScaleSetOSDiskArgs(
+        create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=pool.spec.os_disk_gib,
+        managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(
+            storage_account_type="Premium_LRS"))
+
+
+def _ip_configurations(pool: PoolPlan,
+                       subnet_id: pulumi.Input[str]) -> list[azure.compute.VirtualMachineScaleSetIPConfigurationArgs]:
+    """Primary address for the node, then one secondary per pod ("alias-based" pod IPs, no overlay)."""
+    subnet = azure.compute.ApiEntityReferenceArgs(id=subnet_id)
+    configs = [azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
+        name="node", primary=True, private_ip_address_version="IPv4", subnet=subnet)]
+    configs += [azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
+        name=f"pod{i:03d}", primary=False, private_ip_address_version="IPv4", subnet=subnet)
+        for i in range(1, pool.spec.pods_per_node + 1)]
+    return configs
+
+
+def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
+              subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess,
+              opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
+    spec = pool.spec
+    image = spec.image or UBUNTU_HPC_2204
+    tags = {
+        **machine_tags(cluster, spec.kind.value, spec.name, {}),
+        **({"team": spec.team} if spec.team else {}),
+        **({"cost-centre": spec.cost_centre} if spec.cost_centre else {}),
+        INFINIBAND_TAG: "true" if plan.infiniband else "false",
+        **autoscaler_tags(cluster, pool, plan, minimum, network.location),
+    }
+    spot = spec.priority == "spot"
+    return azure.compute.VirtualMachineScaleSet(
+        plan.name,
+        vm_scale_set_name=plan.name,
+        resource_group_name=network.resource_group_name,
+        location=network.location,
+        zones=[plan.zone],
+        sku=azure.compute.SkuArgs(name=pool.size.name, tier="Standard", capacity=plan.capacity),
+        orchestration_mode="Uniform",
+        single_placement_group=plan.single_placement_group,
+        platform_fault_domain_count=1,
+        overprovision=False,
+        upgrade_policy=azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),
+        identity=azure.compute.VirtualMachineScaleSetIdentityArgs(type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED),
+        virtual_machine_profile=azure.compute.VirtualMachineScaleSetVMProfileArgs(
+            priority="Spot" if spot else "Regular",
+            eviction_policy="Delete" if spot else None,
+            billing_profile=azure.compute.BillingProfileArgs(max_price=-1) if spot else None,
+            os_profile=azure.compute.VirtualMachineScaleSetOSProfileArgs(
+                computer_name_prefix=plan.name,
+                admin_username=access.admin_username,
+                custom_data=_custom_data(pool, plan, join, network.location),
+                linux_configuration=azure.compute.LinuxConfigurationArgs(
+                    disable_password_authentication=True,
+                    ssh=azure.compute.SshConfigurationArgs(public_keys=[
+                        azure.compute.SshPublicKeyArgs(path=f"/home/{access.admin_username}/.ssh/authorized_keys",
+                                                       key_data=key)
+                        for key in access.ssh_public_keys]))),
+            storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
+                image_reference=azure.compute.ImageReferenceArgs(
+                    publisher=image.publisher, offer=image.offer, sku=image.sku, version=image.version),
+                os_disk=_os_disk(pool)),
+            network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(
+                network_interface_configurations=[azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
+                    name="nic0", primary=True,
+                    enable_accelerated_networking=pool.size.accelerated_networking,
+                    ip_configurations=_ip_configurations(pool, subnet_id))]),
+        ),
+        tags=tags,
+        # The cluster autoscaler owns capacity: `pulumi up` must never resize a pool under it.
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])),
+    )
+
+
+class NodePool(pulumi.ComponentResource):
+    """One logical pool: a scale set per InfiniBand domain (or large scale set), spread over zones."""
+
+    def __init__(self, name: str, cluster: str, plan: PoolPlan, network: NetworkRefs, subnet_id: pulumi.Input[str],
+                 join: NodeJoin, access: NodeAccess, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:azure:NodePool", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.scale_sets = [
+            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, child)
+            for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
+        ]
+        self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})

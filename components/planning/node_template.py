@@ -1,0 +1,68 @@
+"""What a node of a scale set looks like to Kubernetes and to the cluster autoscaler: labels, taints, tags."""
+
+from __future__ import annotations
+
+from components.bootstrap.node import (
+    LABEL_ACCELERATOR,
+    LABEL_GPU_PRODUCT,
+    LABEL_IB_DOMAIN,
+    LABEL_POOL,
+    LABEL_ROLE,
+    LABEL_ZONE,
+    NodeTaint,
+    zone_label,
+)
+from components.planning.placement import PoolPlan, ScaleSetPlan
+
+LABEL_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_label_"
+TAINT_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_taint_"
+RESOURCE_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_resources_"
+
+
+def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[str, str]:
+    """Labels every node of the scale set registers with. Kueue's topology levels key on zone and domain."""
+    labels = {
+        LABEL_POOL: pool.name,
+        LABEL_ROLE: pool.role,
+        LABEL_ZONE: zone_label(location, scale_set.zone),
+        LABEL_IB_DOMAIN: scale_set.name if scale_set.infiniband else "none",
+        **pool.spec.labels,
+    }
+    if pool.size.gpu_model:
+        labels[LABEL_GPU_PRODUCT] = pool.size.gpu_model
+        labels[LABEL_ACCELERATOR] = "nvidia"
+    return labels
+
+
+def node_taints(pool: PoolPlan) -> tuple[NodeTaint, ...]:
+    return tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.spec.taints)
+
+
+def _tag_key(key: str) -> str:
+    """Azure tag names cannot hold '/': the autoscaler reads '_' as '/' and '~2' as '_'."""
+    return key.replace("_", "~2").replace("/", "_")
+
+
+def split_min(pool: PoolPlan) -> list[int]:
+    """The pool's autoscaler minimum spread over its scale sets like their capacity."""
+    total, sets = pool.spec.min_count, len(pool.scale_sets)
+    base, extra = divmod(total, sets)
+    return [min(s.capacity, base + (1 if i < extra else 0)) for i, s in enumerate(pool.scale_sets)]
+
+
+def autoscaler_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minimum: int,
+                    location: str) -> dict[str, str]:
+    """Tags the autoscaler's VMSS auto-discovery and scale-from-zero templates read."""
+    tags = {
+        "cluster-autoscaler-enabled": "true",
+        "cluster-autoscaler-name": cluster,
+        "min": str(minimum),
+        "max": str(scale_set.capacity),
+    }
+    for key, value in node_labels(pool, scale_set, location).items():
+        tags[LABEL_TAG_PREFIX + _tag_key(key)] = value
+    for taint in node_taints(pool):
+        tags[TAINT_TAG_PREFIX + _tag_key(taint.key)] = f"{taint.value}:{taint.effect}"
+    if pool.size.gpus:
+        tags[RESOURCE_TAG_PREFIX + "nvidia.com_gpu"] = str(pool.size.gpus)
+    return tags
