@@ -128,7 +128,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
-    errors = Console(stderr=True)
+    errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
     handler = cmd_plan if args.command == "plan" else cmd_check
     return handler(args, console, errors)
 

@@ -1,0 +1,114 @@
+"""`gpucluster plan` and `gpucluster check` end to end, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, small_cluster
+
+
+def gpucluster(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def prod_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("prod")
+    return gpucluster("plan", "prod", "--out", str(out)), out
+
+
+def test_plan_prod(prod_out) -> None:
+    result, out = prod_out
+    assert result.returncode == 0, result.stderr
+    assert "7,500 nodes, 25,000 GPUs" in result.stdout
+    assert "pod IPs: 206,800 needed, 242,486 available" in result.stdout
+    assert "standardNDSH100v5Family" in result.stdout and "300,000" in result.stdout
+    preview = json.loads((out / "preview.json").read_text())
+    assert (out / "manifests").is_dir()
+    steps = preview["steps"]
+    assert all(s["op"] == "create" and {"type", "inputs", "parent", "protect", "ignoreChanges", "dependencies",
+                                        "provider"} <= set(s["newState"]) for s in steps)
+    assert len(steps) < 300
+    assert "PRIVATE KEY" not in (out / "preview.json").read_text()
+    sets = [s for s in steps if s["newState"]["type"] == "azure-native:compute:VirtualMachineScaleSet"]
+    gpu_sets = [s for s in sets if s["newState"]["inputs"]["tags"]["gpucluster-role"] == "gpu"]
+    assert len(gpu_sets) >= 32
+    assert all(s["newState"]["inputs"]["sku"]["capacity"] <= 100 for s in gpu_sets)
+
+
+def test_check_passes_on_prod_and_fails_when_broken(prod_out, tmp_path: Path) -> None:
+    _, out = prod_out
+    ok = gpucluster("check", str(out / "preview.json"))
+    assert ok.returncode == 0, ok.stdout
+    preview = json.loads((out / "preview.json").read_text())
+    vmss = next(s for s in preview["steps"] if s["newState"]["type"].endswith("VirtualMachineScaleSet"))
+    vmss["newState"]["inputs"]["overprovision"] = True
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(preview))
+    bad = gpucluster("check", str(broken))
+    assert bad.returncode == 1
+    assert "azure-native-compute-virtualmachinescaleset-no-overprovision" in bad.stdout
+    assert vmss["urn"] in bad.stdout.replace("\n", "")
+
+
+def test_plan_dev_by_path(tmp_path: Path) -> None:
+    result = gpucluster("plan", str(ROOT / "stacks" / "Pulumi.dev.yaml"), "--out", str(tmp_path / "dev"), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["stack"] == "dev" and summary["gpus"] == 2 and summary["violations"] == []
+
+
+def _write_stack(tmp_path: Path, cluster: object) -> Path:
+    path = tmp_path / "Pulumi.broken.yaml"
+    path.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": cluster}}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda c: c.update(colour="blue"), "cluster.colour: unknown key"),
+        (lambda c: c["pools"][0].update(count="lots"), "cluster.pools[0].count: must be a whole number"),
+        (lambda c: c["pools"][1].update(count=-1), "cluster.pools[1].count: must be >= 1 (got -1)"),
+        (lambda c: c["network"].update(addressSpace=["10.0.0.0/16", "10.0.0.0/17"]),
+         "cluster.network.addressSpace[1]: 10.0.0.0/17 overlaps addressSpace[0]"),
+        (lambda c: c["network"].update(addressSpace=["172.16.0.0/16"]),
+         "cluster.network.addressSpace[0]: 172.16.0.0/16 overlaps 172.16.0.0/16"),
+        (lambda c: c["pools"][1].update(count=3000), "cluster.pools[1]: needs a"),
+        (lambda c: c["pools"][1].update(vmSize="Standard_Nope"), "cluster.pools[1].vmSize: unknown VM size"),
+    ],
+)
+def test_bad_stack_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, mutate, expected: str) -> None:
+    cluster = small_cluster()
+    mutate(cluster)
+    out = tmp_path / "out"
+    result = gpucluster("plan", str(_write_stack(tmp_path, cluster)), "--out", str(out))
+    assert result.returncode == 2
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("text", "expected"), [("", "the file is empty"), ("config: {a: [", "invalid YAML")])
+def test_unreadable_stack_files(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(text)
+    result = gpucluster("plan", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and expected in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_stack_and_bad_preview(tmp_path: Path) -> None:
+    missing = gpucluster("plan", "nosuchstack")
+    assert missing.returncode == 2 and "stack file not found" in missing.stderr
+    (tmp_path / "p.json").write_text("{not json")
+    bad = gpucluster("check", str(tmp_path / "p.json"))
+    assert bad.returncode == 2 and "not valid JSON" in bad.stderr

@@ -1,0 +1,115 @@
+"""Placement: pools -> scale sets. Property tests over sizes, spread and stability when a pool grows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.errors import SpecError
+from components.planning.limits import effective_limits
+from components.planning.placement import plan_pools, split_pool
+from components.spec import parse_cluster
+from tests.conftest import small_cluster
+
+ZONES = st.sampled_from([("1",), ("1", "2"), ("1", "2", "3")])
+
+
+@given(count=st.integers(1, 5000), zones=ZONES, max_per_set=st.sampled_from([100, 300, 1000]), ib=st.booleans())
+def test_split_sizes_and_spread(count: int, zones: tuple[str, ...], max_per_set: int, ib: bool) -> None:
+    sets = split_pool("p", count, zones, max_per_set, ib)
+    assert sum(s.capacity for s in sets) == count
+    assert all(1 <= s.capacity <= max_per_set for s in sets)
+    assert all(s.single_placement_group is ib for s in sets)
+    assert len({s.name for s in sets}) == len(sets)
+    per_zone = [sum(1 for s in sets if s.zone == z) for z in zones]
+    assert max(per_zone) - min(per_zone) <= 1  # a zone holds at most its share plus one scale set
+    assert max(s.capacity for s in sets) - min(s.capacity for s in sets) <= 1
+
+
+@given(count=st.integers(1, 3000), extra=st.integers(1, 3000), zones=ZONES)
+def test_growing_an_infiniband_pool_only_appends(count: int, extra: int, zones: tuple[str, ...]) -> None:
+    before = [s.name for s in split_pool("p", count, zones, 100, True)]
+    after = [s.name for s in split_pool("p", count + extra, zones, 100, True)]
+    assert after[: len(before)] == before
+
+
+def test_prod_gpu_pool_has_32_domains_of_at_most_100(prod_spec) -> None:
+    pools = {p.name: p for p in plan_pools(prod_spec, effective_limits(prod_spec))}
+    h100 = pools["h100"]
+    assert len(h100.scale_sets) == 32 and h100.gpus == 25_000
+    assert all(s.capacity <= 100 and s.single_placement_group for s in h100.scale_sets)
+    assert sum(p.nodes for p in pools.values()) == 7_500
+    gpus_by_zone = [h100.nodes_in_zone(z) * 8 for z in prod_spec.zones]
+    assert max(gpus_by_zone) - min(gpus_by_zone) <= 100 * 8
+    assert h100.scale_sets[0].name == "h100-z1-00" and h100.scale_sets[1].name == "h100-z2-00"
+
+
+def test_raised_domain_limit_gives_bigger_domains() -> None:
+    raw = small_cluster(limits={"vmsPerInfinibandDomain": {"value": 300, "note": "ticket"}})
+    spec = parse_cluster(raw)
+    gpu = plan_pools(spec, effective_limits(spec))[1]
+    assert len(gpu.scale_sets) == 1 and gpu.max_per_scale_set == 300
+
+
+def problems(raw: dict[str, Any]) -> list[str]:
+    spec = parse_cluster(raw)
+    with pytest.raises(SpecError) as caught:
+        plan_pools(spec, effective_limits(spec))
+    return [str(p) for p in caught.value.problems]
+
+
+def _with_pool(**changes: Any) -> dict[str, Any]:
+    raw = small_cluster()
+    raw["pools"][1].update(changes)
+    return raw
+
+
+def test_unknown_size() -> None:
+    [line] = problems(_with_pool(vmSize="Standard_ND96isr_H100_v9"))
+    assert line.startswith("cluster.pools[1].vmSize: unknown VM size 'Standard_ND96isr_H100_v9'")
+    assert "cluster.vmSizes" in line
+
+
+def test_custom_size_is_accepted() -> None:
+    raw = _with_pool(vmSize="Standard_ND128isr_NDR_GB200_v6")
+    raw["vmSizes"] = {"Standard_ND128isr_NDR_GB200_v6": {
+        "vcpus": 128, "memoryGib": 900, "gpus": 4, "gpuModel": "GB200", "infiniband": True, "maxNics": 8,
+        "quotaFamily": "standardNDGB200v6Family", "source": "size page"}}
+    spec = parse_cluster(raw)
+    assert plan_pools(spec, effective_limits(spec))[1].gpus == 600
+
+
+def test_infiniband_on_a_size_without_it() -> None:
+    assert problems(_with_pool(vmSize="Standard_NC4as_T4_v3", infiniband=True)) == [
+        "cluster.pools[1].infiniband: Standard_NC4as_T4_v3 has no InfiniBand; set infiniband: false or pick an ND size"]
+
+
+def test_domain_limit_above_300() -> None:
+    spec = parse_cluster(small_cluster(limits={"vmsPerInfinibandDomain": {"value": 400, "note": "ticket"}}))
+    with pytest.raises(SpecError, match=r"cluster.limits.vmsPerInfinibandDomain.value: Azure does not raise this past 300"):
+        effective_limits(spec)
+
+
+def test_duplicate_pool_names_and_zones() -> None:
+    raw = small_cluster()
+    raw["pools"].append(dict(raw["pools"][0]))
+    raw["zones"] = ["1", "4"]
+    lines = problems(raw)
+    assert "cluster.zones[1]: zone '4' does not exist in eastus (zones: 1, 2, 3)" in lines
+    assert "cluster.pools[2].name: duplicate pool name 'system' (also cluster.pools[0])" in lines
+
+
+def test_unknown_region_needs_declared_zones() -> None:
+    assert problems(small_cluster(location="marsnorth"))[0].startswith("cluster.location: 'marsnorth' is not in")
+    raw = small_cluster(location="marsnorth", limits={"regionZones": {"zones": ["1", "2", "3"], "note": "new region"}})
+    spec = parse_cluster(raw)
+    assert len(plan_pools(spec, effective_limits(spec))) == 2
+
+
+def test_gpu_pool_needs_gpus_and_confidential_sizes_stay_in_confidential_pools() -> None:
+    assert problems(_with_pool(vmSize="Standard_D4s_v5"))[0].startswith("cluster.pools[1].vmSize: Standard_D4s_v5 has no GPUs")
+    line = problems(_with_pool(vmSize="Standard_NCC40ads_H100_v5"))[0]
+    assert "is a confidential size; use it only in a pool of kind: confidential" in line
