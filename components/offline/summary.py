@@ -27,9 +27,10 @@ def _pools(plan: ClusterPlan) -> Table:
     for column in ("pool", "kind", "size", "scale sets", "max/set", "nodes", "GPUs"):
         table.add_column(column, justify="left" if column in ("pool", "kind", "size") else "right")
     for zone in zones:
-        table.add_column(f"zone {zone} nodes / GPUs", justify="right")
+        table.add_column(f"zone {zone}: sets, nodes / GPUs", justify="right")
     for pool in plan.pools:
-        per_zone = [f"{pool.nodes_in_zone(z):,} / {pool.nodes_in_zone(z) * pool.size.gpus:,}" for z in zones]
+        per_zone = [f"{sum(1 for s in pool.scale_sets if s.zone == z)}: "
+                    f"{pool.nodes_in_zone(z):,} / {pool.nodes_in_zone(z) * pool.size.gpus:,}" for z in zones]
         kind = pool.role + (" (InfiniBand)" if pool.infiniband else "")
         table.add_row(pool.name, kind, pool.size.name, str(len(pool.scale_sets)), str(pool.max_per_scale_set),
                       f"{pool.nodes:,}", f"{pool.gpus:,}", *per_zone)
