@@ -7,6 +7,7 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -31,13 +32,13 @@ def _fail(problems: SpecError, console: Console) -> int:
     return EXIT_BAD_INPUT
 
 
-def _write_atomically(out: Path, write: object) -> None:
+def _write_atomically(out: Path, write: Callable[[Path], None]) -> None:
     """Write into a sibling temp folder, then swap it in: `out` is either the old or the new result."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         staging.chmod(0o755)
-        write(staging)  # type: ignore[operator]
+        write(staging)
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

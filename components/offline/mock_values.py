@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 import string
 from typing import Any
 
@@ -51,7 +50,7 @@ def _azure_id(typ: str, name: str, inputs: dict[str, Any]) -> str:
         return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}"
     parent = inputs.get("virtualNetworkName")
     middle = f"virtualNetworks/{parent}/" if parent and kind != "VirtualNetwork" else ""
-    plural = re.sub(r"(?<!^)(?=[A-Z])", "", kind[0].lower() + kind[1:]) + "s"
+    plural = kind[0].lower() + kind[1:] + "s"
     leaf = _azure_name(typ, name, inputs)
     return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/{provider}/{middle}{plural}/{leaf}"
 

@@ -22,8 +22,6 @@ _HINTS = {
     "dict_type": "must be a mapping of keys to values",
     "model_type": "must be a mapping of keys to values",
     "string_type": "must be a string",
-    "enum": None,
-    "literal_error": None,
 }
 
 
