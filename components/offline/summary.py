@@ -10,6 +10,7 @@ from rich.table import Table
 from components.offline.engine import ProgramRun
 from components.offline.policy_runner import Violation
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.control_plane import EtcdPlan
 
 
 def _resources(run: ProgramRun) -> Table:
@@ -53,6 +54,39 @@ def _ip_plan(plan: ClusterPlan) -> Table:
     return table
 
 
+def _control_plane(plan: ClusterPlan) -> Table:
+    cp = plan.control_plane
+    api, etcds = cp.api, [e for e in (cp.etcd, cp.events) if e is not None]
+    table = Table(title="Control plane (outside the cluster)", title_justify="left")
+    for column in ("tier", "members", "size", *(f"zone {z}" for z in plan.spec.zones), "why this size"):
+        table.add_column(column)
+    table.add_row("API servers", str(api.count), api.size.name,
+                  *(str(api.in_zone(z)) for z in plan.spec.zones), api.reasoning)
+    for etcd in etcds:
+        table.add_row(etcd.role, f"{len(etcd.members)} (quorum {etcd.quorum})", etcd.size.name,
+                      *(str(etcd.in_zone(z)) for z in plan.spec.zones), etcd.reasoning)
+    return table
+
+
+def _etcd_left(etcd: EtcdPlan | None, zone: str) -> str:
+    if etcd is None:
+        return "-"
+    ok = "quorum holds" if etcd.survives_loss_of(zone) else "[red]QUORUM LOST[/red]"
+    return f"{len(etcd.members) - etcd.in_zone(zone)}/{len(etcd.members)} ({ok})"
+
+
+def _zone_loss(plan: ClusterPlan) -> Table:
+    cp = plan.control_plane
+    table = Table(title="If a zone is lost", title_justify="left")
+    for column in ("zone", "GPUs lost", "etcd left", "events etcd left", "API servers left"):
+        table.add_column(column)
+    for zone in plan.spec.zones:
+        gpus = sum(p.nodes_in_zone(zone) * p.size.gpus for p in plan.pools)
+        table.add_row(zone, f"{gpus:,}", _etcd_left(cp.etcd, zone), _etcd_left(cp.events, zone),
+                      f"{cp.api.count - cp.api.in_zone(zone)}/{cp.api.count}")
+    return table
+
+
 def _quota(plan: ClusterPlan) -> Table:
     table = Table(title="vCPU quota needed per family", title_justify="left")
     for column in ("family", "vCPUs needed", "declared quota", "short by"):
@@ -70,6 +104,8 @@ def print_summary(console: Console, plan: ClusterPlan, run: ProgramRun, violatio
     console.print(_resources(run))
     console.print(_pools(plan))
     console.print(_ip_plan(plan))
+    console.print(_control_plane(plan))
+    console.print(_zone_loss(plan))
     raised = plan.limits.raised()
     if raised:
         console.print("[bold]Raised Azure limits this stack relies on[/bold]")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from components.errors import Problem, SpecError
+from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
@@ -24,6 +25,7 @@ class ClusterPlan:
     ip: IpPlan
     egress: EgressPlan
     pools: tuple[PoolPlan, ...]
+    control_plane: ControlPlanePlan
     quota: tuple[QuotaNeed, ...]
 
     @property
@@ -50,6 +52,9 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     ip = _attempt(lambda: plan_ip(spec, limits), problems)
     egress = _attempt(lambda: plan_egress(spec, limits), problems)
     pools = _attempt(lambda: plan_pools(spec, limits), problems)
-    if ip is None or egress is None or pools is None:
+    nodes = sum(p.count for p in spec.pools)
+    control_plane = _attempt(lambda: plan_control_plane(spec, nodes), problems)
+    if ip is None or egress is None or pools is None or control_plane is None:
         raise SpecError(problems)
-    return ClusterPlan(spec, limits, ip, egress, pools, plan_quota(pools, {}, spec.vcpu_quota))
+    quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
+    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota)
