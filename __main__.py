@@ -16,6 +16,6 @@ cluster = GpuCluster(plan.spec.name, plan)
 for key, value in plan_outputs(plan).items():
     pulumi.export(key, value)
 pulumi.export("vnetId", cluster.network.refs.vnet_id)
-pulumi.export("caCertHash", cluster.credentials.ca_cert_hash)
+pulumi.export("caCertHash", cluster.pki.ca_cert_hash)
 if cluster.break_glass_key is not None:
     pulumi.export("breakGlassSshPrivateKey", pulumi.Output.secret(cluster.break_glass_key.private_key_openssh))

@@ -7,11 +7,13 @@ from typing import Any
 import pulumi
 import pulumi_tls as tls
 
-from components.azure.join_credentials import JoinCredentials
+from components.azure.bootstrap_token import BootstrapToken
 from components.azure.network import Network
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
+from components.azure.pki import ClusterPki
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
+from components.planning.pki import plan_certificates
 from components.planning.security_rules import API_SERVER_PORT
 
 
@@ -21,12 +23,13 @@ class GpuCluster(pulumi.ComponentResource):
         spec = plan.spec
         child = pulumi.ResourceOptions(parent=self)
         self.network = Network(name, plan, child)
-        self.credentials = JoinCredentials(f"{name}-join", spec.name, child)
+        self.pki = ClusterPki(f"{name}-pki", spec.name, plan_certificates(spec.name, plan.ip, plan.control_plane), child)
+        self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", child)
         join = NodeJoin(
             kubernetes_version=spec.kubernetes_version,
             api_server_endpoint=f"{plan.ip.api_server_ip}:{API_SERVER_PORT}",
-            bootstrap_token=self.credentials.bootstrap_token,
-            ca_cert_hash=self.credentials.ca_cert_hash,
+            bootstrap_token=self.bootstrap_token.token,
+            ca_cert_hash=self.pki.ca_cert_hash,
             cluster_dns=str(plan.ip.dns_service_ip),
         )
         keys: list[pulumi.Input[str]] = list(spec.access.ssh_public_keys)

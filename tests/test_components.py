@@ -29,7 +29,10 @@ def test_resource_count_follows_scale_sets_not_nodes(small_run: ProgramRun) -> N
     sets = _of(small_run, "azure-native:compute:VirtualMachineScaleSet")
     # system: 3 VMs -> one large set per zone; gpu: 150 VMs -> 2 InfiniBand domains.
     assert sorted(r.name for r in sets) == ["gpu-z1-00", "gpu-z2-00", "system-z1-00", "system-z2-00", "system-z3-00"]
-    assert len(small_run.registrations) < 40
+    bigger = small_cluster()
+    bigger["pools"][1]["count"] = 200  # more nodes, same two InfiniBand domains
+    again = run_program(ROOT / "__main__.py", "gpucluster", "test", {"gpucluster:cluster": bigger})
+    assert len(again.registrations) == len(small_run.registrations)
 
 
 def test_gpu_scale_set_inputs(small_run: ProgramRun) -> None:
@@ -89,7 +92,7 @@ def test_kubernetes_objects_become_manifests(tmp_path: Path) -> None:
 
 def test_cloud_init_decodes_when_rendered() -> None:
     """The secret custom data is real cloud-init: check it by rendering the same inputs outside the mock."""
-    from components.azure.join_credentials import ca_public_key_hash
+    from components.azure.pki import ca_public_key_hash
 
     body = base64.b64encode(b"0123456789" * 10).decode()
     pem = f"-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n"

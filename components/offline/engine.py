@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import runpy
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,17 @@ def _scrub(value: Any, path: str, secrets: list[str]) -> Any:
 
 
 class _Mocks(pulumi_mocks.Mocks):
+    """Computed state for each resource; outputs the provider declares secret come back secret, as the engine does."""
+
+    def __init__(self) -> None:
+        self.pending = threading.local()  # the registering request's additionalSecretOutputs, per worker thread
+
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
-        return computed_state(args.typ, args.name, dict(args.inputs))
+        resource_id, state = computed_state(args.typ, args.name, dict(args.inputs))
+        for key in getattr(self.pending, "secret_outputs", ()):
+            if key in state:
+                state[key] = {SIG_KEY: SECRET_SIG, "value": state[key]}
+        return resource_id, state
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         return {}, None
@@ -80,7 +90,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     """The SDK's mock monitor, keeping what `pulumi preview` would show for each registration."""
 
     def __init__(self, run: ProgramRun) -> None:
-        super().__init__(_Mocks())
+        self.secret_mocks = _Mocks()
+        super().__init__(self.secret_mocks)
         self.run = run
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
@@ -101,6 +112,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 dependencies=tuple(request.dependencies),
                 provider=request.provider,
             ))
+        self.secret_mocks.pending.secret_outputs = tuple(request.additionalSecretOutputs)
         return super().RegisterResource(request)
 
 
