@@ -90,10 +90,14 @@ def test_kubernetes_objects_become_manifests(tmp_path: Path) -> None:
     assert yaml.safe_load(yaml.safe_dump(obj)) == obj
 
 
-def test_cloud_init_decodes_when_rendered() -> None:
-    """The secret custom data is real cloud-init: check it by rendering the same inputs outside the mock."""
+def test_ca_hash_is_sha256_of_the_public_key_der() -> None:
+    """kubeadm's --discovery-token-ca-cert-hash: sha256 over the DER SubjectPublicKeyInfo."""
+    import hashlib
+
     from components.azure.pki import ca_public_key_hash
 
-    body = base64.b64encode(b"0123456789" * 10).decode()
-    pem = f"-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n"
-    assert ca_public_key_hash(pem).startswith("sha256:") and len(ca_public_key_hash(pem)) == 71
+    der = bytes(range(256)) * 2
+    body = base64.b64encode(der).decode()
+    pem = "-----BEGIN PUBLIC KEY-----\n" + "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+    pem += "\n-----END PUBLIC KEY-----\n"
+    assert ca_public_key_hash(pem) == "sha256:" + hashlib.sha256(der).hexdigest()
