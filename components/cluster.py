@@ -8,6 +8,7 @@ import pulumi
 import pulumi_tls as tls
 
 from components.azure.bootstrap_token import BootstrapToken
+from components.azure.control_plane import ControlPlane
 from components.azure.network import Network
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
@@ -38,6 +39,7 @@ class GpuCluster(pulumi.ComponentResource):
             self.break_glass_key = tls.PrivateKey(f"{name}-break-glass-ssh", algorithm="ED25519", opts=child)
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
+        self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, access, child)
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
                      self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child)

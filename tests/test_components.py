@@ -101,3 +101,25 @@ def test_ca_hash_is_sha256_of_the_public_key_der() -> None:
     pem = "-----BEGIN PUBLIC KEY-----\n" + "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
     pem += "\n-----END PUBLIC KEY-----\n"
     assert ca_public_key_hash(pem) == "sha256:" + hashlib.sha256(der).hexdigest()
+
+
+def test_etcd_members_are_protected_vms_at_their_planned_addresses(small_run: ProgramRun) -> None:
+    vms = _of(small_run, "azure-native:compute:VirtualMachine")
+    assert sorted(r.name for r in vms) == ["etcd-0", "etcd-1", "etcd-2"]
+    assert all(r.protect for r in vms)
+    assert sorted(r.inputs["zones"][0] for r in vms) == ["1", "2", "3"]
+    assert all(r.inputs["osProfile"]["customData"] == "[secret]" for r in vms)
+    nics = {r.name: r.inputs["ipConfigurations"][0] for r in _of(small_run, "azure-native:network:NetworkInterface")}
+    assert nics["etcd-0-nic"]["privateIPAddress"] == "10.10.0.68"  # etcd block 10.10.0.64/26, first usable .4
+    assert all(r.protect for r in _of(small_run, "azure-native:network:NetworkInterface"))
+    assert len(_of(small_run, "azure-native:authorization:RoleAssignment")) == 3
+
+
+def test_api_server_load_balancer(small_run: ProgramRun) -> None:
+    [lb] = _of(small_run, "azure-native:network:LoadBalancer")
+    frontend = lb.inputs["frontendIPConfigurations"][0]
+    assert frontend["privateIPAddress"] == "10.10.0.4" and frontend["privateIPAllocationMethod"] == "Static"
+    assert lb.inputs["sku"]["name"] == "Standard"
+    assert lb.inputs["probes"][0]["requestPath"] == "/readyz"
+    assert lb.inputs["loadBalancingRules"][0]["frontendPort"] == 6443
+    assert not _of(small_run, "azure-native:network:PublicIPAddress")

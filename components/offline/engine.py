@@ -16,7 +16,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
 
-from components.offline.mock_values import computed_state
+from components.offline.mock_values import computed_state, invoke_result
 
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
@@ -83,7 +83,7 @@ class _Mocks(pulumi_mocks.Mocks):
         return resource_id, state
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
-        return {}, None
+        return invoke_result(args.token), []  # the SDK iterates the failures list
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):

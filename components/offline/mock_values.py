@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import string
+import uuid
 from typing import Any
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
@@ -55,12 +56,26 @@ def _azure_id(typ: str, name: str, inputs: dict[str, Any]) -> str:
     return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/{provider}/{middle}{plural}/{leaf}"
 
 
+TENANT = "11111111-1111-1111-1111-111111111111"
+
+
+def invoke_result(token: str) -> dict[str, Any]:
+    """Answers to the provider functions the program calls."""
+    if token == "azure-native:authorization:getClientConfig":
+        return {"subscriptionId": SUBSCRIPTION, "tenantId": TENANT, "clientId": TENANT, "objectId": TENANT}
+    return {}
+
+
 def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(id, outputs) for a mocked resource: its inputs plus what the provider would compute."""
     state = dict(inputs)
     if typ.startswith("azure-native:"):
         resource_id = _azure_id(typ, name, inputs)
         state.setdefault("name", _azure_name(typ, name, inputs))
+        identity = inputs.get("identity")
+        if isinstance(identity, dict) and "SystemAssigned" in str(identity.get("type", "")):
+            state["identity"] = {**identity, "principalId": str(uuid.uuid5(uuid.NAMESPACE_URL, resource_id)),
+                                 "tenantId": TENANT}
         if typ.endswith(":LoadBalancer"):
             configs = inputs.get("frontendIPConfigurations") or []
             state["frontendIPConfigurations"] = [{**c, "id": f"{resource_id}/frontendIPConfigurations/{c.get('name')}"}

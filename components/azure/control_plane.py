@@ -1,0 +1,83 @@
+"""ControlPlane: the API servers' internal load balancer, the etcd clusters and their snapshot storage."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_azure_native as azure
+
+from components.azure.etcd_cluster import EtcdCluster
+from components.azure.network import NetworkRefs
+from components.azure.node_pool import NodeAccess
+from components.azure.pki import ClusterPki
+from components.azure.tags import base_tags
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK
+from components.planning.pki import etcd_member_ips
+
+STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+"""Azure built-in role id (azure-docs role-based-access-control/built-in-roles.md)."""
+SNAPSHOT_CONTAINER = "etcd-snapshots"
+LB_NAME = "apiserver"
+
+
+def _lb_child_id(subscription: pulumi.Input[str], rg: pulumi.Input[str], kind: str, name: str) -> pulumi.Output[str]:
+    return pulumi.Output.concat("/subscriptions/", subscription, "/resourceGroups/", rg,
+                                f"/providers/Microsoft.Network/loadBalancers/{LB_NAME}/{kind}/{name}")
+
+
+class ControlPlane(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: ClusterPlan, network: NetworkRefs, pki: ClusterPki, access: NodeAccess,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:azure:ControlPlane", name, None, opts)
+        spec, cp = plan.spec, plan.control_plane
+        child = pulumi.ResourceOptions(parent=self)
+        rg, location = network.resource_group_name, network.location
+        tags = base_tags(spec.name, spec.tags)
+        subscription = azure.authorization.get_client_config_output().subscription_id
+
+        def lb_id(kind: str, child_name: str) -> pulumi.Output[str]:
+            return _lb_child_id(subscription, rg, kind, child_name)
+
+        self.load_balancer = azure.network.LoadBalancer(
+            f"{name}-apiserver-lb", load_balancer_name=LB_NAME, resource_group_name=rg, location=location, tags=tags,
+            sku=azure.network.LoadBalancerSkuArgs(name="Standard", tier="Regional"),
+            frontend_ip_configurations=[azure.network.FrontendIPConfigurationArgs(
+                name="apiserver", private_ip_address=str(plan.ip.api_server_ip),
+                private_ip_allocation_method="Static", zones=list(spec.zones),
+                subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]))],
+            backend_address_pools=[azure.network.BackendAddressPoolArgs(name="apiservers")],
+            probes=[azure.network.ProbeArgs(name="readyz", protocol="Https", port=6443, request_path="/readyz",
+                                            interval_in_seconds=5, number_of_probes=2)],
+            load_balancing_rules=[azure.network.LoadBalancingRuleArgs(
+                name="apiserver", protocol="Tcp", frontend_port=6443, backend_port=6443,
+                frontend_ip_configuration=azure.network.SubResourceArgs(id=lb_id("frontendIPConfigurations", "apiserver")),
+                backend_address_pool=azure.network.SubResourceArgs(id=lb_id("backendAddressPools", "apiservers")),
+                probe=azure.network.SubResourceArgs(id=lb_id("probes", "readyz")),
+                idle_timeout_in_minutes=30, enable_tcp_reset=True, disable_outbound_snat=True)],
+            opts=child)
+        self.api_backend_pool_id = lb_id("backendAddressPools", "apiservers")
+
+        storage = azure.storage.StorageAccount(
+            f"{name}-snapshots", resource_group_name=rg, location=location, tags=tags,
+            kind=azure.storage.Kind.STORAGE_V2, sku=azure.storage.SkuArgs(name=azure.storage.SkuName.STANDARD_ZRS),
+            allow_blob_public_access=False, allow_shared_key_access=False,
+            minimum_tls_version=azure.storage.MinimumTlsVersion.TLS1_2, opts=child)
+        container = azure.storage.BlobContainer(
+            f"{name}-etcd-snapshots", account_name=storage.name, resource_group_name=rg,
+            container_name=SNAPSHOT_CONTAINER, public_access=azure.storage.PublicAccess.NONE, opts=child)
+        snapshot_url = pulumi.Output.concat("https://", storage.name, f".blob.core.windows.net/{SNAPSHOT_CONTAINER}")
+
+        addresses = {k: str(v) for k, v in etcd_member_ips(plan.ip, cp).items()}
+        self.etcd_clusters = [
+            EtcdCluster(f"{name}-{etcd.role}", spec.name, etcd, addresses, rg, location,
+                        network.subnet_ids[ETCD_BLOCK], pki, snapshot_url, access, child)
+            for etcd in (cp.etcd, cp.events) if etcd is not None
+        ]
+        role = pulumi.Output.concat("/subscriptions/", subscription,
+                                    f"/providers/Microsoft.Authorization/roleDefinitions/{STORAGE_BLOB_DATA_CONTRIBUTOR}")
+        for etcd_cluster in self.etcd_clusters:
+            for vm, principal in zip(etcd_cluster.vms, etcd_cluster.principal_ids, strict=True):
+                azure.authorization.RoleAssignment(
+                    f"{vm._name}-snapshot-writer", principal_id=principal, principal_type="ServicePrincipal",
+                    role_definition_id=role, scope=container.id, opts=child)
+        self.register_outputs({"apiServerEndpoint": f"{plan.ip.api_server_ip}:6443"})

@@ -1,0 +1,93 @@
+"""An etcd cluster as individual, protected VMs: one per planned member, each in its zone at its address."""
+
+from __future__ import annotations
+
+import base64
+
+import pulumi
+import pulumi_azure_native as azure
+
+from components.azure.node_pool import UBUNTU_HPC_2204, NodeAccess
+from components.azure.pki import ClusterPki
+from components.azure.tags import machine_tags
+from components.bootstrap.etcd import EtcdBootstrap, EtcdMember, render_etcd_cloud_init
+from components.planning.control_plane import ETCD_DISK_GIB, EtcdPlan
+from components.planning.pki import ETCD_CA
+
+UBUNTU_2204 = UBUNTU_HPC_2204.model_copy(update={"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy",
+                                                 "sku": "22_04-lts-gen2"})
+
+
+def _custom_data(plan: EtcdPlan, member: EtcdMember, peers: tuple[EtcdMember, ...], cluster: str,
+                 pki: ClusterPki, snapshot_url: pulumi.Output[str]) -> pulumi.Output[str]:
+    server = pki.certificates[f"{member.name}-server"]
+    peer = pki.certificates[f"{member.name}-peer"]
+    _, etcd_ca = pki.cas[ETCD_CA]
+
+    def render(args: list[str]) -> str:
+        ca, server_cert, server_key, peer_cert, peer_key, url = args
+        text = render_etcd_cloud_init(EtcdBootstrap(
+            member=member, cluster=peers, cluster_token=f"{cluster}-{plan.role}",
+            quota_backend_bytes=plan.quota_backend_bytes, data_on_nvme=plan.data_on_nvme, ca_cert=ca,
+            server_cert=server_cert, server_key=server_key, peer_cert=peer_cert, peer_key=peer_key, snapshot_url=url))
+        return base64.b64encode(text.encode()).decode()
+
+    return pulumi.Output.secret(pulumi.Output.all(
+        etcd_ca.cert_pem, server.cert.cert_pem, server.key.private_key_pem, peer.cert.cert_pem,
+        peer.key.private_key_pem, snapshot_url).apply(render))
+
+
+class EtcdCluster(pulumi.ComponentResource):
+    """Stateful members: plain VMs (nothing may replace them behind etcd's back), `protect`ed."""
+
+    def __init__(self, name: str, cluster: str, plan: EtcdPlan, addresses: dict[str, str],
+                 resource_group_name: pulumi.Input[str], location: str, subnet_id: pulumi.Input[str],
+                 pki: ClusterPki, snapshot_url: pulumi.Output[str], access: NodeAccess,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:azure:EtcdCluster", name, None, opts)
+        peers = tuple(EtcdMember(m.name, addresses[m.name]) for m in plan.members)
+        tags = machine_tags(cluster, "etcd-events" if plan.role == "etcd-events" else "etcd", plan.role, {})
+        self.vms: list[azure.compute.VirtualMachine] = []
+        for member, peer in zip(plan.members, peers, strict=True):
+            stateful = pulumi.ResourceOptions(parent=self, protect=True)
+            nic = azure.network.NetworkInterface(
+                f"{member.name}-nic", resource_group_name=resource_group_name, location=location, tags=tags,
+                network_interface_name=f"{member.name}-nic", enable_accelerated_networking=plan.size.accelerated_networking,
+                ip_configurations=[azure.network.NetworkInterfaceIPConfigurationArgs(
+                    name="primary", primary=True, private_ip_allocation_method="Static",
+                    private_ip_address=peer.address, subnet=azure.network.SubnetArgs(id=subnet_id))],
+                opts=stateful)
+            data_disks = [] if plan.data_on_nvme else [azure.compute.DataDiskArgs(
+                lun=0, create_option="Empty", disk_size_gb=ETCD_DISK_GIB, caching=azure.compute.CachingTypes.NONE,
+                managed_disk=azure.compute.ManagedDiskParametersArgs(storage_account_type="PremiumV2_LRS"))]
+            vm = azure.compute.VirtualMachine(
+                member.name, vm_name=member.name, resource_group_name=resource_group_name, location=location,
+                zones=[member.zone], tags=tags,
+                hardware_profile=azure.compute.HardwareProfileArgs(vm_size=plan.size.name),
+                identity=azure.compute.VirtualMachineIdentityArgs(
+                    type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED),
+                network_profile=azure.compute.NetworkProfileArgs(network_interfaces=[
+                    azure.compute.NetworkInterfaceReferenceArgs(id=nic.id, primary=True)]),
+                os_profile=azure.compute.OSProfileArgs(
+                    computer_name=member.name, admin_username=access.admin_username,
+                    custom_data=_custom_data(plan, peer, peers, cluster, pki, snapshot_url),
+                    linux_configuration=azure.compute.LinuxConfigurationArgs(
+                        disable_password_authentication=True,
+                        ssh=azure.compute.SshConfigurationArgs(public_keys=[
+                            azure.compute.SshPublicKeyArgs(
+                                path=f"/home/{access.admin_username}/.ssh/authorized_keys", key_data=key)
+                            for key in access.ssh_public_keys]))),
+                storage_profile=azure.compute.StorageProfileArgs(
+                    image_reference=azure.compute.ImageReferenceArgs(
+                        publisher=UBUNTU_2204.publisher, offer=UBUNTU_2204.offer, sku=UBUNTU_2204.sku,
+                        version=UBUNTU_2204.version),
+                    os_disk=azure.compute.OSDiskArgs(
+                        create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=64,
+                        managed_disk=azure.compute.ManagedDiskParametersArgs(storage_account_type="Premium_LRS"),
+                        delete_option="Delete"),
+                    data_disks=data_disks),
+                # customData is create-only on Azure; certificate rotation goes through the runbook, not a replace.
+                opts=pulumi.ResourceOptions(parent=self, protect=True, ignore_changes=["osProfile.customData"]))
+            self.vms.append(vm)
+        self.principal_ids = [vm.identity.apply(lambda i: i.principal_id if i else "") for vm in self.vms]
+        self.register_outputs({"members": [vm.name for vm in self.vms]})

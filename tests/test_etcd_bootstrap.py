@@ -1,0 +1,35 @@
+"""etcd member bootstrap: static cluster, TLS on both ports, quota, fast disk and the snapshot timer."""
+
+from __future__ import annotations
+
+import yaml
+
+from components.bootstrap.etcd import EtcdBootstrap, EtcdMember, etcd_flags, render_etcd_cloud_init
+
+PEERS = (EtcdMember("etcd-0", "10.0.0.68"), EtcdMember("etcd-1", "10.0.0.69"), EtcdMember("etcd-2", "10.0.0.70"))
+
+
+def _bootstrap(nvme: bool = True) -> EtcdBootstrap:
+    return EtcdBootstrap(PEERS[1], PEERS, "prod-etcd", 8 * 2**30, nvme, "CA", "SC", "SK", "PC", "PK",
+                         "https://acct.blob.core.windows.net/etcd-snapshots")
+
+
+def test_flags() -> None:
+    flags = etcd_flags(_bootstrap())
+    assert "--initial-cluster=etcd-0=https://10.0.0.68:2380,etcd-1=https://10.0.0.69:2380,etcd-2=https://10.0.0.70:2380" in flags
+    assert "--advertise-client-urls=https://10.0.0.69:2379" in flags
+    assert "--client-cert-auth=true" in flags and "--peer-client-cert-auth=true" in flags
+    assert f"--quota-backend-bytes={8 * 2**30}" in flags
+    assert "--auto-compaction-mode=periodic" in flags
+
+
+def test_cloud_config_carries_keys_private_and_timer() -> None:
+    text = render_etcd_cloud_init(_bootstrap())
+    assert text.startswith("#cloud-config\n")
+    files = {f["path"]: f for f in yaml.safe_load(text)["write_files"]}
+    assert files["/etc/etcd/pki/server.key"]["permissions"] == "0600"
+    assert files["/etc/etcd/pki/peer.key"]["content"] == "PK"
+    assert "OnCalendar=hourly" in files["/etc/systemd/system/etcd-snapshot.timer"]["content"]
+    assert "https://acct.blob.core.windows.net/etcd-snapshots" in files["/usr/local/sbin/gpucluster-etcd-snapshot"]["content"]
+    assert "nvme" in files["/usr/local/sbin/gpucluster-etcd-install"]["content"]
+    assert "lun0" in yaml.safe_load(render_etcd_cloud_init(_bootstrap(nvme=False)))["write_files"][5]["content"]
