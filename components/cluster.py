@@ -39,7 +39,8 @@ class GpuCluster(pulumi.ComponentResource):
             self.break_glass_key = tls.PrivateKey(f"{name}-break-glass-ssh", algorithm="ED25519", opts=child)
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
-        self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, access, child)
+        self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, self.bootstrap_token.token,
+                                          access, child)
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
                      self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child)

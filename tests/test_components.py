@@ -28,7 +28,8 @@ def _of(run: ProgramRun, typ: str) -> list[Registration]:
 def test_resource_count_follows_scale_sets_not_nodes(small_run: ProgramRun) -> None:
     sets = _of(small_run, "azure-native:compute:VirtualMachineScaleSet")
     # system: 3 VMs -> one large set per zone; gpu: 150 VMs -> 2 InfiniBand domains.
-    assert sorted(r.name for r in sets) == ["gpu-z1-00", "gpu-z2-00", "system-z1-00", "system-z2-00", "system-z3-00"]
+    assert sorted(r.name for r in sets) == ["gpu-z1-00", "gpu-z2-00", "system-z1-00", "system-z2-00", "system-z3-00",
+                                            "test-cp-apiserver"]
     bigger = small_cluster()
     bigger["pools"][1]["count"] = 200  # more nodes, same two InfiniBand domains
     again = run_program(ROOT / "__main__.py", "gpucluster", "test", {"gpucluster:cluster": bigger})
@@ -123,3 +124,14 @@ def test_api_server_load_balancer(small_run: ProgramRun) -> None:
     assert lb.inputs["probes"][0]["requestPath"] == "/readyz"
     assert lb.inputs["loadBalancingRules"][0]["frontendPort"] == 6443
     assert not _of(small_run, "azure-native:network:PublicIPAddress")
+
+
+def test_api_servers_are_a_self_healing_zone_spanning_scale_set(small_run: ProgramRun) -> None:
+    api = next(r for r in _of(small_run, "azure-native:compute:VirtualMachineScaleSet") if r.name.endswith("apiserver"))
+    inputs = api.inputs
+    assert inputs["zones"] == ["1", "2", "3"] and inputs["zoneBalance"] is True
+    assert inputs["sku"]["capacity"] == 3 and inputs["automaticRepairsPolicy"]["enabled"] is True
+    assert inputs["tags"]["gpucluster-role"] == "apiserver"
+    ip = inputs["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"][0]["ipConfigurations"][0]
+    assert ip["loadBalancerBackendAddressPools"][0]["id"].endswith("/loadBalancers/apiserver/backendAddressPools/apiservers")
+    assert inputs["virtualMachineProfile"]["osProfile"]["customData"] == "[secret]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_azure_native as azure
 
+from components.azure.api_servers import api_server_scale_set
 from components.azure.etcd_cluster import EtcdCluster
 from components.azure.network import NetworkRefs
 from components.azure.node_pool import NodeAccess
@@ -26,7 +27,8 @@ def _lb_child_id(subscription: pulumi.Input[str], rg: pulumi.Input[str], kind: s
 
 
 class ControlPlane(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, network: NetworkRefs, pki: ClusterPki, access: NodeAccess,
+    def __init__(self, name: str, plan: ClusterPlan, network: NetworkRefs, pki: ClusterPki,
+                 bootstrap_token: pulumi.Output[str], access: NodeAccess,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:ControlPlane", name, None, opts)
         spec, cp = plan.spec, plan.control_plane
@@ -80,4 +82,9 @@ class ControlPlane(pulumi.ComponentResource):
                 azure.authorization.RoleAssignment(
                     f"{vm._name}-snapshot-writer", principal_id=principal, principal_type="ServicePrincipal",
                     role_definition_id=role, scope=container.id, opts=child)
+        self.api_servers = api_server_scale_set(
+            f"{name}-apiserver", plan, addresses, network.subnet_ids[CONTROL_PLANE_BLOCK], self.api_backend_pool_id,
+            lb_id("probes", "readyz"), rg, pki, bootstrap_token, access,
+            # The scale set references the load balancer's pool and probe by id: create the load balancer first.
+            pulumi.ResourceOptions(parent=self, depends_on=[self.load_balancer, *self.etcd_clusters]))
         self.register_outputs({"apiServerEndpoint": f"{plan.ip.api_server_ip}:6443"})

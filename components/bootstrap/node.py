@@ -81,7 +81,7 @@ def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
     }
 
 
-def _install_script(version: str) -> str:
+def install_script(version: str) -> str:
     minor = ".".join(version.split(".")[:2])
     return "\n".join([
         "#!/bin/bash",
@@ -107,7 +107,7 @@ def render_cloud_init(b: NodeBootstrap) -> str:
         "write_files": [
             {"path": "/etc/sysctl.d/90-gpucluster.conf", "permissions": "0644", "content": sysctls},
             {"path": "/usr/local/sbin/gpucluster-install-kubernetes", "permissions": "0755",
-             "content": _install_script(b.kubernetes_version)},
+             "content": install_script(b.kubernetes_version)},
             {"path": "/etc/kubernetes/kubeadm-join.yaml", "permissions": "0600",
              "content": yaml.safe_dump(_join_configuration(b), sort_keys=False)},
             {"path": "/etc/kubernetes/patches/kubeletconfiguration+strategic.yaml", "permissions": "0644",

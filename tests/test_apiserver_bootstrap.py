@@ -1,0 +1,47 @@
+"""API-server bootstrap: kubeadm with external etcd, Events to their own etcd, the scale flags, audit."""
+
+from __future__ import annotations
+
+import yaml
+
+from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init, scale_flags
+
+
+def _render(events: tuple[str, ...]) -> dict[str, object]:
+    b = ApiServerBootstrap(
+        cluster="prod", kubernetes_version="1.31.4", endpoint="10.0.0.4:6443", service_cidr="192.168.0.0/16",
+        etcd_endpoints=("https://10.0.0.68:2379", "https://10.0.0.69:2379"), events_etcd_endpoints=events,
+        bootstrap_token="abcdef.0123456789abcdef", flags=scale_flags(7_500),
+        pki_files={"ca.crt": "C", "ca.key": "K", "apiserver.key": "AK"})
+    return yaml.safe_load(render_apiserver_cloud_init(b, "#!/bin/bash\n"))
+
+
+def _kubeadm(document: dict[str, object]) -> list[dict[str, object]]:
+    files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
+    return list(yaml.safe_load_all(files["/etc/kubernetes/kubeadm.yaml"]["content"]))
+
+
+def test_external_etcd_and_events_override() -> None:
+    init, cluster = _kubeadm(_render(("https://10.0.0.73:2379", "https://10.0.0.74:2379")))
+    assert init["bootstrapTokens"][0]["token"] == "abcdef.0123456789abcdef"  # type: ignore[index]
+    assert cluster["etcd"]["external"]["endpoints"] == ["https://10.0.0.68:2379", "https://10.0.0.69:2379"]  # type: ignore[index]
+    args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
+    assert args["etcd-servers-overrides"] == "/events#https://10.0.0.73:2379;https://10.0.0.74:2379"
+    assert args["max-requests-inflight"] == "1500" and args["max-mutating-requests-inflight"] == "750"
+    assert args["goaway-chance"] == "0.001" and args["audit-policy-file"].endswith("audit-policy.yaml")
+    assert cluster["controlPlaneEndpoint"] == "10.0.0.4:6443"
+
+
+def test_without_events_etcd_there_is_no_override_and_keys_are_private() -> None:
+    document = _render(())
+    _, cluster = _kubeadm(document)
+    names = {a["name"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
+    assert "etcd-servers-overrides" not in names
+    files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
+    assert files["/etc/kubernetes/pki/apiserver.key"]["permissions"] == "0600"
+
+
+def test_inflight_limits_scale_with_nodes() -> None:
+    assert scale_flags(100).max_requests_inflight == 400
+    assert scale_flags(7_500).max_requests_inflight == 1_500
+    assert scale_flags(50_000).max_requests_inflight == 3_000
