@@ -12,6 +12,7 @@ from components.azure.control_plane import ControlPlane
 from components.azure.network import Network
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
+from components.bootstrap.kubeconfig import render_kubeconfig
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import plan_certificates
@@ -46,6 +47,11 @@ class GpuCluster(pulumi.ComponentResource):
                      self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child)
             for pool in plan.pools
         ]
+        admin = self.pki.certificates["admin"]
+        endpoint = join.api_server_endpoint
+        self.admin_kubeconfig = pulumi.Output.secret(pulumi.Output.all(
+            self.pki.ca_cert_pem, admin.cert.cert_pem, admin.key.private_key_pem).apply(
+            lambda pems: render_kubeconfig(spec.name, endpoint, pems[0], pems[1], pems[2])))
         self.register_outputs({"vnetId": self.network.refs.vnet_id})
 
 

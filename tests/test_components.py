@@ -75,6 +75,8 @@ def test_network_subnets_nsgs_and_egress(small_run: ProgramRun) -> None:
 
 def test_stack_outputs_hide_secrets(small_run: ProgramRun) -> None:
     assert small_run.outputs["breakGlassSshPrivateKey"] == "[secret]"
+    assert small_run.outputs["adminKubeconfig"] == "[secret]"
+    assert small_run.outputs["apiServerEndpoint"] == "10.10.0.4:6443"
     assert small_run.outputs["caCertHash"].startswith("sha256:")
     assert small_run.outputs["ipPlan"]["blocks"]["pool-gpu"]
 
