@@ -8,7 +8,7 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.etcd_cluster import UBUNTU_2204
-from components.azure.node_pool import NodeAccess
+from components.azure.node_pool import NodeAccess, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import machine_tags
 from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init, scale_flags
@@ -68,11 +68,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
         virtual_machine_profile=azure.compute.VirtualMachineScaleSetVMProfileArgs(
             os_profile=azure.compute.VirtualMachineScaleSetOSProfileArgs(
                 computer_name_prefix=API_SCALE_SET, admin_username=access.admin_username, custom_data=custom_data,
-                linux_configuration=azure.compute.LinuxConfigurationArgs(
-                    disable_password_authentication=True,
-                    ssh=azure.compute.SshConfigurationArgs(public_keys=[
-                        azure.compute.SshPublicKeyArgs(path=f"/home/{access.admin_username}/.ssh/authorized_keys",
-                                                       key_data=key) for key in access.ssh_public_keys]))),
+                linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
                 image_reference=azure.compute.ImageReferenceArgs(
                     publisher=UBUNTU_2204.publisher, offer=UBUNTU_2204.offer, sku=UBUNTU_2204.sku,

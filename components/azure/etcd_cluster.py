@@ -7,7 +7,7 @@ import base64
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_pool import UBUNTU_HPC_2204, NodeAccess
+from components.azure.node_pool import UBUNTU_HPC_2204, NodeAccess, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import machine_tags
 from components.bootstrap.etcd import EtcdBootstrap, EtcdMember, render_etcd_cloud_init
@@ -71,12 +71,7 @@ class EtcdCluster(pulumi.ComponentResource):
                 os_profile=azure.compute.OSProfileArgs(
                     computer_name=member.name, admin_username=access.admin_username,
                     custom_data=_custom_data(plan, peer, peers, cluster, pki, snapshot_url),
-                    linux_configuration=azure.compute.LinuxConfigurationArgs(
-                        disable_password_authentication=True,
-                        ssh=azure.compute.SshConfigurationArgs(public_keys=[
-                            azure.compute.SshPublicKeyArgs(
-                                path=f"/home/{access.admin_username}/.ssh/authorized_keys", key_data=key)
-                            for key in access.ssh_public_keys]))),
+                    linux_configuration=linux_configuration(access)),
                 storage_profile=azure.compute.StorageProfileArgs(
                     image_reference=azure.compute.ImageReferenceArgs(
                         publisher=UBUNTU_2204.publisher, offer=UBUNTU_2204.offer, sku=UBUNTU_2204.sku,

@@ -37,6 +37,15 @@ class NodeAccess:
     ssh_public_keys: list[pulumi.Input[str]]
 
 
+def linux_configuration(access: NodeAccess) -> azure.compute.LinuxConfigurationArgs:
+    """SSH keys only, no passwords: the same for every machine of the cluster."""
+    return azure.compute.LinuxConfigurationArgs(
+        disable_password_authentication=True,
+        ssh=azure.compute.SshConfigurationArgs(public_keys=[
+            azure.compute.SshPublicKeyArgs(path=f"/home/{access.admin_username}/.ssh/authorized_keys", key_data=key)
+            for key in access.ssh_public_keys]))
+
+
 def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin, location: str) -> pulumi.Output[str]:
     def render(args: list[str]) -> str:
         token, ca_hash = args
@@ -108,12 +117,7 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
                 computer_name_prefix=plan.name,
                 admin_username=access.admin_username,
                 custom_data=_custom_data(pool, plan, join, network.location),
-                linux_configuration=azure.compute.LinuxConfigurationArgs(
-                    disable_password_authentication=True,
-                    ssh=azure.compute.SshConfigurationArgs(public_keys=[
-                        azure.compute.SshPublicKeyArgs(path=f"/home/{access.admin_username}/.ssh/authorized_keys",
-                                                       key_data=key)
-                        for key in access.ssh_public_keys]))),
+                linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
                 image_reference=azure.compute.ImageReferenceArgs(
                     publisher=image.publisher, offer=image.offer, sku=image.sku, version=image.version),
