@@ -17,7 +17,7 @@ for key, value in plan_outputs(plan).items():
     pulumi.export(key, value)
 pulumi.export("vnetId", cluster.network.refs.vnet_id)
 pulumi.export("caCertHash", cluster.pki.ca_cert_hash)
-pulumi.export("apiServerEndpoint", f"{plan.ip.api_server_ip}:6443")
+pulumi.export("apiServerEndpoint", plan.ip.api_server_endpoint)
 pulumi.export("adminKubeconfig", cluster.admin_kubeconfig)
 if cluster.break_glass_key is not None:
     pulumi.export("breakGlassSshPrivateKey", pulumi.Output.secret(cluster.break_glass_key.private_key_openssh))

@@ -52,7 +52,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.manifests import kubernetes_objects, write_manifests
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
-    from components.offline.summary import print_summary
+    from components.offline.summary import print_summary, print_violations
     from components.planning.cluster_plan import plan_cluster
     from components.spec import load_stack_file, resolve_stack_path
 
@@ -81,7 +81,9 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         print(json.dumps({"stack": name, "resources": len(run.registrations), "nodes": plan.nodes,
                           "gpus": plan.gpus, "outputs": run.outputs,
                           "violations": [v.__dict__ for v in violations]}, indent=2))
-    elif not args.quiet:
+    elif args.quiet:
+        print_violations(console, violations)
+    else:
         print_summary(console, plan, run, violations)
         console.print(f"wrote {out / 'preview.json'} and {len(objects)} manifests in {out / 'manifests'}")
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
@@ -119,7 +121,7 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("stack", help="a stack name under stacks/ (dev, prod) or a path to a stack file")
     plan.add_argument("--out", help="output folder (default out/<stack>)")
     plan.add_argument("--json", action="store_true", help="print a machine-readable summary")
-    plan.add_argument("--quiet", action="store_true", help="print only errors and violations' exit code")
+    plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
     check = sub.add_parser("check", help="run the policy pack over a saved preview.json")
     check.add_argument("preview", help="path to a preview.json")
     check.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")

@@ -16,7 +16,6 @@ from components.bootstrap.kubeconfig import render_kubeconfig
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import plan_certificates
-from components.planning.security_rules import API_SERVER_PORT
 
 
 class GpuCluster(pulumi.ComponentResource):
@@ -29,7 +28,7 @@ class GpuCluster(pulumi.ComponentResource):
         self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", child)
         join = NodeJoin(
             kubernetes_version=spec.kubernetes_version,
-            api_server_endpoint=f"{plan.ip.api_server_ip}:{API_SERVER_PORT}",
+            api_server_endpoint=plan.ip.api_server_endpoint,
             bootstrap_token=self.bootstrap_token.token,
             ca_cert_hash=self.pki.ca_cert_hash,
             cluster_dns=str(plan.ip.dns_service_ip),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init, scale_flags
+from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init
+from components.planning.control_plane import scale_flags
 
 
 def _render(events: tuple[str, ...]) -> dict[str, object]:

@@ -112,3 +112,9 @@ def test_missing_stack_and_bad_preview(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text("{not json")
     bad = gpucluster("check", str(tmp_path / "p.json"))
     assert bad.returncode == 2 and "not valid JSON" in bad.stderr
+
+
+def test_quiet_plan_prints_only_policy_results(tmp_path: Path) -> None:
+    result = gpucluster("plan", "dev", "--out", str(tmp_path / "dev"), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Policies: no violations" and result.stderr == ""

@@ -64,11 +64,22 @@ def test_api_server_override_too_small_shows_the_need() -> None:
     with pytest.raises(SpecError) as caught:
         plan_control_plane(spec, 7_500)
     [line] = [str(p) for p in caught.value.problems]
-    assert line.startswith("cluster.controlPlane.apiServers.vmSize: Standard_D4s_v5 (16 GiB, 4 vCPUs) is too small")
-    assert "98 GiB" in line
+    assert line.startswith("cluster.controlPlane.apiServers.vmSize: Standard_D4s_v5 (16 GiB, 4 vCPUs) is too small: "
+                           "API servers of 7,500 nodes need 98 GiB")
 
 
 def test_etcd_without_nvme_uses_a_guaranteed_iops_disk() -> None:
     spec = parse_cluster(small_cluster(controlPlane={"etcd": {"vmSize": "Standard_D16ds_v5"}, "eventsEtcd": None}))
     plan = plan_control_plane(spec, 153)
     assert not plan.etcd.data_on_nvme and "Premium SSD v2" in plan.etcd.reasoning
+
+
+def test_etcd_override_too_small_shows_the_need() -> None:
+    spec = parse_cluster(small_cluster(controlPlane={"etcd": {"vmSize": "Standard_D4s_v5"}, "eventsEtcd": None}))
+    with pytest.raises(SpecError, match=r"etcd.vmSize: Standard_D4s_v5 \(16 GiB, 4 vCPUs\) is too small: etcd with a 8 GiB"):
+        plan_control_plane(spec, 2_000)
+
+
+def test_scale_flags_are_part_of_the_plan(prod_spec) -> None:
+    flags = plan_control_plane(prod_spec, 7_500).api.flags
+    assert (flags.max_requests_inflight, flags.max_mutating_requests_inflight) == (1_500, 750)

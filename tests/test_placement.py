@@ -113,3 +113,14 @@ def test_gpu_pool_needs_gpus_and_confidential_sizes_stay_in_confidential_pools()
     assert problems(_with_pool(vmSize="Standard_D4s_v5"))[0].startswith("cluster.pools[1].vmSize: Standard_D4s_v5 has no GPUs")
     line = problems(_with_pool(vmSize="Standard_NCC40ads_H100_v5"))[0]
     assert "is a confidential size; use it only in a pool of kind: confidential" in line
+
+
+def test_ephemeral_os_disk_only_where_the_resource_disk_holds_it() -> None:
+    raw = small_cluster()
+    raw["pools"].append({"name": "h200", "kind": "gpu", "vmSize": "Standard_ND96isr_H200_v5", "count": 2})
+    raw["pools"][0]["osDiskGib"] = 64
+    spec = parse_cluster(raw)
+    system, h100, h200 = plan_pools(spec, effective_limits(spec))
+    assert h100.ephemeral_os_disk  # 128 GiB OS disk on a 1,000 GiB resource disk
+    assert not h200.ephemeral_os_disk  # resource disk unconfirmed (0 in the catalogue)
+    assert not system.ephemeral_os_disk  # D4s_v5 has no resource disk

@@ -7,12 +7,12 @@ import base64
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.etcd_cluster import UBUNTU_2204
-from components.azure.node_pool import NodeAccess, linux_configuration
+from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import machine_tags
-from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init, scale_flags
+from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init
 from components.bootstrap.node import install_script
+from components.catalog.images import UBUNTU_2204
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
 from components.planning.pki import CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA
@@ -47,10 +47,10 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
 
     def render(values: list[str]) -> str:
         text = render_apiserver_cloud_init(ApiServerBootstrap(
-            cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=f"{plan.ip.api_server_ip}:6443",
+            cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=plan.ip.api_server_endpoint,
             service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_endpoints(cp.etcd, addresses),
             events_etcd_endpoints=_endpoints(cp.events, addresses), bootstrap_token=values[-1],
-            flags=scale_flags(plan.nodes), pki_files=dict(zip(keys, values[:-1], strict=True))),
+            flags=cp.api.flags, pki_files=dict(zip(keys, values[:-1], strict=True))),
             install_script(spec.kubernetes_version))
         return base64.b64encode(text.encode()).decode()
 
@@ -70,9 +70,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                 computer_name_prefix=API_SCALE_SET, admin_username=access.admin_username, custom_data=custom_data,
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=azure.compute.ImageReferenceArgs(
-                    publisher=UBUNTU_2204.publisher, offer=UBUNTU_2204.offer, sku=UBUNTU_2204.sku,
-                    version=UBUNTU_2204.version),
+                image_reference=image_reference(UBUNTU_2204),
                 os_disk=azure.compute.VirtualMachineScaleSetOSDiskArgs(
                     create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=128,
                     managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(

@@ -12,7 +12,7 @@ from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
 from components.azure.tags import base_tags
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK
+from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
 from components.planning.pki import etcd_member_ips
 
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
@@ -48,10 +48,10 @@ class ControlPlane(pulumi.ComponentResource):
                 private_ip_allocation_method="Static", zones=list(spec.zones),
                 subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]))],
             backend_address_pools=[azure.network.BackendAddressPoolArgs(name="apiservers")],
-            probes=[azure.network.ProbeArgs(name="readyz", protocol="Https", port=6443, request_path="/readyz",
+            probes=[azure.network.ProbeArgs(name="readyz", protocol="Https", port=API_SERVER_PORT, request_path="/readyz",
                                             interval_in_seconds=5, number_of_probes=2)],
             load_balancing_rules=[azure.network.LoadBalancingRuleArgs(
-                name="apiserver", protocol="Tcp", frontend_port=6443, backend_port=6443,
+                name="apiserver", protocol="Tcp", frontend_port=API_SERVER_PORT, backend_port=API_SERVER_PORT,
                 frontend_ip_configuration=azure.network.SubResourceArgs(id=lb_id("frontendIPConfigurations", "apiserver")),
                 backend_address_pool=azure.network.SubResourceArgs(id=lb_id("backendAddressPools", "apiservers")),
                 probe=azure.network.SubResourceArgs(id=lb_id("probes", "readyz")),
@@ -87,4 +87,4 @@ class ControlPlane(pulumi.ComponentResource):
             lb_id("probes", "readyz"), rg, pki, bootstrap_token, access,
             # The scale set references the load balancer's pool and probe by id: create the load balancer first.
             pulumi.ResourceOptions(parent=self, depends_on=[self.load_balancer, *self.etcd_clusters]))
-        self.register_outputs({"apiServerEndpoint": f"{plan.ip.api_server_ip}:6443"})
+        self.register_outputs({"apiServerEndpoint": plan.ip.api_server_endpoint})

@@ -7,15 +7,13 @@ import base64
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_pool import UBUNTU_HPC_2204, NodeAccess, linux_configuration
+from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import machine_tags
 from components.bootstrap.etcd import EtcdBootstrap, EtcdMember, render_etcd_cloud_init
+from components.catalog.images import UBUNTU_2204
 from components.planning.control_plane import ETCD_DISK_GIB, EtcdPlan
 from components.planning.pki import ETCD_CA
-
-UBUNTU_2204 = UBUNTU_HPC_2204.model_copy(update={"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy",
-                                                 "sku": "22_04-lts-gen2"})
 
 
 def _custom_data(plan: EtcdPlan, member: EtcdMember, peers: tuple[EtcdMember, ...], cluster: str,
@@ -73,9 +71,7 @@ class EtcdCluster(pulumi.ComponentResource):
                     custom_data=_custom_data(plan, peer, peers, cluster, pki, snapshot_url),
                     linux_configuration=linux_configuration(access)),
                 storage_profile=azure.compute.StorageProfileArgs(
-                    image_reference=azure.compute.ImageReferenceArgs(
-                        publisher=UBUNTU_2204.publisher, offer=UBUNTU_2204.offer, sku=UBUNTU_2204.sku,
-                        version=UBUNTU_2204.version),
+                    image_reference=image_reference(UBUNTU_2204),
                     os_disk=azure.compute.OSDiskArgs(
                         create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=64,
                         managed_disk=azure.compute.ManagedDiskParametersArgs(storage_account_type="Premium_LRS"),

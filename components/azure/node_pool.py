@@ -11,12 +11,11 @@ import pulumi_azure_native as azure
 from components.azure.network import NetworkRefs
 from components.azure.tags import machine_tags
 from components.bootstrap.node import NodeBootstrap, render_cloud_init
+from components.catalog.images import UBUNTU_HPC_2204
 from components.planning.node_template import autoscaler_tags, node_labels, node_taints, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.spec import ImageRef
 
-UBUNTU_HPC_2204 = ImageRef(publisher="microsoft-dsvm", offer="ubuntu-hpc", sku="2204", version="latest")
-"""Ubuntu-HPC 22.04: InfiniBand drivers and NVIDIA drivers preinstalled (../shared/reference/azure.md)."""
 INFINIBAND_TAG = "gpucluster-infiniband"
 
 
@@ -35,6 +34,11 @@ class NodeJoin:
 class NodeAccess:
     admin_username: str
     ssh_public_keys: list[pulumi.Input[str]]
+
+
+def image_reference(image: ImageRef) -> azure.compute.ImageReferenceArgs:
+    return azure.compute.ImageReferenceArgs(publisher=image.publisher, offer=image.offer, sku=image.sku,
+                                            version=image.version)
 
 
 def linux_configuration(access: NodeAccess) -> azure.compute.LinuxConfigurationArgs:
@@ -59,8 +63,7 @@ def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin, locati
 
 
 def _os_disk(pool: PoolPlan) -> azure.compute.VirtualMachineScaleSetOSDiskArgs:
-    size = pool.size
-    if 0 < pool.spec.os_disk_gib <= size.temp_disk_gib:
+    if pool.ephemeral_os_disk:
         # Ephemeral OS disk on the resource disk: no remote OS-disk IO, reimage is fast.
         return azure.compute.VirtualMachineScaleSetOSDiskArgs(
             create_option="FromImage", caching=azure.compute.CachingTypes.READ_ONLY, disk_size_gb=pool.spec.os_disk_gib,
@@ -87,7 +90,6 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
               subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess,
               opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
     spec = pool.spec
-    image = spec.image or UBUNTU_HPC_2204
     tags = {
         **machine_tags(cluster, spec.kind.value, spec.name, {}),
         **({"team": spec.team} if spec.team else {}),
@@ -119,8 +121,7 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
                 custom_data=_custom_data(pool, plan, join, network.location),
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=azure.compute.ImageReferenceArgs(
-                    publisher=image.publisher, offer=image.offer, sku=image.sku, version=image.version),
+                image_reference=image_reference(spec.image or UBUNTU_HPC_2204),
                 os_disk=_os_disk(pool)),
             network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(
                 network_interface_configurations=[azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from components.planning.control_plane import ApiServerFlags
+
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
@@ -24,19 +26,6 @@ AUDIT_POLICY = {
         {"level": "Metadata"},
     ],
 }
-
-
-@dataclass(frozen=True)
-class ApiServerFlags:
-    max_requests_inflight: int
-    max_mutating_requests_inflight: int
-    goaway_chance: float
-
-
-def scale_flags(nodes: int) -> ApiServerFlags:
-    """In-flight limits grow with the cluster (defaults 400/200 suit a few hundred nodes); APF divides them."""
-    inflight = min(3_000, max(400, nodes // 5))
-    return ApiServerFlags(inflight, inflight // 2, 0.001)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ holds a quorum: losing any one zone leaves etcd writable.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.catalog.vm_sizes import VmSize
@@ -43,6 +44,19 @@ def quota_backend_bytes(nodes: int) -> int:
 
 
 @dataclass(frozen=True)
+class ApiServerFlags:
+    max_requests_inflight: int
+    max_mutating_requests_inflight: int
+    goaway_chance: float
+
+
+def scale_flags(nodes: int) -> ApiServerFlags:
+    """In-flight limits grow with the cluster (defaults 400/200 suit a few hundred nodes); APF divides them."""
+    inflight = min(3_000, max(400, nodes // 5))
+    return ApiServerFlags(inflight, inflight // 2, 0.001)
+
+
+@dataclass(frozen=True)
 class Member:
     name: str
     zone: str
@@ -58,6 +72,7 @@ class ApiServerPlan:
     memory_needed_gib: float
     vcpus_needed: int
     overridden: bool
+    flags: ApiServerFlags
 
     def in_zone(self, zone: str) -> int:
         """A zone-spanning scale set with zoneBalance keeps zones within one VM of each other."""
@@ -116,9 +131,22 @@ class ControlPlanePlan:
         return need
 
 
-def _general_sizes(table: dict[str, VmSize]) -> list[VmSize]:
-    return sorted((s for s in table.values() if not s.gpus and not s.confidential and not s.nvme_gb),
-                  key=lambda s: (s.memory_gib, s.vcpus))
+def _pick_size(table: dict[str, VmSize], override: str | None, path: str, candidates: list[VmSize],
+               fits: Callable[[VmSize], bool], need: str, problems: list[Problem]) -> VmSize | None:
+    """The stack's override if it is big enough, else the smallest candidate that fits."""
+    if override:
+        size = table.get(override)
+        if size is None:
+            problems.append(Problem(path, unknown_size_message(override, table)))
+        elif not fits(size):
+            problems.append(Problem(path, f"{size.name} ({size.memory_gib} GiB, {size.vcpus} vCPUs) is too small: "
+                                          f"{need}; pick a larger size or remove the override"))
+            return None
+        return size
+    size = next((s for s in sorted(candidates, key=lambda s: (s.memory_gib, s.vcpus)) if fits(s)), None)
+    if size is None:
+        problems.append(Problem(path, f"no catalogue size fits ({need}); declare one under cluster.vmSizes and set it here"))
+    return size
 
 
 def _plan_api(spec: ClusterSpec, nodes: int, table: dict[str, VmSize], problems: list[Problem]) -> ApiServerPlan | None:
@@ -126,24 +154,14 @@ def _plan_api(spec: ClusterSpec, nodes: int, table: dict[str, VmSize], problems:
     heap = api_heap_gb(nodes)
     memory = heap / GB_PER_GIB * MEMORY_HEADROOM
     vcpus = max(4, math.ceil(nodes / NODES_PER_API_VCPU))
-    path = "cluster.controlPlane.apiServers.vmSize"
-    if api.vm_size:
-        size = table.get(api.vm_size)
-        if size is None:
-            problems.append(Problem(path, unknown_size_message(api.vm_size, table)))
-            return None
-        if size.memory_gib < memory or size.vcpus < vcpus:
-            problems.append(Problem(path, f"{size.name} ({size.memory_gib} GiB, {size.vcpus} vCPUs) is too small for "
-                                          f"{nodes:,} nodes: API servers need {memory:.0f} GiB (heap ~{heap:.0f} GB x "
-                                          f"{MEMORY_HEADROOM}) and {vcpus} vCPUs; pick a larger size or remove the override"))
-            return None
-    else:
-        size = next((s for s in _general_sizes(table) if s.memory_gib >= memory and s.vcpus >= vcpus), None)
-        if size is None:
-            problems.append(Problem(path, f"no catalogue size has {memory:.0f} GiB and {vcpus} vCPUs; declare one "
-                                          "under cluster.vmSizes and set it here"))
-            return None
-    return ApiServerPlan(api.count, tuple(spec.zones), size, heap, memory, vcpus, bool(api.vm_size))
+    general = [s for s in table.values() if not s.gpus and not s.confidential and not s.nvme_gb]
+    size = _pick_size(table, api.vm_size, "cluster.controlPlane.apiServers.vmSize", general,
+                      lambda s: s.memory_gib >= memory and s.vcpus >= vcpus,
+                      f"API servers of {nodes:,} nodes need {memory:.0f} GiB (heap ~{heap:.0f} GB x {MEMORY_HEADROOM}) "
+                      f"and {vcpus} vCPUs", problems)
+    if size is None:
+        return None
+    return ApiServerPlan(api.count, tuple(spec.zones), size, heap, memory, vcpus, bool(api.vm_size), scale_flags(nodes))
 
 
 def place_members(prefix: str, count: int, zones: tuple[str, ...]) -> tuple[Member, ...]:
@@ -170,22 +188,11 @@ def _plan_etcd(role: str, etcd: EtcdSpec, path: str, spec: ClusterSpec, nodes: i
         return None
     quota = quota_backend_bytes(nodes)
     memory = 2 * quota / GIB + ETCD_OS_GIB
-    if etcd.vm_size:
-        size = table.get(etcd.vm_size)
-        if size is None:
-            problems.append(Problem(f"{path}.vmSize", unknown_size_message(etcd.vm_size, table)))
-            return None
-        if size.memory_gib < memory:
-            problems.append(Problem(f"{path}.vmSize", f"{size.name} has {size.memory_gib} GiB; etcd with a "
-                                                      f"{quota // GIB} GiB backend quota needs {memory:.0f} GiB"))
-            return None
-    else:
-        nvme = sorted((s for s in table.values() if s.nvme_gb and not s.gpus and not s.confidential),
-                      key=lambda s: (s.memory_gib, s.vcpus))
-        size = next((s for s in nvme if s.memory_gib >= memory), None)
-        if size is None:
-            problems.append(Problem(f"{path}.vmSize", f"no catalogue size with local NVMe has {memory:.0f} GiB"))
-            return None
+    nvme = [s for s in table.values() if s.nvme_gb and not s.gpus and not s.confidential]
+    size = _pick_size(table, etcd.vm_size, f"{path}.vmSize", nvme, lambda s: s.memory_gib >= memory,
+                      f"etcd with a {quota // GIB} GiB backend quota needs {memory:.0f} GiB", problems)
+    if size is None:
+        return None
     return EtcdPlan(role, members, size, quota, memory, size.nvme_gb > 0, etcd.quorum_override_reason,
                     bool(etcd.vm_size))
 

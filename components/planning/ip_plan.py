@@ -26,6 +26,7 @@ INFRA_PREFIX = 26
 """Control-plane blocks: room for every member to be replaced side by side."""
 LARGEST_SERVICE_PREFIX = 12
 """kube-apiserver refuses a Service range larger than /12 (20 bits)."""
+API_SERVER_PORT = 6443
 CONTROL_PLANE_BLOCK = "controlplane"
 ETCD_BLOCK = "etcd"
 
@@ -80,6 +81,10 @@ class IpPlan:
     def api_server_ip(self) -> IPv4Address:
         """The internal load balancer's frontend: the control-plane block's first usable address."""
         return self.block(CONTROL_PLANE_BLOCK).cidr.network_address + 4
+
+    @property
+    def api_server_endpoint(self) -> str:
+        return f"{self.api_server_ip}:{API_SERVER_PORT}"
 
     def block(self, name: str) -> Block:
         return next(b for b in self.blocks if b.name == name)

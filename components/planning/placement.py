@@ -58,6 +58,11 @@ class PoolPlan:
         return self.nodes * self.size.gpus
 
     @property
+    def ephemeral_os_disk(self) -> bool:
+        """The OS disk goes on the resource disk when it fits: no remote OS-disk IO, fast reimage."""
+        return 0 < self.spec.os_disk_gib <= self.size.temp_disk_gib
+
+    @property
     def vcpus(self) -> int:
         return self.nodes * self.size.vcpus
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, IpPlan
+from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK, IpPlan
 
-API_SERVER_PORT = "6443"
 ETCD_CLIENT_PORT = "2379"
 ETCD_PORTS = "2379-2380"
 SSH_PORT = "22"
@@ -54,12 +53,12 @@ def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network]) -> dict[str,
         SecurityRule("allow-nodes-from-controlplane", 110, "Allow", "*", control_plane, "*"),
     ]
     api_rules = [
-        SecurityRule("allow-apiserver-from-nodes", 100, "Allow", "Tcp", nodes, API_SERVER_PORT),
-        SecurityRule("allow-apiserver-from-controlplane", 110, "Allow", "Tcp", control_plane, API_SERVER_PORT),
-        SecurityRule("allow-apiserver-probe", 120, "Allow", "Tcp", ("AzureLoadBalancer",), API_SERVER_PORT),
+        SecurityRule("allow-apiserver-from-nodes", 100, "Allow", "Tcp", nodes, str(API_SERVER_PORT)),
+        SecurityRule("allow-apiserver-from-controlplane", 110, "Allow", "Tcp", control_plane, str(API_SERVER_PORT)),
+        SecurityRule("allow-apiserver-probe", 120, "Allow", "Tcp", ("AzureLoadBalancer",), str(API_SERVER_PORT)),
     ]
     if admin:
-        api_rules.append(SecurityRule("allow-apiserver-from-admin", 130, "Allow", "Tcp", admin, API_SERVER_PORT))
+        api_rules.append(SecurityRule("allow-apiserver-from-admin", 130, "Allow", "Tcp", admin, str(API_SERVER_PORT)))
     etcd_rules = [
         SecurityRule("allow-etcd-from-apiservers", 100, "Allow", "Tcp", control_plane, ETCD_CLIENT_PORT),
         SecurityRule("allow-etcd-peers", 110, "Allow", "Tcp", etcd, ETCD_PORTS),
