@@ -29,8 +29,8 @@ def prod_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
 def test_plan_prod(prod_out) -> None:
     result, out = prod_out
     assert result.returncode == 0, result.stderr
-    assert "7,500 nodes, 25,000 GPUs" in result.stdout
-    assert "pod IPs: 206,800 needed, 242,486 available" in result.stdout
+    assert "7,500 nodes, 25,064 GPUs" in result.stdout and "Confidential pools" in result.stdout
+    assert "pod IPs: 206,288 needed, 242,486 available" in result.stdout
     assert "standardNDSH100v5Family" in result.stdout and "300,000" in result.stdout
     preview = json.loads((out / "preview.json").read_text())
     assert (out / "manifests").is_dir()
@@ -64,7 +64,7 @@ def test_plan_dev_by_path(tmp_path: Path) -> None:
     result = gpucluster("plan", str(ROOT / "stacks" / "Pulumi.dev.yaml"), "--out", str(tmp_path / "dev"), "--json")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert summary["stack"] == "dev" and summary["gpus"] == 2 and summary["violations"] == []
+    assert summary["stack"] == "dev" and summary["gpus"] == 3 and summary["violations"] == []
 
 
 def _write_stack(tmp_path: Path, cluster: object) -> Path:
@@ -85,6 +85,9 @@ def _write_stack(tmp_path: Path, cluster: object) -> Path:
          "cluster.network.addressSpace[0]: 172.16.0.0/16 overlaps 172.16.0.0/16"),
         (lambda c: c["pools"][1].update(count=3000), "cluster.pools[1]: needs a"),
         (lambda c: c["pools"][1].update(vmSize="Standard_Nope"), "cluster.pools[1].vmSize: unknown VM size"),
+        (lambda c: c["pools"].append({"name": "cgpu", "kind": "confidential", "vmSize": "Standard_NCC40ads_H100_v5",
+                                      "count": 1, "confidential": {"osDiskEncryption": "DiskWithVMGuestState"}}),
+         "cluster.pools[2].confidential.osDiskEncryption: DiskWithVMGuestState is not supported in scale sets"),
     ],
 )
 def test_bad_stack_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, mutate, expected: str) -> None:

@@ -144,6 +144,7 @@ def test_prod_layout_is_pinned(prod_spec) -> None:
         "etcd": "10.0.0.64/26",
         "pool-system": "10.0.16.0/20",
         "pool-h100": "10.2.0.0/15",
+        "pool-confidential": "10.0.8.0/21",
         "pool-cpu": "10.4.0.0/14",
     }
     assert result.capacity.pod_ip_capacity >= 200_000

@@ -11,12 +11,11 @@ from components.azure.network import NetworkRefs
 from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
 from components.azure.tags import base_tags
+from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
 from components.planning.pki import etcd_member_ips
 
-STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
-"""Azure built-in role id (azure-docs role-based-access-control/built-in-roles.md)."""
 SNAPSHOT_CONTAINER = "etcd-snapshots"
 LB_NAME = "apiserver"
 
@@ -75,8 +74,7 @@ class ControlPlane(pulumi.ComponentResource):
                         network.subnet_ids[ETCD_BLOCK], pki, snapshot_url, access, child)
             for etcd in (cp.etcd, cp.events) if etcd is not None
         ]
-        role = pulumi.Output.concat("/subscriptions/", subscription,
-                                    f"/providers/Microsoft.Authorization/roleDefinitions/{STORAGE_BLOB_DATA_CONTRIBUTOR}")
+        role = subscription.apply(lambda sub: role_definition_id(sub, STORAGE_BLOB_DATA_CONTRIBUTOR))
         for etcd_cluster in self.etcd_clusters:
             for vm, principal in zip(etcd_cluster.vms, etcd_cluster.principal_ids, strict=True):
                 azure.authorization.RoleAssignment(

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
+from components.azure.confidential_key import ConfidentialDiskKey
 from components.azure.network import NetworkRefs
-from components.azure.tags import machine_tags
+from components.azure.tags import base_tags, machine_tags
 from components.bootstrap.node import NodeBootstrap, render_cloud_init
 from components.catalog.images import UBUNTU_HPC_2204
 from components.planning.node_template import autoscaler_tags, node_labels, node_taints, split_min
@@ -56,13 +57,24 @@ def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin, locati
         text = render_cloud_init(NodeBootstrap(
             kubernetes_version=join.kubernetes_version, api_server_endpoint=join.api_server_endpoint,
             bootstrap_token=token, ca_cert_hash=ca_hash, max_pods=pool.spec.pods_per_node,
-            cluster_dns=join.cluster_dns, labels=node_labels(pool, scale_set, location), taints=node_taints(pool)))
+            cluster_dns=join.cluster_dns, labels=node_labels(pool, scale_set, location), taints=node_taints(pool),
+            confidential_gpu=pool.confidential is not None))
         return base64.b64encode(text.encode()).decode()
 
     return pulumi.Output.secret(pulumi.Output.all(join.bootstrap_token, join.ca_cert_hash).apply(render))
 
 
-def _os_disk(pool: PoolPlan) -> azure.compute.VirtualMachineScaleSetOSDiskArgs:
+def _os_disk(pool: PoolPlan,
+             disk_encryption_set_id: pulumi.Input[str] | None) -> azure.compute.VirtualMachineScaleSetOSDiskArgs:
+    if pool.confidential is not None:
+        # The managed disk's security profile holds the VM guest state (vTPM, firmware), encrypted.
+        des = azure.compute.DiskEncryptionSetParametersArgs(id=disk_encryption_set_id) if disk_encryption_set_id else None
+        return azure.compute.VirtualMachineScaleSetOSDiskArgs(
+            create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=pool.spec.os_disk_gib,
+            managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(
+                storage_account_type="Premium_LRS",
+                security_profile=azure.compute.VMDiskSecurityProfileArgs(
+                    security_encryption_type=pool.confidential.os_disk_encryption, disk_encryption_set=des)))
     if pool.ephemeral_os_disk:
         # Ephemeral OS disk on the resource disk: no remote OS-disk IO, reimage is fast.
         return azure.compute.VirtualMachineScaleSetOSDiskArgs(
@@ -86,9 +98,25 @@ def _ip_configurations(pool: PoolPlan,
     return configs
 
 
+def _security_profile(pool: PoolPlan) -> azure.compute.SecurityProfileArgs | None:
+    if pool.confidential is None:
+        return None
+    return azure.compute.SecurityProfileArgs(
+        security_type=pool.confidential.security_type,
+        uefi_settings=azure.compute.UefiSettingsArgs(secure_boot_enabled=pool.confidential.secure_boot,
+                                                     v_tpm_enabled=pool.confidential.vtpm))
+
+
+def _image(pool: PoolPlan) -> ImageRef:
+    if pool.confidential is not None:
+        return pool.confidential.image
+    return pool.spec.image or UBUNTU_HPC_2204
+
+
 def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
               subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess,
-              opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
+              opts: pulumi.ResourceOptions,
+              disk_encryption_set_id: pulumi.Input[str] | None = None) -> azure.compute.VirtualMachineScaleSet:
     spec = pool.spec
     tags = {
         **machine_tags(cluster, spec.kind.value, spec.name, {}),
@@ -115,18 +143,19 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
             priority="Spot" if spot else "Regular",
             eviction_policy="Delete" if spot else None,
             billing_profile=azure.compute.BillingProfileArgs(max_price=-1) if spot else None,
+            security_profile=_security_profile(pool),
             os_profile=azure.compute.VirtualMachineScaleSetOSProfileArgs(
                 computer_name_prefix=plan.name,
                 admin_username=access.admin_username,
                 custom_data=_custom_data(pool, plan, join, network.location),
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=image_reference(spec.image or UBUNTU_HPC_2204),
-                os_disk=_os_disk(pool)),
+                image_reference=image_reference(_image(pool)),
+                os_disk=_os_disk(pool, disk_encryption_set_id)),
             network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(
                 network_interface_configurations=[azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
                     name="nic0", primary=True,
-                    enable_accelerated_networking=pool.size.accelerated_networking,
+                    enable_accelerated_networking=pool.accelerated_networking,
                     ip_configurations=_ip_configurations(pool, subnet_id))]),
         ),
         tags=tags,
@@ -142,8 +171,17 @@ class NodePool(pulumi.ComponentResource):
                  join: NodeJoin, access: NodeAccess, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:NodePool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self.disk_key: ConfidentialDiskKey | None = None
+        des_id: pulumi.Input[str] | None = None
+        key_plan = plan.confidential.customer_key if plan.confidential else None
+        if key_plan is not None:
+            self.disk_key = ConfidentialDiskKey(f"{name}-cmk", key_plan, network.resource_group_name, network.location,
+                                                base_tags(cluster, {}), child)
+            des_id = self.disk_key.disk_encryption_set.id
+            # The encryption set must hold its role on the key before a VM's disk is created.
+            child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.disk_key]))
         self.scale_sets = [
-            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, child)
+            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, child, des_id)
             for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
         ]
         self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from components.bootstrap.confidential import GATE_PATH, gate_script
+from components.bootstrap.taints import NodeTaint
+
 PREFLIGHT_TAINT_KEY = "gpucluster.io/preflight"
 """Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
 LABEL_POOL = "gpucluster.io/pool"
@@ -28,13 +31,6 @@ ARP_SYSCTLS = {
 
 
 @dataclass(frozen=True)
-class NodeTaint:
-    key: str
-    value: str
-    effect: str
-
-
-@dataclass(frozen=True)
 class NodeBootstrap:
     kubernetes_version: str
     api_server_endpoint: str
@@ -48,6 +44,8 @@ class NodeBootstrap:
     taints: tuple[NodeTaint, ...] = ()
     join_spread_seconds: int = 60
     """Random delay before joining, so hundreds of new VMs do not hit the API servers at once."""
+    confidential_gpu: bool = False
+    """Join only after the GPU reports confidential-computing mode on and passes attestation."""
 
 
 def zone_label(location: str, zone: str) -> str:
@@ -100,24 +98,33 @@ def install_script(version: str) -> str:
     ])
 
 
+JOIN_COMMAND = "kubeadm join --config /etc/kubernetes/kubeadm-join.yaml"
+
+
 def render_cloud_init(b: NodeBootstrap) -> str:
     """The #cloud-config document a node boots with. Carries the bootstrap token: keep it secret."""
     sysctls = "".join(f"{k} = {v}\n" for k, v in ARP_SYSCTLS.items())
+    files: list[dict[str, str]] = [
+        {"path": "/etc/sysctl.d/90-gpucluster.conf", "permissions": "0644", "content": sysctls},
+        {"path": "/usr/local/sbin/gpucluster-install-kubernetes", "permissions": "0755",
+         "content": install_script(b.kubernetes_version)},
+        {"path": "/etc/kubernetes/kubeadm-join.yaml", "permissions": "0600",
+         "content": yaml.safe_dump(_join_configuration(b), sort_keys=False)},
+        {"path": "/etc/kubernetes/patches/kubeletconfiguration+strategic.yaml", "permissions": "0644",
+         "content": yaml.safe_dump(kubelet_patch(b), sort_keys=False)},
+    ]
+    join = JOIN_COMMAND
+    if b.confidential_gpu:
+        files.append({"path": GATE_PATH, "permissions": "0755", "content": gate_script()})
+        # runcmd lines do not stop the script when one fails: the gate and the join are one command.
+        join = f"{GATE_PATH} && {JOIN_COMMAND}"
     document = {
-        "write_files": [
-            {"path": "/etc/sysctl.d/90-gpucluster.conf", "permissions": "0644", "content": sysctls},
-            {"path": "/usr/local/sbin/gpucluster-install-kubernetes", "permissions": "0755",
-             "content": install_script(b.kubernetes_version)},
-            {"path": "/etc/kubernetes/kubeadm-join.yaml", "permissions": "0600",
-             "content": yaml.safe_dump(_join_configuration(b), sort_keys=False)},
-            {"path": "/etc/kubernetes/patches/kubeletconfiguration+strategic.yaml", "permissions": "0644",
-             "content": yaml.safe_dump(kubelet_patch(b), sort_keys=False)},
-        ],
+        "write_files": files,
         "runcmd": [
             ["sysctl", "--system"],
             ["/usr/local/sbin/gpucluster-install-kubernetes"],
             ["bash", "-c", f"sleep $((RANDOM % {max(1, b.join_spread_seconds)}))"],
-            ["kubeadm", "join", "--config", "/etc/kubernetes/kubeadm-join.yaml"],
+            ["bash", "-c", join],
         ],
     }
     return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=False)

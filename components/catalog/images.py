@@ -10,3 +10,12 @@ UBUNTU_HPC_2204 = ImageRef(publisher="microsoft-dsvm", offer="ubuntu-hpc", sku="
 UBUNTU_2204 = ImageRef(publisher="Canonical", offer="0001-com-ubuntu-server-jammy", sku="22_04-lts-gen2",
                        version="latest")
 """Plain Ubuntu 22.04 (Gen2) for API servers and etcd: no drivers needed."""
+
+UBUNTU_CVM_2204 = ImageRef(publisher="Canonical", offer="0001-com-ubuntu-confidential-vm-jammy", sku="22_04-lts-cvm",
+                           version="latest")
+"""Ubuntu 22.04 confidential-VM image for NCC pools (../shared/reference/azure.md, confidential section)."""
+
+
+def is_confidential_image(image: ImageRef) -> bool:
+    """Azure's confidential-VM images carry `confidential-vm` in the offer or `cvm` in the SKU."""
+    return "confidential-vm" in image.offer.lower() or "cvm" in image.sku.lower()

@@ -76,6 +76,9 @@ def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, di
         if isinstance(identity, dict) and "SystemAssigned" in str(identity.get("type", "")):
             state["identity"] = {**identity, "principalId": str(uuid.uuid5(uuid.NAMESPACE_URL, resource_id)),
                                  "tenantId": TENANT}
+        if typ == "azure-native:keyvault:Key":
+            uri = f"https://{inputs.get('vaultName')}.vault.azure.net/keys/{state['name']}"
+            state.update(keyUri=uri, keyUriWithVersion=f"{uri}/{_digest(resource_id).hex()[:32]}")
         if typ.endswith(":LoadBalancer"):
             configs = inputs.get("frontendIPConfigurations") or []
             state["frontendIPConfigurations"] = [{**c, "id": f"{resource_id}/frontendIPConfigurations/{c.get('name')}"}

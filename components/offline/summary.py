@@ -11,6 +11,7 @@ from components.offline.engine import ProgramRun
 from components.offline.policy_runner import Violation
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
+from components.planning.node_template import node_taints
 
 
 def _resources(run: ProgramRun) -> Table:
@@ -97,12 +98,35 @@ def _quota(plan: ClusterPlan) -> Table:
     return table
 
 
+def _confidential(plan: ClusterPlan) -> Table | None:
+    pools = [p for p in plan.pools if p.confidential is not None]
+    if not pools:
+        return None
+    table = Table(title="Confidential pools", title_justify="left")
+    for column in ("pool", "security type", "secure boot / vTPM", "OS-disk encryption", "keys", "image",
+                   "accelerated networking", "InfiniBand", "taint"):
+        table.add_column(column, overflow="fold")
+    for pool in pools:
+        c = pool.confidential
+        assert c is not None
+        keys = (f"customer-managed (RSA-HSM, release to attested CVMs via {c.customer_key.attestation_authority})"
+                if c.customer_key else "platform-managed")
+        taints = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in node_taints(pool))
+        table.add_row(pool.name, c.security_type, f"{'on' if c.secure_boot else 'off'} / {'on' if c.vtpm else 'off'}",
+                      c.os_disk_encryption, keys, f"{c.image.offer}:{c.image.sku}",
+                      "on" if pool.accelerated_networking else "off", "on" if pool.infiniband else "off", taints)
+    return table
+
+
 def print_summary(console: Console, plan: ClusterPlan, run: ProgramRun, violations: list[Violation]) -> None:
     spec = plan.spec
     console.print(f"[bold]gpucluster plan[/bold] stack [bold]{run.stack}[/bold]: cluster {spec.name} in "
                   f"{spec.location} zones {', '.join(spec.zones)}, Kubernetes {spec.kubernetes_version}")
     console.print(_resources(run))
     console.print(_pools(plan))
+    confidential = _confidential(plan)
+    if confidential is not None:
+        console.print(confidential)
     console.print(_ip_plan(plan))
     console.print(_control_plane(plan))
     console.print(_zone_loss(plan))

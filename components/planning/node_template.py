@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.bootstrap.confidential import CONFIDENTIAL_LABELS, CONFIDENTIAL_TAINT
 from components.bootstrap.node import (
     LABEL_ACCELERATOR,
     LABEL_GPU_PRODUCT,
@@ -31,11 +32,19 @@ def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[
     if pool.size.gpu_model:
         labels[LABEL_GPU_PRODUCT] = pool.size.gpu_model
         labels[LABEL_ACCELERATOR] = "nvidia"
+    if pool.confidential is not None:
+        # Set at join, which happens only once the GPU reports CC on and passes attestation.
+        labels.update(CONFIDENTIAL_LABELS)
     return labels
 
 
 def node_taints(pool: PoolPlan) -> tuple[NodeTaint, ...]:
-    return tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.spec.taints)
+    """The pool's own taints; confidential pools also carry the confidential taint, so only pods
+    that tolerate it (and so ask for confidential GPUs) land there."""
+    taints = tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.spec.taints)
+    if pool.confidential is not None and all(t.key != CONFIDENTIAL_TAINT.key for t in taints):
+        taints += (CONFIDENTIAL_TAINT,)
+    return taints
 
 
 def _tag_key(key: str) -> str:

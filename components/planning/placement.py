@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from components.catalog.regions import REGION_ZONES
 from components.catalog.vm_sizes import VmSize
 from components.errors import Problem, SpecError, pool_path
+from components.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
 from components.planning.limits import Limits
 from components.planning.sizes import size_table, unknown_size_message
 from components.spec import ClusterSpec, PoolKind, PoolSpec
@@ -40,6 +41,8 @@ class PoolPlan:
     infiniband: bool
     max_per_scale_set: int
     scale_sets: tuple[ScaleSetPlan, ...]
+    accelerated_networking: bool
+    confidential: ConfidentialPlan | None = None
 
     @property
     def name(self) -> str:
@@ -59,8 +62,9 @@ class PoolPlan:
 
     @property
     def ephemeral_os_disk(self) -> bool:
-        """The OS disk goes on the resource disk when it fits: no remote OS-disk IO, fast reimage."""
-        return 0 < self.spec.os_disk_gib <= self.size.temp_disk_gib
+        """The OS disk goes on the resource disk when it fits: no remote OS-disk IO, fast reimage.
+        Confidential pools keep a managed disk: its security profile carries the VM guest state."""
+        return self.confidential is None and 0 < self.spec.os_disk_gib <= self.size.temp_disk_gib
 
     @property
     def vcpus(self) -> int:
@@ -118,7 +122,7 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
     size = table.get(pool.vm_size)
     if size is None:
         return [Problem(pool_path(index, "vmSize"), unknown_size_message(pool.vm_size, table))]
-    if pool.infiniband and not size.infiniband:
+    if pool.infiniband and not size.infiniband and not size.confidential:
         problems.append(Problem(pool_path(index, "infiniband"),
                                 f"{size.name} has no InfiniBand; set infiniband: false or pick an ND size"))
     if pool.kind is PoolKind.GPU and size.gpus == 0:
@@ -129,6 +133,10 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
     if pool.kind is PoolKind.CONFIDENTIAL and not size.confidential:
         problems.append(Problem(pool_path(index, "vmSize"),
                                 f"{size.name} is not a confidential size; kind: confidential needs an NCC size"))
+    if pool.accelerated_networking and not size.accelerated_networking and not size.confidential:
+        problems.append(Problem(pool_path(index, "acceleratedNetworking"),
+                                f"{size.name} does not support accelerated networking; remove the key or set it false"))
+    problems.extend(check_confidential(index, pool, size, spec.location))
     if pool.min_count > pool.count:
         problems.append(Problem(pool_path(index, "minCount"),
                                 f"{pool.min_count} is more than the pool's count ({pool.count})"))
@@ -158,6 +166,8 @@ def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
         infiniband = size.infiniband if pool.infiniband is None else pool.infiniband
         max_per_set = limits["vmsPerInfinibandDomain" if infiniband else "vmsPerLargeScaleSet"].value
         zones = tuple(pool.zones or spec.zones)
+        accelerated = size.accelerated_networking if pool.accelerated_networking is None else pool.accelerated_networking
         plans.append(PoolPlan(pool, size, zones, infiniband, max_per_set,
-                              split_pool(pool.name, pool.count, zones, max_per_set, infiniband)))
+                              split_pool(pool.name, pool.count, zones, max_per_set, infiniband),
+                              accelerated_networking=accelerated, confidential=plan_confidential(pool, spec.location)))
     return tuple(plans)

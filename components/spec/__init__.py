@@ -5,7 +5,7 @@ from components.spec.control_plane import ApiServerSpec, ControlPlaneSpec, EtcdS
 from components.spec.limits import LimitOverride, LimitsSpec, RegionZones
 from components.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
 from components.spec.network import EgressSpec, NetworkSpec
-from components.spec.pools import ImageRef, PoolKind, PoolSpec, Taint
+from components.spec.pools import ConfidentialSpec, CustomerManagedKeySpec, ImageRef, PoolKind, PoolSpec, Taint
 from components.spec.workloads import BalloonSpec, Quota, TeamSpec
 
 __all__ = [
@@ -14,8 +14,10 @@ __all__ = [
     "ApiServerSpec",
     "BalloonSpec",
     "ClusterSpec",
+    "ConfidentialSpec",
     "ControlPlaneSpec",
     "CustomVmSize",
+    "CustomerManagedKeySpec",
     "EgressSpec",
     "EtcdSpec",
     "ImageRef",

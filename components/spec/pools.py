@@ -33,6 +33,25 @@ class ImageRef(SpecModel):
     version: str = "latest"
 
 
+class CustomerManagedKeySpec(SpecModel):
+    """Customer-managed key for confidential OS disks: a Key Vault (Premium) RSA-HSM key behind a
+    confidential disk encryption set."""
+
+    orchestrator_object_id: str = Field(pattern=r"^[0-9a-fA-F-]{36}$")
+    """Object id of the "Confidential VM Orchestrator" service principal in the tenant
+    (`az ad sp show --id bf7b6499-ff71-4aa2-97a4-f372087be7f0 --query id -o tsv`); it is granted key release."""
+    attestation_authority: str | None = Field(default=None, pattern=r"^https://[a-z0-9.-]+/?$")
+    """Microsoft Azure Attestation endpoint the key-release policy trusts; defaults to the region's shared one."""
+
+
+class ConfidentialSpec(SpecModel):
+    """Confidential-VM settings of a `kind: confidential` pool."""
+
+    os_disk_encryption: Literal["VMGuestStateOnly", "DiskWithVMGuestState"] = "VMGuestStateOnly"
+    """What the confidential OS-disk encryption covers. Scale sets support only VMGuestStateOnly."""
+    customer_managed_key: CustomerManagedKeySpec | None = None
+
+
 class PoolSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
     kind: PoolKind
@@ -52,4 +71,8 @@ class PoolSpec(SpecModel):
     team: str | None = None
     cost_centre: str | None = None
     image: ImageRef | None = None
+    accelerated_networking: bool | None = None
+    """Defaults to what the size supports. Confidential (NCC) sizes have none."""
+    confidential: ConfidentialSpec | None = None
+    """Only on `kind: confidential` pools; defaults to VMGuestStateOnly with platform-managed keys."""
     os_disk_gib: int = Field(default=128, ge=30, le=4095)

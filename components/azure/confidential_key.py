@@ -1,0 +1,66 @@
+"""ConfidentialDiskKey: a customer-managed key for confidential OS disks.
+
+Key Vault Premium (HSM-backed keys), an exportable RSA-HSM key whose release policy admits only an
+attested, Azure-compliant SEV-SNP confidential VM, and a disk encryption set of type
+ConfidentialVmEncryptedWithCustomerKey. The disk encryption set may use the key; the Confidential
+VM Orchestrator may release it. Nobody else gets a role on the vault.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_azure_native as azure
+
+from components.catalog.azure_roles import (
+    KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER,
+    KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER,
+    role_definition_id,
+)
+from components.planning.confidential import DISK_ENCRYPTION_SET_TYPE, KEY_SIZE, KEY_TYPE, CustomerKeyPlan
+
+
+class ConfidentialDiskKey(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: CustomerKeyPlan, resource_group_name: pulumi.Input[str], location: str,
+                 tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:azure:ConfidentialDiskKey", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        client = azure.authorization.get_client_config_output()
+        # Losing the key loses the disks: purge protection on, and Pulumi will not delete the vault or key.
+        kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True))
+        self.vault = azure.keyvault.Vault(
+            f"{name}-kv", resource_group_name=resource_group_name, location=location, tags=tags,
+            properties=azure.keyvault.VaultPropertiesArgs(
+                tenant_id=client.tenant_id,
+                sku=azure.keyvault.SkuArgs(family="A", name=azure.keyvault.SkuName.PREMIUM),
+                enable_rbac_authorization=True, enable_purge_protection=True, enable_soft_delete=True,
+                soft_delete_retention_in_days=90, enabled_for_disk_encryption=True),
+            opts=kept)
+        self.key = azure.keyvault.Key(
+            f"{name}-key", resource_group_name=resource_group_name, vault_name=self.vault.name,
+            properties=azure.keyvault.KeyPropertiesArgs(
+                kty=KEY_TYPE, key_size=KEY_SIZE,
+                key_ops=["wrapKey", "unwrapKey"],
+                attributes=azure.keyvault.KeyAttributesArgs(enabled=True, exportable=True),
+                release_policy=azure.keyvault.KeyReleasePolicyArgs(data=plan.release_policy_data())),
+            opts=kept)
+        self.disk_encryption_set = azure.compute.DiskEncryptionSet(
+            f"{name}-des", resource_group_name=resource_group_name, location=location, tags=tags,
+            encryption_type=DISK_ENCRYPTION_SET_TYPE,
+            identity=azure.compute.EncryptionSetIdentityArgs(type="SystemAssigned"),
+            active_key=azure.compute.KeyForDiskEncryptionSetArgs(
+                key_url=self.key.key_uri_with_version,
+                source_vault=azure.compute.SourceVaultArgs(id=self.vault.id)),
+            opts=child)
+        principal = self.disk_encryption_set.identity.apply(lambda i: i.principal_id if i else "")
+        azure.authorization.RoleAssignment(
+            f"{name}-des-key-user", principal_id=principal, principal_type="ServicePrincipal",
+            role_definition_id=client.subscription_id.apply(
+                lambda sub: role_definition_id(sub, KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER)),
+            scope=self.vault.id, opts=child)
+        azure.authorization.RoleAssignment(
+            f"{name}-cvm-orchestrator-release", principal_id=plan.orchestrator_object_id,
+            principal_type="ServicePrincipal",
+            role_definition_id=client.subscription_id.apply(
+                lambda sub: role_definition_id(sub, KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER)),
+            scope=self.vault.id, opts=child)
+        self.register_outputs({"diskEncryptionSetId": self.disk_encryption_set.id})

@@ -1,0 +1,12 @@
+"""A taint as nodes register with it (kubelet `registerWithTaints`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodeTaint:
+    key: str
+    value: str
+    effect: str

@@ -1,0 +1,13 @@
+"""Built-in Azure role definitions the library assigns (ids are the same in every tenant)."""
+
+from __future__ import annotations
+
+STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER = "e147488a-f6f5-4113-8e2d-b22465e65bf6"
+"""Lets a disk encryption set wrap and unwrap with the key."""
+KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER = "08bbd89e-9f13-488c-ac41-acfcb10c90ab"
+"""Lets the Confidential VM Orchestrator release an exportable key to an attested CVM."""
+
+
+def role_definition_id(subscription: str, role: str) -> str:
+    return f"/subscriptions/{subscription}/providers/Microsoft.Authorization/roleDefinitions/{role}"
