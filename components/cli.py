@@ -49,7 +49,7 @@ def _write_atomically(out: Path, write: Callable[[Path], None]) -> None:
 
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from components.offline.engine import run_program
-    from components.offline.manifests import kubernetes_objects, write_manifests
+    from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
     from components.offline.summary import print_summary, print_violations
@@ -69,10 +69,12 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     run = run_program(root / "__main__.py", PROJECT, name, stack.config)
     document = preview_document(run)
     objects = kubernetes_objects(run.registrations)
+    releases = helm_releases(run.registrations)
 
     def write(folder: Path) -> None:
         write_preview(document, folder / "preview.json")
         write_manifests(objects, folder / "manifests")
+        write_charts(releases, folder / "charts")
 
     out = Path(args.out) if args.out else Path("out") / name
     _write_atomically(out, write)
@@ -85,7 +87,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         print_violations(console, violations)
     else:
         print_summary(console, plan, run, violations)
-        console.print(f"wrote {out / 'preview.json'} and {len(objects)} manifests in {out / 'manifests'}")
+        console.print(f"wrote {out / 'preview.json'}, {len(objects)} manifests in {out / 'manifests'} and "
+                      f"{len(releases)} Helm releases in {out / 'charts'}")
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 
 

@@ -13,6 +13,7 @@ from components.azure.network import Network
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.bootstrap.kubeconfig import render_kubeconfig
+from components.kubernetes.in_cluster import InCluster
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import plan_certificates
@@ -51,6 +52,11 @@ class GpuCluster(pulumi.ComponentResource):
         self.admin_kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.pki.ca_cert_pem, admin.cert.cert_pem, admin.key.private_key_pem).apply(
             lambda pems: render_kubeconfig(spec.name, endpoint, pems[0], pems[1], pems[2])))
+        self.in_cluster: InCluster | None = None
+        if spec.in_cluster.enabled:
+            # Waits for the control plane and node pools, so the API server exists before it is called.
+            self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, pulumi.ResourceOptions(
+                parent=self, depends_on=[self.control_plane, *self.node_pools]))
         self.register_outputs({"vnetId": self.network.refs.vnet_id})
 
 

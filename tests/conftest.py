@@ -23,7 +23,7 @@ def small_cluster(**overrides: Any) -> dict[str, Any]:
         "name": "test",
         "location": "eastus",
         "zones": ["1", "2", "3"],
-        "kubernetesVersion": "1.31.4",
+        "kubernetesVersion": "1.34.2",
         "network": {"addressSpace": ["10.10.0.0/16"]},
         "pools": [
             {"name": "system", "kind": "system", "vmSize": "Standard_D4s_v5", "count": 3},

@@ -7,11 +7,18 @@ bootstrap token), skipping the ones that would create state (certs, local etcd).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import yaml
 
+from components.catalog.in_cluster import SCHEDULER_PLUGINS_SCHEDULER_IMAGE
+from components.kubernetes.objects.gang import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
+
+PATCHES_DIR = "/etc/kubernetes/patches"
+SCHEDULER_IMAGE_PATCH = [{"op": "replace", "path": "/spec/containers/0/image", "value": SCHEDULER_PLUGINS_SCHEDULER_IMAGE}]
+"""kubeadm has no per-component image setting; a JSON patch on the static pod swaps in scheduler-plugins."""
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -40,6 +47,7 @@ class ApiServerBootstrap:
     flags: ApiServerFlags
     pki_files: dict[str, str]
     """Path under /etc/kubernetes/pki -> PEM text."""
+    gang_timeout_seconds: int = 300
 
 
 def _args(pairs: dict[str, str]) -> list[dict[str, str]]:
@@ -67,6 +75,7 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         "bootstrapTokens": [{"token": b.bootstrap_token, "ttl": "0s", "usages": ["signing", "authentication"],
                              "groups": ["system:bootstrappers:kubeadm:default-node-token"]}],
         "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
+        "patches": {"directory": PATCHES_DIR},
     }
     cluster = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
@@ -90,7 +99,12 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         # Pod IPs come from the NICs, not from per-node CIDRs.
         "controllerManager": {"extraArgs": _args({"allocate-node-cidrs": "false", "kube-api-qps": "300",
                                                   "kube-api-burst": "400"})},
-        "scheduler": {"extraArgs": _args({"kube-api-qps": "300", "kube-api-burst": "400"})},
+        # The scheduler reads its profile (Coscheduling, MostAllocated) and client limits from the file.
+        "scheduler": {
+            "extraArgs": _args({"config": SCHEDULER_CONFIG_PATH}),
+            "extraVolumes": [{"name": "scheduler-config", "hostPath": SCHEDULER_CONFIG_PATH,
+                              "mountPath": SCHEDULER_CONFIG_PATH, "readOnly": True, "pathType": "File"}],
+        },
     }
     return [init, cluster]
 
@@ -103,6 +117,10 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> s
          "content": yaml.safe_dump_all(kubeadm_config(b), sort_keys=False)},
         {"path": "/etc/kubernetes/audit-policy.yaml", "permissions": "0644",
          "content": yaml.safe_dump(AUDIT_POLICY, sort_keys=False)},
+        {"path": SCHEDULER_CONFIG_PATH, "permissions": "0644",
+         "content": yaml.safe_dump(scheduler_configuration(b.gang_timeout_seconds), sort_keys=False)},
+        {"path": f"{PATCHES_DIR}/kube-scheduler+json.json", "permissions": "0644",
+         "content": json.dumps(SCHEDULER_IMAGE_PATCH)},
         {"path": "/usr/local/sbin/gpucluster-install-kubernetes", "permissions": "0755", "content": install_script},
     ]
     skip = "preflight,certs,etcd,addon/kube-proxy,upload-certs"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import yaml
 
 ETCD_VERSION = "3.5.15"
-"""The etcd kubeadm pins for Kubernetes 1.31."""
+"""A 3.5 patch release: supported as external etcd by Kubernetes 1.34 (which ships 3.6 for stacked etcd)."""
 DATA_DIR = "/var/lib/etcd"
 PKI_DIR = "/etc/etcd/pki"
 

@@ -20,6 +20,15 @@ def api_version(resource_type: str) -> str:
     return group_version.removeprefix("core/")
 
 
+def _sorted(value: Any) -> Any:
+    """Recorded inputs come back in no stable key order; sorted keys keep manifests diff-able."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
 def kubernetes_objects(registrations: list[Registration]) -> list[dict[str, Any]]:
     objects = []
     for reg in registrations:
@@ -31,7 +40,8 @@ def kubernetes_objects(registrations: list[Registration]) -> list[dict[str, Any]
         body = {k: v for k, v in reg.inputs.items() if k not in ("apiVersion", "kind")}
         metadata = dict(body.pop("metadata", {}) or {})
         metadata.setdefault("name", reg.name)
-        objects.append({"apiVersion": api_version(reg.type), "kind": kind, "metadata": metadata, **body})
+        objects.append({"apiVersion": api_version(reg.type), "kind": kind, "metadata": _sorted(metadata),
+                        **_sorted(body)})
     return objects
 
 
@@ -48,5 +58,26 @@ def write_manifests(objects: list[dict[str, Any]], directory: Path) -> list[Path
     for index, obj in enumerate(objects):
         path = directory / _file_name(index, obj)
         path.write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def helm_releases(registrations: list[Registration]) -> list[dict[str, Any]]:
+    """Helm releases the program declares, with chart, version and values: the provider renders them at
+    deploy time, so they are listed beside the manifests rather than as objects."""
+    keys = ("name", "chart", "version", "namespace", "repositoryOpts", "values")
+    return [{"release": reg.name, **{k: _sorted(reg.inputs[k]) for k in keys if k in reg.inputs}}
+            for reg in registrations if reg.type == HELM_RELEASE]
+
+
+def write_charts(releases: list[dict[str, Any]], directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for release in releases:
+        path = directory / f"{release['release']}.yaml"
+        path.write_text(yaml.safe_dump(release, sort_keys=False), encoding="utf-8")
         paths.append(path)
     return paths

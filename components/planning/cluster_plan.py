@@ -13,6 +13,7 @@ from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import QuotaNeed, plan_quota
+from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.spec import ClusterSpec
 
 T = TypeVar("T")
@@ -27,6 +28,7 @@ class ClusterPlan:
     pools: tuple[PoolPlan, ...]
     control_plane: ControlPlanePlan
     quota: tuple[QuotaNeed, ...]
+    scheduling: SchedulingPlan
 
     @property
     def nodes(self) -> int:
@@ -54,7 +56,8 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     pools = _attempt(lambda: plan_pools(spec, limits), problems)
     nodes = sum(p.count for p in spec.pools)
     control_plane = _attempt(lambda: plan_control_plane(spec, nodes), problems)
-    if ip is None or egress is None or pools is None or control_plane is None:
+    scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
+    if ip is None or egress is None or pools is None or control_plane is None or scheduling is None:
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
-    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota)
+    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling)

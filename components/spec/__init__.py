@@ -6,7 +6,7 @@ from components.spec.limits import LimitOverride, LimitsSpec, RegionZones
 from components.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
 from components.spec.network import EgressSpec, NetworkSpec
 from components.spec.pools import ConfidentialSpec, CustomerManagedKeySpec, ImageRef, PoolKind, PoolSpec, Taint
-from components.spec.workloads import BalloonSpec, Quota, TeamSpec
+from components.spec.workloads import BalloonSpec, InClusterSpec, OversubscriptionSpec, Quota, TeamSpec
 
 __all__ = [
     "CONFIG_KEY",
@@ -21,9 +21,11 @@ __all__ = [
     "EgressSpec",
     "EtcdSpec",
     "ImageRef",
+    "InClusterSpec",
     "LimitOverride",
     "LimitsSpec",
     "NetworkSpec",
+    "OversubscriptionSpec",
     "PoolKind",
     "PoolSpec",
     "Quota",

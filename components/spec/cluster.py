@@ -9,7 +9,7 @@ from components.spec.control_plane import ControlPlaneSpec
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import NAME_PATTERN, PoolSpec
-from components.spec.workloads import BalloonSpec, TeamSpec
+from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
 
 
 class CustomVmSize(SpecModel):
@@ -45,6 +45,7 @@ class ClusterSpec(SpecModel):
     control_plane: ControlPlaneSpec = ControlPlaneSpec()
     teams: list[TeamSpec] = Field(default_factory=list)
     balloons: list[BalloonSpec] = Field(default_factory=list)
+    in_cluster: InClusterSpec = InClusterSpec()
     limits: LimitsSpec = LimitsSpec()
     access: AccessSpec = AccessSpec()
     vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict)

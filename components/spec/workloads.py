@@ -15,11 +15,33 @@ class Quota(SpecModel):
 
 
 class TeamSpec(SpecModel):
+    """A team's ClusterQueue. `quota.gpus` is GPUs on the team's GPU pools (each GPU with its share of
+    the node's CPU and memory); `quota.cpus` and `quota.memoryGib` are on its CPU pools."""
+
     name: str = Field(pattern=NAME_PATTERN)
     quota: Quota = Quota()
     borrowing_limit: Quota | None = None
     lending_limit: Quota | None = None
     fair_share_weight: int = Field(default=1, ge=0)
+    pools: list[str] | None = None
+    """Pools the team's queue may use; defaults to every gpu and cpu pool (confidential pools only when named)."""
+
+
+class OversubscriptionSpec(SpecModel):
+    note: str = Field(min_length=3)
+    """Why the teams' nominal quotas may add up to more than the pools hold."""
+
+
+class InClusterSpec(SpecModel):
+    """The in-cluster layer (scheduling, capacity, health), applied through the admin kubeconfig."""
+
+    enabled: bool = True
+    """Off for the very first `pulumi up`, before the API servers answer (docs/operations.md)."""
+    quota_oversubscription: OversubscriptionSpec | None = None
+    gang_timeout_seconds: int = Field(default=300, ge=10, le=3600)
+    """How long Coscheduling holds a gang's pods at Permit waiting for the rest of the gang."""
+    pods_ready_timeout_minutes: int = Field(default=10, ge=1, le=120)
+    """Kueue evicts and requeues an admitted workload whose pods are not all ready by then."""
 
 
 class BalloonSpec(SpecModel):

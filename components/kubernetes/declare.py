@@ -1,0 +1,54 @@
+"""Declare a Kubernetes object given as a plain dict, with the typed pulumi-kubernetes class for its kind."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes.objects.common import Object
+
+_TYPED: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
+    ("v1", "Namespace"): k8s.core.v1.Namespace,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
+    ("batch/v1", "CronJob"): k8s.batch.v1.CronJob,
+    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
+}
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def resource_name(o: Object) -> str:
+    meta = o["metadata"]
+    parts = [o["kind"].lower(), meta.get("namespace"), meta["name"]]
+    return "-".join(p for p in parts if p).replace(":", "-")
+
+
+def declare(o: Object, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """Top-level fields become keyword arguments; nested fields keep their Kubernetes (camelCase) names."""
+    body = {_snake(k): v for k, v in o.items() if k not in ("apiVersion", "kind")}
+    typed = _TYPED.get((o["apiVersion"], o["kind"]))
+    if typed is not None:
+        return typed(resource_name(o), opts=opts, **body)
+    return k8s.apiextensions.CustomResource(resource_name(o), api_version=o["apiVersion"], kind=o["kind"],
+                                            opts=opts, **body)
+
+
+def declare_all(objects: list[Object], opts: pulumi.ResourceOptions) -> list[pulumi.CustomResource]:
+    return [declare(o, opts) for o in objects]
+
+

@@ -1,0 +1,32 @@
+"""Scheduling: priority classes, Kueue (chart + queues, flavors, topology), gang scheduling objects."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION
+from components.kubernetes.declare import declare_all
+from components.kubernetes.objects.gang import gang_objects
+from components.kubernetes.objects.kueue import kueue_chart_values, kueue_objects
+from components.kubernetes.objects.priority import priority_classes
+from components.planning.scheduling import SchedulingPlan
+from components.spec import InClusterSpec
+
+
+class Scheduling(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: SchedulingPlan, settings: InClusterSpec,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:kubernetes:Scheduling", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.priority_classes = declare_all(priority_classes(), child)
+        self.kueue = k8s.helm.v3.Release(
+            f"{name}-kueue", name="kueue", chart=KUEUE_CHART, version=KUEUE_VERSION, namespace=KUEUE_NAMESPACE,
+            create_namespace=True, atomic=True, cleanup_on_fail=True, timeout=600,
+            values=kueue_chart_values(settings.pods_ready_timeout_minutes),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=self.priority_classes)))
+        # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.
+        self.queues = declare_all(kueue_objects(plan), pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(depends_on=[self.kueue])))
+        self.gang = declare_all(gang_objects(), child)
+        self.register_outputs({})

@@ -1,0 +1,192 @@
+"""Scheduling: the planner (quotas per flavor, capacity, priorities) and the objects it becomes."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.bootstrap.apiserver import SCHEDULER_IMAGE_PATCH
+from components.cli import project_root
+from components.errors import SpecError
+from components.kubernetes.objects.gang import gang_objects, scheduler_configuration
+from components.kubernetes.objects.kueue import kueue_chart_values, kueue_configuration, kueue_objects
+from components.kubernetes.objects.priority import priority_classes
+from components.offline.engine import ProgramRun, run_program
+from components.offline.manifests import helm_releases, kubernetes_objects
+from components.planning.cluster_plan import plan_cluster
+from components.planning.scheduling import (
+    AUTOSCALER_EXPENDABLE_CUTOFF,
+    BALLOON_CLASS,
+    PRIORITY_CLASSES,
+    TOPOLOGY_LEVELS,
+    WORKLOAD_CLASSES,
+    split_proportionally,
+)
+from components.spec import ClusterSpec
+from tests.conftest import small_cluster, small_spec, stack_spec
+from tests.manifest_validation import CRD_ROOT, shared_schema_dir, validate_object
+
+ROOT = project_root(Path(__file__).parent)
+
+
+@given(st.integers(0, 10**7), st.lists(st.integers(1, 10**5), min_size=1, max_size=8))
+def test_split_proportionally_sums_exactly_and_stays_within_one(total: int, weights: list[int]) -> None:
+    parts = split_proportionally(total, weights)
+    assert sum(parts) == total and all(p >= 0 for p in parts)
+    for part, weight in zip(parts, weights, strict=True):
+        assert abs(part - total * weight / sum(weights)) < 1
+
+
+def test_priority_order() -> None:
+    values = {p.name: p.value for p in PRIORITY_CLASSES}
+    # Balloons sit below every workload class, and not below the autoscaler's cutoff (they still scale up).
+    assert BALLOON_CLASS.value < min(p.value for p in WORKLOAD_CLASSES)
+    assert BALLOON_CLASS.value >= AUTOSCALER_EXPENDABLE_CUTOFF
+    assert values["gpucluster-system"] > values["production-training"] > values["research"] > values["preemptible"]
+    assert [p.name for p in PRIORITY_CLASSES if p.global_default] == ["research"]
+    assert all(p.value <= 1_000_000_000 for p in PRIORITY_CLASSES)  # user classes stop at 1e9
+    objects = {o["metadata"]["name"]: o for o in priority_classes()}
+    assert objects["balloon"]["preemptionPolicy"] == "Never" and objects["preemptible"]["preemptionPolicy"] == "Never"
+
+
+def test_prod_queues_follow_team_quotas(prod_spec: ClusterSpec) -> None:
+    plan = plan_cluster(prod_spec).scheduling
+    assert [f.name for f in plan.flavors] == ["h100", "confidential", "cpu"]
+    h100 = next(f for f in plan.flavors if f.name == "h100")
+    assert h100.topology == "infiniband" and h100.node_labels == {"gpucluster.io/pool": "h100"}
+    confidential = next(f for f in plan.flavors if f.name == "confidential")
+    # Pods are never given the confidential toleration: they must ask for it.
+    assert {t.key for t in confidential.node_taints} - {t.key for t in confidential.tolerations} == \
+        {"gpucluster.io/confidential"}
+    pretraining = next(t for t in plan.teams if t.name == "pretraining")
+    assert [f.flavor for f in pretraining.flavors] == ["cpu", "h100"]  # CPU flavors first
+    gpu = next(f for f in pretraining.flavors if f.flavor == "h100").nominal
+    assert (gpu.gpus, gpu.cpus) == (16000, 16000 * 12)
+    assert sum(q.nominal.gpus for t in plan.teams for q in t.flavors) == 25000
+
+
+def _scheduling_problem(**overrides: Any) -> str:
+    with pytest.raises(SpecError) as error:
+        plan_cluster(small_spec(**overrides))
+    return str(error.value)
+
+
+def test_quota_beyond_capacity_is_an_error_unless_declared() -> None:
+    teams = [{"name": "aa", "quota": {"gpus": 800}}, {"name": "bb", "quota": {"gpus": 500}}]
+    message = _scheduling_problem(teams=teams)
+    assert "cluster.teams: nominal GPUs quota on pool gpu adds up to 1,300 (aa 800, bb 500), more than its 1,200" in message
+    plan = plan_cluster(small_spec(teams=teams, inCluster={"quotaOversubscription": {"note": "burst pool, see runbook"}}))
+    assert plan.scheduling.oversubscribed == {"gpu": ["GPUs", "vCPUs", "memory"]}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"teams": [{"name": "aa", "pools": ["system"]}]}, "cluster.teams[0].pools[0]: 'system' is a system pool"),
+        ({"teams": [{"name": "aa", "pools": ["nope"]}]}, "cluster.teams[0].pools[0]: 'nope' is not a pool"),
+        ({"teams": [{"name": "aa", "quota": {"cpus": 4}}]}, "cluster.teams[0].quota.cpus: cpus and memoryGib are quota"),
+        ({"teams": [{"name": "aa"}, {"name": "aa"}]}, "cluster.teams[1].name: duplicate team name 'aa'"),
+        ({"kubernetesVersion": "1.31.4"}, "cluster.kubernetesVersion: the gang scheduler (scheduler-plugins v0.34.7)"),
+    ],
+)
+def test_scheduling_input_errors(overrides: dict[str, Any], expected: str) -> None:
+    assert expected in _scheduling_problem(**overrides)
+
+
+def test_version_is_free_when_the_layer_is_off() -> None:
+    plan_cluster(small_spec(kubernetesVersion="1.31.4", inCluster={"enabled": False}))
+
+
+def test_kueue_configuration_turns_on_fair_sharing_and_gangs() -> None:
+    config = kueue_configuration(10)
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert config["fairSharing"]["preemptionStrategies"][0] == "LessThanOrEqualToFinalShare"
+    assert config["waitForPodsReady"]["timeout"] == "10m"
+    values = kueue_chart_values(10)
+    assert yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"]) == config
+    assert values["controllerManager"]["manager"]["image"]["tag"] == "v0.19.2"
+    assert values["controllerManager"]["replicas"] >= 2
+    assert values["controllerManager"]["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
+
+
+def test_scheduler_profile_is_gang_and_bin_packing() -> None:
+    config = scheduler_configuration(300)
+    profile = config["profiles"][0]
+    assert profile["schedulerName"] == "default-scheduler"
+    assert profile["plugins"]["multiPoint"]["enabled"] == [{"name": "Coscheduling"}]
+    args = {c["name"]: c["args"] for c in profile["pluginConfig"]}
+    assert args["Coscheduling"]["permitWaitingTimeSeconds"] == 300
+    strategy = args["NodeResourcesFit"]["scoringStrategy"]
+    weights = {r["name"]: r["weight"] for r in strategy["resources"]}
+    assert strategy["type"] == "MostAllocated" and weights["nvidia.com/gpu"] > weights["cpu"]
+
+
+def test_control_plane_runs_the_gang_scheduler() -> None:
+    from tests.test_apiserver_bootstrap import _kubeadm, _render
+    document = _render(())
+    files = {f["path"]: f["content"] for f in document["write_files"]}  # type: ignore[index, union-attr]
+    init, cluster = _kubeadm(document)
+    assert init["patches"] == {"directory": "/etc/kubernetes/patches"}  # type: ignore[index]
+    scheduler = cluster["scheduler"]  # type: ignore[index]
+    assert {"name": "config", "value": "/etc/kubernetes/scheduler-config.yaml"} in scheduler["extraArgs"]
+    assert yaml.safe_load(files["/etc/kubernetes/scheduler-config.yaml"]) == scheduler_configuration(300)
+    assert json.loads(files["/etc/kubernetes/patches/kube-scheduler+json.json"]) == SCHEDULER_IMAGE_PATCH
+    assert SCHEDULER_IMAGE_PATCH[0]["value"] == "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.34.7"
+
+
+@pytest.fixture(scope="module")
+def prod_run() -> ProgramRun:
+    from components.spec import load_stack_file
+    stack = load_stack_file(ROOT / "stacks" / "Pulumi.prod.yaml", "prod")
+    return run_program(ROOT / "__main__.py", "gpucluster", "prod", stack.config)
+
+
+def test_prod_manifests_hold_the_scheduling_layer(prod_run: ProgramRun) -> None:
+    objects = kubernetes_objects(prod_run.registrations)
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert {("Topology", "infiniband"), ("ResourceFlavor", "h100"), ("ResourceFlavor", "cpu"), ("Cohort", "prod"),
+            ("ClusterQueue", "pretraining"), ("LocalQueue", "research"), ("Namespace", "team-evals"),
+            ("PriorityClass", "balloon"), ("CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"),
+            ("Deployment", "scheduler-plugins-controller")} <= kinds
+    topology = next(o for o in objects if o["kind"] == "Topology")
+    assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == list(TOPOLOGY_LEVELS)
+    for obj in objects:
+        validate_object(obj)
+    (kueue,) = helm_releases(prod_run.registrations)
+    assert kueue["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and kueue["version"] == "0.19.2"
+    provider = next(r for r in prod_run.registrations if r.type == "pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"] == "[secret]"
+    queue = next(r for r in prod_run.registrations if r.name == "clusterqueue-pretraining")
+    assert any(d.endswith("Release::prod-in-cluster-scheduling-kueue") for d in queue.dependencies)
+
+
+def test_a_broken_object_fails_validation() -> None:
+    plan = plan_cluster(stack_spec("dev")).scheduling
+    queue = next(o for o in kueue_objects(plan) if o["kind"] == "ClusterQueue")
+    queue["spec"]["queueingStrategy"] = "Whenever"
+    with pytest.raises(Exception, match="Whenever"):
+        validate_object(queue)
+    crd = gang_objects()[1]
+    crd["rules"][0]["verbs"] = "get"  # must be a list
+    with pytest.raises(Exception, match="get"):
+        validate_object(crd)
+
+
+def test_layer_off_declares_no_kubernetes_objects() -> None:
+    run = run_program(ROOT / "__main__.py", "gpucluster", "test",
+                      {"gpucluster:cluster": small_cluster(inCluster={"enabled": False})})
+    assert not [r for r in run.registrations if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]
+
+
+@pytest.mark.skipif(not shared_schema_dir().is_dir(), reason="the shared schema folder is not next to the checkout")
+def test_vendored_schemas_match_the_shared_ones() -> None:
+    for vendored in CRD_ROOT.glob("*/*.yaml"):
+        shared = shared_schema_dir() / vendored.parent.name / vendored.name
+        assert filecmp.cmp(vendored, shared, shallow=False), vendored.name
