@@ -7,16 +7,19 @@ from typing import Any
 import pulumi
 import pulumi_tls as tls
 
+from components.azure.addon_identities import AddonIdentities
 from components.azure.bootstrap_token import BootstrapToken
 from components.azure.control_plane import ControlPlane
 from components.azure.network import Network
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
+from components.azure.tags import base_tags
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import plan_certificates
+from components.spec import PoolKind
 
 
 class GpuCluster(pulumi.ComponentResource):
@@ -42,9 +45,13 @@ class GpuCluster(pulumi.ComponentResource):
         access = NodeAccess(spec.access.admin_username, keys)
         self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, self.bootstrap_token.token,
                                           access, child)
+        self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
+                                                self.network.refs.location, base_tags(spec.name, spec.tags), child)
+        # Add-ons that call Azure (autoscaler, CNI operator) run on the system pool and use these identities.
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
-                     self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child)
+                     self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child,
+                     identity_ids=self.addon_identities.identity_ids if pool.spec.kind is PoolKind.SYSTEM else None)
             for pool in plan.pools
         ]
         admin = self.pki.certificates["admin"]
@@ -55,7 +62,8 @@ class GpuCluster(pulumi.ComponentResource):
         self.in_cluster: InCluster | None = None
         if spec.in_cluster.enabled:
             # Waits for the control plane and node pools, so the API server exists before it is called.
-            self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, pulumi.ResourceOptions(
+            self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, self.addon_identities.refs,
+                                        pulumi.ResourceOptions(
                 parent=self, depends_on=[self.control_plane, *self.node_pools]))
         self.register_outputs({"vnetId": self.network.refs.vnet_id})
 

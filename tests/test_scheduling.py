@@ -159,7 +159,7 @@ def test_prod_manifests_hold_the_scheduling_layer(prod_run: ProgramRun) -> None:
     assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == list(TOPOLOGY_LEVELS)
     for obj in objects:
         validate_object(obj)
-    (kueue,) = helm_releases(prod_run.registrations)
+    kueue = next(r for r in helm_releases(prod_run.registrations) if r["name"] == "kueue")
     assert kueue["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and kueue["version"] == "0.19.2"
     provider = next(r for r in prod_run.registrations if r.type == "pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == "[secret]"

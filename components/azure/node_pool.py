@@ -116,7 +116,8 @@ def _image(pool: PoolPlan) -> ImageRef:
 def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
               subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess,
               opts: pulumi.ResourceOptions,
-              disk_encryption_set_id: pulumi.Input[str] | None = None) -> azure.compute.VirtualMachineScaleSet:
+              disk_encryption_set_id: pulumi.Input[str] | None = None,
+              identity_ids: list[pulumi.Input[str]] | None = None) -> azure.compute.VirtualMachineScaleSet:
     spec = pool.spec
     tags = {
         **machine_tags(cluster, spec.kind.value, spec.name, {}),
@@ -138,7 +139,10 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
         platform_fault_domain_count=1,
         overprovision=False,
         upgrade_policy=azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),
-        identity=azure.compute.VirtualMachineScaleSetIdentityArgs(type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED),
+        identity=azure.compute.VirtualMachineScaleSetIdentityArgs(
+            type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED_USER_ASSIGNED,
+            user_assigned_identities=identity_ids) if identity_ids else azure.compute.VirtualMachineScaleSetIdentityArgs(
+            type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED),
         virtual_machine_profile=azure.compute.VirtualMachineScaleSetVMProfileArgs(
             priority="Spot" if spot else "Regular",
             eviction_policy="Delete" if spot else None,
@@ -168,7 +172,8 @@ class NodePool(pulumi.ComponentResource):
     """One logical pool: a scale set per InfiniBand domain (or large scale set), spread over zones."""
 
     def __init__(self, name: str, cluster: str, plan: PoolPlan, network: NetworkRefs, subnet_id: pulumi.Input[str],
-                 join: NodeJoin, access: NodeAccess, opts: pulumi.ResourceOptions | None = None) -> None:
+                 join: NodeJoin, access: NodeAccess, opts: pulumi.ResourceOptions | None = None,
+                 identity_ids: list[pulumi.Input[str]] | None = None) -> None:
         super().__init__("gpucluster:azure:NodePool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.disk_key: ConfidentialDiskKey | None = None
@@ -181,7 +186,7 @@ class NodePool(pulumi.ComponentResource):
             # The encryption set must hold its role on the key before a VM's disk is created.
             child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.disk_key]))
         self.scale_sets = [
-            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, child, des_id)
+            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, child, des_id, identity_ids)
             for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
         ]
         self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})

@@ -123,7 +123,8 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> s
          "content": json.dumps(SCHEDULER_IMAGE_PATCH)},
         {"path": "/usr/local/sbin/gpucluster-install-kubernetes", "permissions": "0755", "content": install_script},
     ]
-    skip = "preflight,certs,etcd,addon/kube-proxy,upload-certs"
+    # kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones.
+    skip = "preflight,certs,etcd,addon/kube-proxy,addon/coredns,upload-certs"
     document = {
         "write_files": files,
         "runcmd": [

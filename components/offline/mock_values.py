@@ -73,9 +73,17 @@ def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, di
         resource_id = _azure_id(typ, name, inputs)
         state.setdefault("name", _azure_name(typ, name, inputs))
         identity = inputs.get("identity")
+        if isinstance(identity, dict) and isinstance(identity.get("userAssignedIdentities"), list):
+            # Inputs name the identities; the provider answers with a map keyed by their ids.
+            identity = {**identity, "userAssignedIdentities": {i: {} for i in identity["userAssignedIdentities"]
+                                                               if isinstance(i, str)}}
+            state["identity"] = identity
         if isinstance(identity, dict) and "SystemAssigned" in str(identity.get("type", "")):
             state["identity"] = {**identity, "principalId": str(uuid.uuid5(uuid.NAMESPACE_URL, resource_id)),
                                  "tenantId": TENANT}
+        if typ == "azure-native:managedidentity:UserAssignedIdentity":
+            state.update(clientId=str(uuid.uuid5(uuid.NAMESPACE_URL, resource_id + "/client")),
+                         principalId=str(uuid.uuid5(uuid.NAMESPACE_URL, resource_id)), tenantId=TENANT)
         if typ == "azure-native:keyvault:Key":
             uri = f"https://{inputs.get('vaultName')}.vault.azure.net/keys/{state['name']}"
             state.update(keyUri=uri, keyUriWithVersion=f"{uri}/{_digest(resource_id).hex()[:32]}")

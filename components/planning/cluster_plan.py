@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from components.errors import Problem, SpecError
+from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.ip_plan import IpPlan, plan_ip
@@ -29,6 +30,7 @@ class ClusterPlan:
     control_plane: ControlPlanePlan
     quota: tuple[QuotaNeed, ...]
     scheduling: SchedulingPlan
+    balloons: tuple[BalloonPlan, ...]
 
     @property
     def nodes(self) -> int:
@@ -57,7 +59,9 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     nodes = sum(p.count for p in spec.pools)
     control_plane = _attempt(lambda: plan_control_plane(spec, nodes), problems)
     scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
-    if ip is None or egress is None or pools is None or control_plane is None or scheduling is None:
+    balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
+    if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
+            or balloons is None):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
-    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling)
+    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons)

@@ -42,12 +42,20 @@ class InClusterSpec(SpecModel):
     """How long Coscheduling holds a gang's pods at Permit waiting for the rest of the gang."""
     pods_ready_timeout_minutes: int = Field(default=10, ge=1, le=120)
     """Kueue evicts and requeues an admitted workload whose pods are not all ready by then."""
+    autoscaler_max_scale_down_share: float = Field(default=0.01, gt=0.0, le=0.2)
+    """The largest share of the cluster's nodes the autoscaler may remove at once."""
 
 
 class BalloonSpec(SpecModel):
+    """Warm capacity: placeholder pods, each the size of one node of `pool`, preempted by any real pod."""
+
     pool: str
     nodes: int | None = Field(default=None, ge=0)
     fraction: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Share of the pool's nodes to keep warm, rounded up."""
+    on_topology_pool: bool = False
+    """Allow balloons on an InfiniBand pool. Kueue's topology-aware scheduling counts them as used and
+    never preempts them, so a warm node there is a node TAS jobs cannot get (docs/capacity.md)."""
 
     @model_validator(mode="after")
     def _one_reserve(self) -> BalloonSpec:

@@ -1,0 +1,71 @@
+"""Networking (Cilium with Azure IPAM, CoreDNS), capacity (balloons, cluster-autoscaler) and GPU health
+(NVIDIA GPU operator, health DaemonSets and re-check CronJobs)."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.azure.addon_identities import AddonAzureRefs
+from components.catalog.in_cluster import (
+    CILIUM_CHART,
+    CILIUM_REPO,
+    CILIUM_VERSION,
+    GPU_OPERATOR_CHART,
+    GPU_OPERATOR_REPO,
+    GPU_OPERATOR_VERSION,
+)
+from components.kubernetes.declare import declare_all
+from components.kubernetes.objects.autoscaler import autoscaler_objects
+from components.kubernetes.objects.balloons import balloon_objects
+from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
+from components.kubernetes.objects.dns import coredns_objects
+from components.kubernetes.objects.health import health_objects
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.ip_plan import API_SERVER_PORT
+
+
+def _release(name: str, chart: str, repo: str, version: str, namespace: str, values: dict[str, object],
+             opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+    return k8s.helm.v3.Release(
+        name, name=chart, chart=chart, version=version, namespace=namespace, create_namespace=True,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo), values=values, atomic=True,
+        cleanup_on_fail=True, timeout=900, opts=opts)
+
+
+class Networking(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: ClusterPlan, azure: AddonAzureRefs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:kubernetes:Networking", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        refs = {"subscription_id": azure.subscription_id, "tenant_id": azure.tenant_id,
+                "resource_group": azure.resource_group, "client_id": azure.cni_client_id}
+        self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", cilium_values(
+            str(plan.ip.api_server_ip), API_SERVER_PORT, str(plan.ip.address_space[0]), refs), child)
+        self.dns = declare_all(coredns_objects(plan.nodes, str(plan.ip.dns_service_ip)), child)
+        self.register_outputs({})
+
+
+class Capacity(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: ClusterPlan, azure: AddonAzureRefs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:kubernetes:Capacity", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        refs = {"subscription_id": azure.subscription_id, "tenant_id": azure.tenant_id,
+                "resource_group": azure.resource_group, "client_id": azure.autoscaler_client_id}
+        self.autoscaler = declare_all(autoscaler_objects(
+            plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share, refs), child)
+        self.balloons = declare_all(balloon_objects(plan.balloons), child)
+        self.register_outputs({})
+
+
+class GpuHealth(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
+                                 "gpu-operator", gpu_operator_values(), child)
+        # The checks use the operator's `nvidia` RuntimeClass.
+        self.checks = declare_all(health_objects(plan.pools), pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(depends_on=[self.operator])))
+        self.register_outputs({})

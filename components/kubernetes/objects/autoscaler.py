@@ -1,0 +1,111 @@
+"""cluster-autoscaler for Azure scale sets, discovering node groups by the tags the node pools set."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from components.catalog.in_cluster import CLUSTER_AUTOSCALER_IMAGE
+from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes
+from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF
+
+NAMESPACE = "kube-system"
+APP = "cluster-autoscaler"
+MAX_UNREADY_PERCENT = 10
+"""Above this share of unready nodes the autoscaler stops acting: a network or control-plane fault
+makes healthy nodes look unready, and deleting them is how a partial outage becomes a full one."""
+
+
+def max_scale_down_parallelism(nodes: int, share: float) -> int:
+    return max(1, math.floor(nodes * share))
+
+
+def autoscaler_args(cluster: str, nodes: int, share: float) -> list[str]:
+    parallel = max_scale_down_parallelism(nodes, share)
+    return [
+        "--cloud-provider=azure",
+        f"--node-group-auto-discovery=label:cluster-autoscaler-enabled=true,cluster-autoscaler-name={cluster}",
+        # Balloons sit exactly at the cutoff: they still trigger scale-up; anything lower would not.
+        f"--expendable-pods-priority-cutoff={AUTOSCALER_EXPENDABLE_CUTOFF}",
+        "--balance-similar-node-groups=true",
+        "--expander=least-waste",
+        "--scale-down-utilization-threshold=0.5",
+        "--scale-down-gpu-utilization-threshold=0.5",
+        "--scale-down-unneeded-time=15m",
+        "--scale-down-delay-after-add=15m",
+        # Bounded deletes: never more than the configured share of the cluster at once.
+        f"--max-scale-down-parallelism={parallel}",
+        f"--max-drain-parallelism={parallel}",
+        f"--max-total-unready-percentage={MAX_UNREADY_PERCENT}",
+        "--ok-total-unready-count=3",
+        "--max-node-provision-time=25m",
+        f"--max-nodes-total={nodes}",
+        "--skip-nodes-with-local-storage=false",
+        "--skip-nodes-with-system-pods=true",
+        "--leader-elect=true",
+        "--scan-interval=30s",
+        "--v=2",
+    ]
+
+
+def _rules() -> list[dict[str, Any]]:
+    watch = ["watch", "list", "get"]
+    return [
+        {"apiGroups": [""], "resources": ["events", "endpoints"], "verbs": ["create", "patch"]},
+        {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["update"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": [*watch, "update"]},
+        {"apiGroups": [""], "resources": ["namespaces", "pods", "services", "replicationcontrollers",
+                                          "persistentvolumeclaims", "persistentvolumes"], "verbs": watch},
+        {"apiGroups": ["apps"], "resources": ["daemonsets", "replicasets", "statefulsets"], "verbs": watch},
+        {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": watch},
+        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": watch},
+        {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes", "csidrivers",
+                                                        "csistoragecapacities", "volumeattachments"], "verbs": watch},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceslices", "deviceclasses"],
+         "verbs": watch},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]},
+    ]
+
+
+def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, Any]) -> list[Object]:
+    """`azure`: subscription_id, tenant_id, resource_group, client_id (may be Pulumi outputs)."""
+    labels = {LABEL_APP: APP}
+    env = [
+        {"name": "ARM_CLOUD", "value": "AzurePublicCloud"},
+        {"name": "ARM_SUBSCRIPTION_ID", "value": azure["subscription_id"]},
+        {"name": "ARM_TENANT_ID", "value": azure["tenant_id"]},
+        {"name": "ARM_RESOURCE_GROUP", "value": azure["resource_group"]},
+        {"name": "ARM_VM_TYPE", "value": "vmss"},
+        {"name": "ARM_USE_MANAGED_IDENTITY_EXTENSION", "value": "true"},
+        {"name": "ARM_USER_ASSIGNED_IDENTITY_ID", "value": azure["client_id"]},
+    ]
+    pod = {
+        "serviceAccountName": APP,
+        **on_system_nodes(APP),
+        "containers": [{
+            "name": APP, "image": CLUSTER_AUTOSCALER_IMAGE, "command": ["./cluster-autoscaler"],
+            "args": autoscaler_args(cluster, nodes, share), "env": env,
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}},
+            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]}},
+        }],
+    }
+    return [
+        obj("v1", "ServiceAccount", APP, NAMESPACE),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRole", APP, rules=_rules()),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", APP,
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": APP},
+            subjects=[{"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}]),
+        obj("rbac.authorization.k8s.io/v1", "Role", APP, NAMESPACE, rules=[
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-autoscaler-status"],
+             "verbs": ["get", "update", "patch", "delete"]}]),
+        obj("rbac.authorization.k8s.io/v1", "RoleBinding", APP, NAMESPACE,
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": APP},
+            subjects=[{"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}]),
+        # One active replica (leader election); the second takes over if its zone is lost.
+        obj("apps/v1", "Deployment", APP, NAMESPACE, labels=labels, spec={
+            "replicas": 2, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod}}),
+    ]

@@ -1,0 +1,44 @@
+"""Values for the upstream charts of the CNI (Cilium, Azure IPAM) and the NVIDIA GPU operator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.kubernetes.objects.common import on_system_nodes
+
+
+def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[str, Any]) -> dict[str, Any]:
+    """Pods get the secondary addresses of their node's NIC (the IP configurations the node pools
+    declare), routed natively in the VNet: no overlay, no per-node route tables. kube-proxy is not
+    installed (kubeadm skips it); Cilium replaces it."""
+    placement = on_system_nodes("cilium-operator")
+    return {
+        "ipam": {"mode": "azure"},
+        "azure": {"enabled": True, "resourceGroup": azure["resource_group"], "subscriptionID": azure["subscription_id"],
+                  "tenantID": azure["tenant_id"], "userAssignedIdentityID": azure["client_id"]},
+        "routingMode": "native",
+        "ipv4NativeRoutingCIDR": native_cidr,
+        "enableIPv4Masquerade": True,
+        "kubeProxyReplacement": True,
+        "k8sServiceHost": api_host,
+        "k8sServicePort": api_port,
+        "operator": {"replicas": 2, "nodeSelector": placement["nodeSelector"],
+                     "priorityClassName": "system-cluster-critical"},
+        "priorityClassName": "system-node-critical",
+        # The agent must run on nodes that still carry the preflight and pool taints.
+        "tolerations": [{"operator": "Exists"}],
+    }
+
+
+def gpu_operator_values() -> dict[str, Any]:
+    """The node images bring the driver (Ubuntu-HPC; confidential nodes install it in their join gate),
+    so the operator runs the toolkit, device plugin and DCGM exporter only."""
+    return {
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": True},
+        "devicePlugin": {"enabled": True},
+        "dcgmExporter": {"enabled": True},
+        "migManager": {"enabled": False},
+        "operator": {"defaultRuntime": "containerd", "nodeSelector": on_system_nodes("gpu-operator")["nodeSelector"]},
+        "daemonsets": {"tolerations": [{"operator": "Exists"}], "priorityClassName": "system-node-critical"},
+    }

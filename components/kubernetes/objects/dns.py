@@ -1,0 +1,78 @@
+"""CoreDNS, managed here instead of by kubeadm so it runs on system nodes spread over zones."""
+
+from __future__ import annotations
+
+import math
+
+from components.catalog.in_cluster import COREDNS_IMAGE
+from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes, pod_disruption_budget
+
+NAMESPACE = "kube-system"
+APP = "coredns"
+NODES_PER_REPLICA = 256
+
+COREFILE = """.:53 {
+    errors
+    health { lameduck 5s }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf { max_concurrent 1000 }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+"""
+
+
+def coredns_replicas(nodes: int) -> int:
+    return max(3, math.ceil(nodes / NODES_PER_REPLICA))
+
+
+def coredns_objects(nodes: int, dns_service_ip: str) -> list[Object]:
+    labels = {LABEL_APP: APP, "k8s-app": "kube-dns"}
+    placement = on_system_nodes(APP)
+    selector = {"matchLabels": {LABEL_APP: APP}}
+    pod = {
+        "serviceAccountName": APP,
+        **placement,
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}},
+        "containers": [{
+            "name": APP, "image": COREDNS_IMAGE, "args": ["-conf", "/etc/coredns/Corefile"],
+            "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+            "ports": [{"name": "dns", "containerPort": 53, "protocol": "UDP"},
+                      {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
+                      {"name": "metrics", "containerPort": 9153, "protocol": "TCP"}],
+            "volumeMounts": [{"name": "config", "mountPath": "/etc/coredns", "readOnly": True}],
+            "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}, "initialDelaySeconds": 60},
+            "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}},
+            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}},
+        }],
+        "volumes": [{"name": "config", "configMap": {"name": APP}}],
+    }
+    return [
+        obj("v1", "ServiceAccount", APP, NAMESPACE),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRole", "system:coredns", rules=[
+            {"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]}]),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "system:coredns",
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
+            subjects=[{"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}]),
+        obj("v1", "ConfigMap", APP, NAMESPACE, data={"Corefile": COREFILE}),
+        obj("apps/v1", "Deployment", APP, NAMESPACE, labels=labels, spec={
+            "replicas": coredns_replicas(nodes), "selector": selector,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {"metadata": {"labels": labels}, "spec": pod}}),
+        obj("v1", "Service", "kube-dns", NAMESPACE, labels=labels, spec={
+            "clusterIP": dns_service_ip, "selector": {LABEL_APP: APP},
+            "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}, {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+                      {"name": "metrics", "port": 9153, "protocol": "TCP"}]}),
+        pod_disruption_budget(APP, NAMESPACE, APP),
+    ]

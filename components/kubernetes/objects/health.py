@@ -1,0 +1,117 @@
+"""GPU health: active DCGM diagnostics before a node takes work, passive DCGM health watches after,
+and a CronJob that sends idle nodes through the active checks again. One DaemonSet and CronJob per
+GPU pool (nodes of a pool are alike; the recheck budget is per pool)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from components.bootstrap.node import LABEL_POOL
+from components.catalog.in_cluster import DCGM_IMAGE, HEALTH_AGENT_IMAGE
+from components.kubernetes.objects.common import LABEL_APP, SYSTEM_PRIORITY_CLASS, Object, obj
+from components.planning.placement import PoolPlan
+
+NAMESPACE = "gpucluster-health"
+ACCOUNT = "gpu-health"
+AGENT_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "health_agent.py"
+RECHECK_SHARE = 0.02
+"""At most this share of a pool's nodes is taken out for re-checks per run."""
+RECHECK_SCHEDULE = "17 * * * *"
+
+DIAG = ("nv-hostengine -n & sleep 5; "
+        "dcgmi diag -r 2 -j > /shared/diag.json; echo $? > /shared/diag.exit; exit 0")
+WATCH = ("nv-hostengine -n & sleep 5; dcgmi health -g 0 -s a; "
+         "while true; do dcgmi health -g 0 -c -j > /shared/health.tmp && mv /shared/health.tmp /shared/health.json; "
+         "sleep 60; done")
+
+
+def _agent(args: list[str]) -> dict[str, object]:
+    return {
+        "image": HEALTH_AGENT_IMAGE, "command": ["python3", "/agent/health_agent.py", *args],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "volumeMounts": [{"name": "agent", "mountPath": "/agent", "readOnly": True},
+                         {"name": "shared", "mountPath": "/shared"}],
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": True, "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}},
+    }
+
+
+def _dcgm(name: str, script: str) -> dict[str, object]:
+    # DCGM sees every GPU through the NVIDIA runtime without requesting them: the node is tainted, idle.
+    return {"name": name, "image": DCGM_IMAGE, "command": ["bash", "-c", script],
+            "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+            "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
+            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
+            "securityContext": {"privileged": True}}
+
+
+def agent_app(pool: PoolPlan) -> str:
+    return f"gpu-health-{pool.name}"
+
+
+def health_daemonset(pool: PoolPlan) -> Object:
+    app = agent_app(pool)
+    labels = {LABEL_APP: app, LABEL_POOL: pool.name}
+    gate = {"name": "gate", **_agent(["gate"])}
+    pod = {
+        "serviceAccountName": ACCOUNT,
+        "priorityClassName": SYSTEM_PRIORITY_CLASS,
+        "runtimeClassName": "nvidia",
+        "nodeSelector": {LABEL_POOL: pool.name},
+        # Runs where nothing else may: on preflight-tainted, pool-tainted and unhealthy nodes.
+        "tolerations": [{"operator": "Exists"}],
+        "initContainers": [gate, _dcgm("diagnostics", f"if [ \"$(cat /shared/run-diag)\" = yes ]; then {DIAG}; fi")],
+        "containers": [_dcgm("health-watch", WATCH), {"name": "agent", **_agent(["agent"])}],
+        "volumes": [{"name": "agent", "configMap": {"name": "gpu-health-agent"}}, {"name": "shared", "emptyDir": {}}],
+    }
+    return obj("apps/v1", "DaemonSet", app, NAMESPACE, labels=labels, spec={
+        "selector": {"matchLabels": {LABEL_APP: app}},
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+        "template": {"metadata": {"labels": labels}, "spec": pod}})
+
+
+def recheck_limit(pool: PoolPlan) -> int:
+    return max(1, math.floor(pool.nodes * RECHECK_SHARE))
+
+
+def recheck_cronjob(pool: PoolPlan) -> Object:
+    name = f"gpu-recheck-{pool.name}"
+    container = {"name": "recheck", **_agent(["recheck", pool.name, str(recheck_limit(pool)), NAMESPACE,
+                                              agent_app(pool)])}
+    container["env"] = []
+    return obj("batch/v1", "CronJob", name, NAMESPACE, labels={LABEL_APP: name}, spec={
+        "schedule": RECHECK_SCHEDULE, "concurrencyPolicy": "Forbid",
+        "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 3,
+        "jobTemplate": {"spec": {"backoffLimit": 1, "activeDeadlineSeconds": 600, "template": {"spec": {
+            "serviceAccountName": ACCOUNT, "restartPolicy": "Never", "priorityClassName": SYSTEM_PRIORITY_CLASS,
+            "nodeSelector": {"gpucluster.io/role": "system"},
+            "containers": [container],
+            "volumes": [{"name": "agent", "configMap": {"name": "gpu-health-agent"}},
+                        {"name": "shared", "emptyDir": {}}]}}}}})
+
+
+def health_objects(pools: tuple[PoolPlan, ...]) -> list[Object]:
+    gpu_pools = [p for p in pools if p.size.gpus]
+    if not gpu_pools:
+        return []
+    shared = [
+        obj("v1", "Namespace", NAMESPACE),
+        obj("v1", "ServiceAccount", ACCOUNT, NAMESPACE),
+        # Nodes: read and change taints; pods: find idle nodes. Nothing else.
+        obj("rbac.authorization.k8s.io/v1", "ClusterRole", "gpucluster:gpu-health", rules=[
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "gpucluster:gpu-health",
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpucluster:gpu-health"},
+            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]),
+        # Deleting agent pods (to re-run active checks) only in its own namespace.
+        obj("rbac.authorization.k8s.io/v1", "Role", "gpu-health-recheck", NAMESPACE, rules=[
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]}]),
+        obj("rbac.authorization.k8s.io/v1", "RoleBinding", "gpu-health-recheck", NAMESPACE,
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gpu-health-recheck"},
+            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]),
+        obj("v1", "ConfigMap", "gpu-health-agent", NAMESPACE, data={"health_agent.py": AGENT_SCRIPT.read_text()}),
+    ]
+    return shared + [o for p in gpu_pools for o in (health_daemonset(p), recheck_cronjob(p))]
