@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from components.offline.engine import ProgramRun, run_program
 from components.spec import ClusterSpec, load_stack_file, parse_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,3 +48,10 @@ def prod_spec() -> ClusterSpec:
 @pytest.fixture(scope="session")
 def dev_spec() -> ClusterSpec:
     return stack_spec("dev")
+
+
+@pytest.fixture(scope="session")
+def prod_run() -> ProgramRun:
+    """The prod program under the offline engine, once per test session (about 5 s)."""
+    stack = load_stack_file(STACKS / "Pulumi.prod.yaml", "prod")
+    return run_program(ROOT / "__main__.py", "gpucluster", "prod", stack.config)

@@ -14,7 +14,7 @@ from components.kubernetes.objects.autoscaler import autoscaler_args, max_scale_
 from components.kubernetes.objects.balloons import balloon_deployment
 from components.kubernetes.objects.dns import coredns_replicas
 from components.kubernetes.objects.health import AGENT_SCRIPT, recheck_limit
-from components.offline.engine import ProgramRun, run_program
+from components.offline.engine import ProgramRun
 from components.offline.manifests import helm_releases, kubernetes_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
@@ -108,12 +108,6 @@ def test_health_agent_decisions() -> None:
     pods = [gpu_pod("a"), gpu_pod("b", "balloon")]
     assert agent.idle_gpu_nodes(nodes, pods, 10) == ["b", "e"]
     assert len(agent.idle_gpu_nodes(nodes, pods, 1)) == 1
-
-
-@pytest.fixture(scope="module")
-def prod_run() -> ProgramRun:
-    stack = load_stack_file(ROOT / "stacks" / "Pulumi.prod.yaml", "prod")
-    return run_program(ROOT / "__main__.py", "gpucluster", "prod", stack.config)
 
 
 def test_prod_manifests_hold_capacity_health_and_networking(prod_run: ProgramRun) -> None:

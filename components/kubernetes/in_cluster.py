@@ -20,8 +20,9 @@ class InCluster(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, kubeconfig: pulumi.Input[str], azure: AddonAzureRefs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:InCluster", name, None, opts)
+        # Every object goes through the provider, so the provider carries the wait for the control plane.
         self.provider = k8s.Provider(f"{name}-provider", kubeconfig=kubeconfig, enable_server_side_apply=True,
-                                     opts=pulumi.ResourceOptions(parent=self))
+                                     opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
         self.networking = Networking(f"{name}-networking", plan, azure, child)
         self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, child)
