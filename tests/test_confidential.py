@@ -114,11 +114,16 @@ def test_confidential_block_only_on_confidential_pools_and_region_authority() ->
 
 def test_accelerated_networking_cannot_be_forced_on_a_size_without_it() -> None:
     raw = small_cluster()
-    raw["pools"].append({"name": "t4", "kind": "gpu", "vmSize": "Standard_NC4as_T4_v3", "count": 1,
+    raw["vmSizes"] = {"Standard_Old4": {"vcpus": 4, "memoryGib": 16, "acceleratedNetworking": False, "maxNics": 2,
+                                        "quotaFamily": "standardOldFamily", "source": "a test size"}}
+    raw["pools"].append({"name": "old", "kind": "cpu", "vmSize": "Standard_Old4", "count": 3,
                          "acceleratedNetworking": True})
-    assert plan_cluster(small_spec(**raw)).pools[2].accelerated_networking is True  # T4 has it
+    assert "cluster.pools[2].acceleratedNetworking: Standard_Old4 does not support accelerated networking" in \
+        _problem(raw)
+    raw["pools"][2]["acceleratedNetworking"] = None
+    assert plan_cluster(small_spec(**raw)).pools[2].accelerated_networking is False  # defaults to the size
     raw["pools"][1]["acceleratedNetworking"] = False
-    assert plan_cluster(small_spec(**raw)).pools[1].accelerated_networking is False
+    assert plan_cluster(small_spec(**raw)).pools[1].accelerated_networking is False  # may be turned off
 
 
 def test_images_are_told_apart() -> None:

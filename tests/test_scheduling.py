@@ -168,10 +168,10 @@ def test_a_broken_object_fails_validation() -> None:
     queue["spec"]["queueingStrategy"] = "Whenever"
     with pytest.raises(Exception, match="Whenever"):
         validate_object(queue)
-    crd = gang_objects()[1]
-    crd["rules"][0]["verbs"] = "get"  # must be a list
+    role = next(o for o in gang_objects() if o["kind"] == "ClusterRole")
+    role["rules"][0]["verbs"] = "get"  # must be a list
     with pytest.raises(Exception, match="get"):
-        validate_object(crd)
+        validate_object(role)
 
 
 def test_layer_off_declares_no_kubernetes_objects() -> None:

@@ -6,6 +6,7 @@ They are attached to the system pool's scale sets, where the add-ons run, and re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_azure_native as azure
@@ -22,6 +23,11 @@ class AddonAzureRefs:
     resource_group: pulumi.Input[str]
     autoscaler_client_id: pulumi.Output[str]
     cni_client_id: pulumi.Output[str]
+
+    def settings(self, client_id: pulumi.Output[str]) -> dict[str, Any]:
+        """What an add-on's config needs to act as one identity: the shape the object builders take."""
+        return {"subscription_id": self.subscription_id, "tenant_id": self.tenant_id,
+                "resource_group": self.resource_group, "client_id": client_id}
 
 
 class AddonIdentities(pulumi.ComponentResource):

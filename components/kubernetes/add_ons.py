@@ -38,10 +38,9 @@ class Networking(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Networking", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        refs = {"subscription_id": azure.subscription_id, "tenant_id": azure.tenant_id,
-                "resource_group": azure.resource_group, "client_id": azure.cni_client_id}
         self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", cilium_values(
-            str(plan.ip.api_server_ip), API_SERVER_PORT, str(plan.ip.address_space[0]), refs), child)
+            str(plan.ip.api_server_ip), API_SERVER_PORT, str(plan.ip.address_space[0]),
+            azure.settings(azure.cni_client_id)), child)
         self.dns = declare_all(coredns_objects(plan.nodes, str(plan.ip.dns_service_ip)), child)
         self.register_outputs({})
 
@@ -51,10 +50,9 @@ class Capacity(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Capacity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        refs = {"subscription_id": azure.subscription_id, "tenant_id": azure.tenant_id,
-                "resource_group": azure.resource_group, "client_id": azure.autoscaler_client_id}
         self.autoscaler = declare_all(autoscaler_objects(
-            plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share, refs), child)
+            plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
+            azure.settings(azure.autoscaler_client_id)), child)
         self.balloons = declare_all(balloon_objects(plan.balloons), child)
         self.register_outputs({})
 

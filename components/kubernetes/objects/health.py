@@ -26,10 +26,11 @@ WATCH = ("nv-hostengine -n & sleep 5; dcgmi health -g 0 -s a; "
          "sleep 60; done")
 
 
-def _agent(args: list[str]) -> dict[str, object]:
+def _agent(args: list[str], on_node: bool = True) -> dict[str, object]:
+    """The agent container; on a node (DaemonSet) it is told which node it is on."""
     return {
         "image": HEALTH_AGENT_IMAGE, "command": ["python3", "/agent/health_agent.py", *args],
-        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}] if on_node else [],
         "volumeMounts": [{"name": "agent", "mountPath": "/agent", "readOnly": True},
                          {"name": "shared", "mountPath": "/shared"}],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
@@ -79,8 +80,7 @@ def recheck_limit(pool: PoolPlan) -> int:
 def recheck_cronjob(pool: PoolPlan) -> Object:
     name = f"gpu-recheck-{pool.name}"
     container = {"name": "recheck", **_agent(["recheck", pool.name, str(recheck_limit(pool)), NAMESPACE,
-                                              agent_app(pool)])}
-    container["env"] = []
+                                              agent_app(pool)], on_node=False)}
     return obj("batch/v1", "CronJob", name, NAMESPACE, labels={LABEL_APP: name}, spec={
         "schedule": RECHECK_SCHEDULE, "concurrencyPolicy": "Forbid",
         "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 3,
