@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -59,6 +60,10 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     root = project_root()
     name, path = resolve_stack_path(args.stack, root / "stacks")
     try:
+        policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
+    except SpecError as error:
+        return _fail(error, errors)
+    try:
         stack = load_stack_file(path, name)
         plan = plan_cluster(stack.spec)
     except SpecError as error:
@@ -78,11 +83,11 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
 
     out = Path(args.out) if args.out else Path("out") / name
     _write_atomically(out, write)
-    violations = run_policies(document["steps"])
+    violations = run_policies(document["steps"], policy_config)
     if args.json:
         print(json.dumps({"stack": name, "resources": len(run.registrations), "nodes": plan.nodes,
                           "gpus": plan.gpus, "outputs": run.outputs,
-                          "violations": [v.__dict__ for v in violations]}, indent=2))
+                          "violations": [v.as_dict() for v in violations]}, indent=2))
     elif args.quiet:
         print_violations(console, violations)
     else:
@@ -98,8 +103,8 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     from components.offline.summary import print_violations
 
     try:
+        config = _policy_config(args.policy_config, None)
         document = read_preview(Path(args.preview))
-        config = _read_policy_config(args.policy_config) if args.policy_config else {}
     except SpecError as error:
         return _fail(error, errors)
     violations = run_policies(document["steps"], config)
@@ -107,13 +112,21 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 
 
-def _read_policy_config(path: str) -> dict[str, object]:
+def _policy_config(given: str | None, stack_default: Path | None) -> dict[str, Any]:
+    """The pack config (`pulumi preview --policy-pack-config` format): the file given, else the stack's
+    policies/config/<stack>.json when there is one, else none. Checked against the rules' schemas."""
+    from components.offline.policy_runner import check_config
+
+    path = Path(given) if given else stack_default if stack_default and stack_default.is_file() else None
+    if path is None:
+        return {}
     try:
-        config = json.loads(Path(path).read_text(encoding="utf-8"))
+        config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
-        raise SpecError.at(path, f"cannot read the policy config: {error}") from None
+        raise SpecError.at(str(path), f"cannot read the policy config: {error}") from None
     if not isinstance(config, dict):
-        raise SpecError.at(path, "the policy config must be a JSON object of policy name -> settings")
+        raise SpecError.at(str(path), "the policy config must be a JSON object of policy name -> settings")
+    check_config(config, str(path))
     return config
 
 
@@ -125,6 +138,7 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--out", help="output folder (default out/<stack>)")
     plan.add_argument("--json", action="store_true", help="print a machine-readable summary")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
+    plan.add_argument("--policy-config", help="JSON policy config (default policies/config/<stack>.json if present)")
     check = sub.add_parser("check", help="run the policy pack over a saved preview.json")
     check.add_argument("preview", help="path to a preview.json")
     check.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")

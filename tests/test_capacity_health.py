@@ -121,7 +121,9 @@ def test_prod_manifests_hold_capacity_health_and_networking(prod_run: ProgramRun
     dns = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "kube-dns")
     assert dns["spec"]["clusterIP"] == "192.168.0.10"
     coredns = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "coredns")
-    assert coredns["spec"]["replicas"] == coredns_replicas(7500) == 30
+    assert coredns["spec"]["replicas"] == coredns_replicas(7500, 50) == 30
+    # required hostname anti-affinity: never more replicas than system nodes (dev has 2)
+    assert coredns_replicas(12, 2) == 2 and coredns_replicas(12, 40) == 3
     releases = {r["chart"]: r for r in helm_releases(prod_run.registrations)}
     assert releases["cilium"]["values"]["ipam"]["mode"] == "azure"
     assert releases["cilium"]["values"]["kubeProxyReplacement"] is True

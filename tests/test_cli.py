@@ -121,3 +121,23 @@ def test_quiet_plan_prints_only_policy_results(tmp_path: Path) -> None:
     result = gpucluster("plan", "dev", "--out", str(tmp_path / "dev"), "--quiet")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Policies: no violations" and result.stderr == ""
+
+
+def test_dev_relies_on_its_policy_config(tmp_path: Path) -> None:
+    """dev's single API server passes only through policies/config/dev.json; without it the rule fails the plan."""
+    empty = tmp_path / "none.json"
+    empty.write_text("{}")
+    result = gpucluster("plan", "dev", "--out", str(tmp_path / "dev"), "--quiet", "--policy-config", str(empty))
+    assert result.returncode == 1
+    assert "azure-native-compute-virtualmachinescaleset-apiserver-zone-spread" in result.stdout
+    assert "1 API servers; at least 3 are required" in result.stdout
+    assert "gpucluster:azure:ControlPlane$azure-native:compute:VirtualMachineScaleSet::dev-cp-apiserver" in result.stdout
+
+
+def test_bad_policy_config_exits_2(tmp_path: Path) -> None:
+    config = tmp_path / "cfg.json"
+    config.write_text(json.dumps({"azure-native-compute-virtualmachine-etcd-quorum-spread": {"minMembers": "three"}}))
+    result = gpucluster("check", str(tmp_path / "missing.json"), "--policy-config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: {config}: azure-native-compute-virtualmachine-etcd-quorum-spread.minMembers: " \
+                                    "'three' is not of type 'integer'"

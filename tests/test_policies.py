@@ -1,15 +1,27 @@
-"""Every rule has a passing and a failing case, called the way the CLI calls it."""
+"""Rules one at a time, called the way the CLI calls them; the pack over whole previews is in
+test_policy_mutations.py."""
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
+from pulumi_policy import PolicyCustomTimeouts, PolicyResourceOptions, ResourceValidationArgs
+from pulumi_policy.policy import _NotApplicableError
 
-from components.offline.policy_runner import run_policies
+from components.errors import SpecError
+from components.offline.policy_runner import check_config, run_policies
+from policies.rules import ALL_POLICIES
+from policies.rules.machines import bootstrap_data_secret
+from policies.rules.props import machines_per_zone
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
+RESOURCE_RULES = [p for p in ALL_POLICIES if p.name.startswith(("azure-native-compute-machines",
+                                                                   "azure-native-network-machines"))
+                  or p.name.endswith(("overprovision", "capacity-ignored", "infiniband-domain",
+                                      "accelerated-networking", "no-internet-inbound"))]
 
 
 def _vmss(**changes: Any) -> dict[str, Any]:
@@ -18,17 +30,19 @@ def _vmss(**changes: Any) -> dict[str, Any]:
         "sku": {"name": "Standard_ND96isr_H100_v5", "capacity": 100},
         "tags": {"gpucluster-cluster": "c", "gpucluster-role": "gpu", "gpucluster-pool": "h100",
                  "gpucluster-infiniband": "true", "cluster-autoscaler-enabled": "true"},
-        "virtualMachineProfile": {"networkProfile": {"networkInterfaceConfigurations": [
-            {"name": "nic0", "ipConfigurations": [{"name": "node", "primary": True}]}]}},
+        "virtualMachineProfile": {
+            "osProfile": {"customData": "[secret]"},
+            "networkProfile": {"networkInterfaceConfigurations": [
+                {"name": "nic0", "enableAcceleratedNetworking": True, "ipConfigurations": [{"name": "node"}]}]}},
     }
     inputs.update(changes)
-    return {"op": "create", "urn": "urn:pulumi:s::p::" + VMSS + "::h100-z1-00",
-            "newState": {"urn": "urn:pulumi:s::p::" + VMSS + "::h100-z1-00", "type": VMSS, "custom": True,
-                         "inputs": inputs, "protect": False, "ignoreChanges": ["sku.capacity"], "parent": ""}}
+    urn = "urn:pulumi:s::p::" + VMSS + "::h100-z1-00"
+    return {"op": "create", "urn": urn, "newState": {"urn": urn, "type": VMSS, "custom": True, "inputs": inputs,
+                                                     "protect": False, "ignoreChanges": ["sku.capacity"], "parent": ""}}
 
 
 def _names(steps: list[dict[str, Any]], config: dict[str, Any] | None = None) -> set[str]:
-    return {v.policy for v in run_policies(steps, config)}
+    return {v.policy for v in run_policies(steps, config, RESOURCE_RULES)}
 
 
 def test_good_scale_set_passes() -> None:
@@ -37,7 +51,8 @@ def test_good_scale_set_passes() -> None:
 
 def _nic_with_public_ip() -> dict[str, Any]:
     return {"networkProfile": {"networkInterfaceConfigurations": [
-        {"name": "nic0", "ipConfigurations": [{"name": "node", "publicIPAddressConfiguration": {"name": "pip"}}]}]}}
+        {"name": "nic0", "enableAcceleratedNetworking": True,
+         "ipConfigurations": [{"name": "node", "publicIPAddressConfiguration": {"name": "pip"}}]}]}}
 
 
 @pytest.mark.parametrize(
@@ -71,6 +86,15 @@ def test_domain_limit_comes_from_pack_config() -> None:
     assert _names([step], config) == set()
 
 
+def test_accelerated_networking_spares_confidential_pools() -> None:
+    off = _vmss()
+    off["newState"]["inputs"]["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"][0][
+        "enableAcceleratedNetworking"] = False
+    assert _names([off]) == {"azure-native-compute-virtualmachinescaleset-accelerated-networking"}
+    off["newState"]["inputs"]["tags"].update({"gpucluster-role": "confidential", "gpucluster-infiniband": "false"})
+    assert _names([off]) == set()
+
+
 def test_nsg_internet_inbound() -> None:
     nsg_type = "azure-native:network:NetworkSecurityGroup"
     rule = {"name": "open", "access": "Allow", "direction": "Inbound", "sourceAddressPrefixes": ["Internet"]}
@@ -87,8 +111,72 @@ def test_standalone_public_ip_is_refused_and_disabled_policy_is_skipped() -> Non
                                                      "custom": True, "inputs": {}}}
     assert _names([step]) == {"azure-native-network-machines-no-public-ip"}
     assert _names([step], {"azure-native-network-machines-no-public-ip": "disabled"}) == set()
+    assert _names([step], {"all": "disabled"}) == set()
 
 
-def test_unknown_values_skip_the_rule_as_in_preview() -> None:
+def test_advisory_level_reports_without_failing() -> None:
+    step = _vmss(overprovision=True)
+    [violation] = run_policies([step], {"azure-native-compute-virtualmachinescaleset-no-overprovision": "advisory"},
+                               RESOURCE_RULES)
+    assert violation.enforcement == "advisory" and not violation.mandatory
+
+
+def test_unknown_values_are_reported_as_not_run_as_in_preview() -> None:
     step = _vmss(overprovision="[unknown]")
-    assert "azure-native-compute-virtualmachinescaleset-no-overprovision" not in _names([step])
+    [note] = [v for v in run_policies([step], None, RESOURCE_RULES) if "no-overprovision" in v.policy]
+    assert note.enforcement == "advisory" and "can't run policy" in note.message
+
+
+def _cli_args(custom_data: str) -> ResourceValidationArgs:
+    props = {"osProfile": {"customData": custom_data}}
+    opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
+    return ResourceValidationArgs("azure-native:compute:VirtualMachine", props, "urn", "etcd-0", opts, None, {})
+
+
+def test_bootstrap_secret_is_judged_only_where_secrets_are_masked() -> None:
+    reports: list[str] = []
+    # Under the CLI the engine hands over plain text with no secret marker: the rule says it cannot judge.
+    with pytest.raises(_NotApplicableError):
+        bootstrap_data_secret.validate(_cli_args("I2Nsb3VkLWNvbmZpZw=="), lambda m, r=None: reports.append(m))
+    assert reports == []
+    plain = _vmss()
+    plain["newState"]["inputs"]["virtualMachineProfile"]["osProfile"]["customData"] = "I2Nsb3VkLWNvbmZpZw=="
+    assert _names([plain]) == {"azure-native-compute-machines-bootstrap-data-secret"}
+
+
+def test_zone_share_of_a_zone_spanning_scale_set() -> None:
+    class Res:
+        resource_type = VMSS
+        urn = "u"
+
+        def __init__(self, props: dict[str, Any]) -> None:
+            self.props = props
+
+    spread = {"sku": {"capacity": 5}, "zones": ["1", "2", "3"], "zoneBalance": True}
+    assert machines_per_zone(Res(spread)) == {"1": 2, "2": 2, "3": 1}
+    assert machines_per_zone(Res({**spread, "zoneBalance": False})) == {"(no zone)": 5}
+    assert machines_per_zone(Res({"sku": {"capacity": 4}})) == {"(no zone)": 4}
+
+
+def test_pack_config_is_checked_against_the_rules_schemas() -> None:
+    good = {"all": "mandatory", "azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"maxGpuShare": 0.5}}
+    check_config(good, "cfg.json")
+    bad = {
+        "no-such-rule": "advisory",
+        "azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"maxGpuShare": 2, "maxShare": 0.5},
+        "azure-native-compute-virtualmachine-etcd-protected": "sometimes",
+    }
+    with pytest.raises(SpecError) as error:
+        check_config(bad, "cfg.json")
+    text = "\n".join(str(p) for p in error.value.problems)
+    assert "cfg.json: no-such-rule: unknown policy" in text
+    assert "gpu-zone-share.maxGpuShare: 2 is greater than the maximum of 1" in text
+    assert "gpu-zone-share.maxShare: unknown setting (settings: maxGpuShare)" in text
+    assert "'sometimes' is not one of" in text
+
+
+def test_shipped_policy_configs_are_valid() -> None:
+    from tests.conftest import ROOT
+
+    for path in (ROOT / "policies" / "config").glob("*.json"):
+        check_config(json.loads(path.read_text()), str(path))

@@ -1,16 +1,18 @@
 """Run the policy pack over recorded resources the way the Pulumi CLI would, without the CLI.
 
-Props are wrapped in pulumi_policy's unknown-checking proxy, as the CLI wraps them; a rule that reads
-an unknown value is skipped for that resource, as in `pulumi preview`.
+Props are wrapped in pulumi_policy's unknown-checking proxy, as the CLI wraps them; a rule that reads an
+unknown value is not run for that resource and says so (an advisory note, as `pulumi preview` prints).
+Stack rules get every resource with its parent and dependencies linked, as the CLI hands them over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+import jsonschema
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -22,12 +24,17 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.policy import _NotApplicableError  # what args.not_applicable() raises
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from components.errors import Problem, SpecError
 from components.offline.engine import UNKNOWN, UNKNOWN_MARK
 from policies.rules import ALL_POLICIES
 
 PACK_DEFAULT = EnforcementLevel.MANDATORY
+# A preview document masks secrets; rules that can only judge secretness there are told so.
+PREVIEW_CONTEXT = {"secretsMasked": True}
+SEVERITY_ORDER = ("critical", "high", "medium", "low")
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,9 @@ class Violation:
     @property
     def mandatory(self) -> bool:
         return self.enforcement == EnforcementLevel.MANDATORY.value
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _restore_unknowns(value: Any) -> Any:
@@ -60,13 +70,48 @@ def _options(state: dict[str, Any]) -> PolicyResourceOptions:
         additional_secret_outputs=[], parent=state.get("parent") or None)
 
 
+def check_config(config: dict[str, Any], where: str, policies: list[Policy] | None = None) -> None:
+    """Reject what the CLI's --policy-pack-config would reject: unknown policies, keys and bad values."""
+    known = {p.name: p for p in (policies if policies is not None else ALL_POLICIES)}
+    levels = [level.value for level in EnforcementLevel]
+    problems: list[Problem] = []
+    for name, entry in config.items():
+        policy = known.get(name)
+        if name != "all" and policy is None:
+            problems.append(Problem(f"{where}: {name}", "unknown policy; the pack's policies are listed in docs/policies.md"))
+            continue
+        level = entry if isinstance(entry, str) else entry.get("enforcementLevel") if isinstance(entry, dict) else None
+        if level is not None and level not in levels:
+            problems.append(Problem(f"{where}: {name}", f"enforcement level {level!r} is not one of {', '.join(levels)}"))
+        if not isinstance(entry, dict | str):
+            problems.append(Problem(f"{where}: {name}", "expected an enforcement level or an object of settings"))
+        if not isinstance(entry, dict) or policy is None:
+            continue
+        schema = policy.config_schema.properties if policy.config_schema else {}
+        for key, value in entry.items():
+            if key == "enforcementLevel":
+                continue
+            if key not in schema:
+                problems.append(Problem(f"{where}: {name}.{key}", f"unknown setting (settings: {', '.join(schema) or 'none'})"))
+                continue
+            try:
+                jsonschema.validate(value, schema[key])
+            except jsonschema.ValidationError as error:
+                problems.append(Problem(f"{where}: {name}.{key}", error.message))
+    if problems:
+        raise SpecError(problems)
+
+
 def _settings(policy: Policy, config: dict[str, Any]) -> tuple[EnforcementLevel, dict[str, Any]]:
-    """Enforcement level and config of one policy: schema defaults, then the pack config file."""
-    values: dict[str, Any] = {}
-    if policy.config_schema is not None:
-        values = {k: v["default"] for k, v in policy.config_schema.properties.items() if "default" in v}
+    """Enforcement level and config of one policy: the pack config file over the schema defaults."""
+    schema = policy.config_schema.properties if policy.config_schema else {}
+    values: dict[str, Any] = {k: v["default"] for k, v in schema.items() if "default" in v}
+    values.update({k: v for k, v in PREVIEW_CONTEXT.items() if k in schema})
     level = policy.enforcement_level or PACK_DEFAULT
-    entry = config.get(policy.name, config.get("all"))
+    all_entry = config.get("all")
+    if isinstance(all_entry, str):
+        level = EnforcementLevel(all_entry)
+    entry = config.get(policy.name)
     if isinstance(entry, str):
         level = EnforcementLevel(entry)
     elif isinstance(entry, dict):
@@ -85,6 +130,17 @@ async def _await(result: Any) -> None:
     await result
 
 
+def _stack_resources(states: list[dict[str, Any]]) -> list[PolicyResource]:
+    resources = {s["urn"]: PolicyResource(s["type"], unknown_checking_proxy(_restore_unknowns(s["inputs"])), s["urn"],
+                                          s["urn"].rsplit("::", 1)[-1], _options(s), None, None, [], {})
+                 for s in states}
+    for state in states:
+        resource = resources[state["urn"]]
+        resource.parent = resources.get(state.get("parent") or "")
+        resource.dependencies = [resources[d] for d in state.get("dependencies") or [] if d in resources]
+    return list(resources.values())
+
+
 def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = None,
                  policies: list[Policy] | None = None) -> list[Violation]:
     config = config or {}
@@ -94,11 +150,13 @@ def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = No
         level, values = _settings(policy, config)
         if level is EnforcementLevel.DISABLED:
             continue
+        severity = policy.severity.value if policy.severity else "medium"
 
-        def report(message: str, urn: str | None, default_urn: str | None = None, p: Policy = policy,
-                   lvl: EnforcementLevel = level) -> None:
-            violations.append(Violation(p.name, p.description, p.severity.value if p.severity else "medium",
-                                        lvl.value, urn or default_urn, message, p.remediation_steps))
+        def report(message: str, urn: str | None, lvl: str = level.value, p: Policy = policy, sev: str = severity) -> None:
+            violations.append(Violation(p.name, p.description, sev, lvl, urn, message, p.remediation_steps))
+
+        def cannot_run(error: UnknownValueError, urn: str | None, p: Policy = policy) -> None:
+            report(f"can't run policy {p.name!r} during preview: {error.message}", urn, EnforcementLevel.ADVISORY.value)
 
         if isinstance(policy, ResourceValidationPolicy):
             for state in states:
@@ -107,14 +165,18 @@ def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = No
                     resource_type=state["type"], props=unknown_checking_proxy(_restore_unknowns(state["inputs"])),
                     urn=urn, name=urn.rsplit("::", 1)[-1], opts=_options(state), provider=None, config=values)
                 try:
-                    _call(lambda a=args, u=urn, pol=policy: pol.validate(
-                        a, lambda m, r=None, uu=u: report(m, r, uu)))
-                except UnknownValueError:
+                    _call(lambda a=args, u=urn, pol=policy: pol.validate(a, lambda m, r=None, uu=u: report(m, r or uu)))
+                except UnknownValueError as error:
+                    cannot_run(error, urn)
+                except _NotApplicableError:
                     continue
         elif isinstance(policy, StackValidationPolicy):
-            resources = [PolicyResource(s["type"], _restore_unknowns(s["inputs"]), s["urn"],
-                                        s["urn"].rsplit("::", 1)[-1], _options(s), None, None, [], {})
-                         for s in states]
-            stack_args = StackValidationArgs(resources, config=values)
-            _call(lambda pol=policy, a=stack_args: pol.validate(a, lambda m, r=None: report(m, r)))
-    return violations
+            stack_args = StackValidationArgs(_stack_resources(states), config=values)
+            try:
+                _call(lambda pol=policy, a=stack_args: pol.validate(a, lambda m, r=None: report(m, r)))
+            except UnknownValueError as error:
+                cannot_run(error, None)
+            except _NotApplicableError:
+                continue
+    order = {s: i for i, s in enumerate(SEVERITY_ORDER)}
+    return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or ""))

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.offline.engine import ProgramRun
-from components.offline.policy_runner import Violation
+from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
 from components.planning.node_template import node_taints
@@ -146,12 +146,16 @@ def print_violations(console: Console, violations: list[Violation]) -> None:
     if not violations:
         console.print("[green]Policies: no violations[/green]")
         return
-    order = ["critical", "high", "medium", "low"]
+    order = list(SEVERITY_ORDER)
     for severity in sorted({v.severity for v in violations}, key=lambda s: order.index(s) if s in order else 9):
         group = [v for v in violations if v.severity == severity]
         console.print(f"[bold red]{severity.upper()}[/bold red] ({len(group)})")
         for v in group:
-            console.print(f"  [{v.enforcement}] {v.policy}: {v.message}", markup=False)
-            console.print(f"      resource: {v.urn or '(stack)'}", markup=False)
+            # soft_wrap: one line per fact, so CI logs stay greppable
+            console.print(f"  [{v.enforcement}] {v.policy}: {v.message}", markup=False, soft_wrap=True)
+            console.print(f"      resource: {v.urn or '(stack)'}", markup=False, soft_wrap=True)
             if v.remediation:
-                console.print(f"      fix: {v.remediation}", markup=False)
+                console.print(f"      fix: {v.remediation}", markup=False, soft_wrap=True)
+    mandatory = sum(v.mandatory for v in violations)
+    verdict = "[bold red]must not be deployed[/bold red]" if mandatory else "[green]may be deployed[/green]"
+    console.print(f"Policies: {mandatory} mandatory, {len(violations) - mandatory} advisory: the stack {verdict}")

@@ -2,8 +2,8 @@
 
 from pulumi_policy import Policy
 
-from .safety import POLICIES as SAFETY_POLICIES
+from . import failure_domains, kubernetes, machines, network
 
-ALL_POLICIES: list[Policy] = [*SAFETY_POLICIES]
+ALL_POLICIES: list[Policy] = [*failure_domains.RULES, *machines.RULES, *network.RULES, *kubernetes.RULES]
 
 __all__ = ["ALL_POLICIES"]

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
-MACHINE_TYPES = (
-    "azure-native:compute:VirtualMachineScaleSet",
-    "azure-native:compute:VirtualMachine",
-)
+SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
+VIRTUAL_MACHINE = "azure-native:compute:VirtualMachine"
+MACHINE_TYPES = (SCALE_SET, VIRTUAL_MACHINE)
+ROLE_TAG = "gpucluster-role"
+POOL_TAG = "gpucluster-pool"
+INFINIBAND_TAG = "gpucluster-infiniband"
+# The cluster autoscaler's scale-from-zero tag for GPUs per node ('/' encoded as '_'); node pools always set it.
+GPUS_TAG = "k8s.io_cluster-autoscaler_node-template_resources_nvidia.com_gpu"
+GPU_ROLES = ("gpu", "confidential")
+ETCD_ROLES = ("etcd", "etcd-events")
+ZONE_LABEL = "topology.kubernetes.io/zone"
+# A machine without zones is regional: Azure may put it in any zone, so it counts as its own failure domain.
+NO_ZONE = "(no zone)"
+
+
+class Resource(Protocol):
+    """What the rules read from a pulumi_policy.PolicyResource."""
+
+    resource_type: str
+    props: Any
+    urn: str
 
 
 def get(props: Any, *path: str | int, default: Any = None) -> Any:
@@ -23,13 +40,71 @@ def get(props: Any, *path: str | int, default: Any = None) -> Any:
             if not isinstance(current, Mapping) or step not in current:
                 return default
             current = current[step]
-    return current
+    return default if current is None else current
 
 
 def items(value: Any) -> list[Any]:
     return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else []
 
 
+def tags(props: Any) -> Mapping[str, Any]:
+    value = get(props, "tags", default={})
+    return value if isinstance(value, Mapping) else {}
+
+
+def role(props: Any) -> str | None:
+    value = tags(props).get(ROLE_TAG)
+    return value if isinstance(value, str) else None
+
+
+def zones(props: Any) -> list[str]:
+    return [str(z) for z in items(get(props, "zones"))]
+
+
+def capacity(resource: Resource) -> int:
+    """Machines a resource stands for: a scale set's declared capacity, 1 for a VM."""
+    if resource.resource_type == SCALE_SET:
+        return int(get(resource.props, "sku", "capacity", default=0))
+    return 1
+
+
+def machines_per_zone(resource: Resource) -> dict[str, int]:
+    """How a resource's machines sit in zones. A zone-spanning scale set with zoneBalance spreads evenly
+    (the first zones take the remainder); without zoneBalance Azure only tries, so count it as regional."""
+    count, where = capacity(resource), zones(resource.props)
+    if not where:
+        return {NO_ZONE: count}
+    if len(where) == 1:
+        return {where[0]: count}
+    if get(resource.props, "zoneBalance") is not True:
+        return {NO_ZONE: count}
+    base, extra = divmod(count, len(where))
+    return {zone: base + (1 if i < extra else 0) for i, zone in enumerate(where)}
+
+
+def gpus_per_machine(props: Any) -> int | None:
+    value = tags(props).get(GPUS_TAG)
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def of_roles(resources: Iterable[Resource], *roles: str) -> list[Resource]:
+    return [r for r in resources if r.resource_type in MACHINE_TYPES and role(r.props) in roles]
+
+
 def nic_configs(props: Any) -> list[Any]:
     """The NIC configurations of a scale set's VM profile."""
     return items(get(props, "virtualMachineProfile", "networkProfile", "networkInterfaceConfigurations"))
+
+
+def last_segment(resource_id: Any, kind: str) -> str | None:
+    """The name after `/<kind>/` in an Azure resource id (…/subnets/etcd -> etcd)."""
+    if not isinstance(resource_id, str):
+        return None
+    parts = resource_id.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part.lower() == kind.lower():
+            return parts[i + 1]
+    return None

@@ -9,10 +9,13 @@ from components.planning.balloons import BalloonPlan
 
 NAMESPACE = "gpucluster-balloons"
 GPU = "nvidia.com/gpu"
+# The policy pack finds balloons by this label (well-known app.kubernetes.io/component).
+LABEL_COMPONENT = "app.kubernetes.io/component"
+COMPONENT = "balloon"
 
 
 def balloon_deployment(b: BalloonPlan) -> Object:
-    labels = {LABEL_APP: b.name, LABEL_POOL: b.pool.name}
+    labels = {LABEL_APP: b.name, LABEL_COMPONENT: COMPONENT, LABEL_POOL: b.pool.name}
     resources = {"cpu": f"{b.cpu_millis}m", "memory": f"{b.memory_mib}Mi"}
     if b.gpus:
         resources[GPU] = str(b.gpus)

@@ -22,7 +22,9 @@ def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[st
         "kubeProxyReplacement": True,
         "k8sServiceHost": api_host,
         "k8sServicePort": api_port,
+        # the chart labels operator pods app.kubernetes.io/name=cilium-operator, which the spread selects
         "operator": {"replicas": 2, "nodeSelector": placement["nodeSelector"],
+                     "topologySpreadConstraints": placement["topologySpreadConstraints"],
                      "priorityClassName": "system-cluster-critical"},
         "priorityClassName": "system-node-critical",
         # The agent must run on nodes that still carry the preflight and pool taints.

@@ -30,11 +30,12 @@ COREFILE = """.:53 {
 """
 
 
-def coredns_replicas(nodes: int) -> int:
-    return max(3, math.ceil(nodes / NODES_PER_REPLICA))
+def coredns_replicas(nodes: int, system_nodes: int) -> int:
+    """One replica per 256 nodes, at least 3, and no more than system nodes (one replica per node)."""
+    return max(1, min(max(3, math.ceil(nodes / NODES_PER_REPLICA)), system_nodes))
 
 
-def coredns_objects(nodes: int, dns_service_ip: str) -> list[Object]:
+def coredns_objects(nodes: int, system_nodes: int, dns_service_ip: str) -> list[Object]:
     labels = {LABEL_APP: APP, "k8s-app": "kube-dns"}
     placement = on_system_nodes(APP)
     selector = {"matchLabels": {LABEL_APP: APP}}
@@ -67,7 +68,7 @@ def coredns_objects(nodes: int, dns_service_ip: str) -> list[Object]:
             subjects=[{"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}]),
         obj("v1", "ConfigMap", APP, NAMESPACE, data={"Corefile": COREFILE}),
         obj("apps/v1", "Deployment", APP, NAMESPACE, labels=labels, spec={
-            "replicas": coredns_replicas(nodes), "selector": selector,
+            "replicas": coredns_replicas(nodes, system_nodes), "selector": selector,
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
             "template": {"metadata": {"labels": labels}, "spec": pod}}),
         obj("v1", "Service", "kube-dns", NAMESPACE, labels=labels, spec={

@@ -86,6 +86,8 @@ def controller_objects() -> list[Object]:
             "name": "controller",
             "image": SCHEDULER_PLUGINS_CONTROLLER_IMAGE,
             "imagePullPolicy": "IfNotPresent",
+            # two replicas over two zones; the Lease (kube-system/sched-plugins-controllers) picks the active one
+            "args": ["--enableLeaderElection=true"],
             "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
             "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                 "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
@@ -107,7 +109,7 @@ def controller_objects() -> list[Object]:
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CONTROLLER},
             subjects=[{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": ns}]),
         obj("apps/v1", "Deployment", CONTROLLER, ns, labels=labels, spec={
-            "replicas": 1,
+            "replicas": 2,
             "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         }),

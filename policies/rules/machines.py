@@ -1,0 +1,158 @@
+"""Safety rules on single machines (scale sets and VMs): tags, scale-set settings, confidential VMs, etcd."""
+
+from __future__ import annotations
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
+
+from .declare import Config, resource_rule
+from .props import (
+    ETCD_ROLES,
+    INFINIBAND_TAG,
+    MACHINE_TYPES,
+    POOL_TAG,
+    ROLE_TAG,
+    SCALE_SET,
+    VIRTUAL_MACHINE,
+    get,
+    nic_configs,
+    role,
+    tags,
+    zones,
+)
+
+REQUIRED_TAGS = ("gpucluster-cluster", ROLE_TAG, POOL_TAG)
+ROLES = ("system", "cpu", "gpu", "confidential", "apiserver", *ETCD_ROLES)
+NODE_ROLES_WITH_AN = ("system", "cpu", "gpu")
+ENCRYPTION_TYPES = ["VMGuestStateOnly", "DiskWithVMGuestState"]
+# What `pulumi preview --json` and the offline engine print in place of a secret value.
+SECRET_MARK = "[secret]"
+
+
+@resource_rule(
+    "azure-native-compute-machines-require-tags", types=MACHINE_TYPES, severity=Severity.MEDIUM,
+    description="Scale sets and VMs carry gpucluster-cluster, gpucluster-role and gpucluster-pool; the other rules, "
+                "cost reports and the autoscaler's discovery key on them.",
+    remediation="Build machines through the gpucluster components, which set the tags, or add the missing ones.")
+def require_machine_tags(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
+    present = tags(args.props)
+    missing = [t for t in REQUIRED_TAGS if not present.get(t)]
+    if missing:
+        report(f"missing tags {', '.join(missing)}", None)
+    elif present[ROLE_TAG] not in ROLES:
+        report(f"gpucluster-role is {present[ROLE_TAG]!r}; expected one of {', '.join(ROLES)}", None)
+
+
+@resource_rule(
+    "azure-native-compute-virtualmachinescaleset-no-overprovision", types=(SCALE_SET,), severity=Severity.HIGH,
+    description="Node scale sets set overprovision: false; the extra VMs Azure starts would boot and join the cluster.",
+    remediation="Set overprovision=False on the scale set.")
+def no_overprovision(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
+    if get(args.props, "overprovision") is not False:
+        report("overprovision is not false: Azure would start extra VMs that try to join the cluster", None)
+
+
+@resource_rule(
+    "azure-native-compute-virtualmachinescaleset-capacity-ignored", types=(SCALE_SET,), severity=Severity.HIGH,
+    description="Scale sets the cluster autoscaler manages ignore changes to sku.capacity.",
+    remediation="Add ignore_changes=['sku.capacity'] so `pulumi up` never resizes a pool under the autoscaler.")
+def capacity_left_to_autoscaler(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
+    if tags(args.props).get("cluster-autoscaler-enabled") == "true" and \
+            "sku.capacity" not in (args.opts.ignore_changes or []):
+        report("the autoscaler owns sku.capacity but the program does not ignore changes to it: "
+               "every `pulumi up` would resize the pool back", None)
+
+
+@resource_rule(
+    "azure-native-compute-virtualmachinescaleset-infiniband-domain", types=(SCALE_SET,), severity=Severity.HIGH,
+    description="An InfiniBand scale set is one domain: Uniform, singlePlacementGroup: true, one zone, and within "
+                "the VMs-per-domain limit.",
+    remediation="Let the placement planner split the pool; raise maxVmsPerInfinibandDomain only with the Azure "
+                "support ticket that raised the limit.",
+    config={"maxVmsPerInfinibandDomain": {"type": "integer", "default": 100, "minimum": 1, "maximum": 300}})
+def infiniband_domain(args: ResourceValidationArgs, report: ReportViolation, config: Config) -> None:
+    if tags(args.props).get(INFINIBAND_TAG) != "true":
+        return
+    limit = int(config["maxVmsPerInfinibandDomain"])
+    if get(args.props, "singlePlacementGroup") is not True:
+        report("singlePlacementGroup is not true: InfiniBand connects only the VMs of one placement group", None)
+    if get(args.props, "orchestrationMode", default="Uniform") != "Uniform":
+        report("orchestrationMode is not Uniform: InfiniBand scale sets must be Uniform", None)
+    count = int(get(args.props, "sku", "capacity", default=0))
+    if count > limit:
+        report(f"{count} VMs exceed the InfiniBand domain limit of {limit}", None)
+    if len(zones(args.props)) != 1:
+        report(f"zones is {zones(args.props)}: an InfiniBand scale set sits in exactly one zone", None)
+
+
+@resource_rule(
+    "azure-native-compute-virtualmachinescaleset-accelerated-networking", types=(SCALE_SET,), severity=Severity.MEDIUM,
+    description="GPU, CPU and system pool NICs use accelerated networking (SR-IOV): pod traffic and NCCL's TCP "
+                "bootstrap otherwise go through the host's virtual switch.",
+    remediation="Leave the pool's acceleratedNetworking at its default or pick a size that supports it; confidential "
+                "pools are exempt (NCCads sizes do not offer it).")
+def accelerated_networking(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
+    if role(args.props) not in NODE_ROLES_WITH_AN:
+        return
+    for nic in nic_configs(args.props):
+        if get(nic, "enableAcceleratedNetworking") is not True:
+            report(f"NIC {get(nic, 'name')} has enableAcceleratedNetworking off", None)
+
+
+@resource_rule(
+    "azure-native-compute-virtualmachinescaleset-confidential-vm", types=(SCALE_SET,), severity=Severity.CRITICAL,
+    description="Confidential-GPU pools are confidential VMs: securityType ConfidentialVM, secure boot and vTPM on, "
+                "and a confidential OS-disk encryption type; otherwise the GPU's CC mode protects nothing.",
+    remediation="Declare the pool with kind: confidential (the component sets these); do not override securityProfile.",
+    config={"allowedEncryptionTypes": {"type": "array", "items": {"type": "string", "enum": ENCRYPTION_TYPES},
+                                       "default": ENCRYPTION_TYPES, "minItems": 1}})
+def confidential_vm(args: ResourceValidationArgs, report: ReportViolation, config: Config) -> None:
+    if role(args.props) != "confidential":
+        return
+    profile = get(args.props, "virtualMachineProfile", default={})
+    if get(profile, "securityProfile", "securityType") != "ConfidentialVM":
+        report("securityProfile.securityType is not ConfidentialVM", None)
+    for setting in ("secureBootEnabled", "vTpmEnabled"):
+        if get(profile, "securityProfile", "uefiSettings", setting) is not True:
+            report(f"securityProfile.uefiSettings.{setting} is not true", None)
+    encryption = get(profile, "storageProfile", "osDisk", "managedDisk", "securityProfile", "securityEncryptionType")
+    allowed = list(config["allowedEncryptionTypes"])
+    if encryption not in allowed:
+        report(f"OS disk securityEncryptionType is {encryption!r}; expected one of {', '.join(allowed)}", None)
+
+
+@resource_rule(
+    "azure-native-compute-virtualmachine-etcd-protected", types=(VIRTUAL_MACHINE,), severity=Severity.CRITICAL,
+    description="etcd and events-etcd VMs are protected: a replacement wipes a member's data, and two at once lose "
+                "quorum and the cluster's state.",
+    remediation="Keep protect=True on etcd members; replace one through the member-replacement runbook.")
+def etcd_protected(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
+    if role(args.props) in ETCD_ROLES and not args.opts.protect:
+        report(f"{role(args.props)} member is not protected", None)
+
+
+def _custom_data(args: ResourceValidationArgs) -> object:
+    if args.resource_type == SCALE_SET:
+        return get(args.props, "virtualMachineProfile", "osProfile", "customData")
+    return get(args.props, "osProfile", "customData")
+
+
+@resource_rule(
+    "azure-native-compute-machines-bootstrap-data-secret", types=MACHINE_TYPES, severity=Severity.CRITICAL,
+    description="Machine customData (bootstrap tokens, etcd and API-server private keys) is a Pulumi secret, so it "
+                "is encrypted in state and masked in previews.",
+    remediation="Wrap customData in pulumi.Output.secret(...) (the components do).",
+    config={"secretsMasked": {"type": "boolean", "default": False,
+                              "description": "True when props come from a preview document, where secrets are masked."}})
+def bootstrap_data_secret(args: ResourceValidationArgs, report: ReportViolation, config: Config) -> None:
+    value = _custom_data(args)
+    if value is None:
+        return
+    if not config["secretsMasked"]:
+        # The engine hands policies secrets in plain text without marking them (pulumi/pulumi-policy#241).
+        args.not_applicable("secretness is only visible in a preview document: run `gpucluster check` on it")
+    if value != SECRET_MARK:
+        report("customData is not a secret: bootstrap credentials would be stored and shown in plain text", None)
+
+
+RULES = [require_machine_tags, no_overprovision, capacity_left_to_autoscaler, infiniband_domain,
+         accelerated_networking, confidential_vm, etcd_protected, bootstrap_data_secret]

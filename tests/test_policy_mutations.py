@@ -1,0 +1,343 @@
+"""The pack against the real prod preview: it passes as shipped, and breaking any one spreading or safety
+property makes the named rule fire on the resource that was broken."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.offline.policy_runner import Violation, run_policies
+from components.offline.preview import preview_document
+from policies.rules import ALL_POLICIES
+
+State = dict[str, Any]
+Steps = list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def prod_steps(prod_run) -> Steps:
+    return preview_document(prod_run)["steps"]
+
+
+def _states(steps: Steps, *, type_suffix: str = "", role: str | None = None, name: str | None = None) -> list[State]:
+    found = [s["newState"] for s in steps if s["newState"]["type"].endswith(type_suffix)
+             and (role is None or s["newState"]["inputs"].get("tags", {}).get("gpucluster-role") == role)
+             and (name is None or s["newState"]["urn"].endswith("::" + name))]
+    assert found, (type_suffix, role, name)
+    return found
+
+
+def _one(steps: Steps, **where: Any) -> State:
+    return _states(steps, **where)[0]
+
+
+def _deployment(steps: Steps, name: str) -> State:
+    return next(s for s in _states(steps, type_suffix="apps/v1:Deployment")
+                if s["inputs"]["metadata"]["name"] == name)
+
+
+def _release(steps: Steps, name: str) -> State:
+    return next(s for s in _states(steps, type_suffix="helm.sh/v3:Release") if s["inputs"]["name"] == name)
+
+
+def _priority_class(steps: Steps, name: str) -> State:
+    return next(s for s in _states(steps, type_suffix="PriorityClass") if s["inputs"]["metadata"]["name"] == name)
+
+
+def _nsg(steps: Steps, name: str) -> State:
+    return _one(steps, type_suffix="NetworkSecurityGroup", name=name)
+
+
+def _nic0(state: State) -> dict[str, Any]:
+    return state["inputs"]["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"][0]
+
+
+def _set(state: State, value: Any, *path: str | int) -> State:
+    target = state["inputs"]
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return state
+
+
+def etcd_in_one_zone(steps: Steps) -> State:
+    members = _states(steps, type_suffix="compute:VirtualMachine", role="etcd")
+    for member in members:
+        member["inputs"]["zones"] = ["1"]
+    return members[0]
+
+
+def etcd_even(steps: Steps) -> State:
+    victim = _one(steps, name="etcd-4")
+    steps[:] = [s for s in steps if s["newState"] is not victim]
+    return _one(steps, type_suffix="compute:VirtualMachine", role="etcd")
+
+
+def events_quorum_in_one_zone(steps: Steps) -> State:
+    _set(_one(steps, name="etcd-events-1"), ["1"], "zones")
+    return _one(steps, type_suffix="compute:VirtualMachine", role="etcd-events")
+
+
+def two_api_servers(steps: Steps) -> State:
+    return _set(_one(steps, role="apiserver"), 2, "sku", "capacity")
+
+
+def api_servers_in_one_zone(steps: Steps) -> State:
+    return _set(_one(steps, role="apiserver"), ["1"], "zones")
+
+
+def api_servers_unbalanced(steps: Steps) -> State:
+    return _set(_one(steps, role="apiserver"), False, "zoneBalance")
+
+
+def public_api_frontend(steps: Steps) -> State:
+    lb = _one(steps, type_suffix="LoadBalancer")
+    lb["inputs"]["frontendIPConfigurations"][0]["publicIPAddress"] = {"id": "/subscriptions/s/publicIPAddresses/api"}
+    return lb
+
+
+def api_servers_outside_lb(steps: Steps) -> State:
+    api = _one(steps, role="apiserver")
+    _nic0(api)["ipConfigurations"][0].pop("loadBalancerBackendAddressPools")
+    return api
+
+
+def h100_domains_piled_in_zone_1(steps: Steps) -> State:
+    sets = [s for s in _states(steps, role="gpu") if s["inputs"]["zones"] == ["2"]]
+    for s in sets:
+        s["inputs"]["zones"] = ["1"]
+    return next(s for s in _states(steps, role="gpu") if s["urn"].endswith("h100-z1-00"))
+
+
+def spg_off(steps: Steps) -> State:
+    return _set(_one(steps, name="h100-z2-03"), False, "singlePlacementGroup")
+
+
+def flexible_ib(steps: Steps) -> State:
+    return _set(_one(steps, name="h100-z3-01"), "Flexible", "orchestrationMode")
+
+
+def oversized_domain(steps: Steps) -> State:
+    return _set(_one(steps, name="h100-z1-02"), 120, "sku", "capacity")
+
+
+def overprovision_on(steps: Steps) -> State:
+    return _set(_one(steps, role="cpu"), True, "overprovision")
+
+
+def node_public_ip(steps: Steps) -> State:
+    state = _one(steps, role="gpu")
+    _nic0(state)["ipConfigurations"][0]["publicIPAddressConfiguration"] = {"name": "pip"}
+    return state
+
+
+def etcd_nic_public_ip(steps: Steps) -> State:
+    nic = _one(steps, type_suffix="NetworkInterface", name="etcd-0-nic")
+    nic["inputs"]["ipConfigurations"][0]["publicIPAddress"] = {"id": "/subscriptions/s/publicIPAddresses/etcd"}
+    return nic
+
+
+def nsg_open_to_internet(steps: Steps) -> State:
+    nsg = _nsg(steps, "prod-nsg-nodes")
+    nsg["inputs"]["securityRules"].append({"name": "ssh", "access": "Allow", "direction": "Inbound", "priority": 200,
+                                           "protocol": "Tcp", "sourceAddressPrefix": "*", "destinationPortRange": "22"})
+    return nsg
+
+
+def etcd_open_to_vnet(steps: Steps) -> State:
+    nsg = _nsg(steps, "prod-nsg-etcd")
+    nsg["inputs"]["securityRules"][0]["sourceAddressPrefixes"] = ["VirtualNetwork"]
+    return nsg
+
+
+def etcd_open_to_nodes(steps: Steps) -> State:
+    nsg = _nsg(steps, "prod-nsg-etcd")
+    nsg["inputs"]["securityRules"][0]["sourceAddressPrefixes"].append("10.2.0.0/15")
+    return nsg
+
+
+def etcd_without_vnet_deny(steps: Steps) -> State:
+    nsg = _nsg(steps, "prod-nsg-etcd")
+    nsg["inputs"]["securityRules"] = [r for r in nsg["inputs"]["securityRules"] if r["name"] != "deny-vnet-inbound"]
+    return nsg
+
+
+def etcd_subnet_without_nsg(steps: Steps) -> State:
+    subnet = _one(steps, type_suffix="Subnet", name="prod-etcd")
+    subnet["inputs"].pop("networkSecurityGroup")
+    return subnet
+
+
+def etcd_unprotected(steps: Steps) -> State:
+    state = _one(steps, name="etcd-events-2")
+    state["protect"] = False
+    return state
+
+
+def capacity_managed_by_pulumi(steps: Steps) -> State:
+    state = _one(steps, name="h100-z1-00")
+    state["ignoreChanges"] = []
+    return state
+
+
+def bootstrap_in_plain_text(steps: Steps) -> State:
+    return _set(_one(steps, role="cpu"), "I2Nsb3VkLWNvbmZpZw==", "virtualMachineProfile", "osProfile", "customData")
+
+
+def untagged_machine(steps: Steps) -> State:
+    state = _one(steps, name="etcd-1")
+    del state["inputs"]["tags"]["gpucluster-pool"]
+    return state
+
+
+def gpu_nic_without_an(steps: Steps) -> State:
+    state = _one(steps, name="h100-z2-00")
+    _nic0(state)["enableAcceleratedNetworking"] = False
+    return state
+
+
+def confidential_trusted_launch(steps: Steps) -> State:
+    return _set(_one(steps, role="confidential"), "TrustedLaunch", "virtualMachineProfile", "securityProfile",
+                "securityType")
+
+
+def confidential_without_secure_boot(steps: Steps) -> State:
+    return _set(_one(steps, role="confidential"), False, "virtualMachineProfile", "securityProfile", "uefiSettings",
+                "secureBootEnabled")
+
+
+def confidential_without_vtpm(steps: Steps) -> State:
+    return _set(_one(steps, role="confidential"), False, "virtualMachineProfile", "securityProfile", "uefiSettings",
+                "vTpmEnabled")
+
+
+def confidential_disk_unencrypted(steps: Steps) -> State:
+    state = _one(steps, role="confidential")
+    state["inputs"]["virtualMachineProfile"]["storageProfile"]["osDisk"]["managedDisk"].pop("securityProfile")
+    return state
+
+
+def coredns_single_replica(steps: Steps) -> State:
+    return _set(_deployment(steps, "coredns"), 1, "spec", "replicas")
+
+
+def autoscaler_without_zone_spread(steps: Steps) -> State:
+    state = _deployment(steps, "cluster-autoscaler")
+    state["inputs"]["spec"]["template"]["spec"]["topologySpreadConstraints"].pop(0)
+    return state
+
+
+def gang_controller_soft_spread(steps: Steps) -> State:
+    state = _deployment(steps, "scheduler-plugins-controller")
+    state["inputs"]["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"] = "ScheduleAnyway"
+    return state
+
+
+def kueue_single_replica(steps: Steps) -> State:
+    return _set(_release(steps, "kueue"), 1, "values", "controllerManager", "replicas")
+
+
+def cilium_operator_unspread(steps: Steps) -> State:
+    state = _release(steps, "cilium")
+    del state["inputs"]["values"]["operator"]["topologySpreadConstraints"]
+    return state
+
+
+def balloon_below_cutoff(steps: Steps) -> State:
+    _set(_priority_class(steps, "balloon"), -20, "value")
+    return _deployment(steps, "balloon-cpu")
+
+
+def workload_class_below_balloon(steps: Steps) -> State:
+    _set(_priority_class(steps, "preemptible"), -10, "value")
+    return _deployment(steps, "balloon-cpu")
+
+
+def balloon_preempts(steps: Steps) -> State:
+    return _set(_priority_class(steps, "balloon"), "PreemptLowerPriority", "preemptionPolicy")
+
+
+def autoscaler_cutoff_raised(steps: Steps) -> State:
+    state = _deployment(steps, "cluster-autoscaler")
+    args = state["inputs"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    args[:] = ["--expendable-pods-priority-cutoff=0" if a.startswith("--expendable") else a for a in args]
+    return _deployment(steps, "balloon-cpu")
+
+
+MUTATIONS: list[tuple[Callable[[Steps], State], str]] = [
+    (etcd_in_one_zone, "azure-native-compute-virtualmachine-etcd-quorum-spread"),
+    (etcd_even, "azure-native-compute-virtualmachine-etcd-quorum-spread"),
+    (events_quorum_in_one_zone, "azure-native-compute-virtualmachine-etcd-quorum-spread"),
+    (two_api_servers, "azure-native-compute-virtualmachinescaleset-apiserver-zone-spread"),
+    (api_servers_in_one_zone, "azure-native-compute-virtualmachinescaleset-apiserver-zone-spread"),
+    (api_servers_unbalanced, "azure-native-compute-virtualmachinescaleset-apiserver-zone-spread"),
+    (public_api_frontend, "azure-native-network-loadbalancer-apiserver-internal"),
+    (api_servers_outside_lb, "azure-native-network-loadbalancer-apiserver-internal"),
+    (h100_domains_piled_in_zone_1, "azure-native-compute-virtualmachinescaleset-infiniband-zone-loss"),
+    (h100_domains_piled_in_zone_1, "azure-native-compute-virtualmachinescaleset-gpu-zone-share"),
+    (spg_off, "azure-native-compute-virtualmachinescaleset-infiniband-domain"),
+    (flexible_ib, "azure-native-compute-virtualmachinescaleset-infiniband-domain"),
+    (oversized_domain, "azure-native-compute-virtualmachinescaleset-infiniband-domain"),
+    (overprovision_on, "azure-native-compute-virtualmachinescaleset-no-overprovision"),
+    (node_public_ip, "azure-native-network-machines-no-public-ip"),
+    (etcd_nic_public_ip, "azure-native-network-machines-no-public-ip"),
+    (nsg_open_to_internet, "azure-native-network-networksecuritygroup-no-internet-inbound"),
+    (etcd_open_to_vnet, "azure-native-network-networksecuritygroup-etcd-ports-restricted"),
+    (etcd_open_to_nodes, "azure-native-network-networksecuritygroup-etcd-ports-restricted"),
+    (etcd_without_vnet_deny, "azure-native-network-networksecuritygroup-etcd-ports-restricted"),
+    (etcd_subnet_without_nsg, "azure-native-network-networksecuritygroup-etcd-ports-restricted"),
+    (etcd_unprotected, "azure-native-compute-virtualmachine-etcd-protected"),
+    (capacity_managed_by_pulumi, "azure-native-compute-virtualmachinescaleset-capacity-ignored"),
+    (bootstrap_in_plain_text, "azure-native-compute-machines-bootstrap-data-secret"),
+    (untagged_machine, "azure-native-compute-machines-require-tags"),
+    (gpu_nic_without_an, "azure-native-compute-virtualmachinescaleset-accelerated-networking"),
+    (confidential_trusted_launch, "azure-native-compute-virtualmachinescaleset-confidential-vm"),
+    (confidential_without_secure_boot, "azure-native-compute-virtualmachinescaleset-confidential-vm"),
+    (confidential_without_vtpm, "azure-native-compute-virtualmachinescaleset-confidential-vm"),
+    (confidential_disk_unencrypted, "azure-native-compute-virtualmachinescaleset-confidential-vm"),
+    (coredns_single_replica, "kubernetes-apps-deployment-system-zone-spread"),
+    (autoscaler_without_zone_spread, "kubernetes-apps-deployment-system-zone-spread"),
+    (gang_controller_soft_spread, "kubernetes-apps-deployment-system-zone-spread"),
+    (kueue_single_replica, "kubernetes-helm-release-system-zone-spread"),
+    (cilium_operator_unspread, "kubernetes-helm-release-system-zone-spread"),
+    (balloon_below_cutoff, "kubernetes-scheduling-priorityclass-balloon-priority"),
+    (workload_class_below_balloon, "kubernetes-scheduling-priorityclass-balloon-priority"),
+    (balloon_preempts, "kubernetes-scheduling-priorityclass-balloon-priority"),
+    (autoscaler_cutoff_raised, "kubernetes-scheduling-priorityclass-balloon-priority"),
+]
+
+
+def _mandatory(violations: list[Violation]) -> list[Violation]:
+    return [v for v in violations if v.mandatory]
+
+
+def test_prod_passes_every_rule(prod_steps: Steps) -> None:
+    assert run_policies(prod_steps) == []
+
+
+def test_every_rule_has_a_mutation() -> None:
+    assert {policy for _, policy in MUTATIONS} == {p.name for p in ALL_POLICIES}
+
+
+@pytest.mark.parametrize(("mutate", "policy"), MUTATIONS, ids=[f"{m.__name__}" for m, _ in MUTATIONS])
+def test_one_broken_property_is_caught(prod_steps: Steps, mutate: Callable[[Steps], State], policy: str) -> None:
+    steps = copy.deepcopy(prod_steps)
+    broken = mutate(steps)
+    caught = [v for v in _mandatory(run_policies(steps)) if v.policy == policy]
+    assert caught, f"{policy} missed {mutate.__name__}"
+    assert broken["urn"] in {v.urn for v in caught}
+    assert all(v.remediation and v.message for v in caught)
+
+
+def test_thresholds_come_from_the_pack_config(prod_steps: Steps) -> None:
+    # prod's busiest zone holds 34% of the GPUs: fine at the default 40%, not at 30%
+    strict = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"maxGpuShare": 0.3}}
+    caught = _mandatory(run_policies(prod_steps, strict))
+    assert {v.policy for v in caught} == {"azure-native-compute-virtualmachinescaleset-gpu-zone-share"}
+    assert "34%" in caught[0].message
+    advisory = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"enforcementLevel": "advisory",
+                                                                              "maxGpuShare": 0.3}}
+    assert _mandatory(run_policies(prod_steps, advisory)) == []
