@@ -180,3 +180,13 @@ def test_shipped_policy_configs_are_valid() -> None:
 
     for path in (ROOT / "policies" / "config").glob("*.json"):
         check_config(json.loads(path.read_text()), str(path))
+
+
+def test_docs_name_every_rule_and_setting() -> None:
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "policies.md").read_text()
+    for policy in ALL_POLICIES:
+        assert f"`{policy.name}`" in text, policy.name
+        for key in (policy.config_schema.properties if policy.config_schema else {}):
+            assert key == "secretsMasked" or f"`{key}`" in text, (policy.name, key)
