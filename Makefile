@@ -20,7 +20,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
-	$(BIN)/pyright components policies
+	$(BIN)/pyright components policies tools bench
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

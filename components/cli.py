@@ -7,6 +7,8 @@ import json
 import shutil
 import sys
 import tempfile
+import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,52 +50,95 @@ def _write_atomically(out: Path, write: Callable[[Path], None]) -> None:
             shutil.rmtree(staging)
 
 
+class Progress:
+    """Stage lines on stderr with their times; a live resource count while the program runs on a terminal.
+    Silent in --quiet and --json modes, so CI logs and machine output stay clean."""
+
+    def __init__(self, errors: Console, enabled: bool) -> None:
+        self.errors, self.enabled = errors, enabled
+        self.started = time.perf_counter()
+        self.status: Any = None
+
+    def stage(self, text: str) -> None:
+        if self.enabled:
+            self.errors.print(f"[{time.perf_counter() - self.started:5.1f}s] {text}", markup=False, highlight=False)
+
+    def counting(self, total_hint: str) -> Callable[[int], None] | None:
+        if not (self.enabled and self.errors.is_terminal):
+            return None
+        self.status = self.errors.status(f"registering resources ({total_hint})")
+        self.status.start()
+
+        def tick(count: int) -> None:
+            if count % 10 == 0:
+                self.status.update(f"registered {count} resources ({total_hint})")
+        return tick
+
+    def done_counting(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from components.offline.engine import run_program
+    from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
+    from components.offline.report_data import report_data
     from components.offline.summary import print_summary, print_violations
     from components.planning.cluster_plan import plan_cluster
     from components.spec import load_stack_file, resolve_stack_path
 
+    progress = Progress(errors, enabled=not (args.quiet or args.json))
     root = project_root()
     name, path = resolve_stack_path(args.stack, root / "stacks")
     try:
         policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
     except SpecError as error:
         return _fail(error, errors)
+    progress.stage(f"planning stack {name} from {path}")
     try:
         stack = load_stack_file(path, name)
         plan = plan_cluster(stack.spec)
     except SpecError as error:
         errors.print(f"{path}:", markup=False, highlight=False)
         return _fail(error, errors)
-    if not args.quiet:
-        errors.print(f"running {root / '__main__.py'} under mocks for stack {name} ...", highlight=False)
-    run = run_program(root / "__main__.py", PROJECT, name, stack.config)
+    progress.stage(f"running {root / '__main__.py'} under mocks: {plan.nodes:,} nodes, "
+                   f"{sum(len(p.scale_sets) for p in plan.pools)} scale sets")
+    try:
+        run = run_program(root / "__main__.py", PROJECT, name, stack.config,
+                          progress.counting(f"{plan.nodes:,} nodes"))
+    finally:
+        progress.done_counting()
+    progress.stage(f"registered {len(run.registrations)} resources; checking policies")
     document = preview_document(run)
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
+    violations = run_policies(document["steps"], policy_config)
+    data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
 
     def write(folder: Path) -> None:
         write_preview(document, folder / "preview.json")
         write_manifests(objects, folder / "manifests")
         write_charts(releases, folder / "charts")
+        (folder / "summary.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
     out = Path(args.out) if args.out else Path("out") / name
+    progress.stage(f"writing {out}")
     _write_atomically(out, write)
-    violations = run_policies(document["steps"], policy_config)
     if args.json:
-        print(json.dumps({"stack": name, "resources": len(run.registrations), "nodes": plan.nodes,
-                          "gpus": plan.gpus, "outputs": run.outputs,
-                          "violations": [v.as_dict() for v in violations]}, indent=2))
+        print(json.dumps(data, indent=2, sort_keys=True))
     elif args.quiet:
         print_violations(console, violations)
     else:
-        print_summary(console, plan, run, violations)
-        console.print(f"wrote {out / 'preview.json'}, {len(objects)} manifests in {out / 'manifests'} and "
-                      f"{len(releases)} Helm releases in {out / 'charts'}")
+        print_summary(console, data, violations)
+        console.print(f"wrote {out / 'preview.json'}, {out / 'report.html'}, {out / 'summary.json'}, "
+                      f"{len(objects)} manifests in {out / 'manifests'} and {len(releases)} Helm releases in "
+                      f"{out / 'charts'}", soft_wrap=True)
+        progress.stage("done")
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 
 
@@ -136,7 +181,7 @@ def parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="run the program offline under mocks; write preview.json and manifests")
     plan.add_argument("stack", help="a stack name under stacks/ (dev, prod) or a path to a stack file")
     plan.add_argument("--out", help="output folder (default out/<stack>)")
-    plan.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    plan.add_argument("--json", action="store_true", help="print the summary as JSON (also written to summary.json)")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
     plan.add_argument("--policy-config", help="JSON policy config (default policies/config/<stack>.json if present)")
     check = sub.add_parser("check", help="run the policy pack over a saved preview.json")

@@ -29,7 +29,10 @@ def prod_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
 def test_plan_prod(prod_out) -> None:
     result, out = prod_out
     assert result.returncode == 0, result.stderr
-    assert "7,500 nodes, 25,064 GPUs" in result.stdout and "Confidential pools" in result.stdout
+    assert "7,500 nodes, 25,064 GPUs, 576,064 vCPUs, 7,051,996 GiB" in result.stdout
+    assert "Confidential pools" in result.stdout and "If a zone is lost" in result.stdout
+    assert "relies on a raised limit" in result.stdout and "exceeds the default" not in result.stdout
+    assert "registered 236 resources" in result.stderr  # progress, on stderr
     assert "pod IPs: 206,288 needed, 242,486 available" in result.stdout
     assert "standardNDSH100v5Family" in result.stdout and "300,000" in result.stdout
     preview = json.loads((out / "preview.json").read_text())
@@ -64,7 +67,11 @@ def test_plan_dev_by_path(tmp_path: Path) -> None:
     result = gpucluster("plan", str(ROOT / "stacks" / "Pulumi.dev.yaml"), "--out", str(tmp_path / "dev"), "--json")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert summary["stack"] == "dev" and summary["gpus"] == 3 and summary["violations"] == []
+    assert summary["stack"] == "dev" and summary["totals"]["gpus"] == 3 and summary["policies"]["violations"] == []
+    # one GPU per zone (T4s in zones 1 and 2, the confidential VM in zone 3), as the zone-share rule wants
+    assert {z: v["gpus"] for z, v in summary["zones"].items()} == {"1": 1, "2": 1, "3": 1}
+    assert result.stderr == ""  # no progress lines in --json mode
+    assert json.loads((tmp_path / "dev" / "summary.json").read_text()) == summary
 
 
 def _write_stack(tmp_path: Path, cluster: object) -> Path:

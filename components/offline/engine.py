@@ -6,6 +6,7 @@ import asyncio
 import json
 import runpy
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,10 +90,11 @@ class _Mocks(pulumi_mocks.Mocks):
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     """The SDK's mock monitor, keeping what `pulumi preview` would show for each registration."""
 
-    def __init__(self, run: ProgramRun) -> None:
+    def __init__(self, run: ProgramRun, on_register: Callable[[int], None] | None = None) -> None:
         self.secret_mocks = _Mocks()
         super().__init__(self.secret_mocks)
         self.run = run
+        self.on_register = on_register
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         if request.type != "pulumi:pulumi:Stack":
@@ -112,6 +114,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 dependencies=tuple(request.dependencies),
                 provider=request.provider,
             ))
+            if self.on_register is not None:
+                self.on_register(len(self.run.registrations))
         self.secret_mocks.pending.secret_outputs = tuple(request.additionalSecretOutputs)
         return super().RegisterResource(request)
 
@@ -131,13 +135,15 @@ async def _resolve_outputs(root: pulumi.Resource) -> dict[str, Any]:
     return resolved
 
 
-def run_program(program: Path, project: str, stack: str, config: dict[str, Any]) -> ProgramRun:
-    """Run `program` (a Pulumi `__main__.py`) with `config` and return what it registered."""
+def run_program(program: Path, project: str, stack: str, config: dict[str, Any],
+                on_register: Callable[[int], None] | None = None) -> ProgramRun:
+    """Run `program` (a Pulumi `__main__.py`) with `config` and return what it registered.
+    `on_register` hears the running count of registrations (progress output)."""
     run = ProgramRun(project, stack)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        monitor = RecordingMonitor(run)
+        monitor = RecordingMonitor(run, on_register)
         pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
         pulumi.runtime.set_all_config({key: _config_value(value) for key, value in config.items()})
         root = pulumi.runtime.get_root_resource()

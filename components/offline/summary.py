@@ -1,144 +1,153 @@
-"""The plan summary a reviewer reads: resources, pools and zones, the IP plan, limits, quota, policies."""
+"""The plan summary a reviewer reads in the terminal, rendered from report_data()."""
 
 from __future__ import annotations
 
-from collections import Counter
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from components.offline.engine import ProgramRun
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.control_plane import EtcdPlan
-from components.planning.node_template import node_taints
+
+Data = dict[str, Any]
 
 
-def _resources(run: ProgramRun) -> Table:
-    table = Table(title=f"Resources ({sum(1 for r in run.registrations if r.custom)} custom)", title_justify="left")
-    table.add_column("type")
-    table.add_column("count", justify="right")
-    for typ, count in sorted(Counter(r.type for r in run.registrations if r.custom).items()):
+def _table(title: str, columns: list[str], left: int = 1) -> Table:
+    table = Table(title=title, title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < left else "right", overflow="fold")
+    return table
+
+
+def _resources(data: Data) -> Table:
+    table = _table(f"Resources ({data['totals']['resources']} custom)", ["type", "count"])
+    for typ, count in data["resources"].items():
         table.add_row(typ, str(count))
     return table
 
 
-def _pools(plan: ClusterPlan) -> Table:
-    zones = plan.spec.zones
-    table = Table(title=f"Node pools: {plan.nodes:,} nodes, {plan.gpus:,} GPUs", title_justify="left")
-    for column in ("pool", "kind", "size", "scale sets", "max/set", "nodes", "GPUs"):
-        table.add_column(column, justify="left" if column in ("pool", "kind", "size") else "right")
-    for zone in zones:
-        table.add_column(f"zone {zone}: sets, nodes / GPUs", justify="right")
-    for pool in plan.pools:
-        per_zone = [f"{sum(1 for s in pool.scale_sets if s.zone == z)}: "
-                    f"{pool.nodes_in_zone(z):,} / {pool.nodes_in_zone(z) * pool.size.gpus:,}" for z in zones]
-        kind = pool.role + (" (InfiniBand)" if pool.infiniband else "")
-        table.add_row(pool.name, kind, pool.size.name, str(len(pool.scale_sets)), str(pool.max_per_scale_set),
-                      f"{pool.nodes:,}", f"{pool.gpus:,}", *per_zone)
+def _amounts(a: Data) -> list[str]:
+    return [f"{a['nodes']:,}", f"{a['gpus']:,}", f"{a['vcpus']:,}", f"{a['memoryGib']:,}"]
+
+
+def _pools(data: Data) -> Table:
+    t = data["totals"]
+    table = _table(f"Node pools: {t['nodes']:,} nodes, {t['gpus']:,} GPUs, {t['vcpus']:,} vCPUs, "
+                   f"{t['memoryGib']:,} GiB", ["pool", "kind", "size", "scale sets", "max/set", "nodes", "GPUs",
+                                               "vCPUs", "memory GiB"], left=3)
+    for pool in data["pools"]:
+        kind = pool["kind"] + (" (InfiniBand)" if pool["infiniband"] else "")
+        table.add_row(pool["name"], kind, pool["vmSize"], str(len(pool["scaleSets"])), str(pool["maxPerScaleSet"]),
+                      *_amounts(pool))
     return table
 
 
-def _ip_plan(plan: ClusterPlan) -> Table:
-    cap = plan.ip.capacity
-    table = Table(title=f"IP plan: {', '.join(map(str, plan.ip.address_space))}; services {plan.ip.service_cidr} "
-                        f"(DNS {plan.ip.dns_service_ip})", title_justify="left")
-    for column in ("block", "CIDR", "holds", "IPs needed", "usable"):
-        table.add_column(column, justify="right" if column in ("IPs needed", "usable") else "left")
-    for block in plan.ip.blocks:
-        table.add_row(block.name + (" (pinned)" if block.pinned else ""), str(block.cidr), block.purpose,
-                      f"{block.ips_needed:,}", f"{block.usable:,}")
-    table.caption = (f"pod IPs: {cap.pod_ips_needed:,} needed, {cap.pod_ip_capacity:,} available, headroom "
-                     f"{cap.headroom:,} ({cap.headroom_pct:.0f}%); VNet private IPs: {cap.private_ips_needed:,} "
-                     f"of {cap.private_ip_limit:,}")
+def _zones(data: Data) -> Table:
+    table = _table("Per zone: scale sets / nodes / GPUs / vCPUs / memory GiB",
+                   ["pool", *(f"zone {z}" for z in data["cluster"]["zones"])])
+    for pool in data["pools"]:
+        table.add_row(pool["name"], *(f"{a['scaleSets']} / " + " / ".join(_amounts(a))
+                                      for a in pool["zones"].values()))
+    table.add_row("[bold]all pools[/bold]", *(" - / " + " / ".join(_amounts(a)) for a in data["zones"].values()))
+    return table
+
+
+def _confidential(data: Data) -> Table | None:
+    pools = [p for p in data["pools"] if p["confidential"]]
+    if not pools:
+        return None
+    table = _table("Confidential pools", ["pool", "security type", "secure boot / vTPM", "OS-disk encryption",
+                                          "keys", "image", "InfiniBand", "taints"], left=8)
+    for pool in pools:
+        c = pool["confidential"]
+        table.add_row(pool["name"], c["securityType"], f"{'on' if c['secureBoot'] else 'off'} / "
+                      f"{'on' if c['vtpm'] else 'off'}", c["osDiskEncryption"], c["keys"], c["image"],
+                      "on" if pool["infiniband"] else "off", ", ".join(pool["taints"]))
+    return table
+
+
+def _ip_plan(data: Data) -> Table:
+    ip = data["ipPlan"]
+    table = _table(f"IP plan: {', '.join(ip['addressSpace'])}; services {ip['serviceCidr']} (DNS {ip['dnsServiceIp']})",
+                   ["block", "CIDR", "holds", "IPs needed", "usable"], left=3)
+    for block in ip["blocks"]:
+        table.add_row(block["name"] + (" (pinned)" if block["pinned"] else ""), block["cidr"], block["purpose"],
+                      f"{block['ipsNeeded']:,}", f"{block['usable']:,}")
+    pods, private = ip["podIps"], ip["privateIps"]
+    table.caption = (f"pod IPs: {pods['needed']:,} needed, {pods['available']:,} available, headroom "
+                     f"{pods['headroom']:,} ({pods['headroomPct']:.0f}%); VNet private IPs: {private['needed']:,} "
+                     f"of {private['limit']:,}")
     table.caption_justify = "left"
     return table
 
 
-def _control_plane(plan: ClusterPlan) -> Table:
-    cp = plan.control_plane
-    api, etcds = cp.api, [e for e in (cp.etcd, cp.events) if e is not None]
-    table = Table(title="Control plane (outside the cluster)", title_justify="left")
-    for column in ("tier", "members", "size", *(f"zone {z}" for z in plan.spec.zones), "why this size"):
-        table.add_column(column)
-    table.add_row("API servers", str(api.count), api.size.name,
-                  *(str(api.in_zone(z)) for z in plan.spec.zones), api.reasoning)
-    for etcd in etcds:
-        table.add_row(etcd.role, f"{len(etcd.members)} (quorum {etcd.quorum})", etcd.size.name,
-                      *(str(etcd.in_zone(z)) for z in plan.spec.zones), etcd.reasoning)
+def _control_plane(data: Data) -> Table:
+    cp, zones = data["controlPlane"], data["cluster"]["zones"]
+    table = _table("Control plane (outside the cluster)", ["tier", "members", "size", *(f"zone {z}" for z in zones),
+                                                           "why this size"], left=9)
+    api = cp["apiServers"]
+    table.add_row("API servers", str(api["count"]), api["vmSize"], *(str(api["perZone"][z]) for z in zones),
+                  api["reasoning"])
+    for etcd in (cp["etcd"], cp["eventsEtcd"]):
+        if etcd:
+            table.add_row(etcd["role"], f"{len(etcd['members'])} (quorum {etcd['quorum']})", etcd["vmSize"],
+                          *(str(sum(m["zone"] == z for m in etcd["members"])) for z in zones), etcd["reasoning"])
     return table
 
 
-def _etcd_left(etcd: EtcdPlan | None, zone: str) -> str:
-    if etcd is None:
+def _left(entry: Data | None) -> str:
+    if entry is None:
         return "-"
-    ok = "quorum holds" if etcd.survives_loss_of(zone) else "[red]QUORUM LOST[/red]"
-    return f"{len(etcd.members) - etcd.in_zone(zone)}/{len(etcd.members)} ({ok})"
+    ok = "quorum holds" if entry["quorumHolds"] else "[red]QUORUM LOST[/red]"
+    return f"{entry['left']}/{entry['of']} ({ok})"
 
 
-def _zone_loss(plan: ClusterPlan) -> Table:
-    cp = plan.control_plane
-    table = Table(title="If a zone is lost", title_justify="left")
-    for column in ("zone", "GPUs lost", "etcd left", "events etcd left", "API servers left"):
-        table.add_column(column)
-    for zone in plan.spec.zones:
-        gpus = sum(p.nodes_in_zone(zone) * p.size.gpus for p in plan.pools)
-        table.add_row(zone, f"{gpus:,}", _etcd_left(cp.etcd, zone), _etcd_left(cp.events, zone),
-                      f"{cp.api.count - cp.api.in_zone(zone)}/{cp.api.count}")
+def _zone_loss(data: Data) -> Table:
+    table = _table("If a zone is lost", ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left",
+                                         "API servers left"], left=6)
+    for z in data["zoneLoss"]:
+        table.add_row(z["zone"], f"{z['nodesLost']:,}", f"{z['gpusLost']:,}", _left(z["etcd"]), _left(z["eventsEtcd"]),
+                      f"{z['apiServers']['left']}/{z['apiServers']['of']}")
     return table
 
 
-def _quota(plan: ClusterPlan) -> Table:
-    table = Table(title="vCPU quota needed per family", title_justify="left")
-    for column in ("family", "vCPUs needed", "declared quota", "short by"):
-        table.add_column(column, justify="left" if column == "family" else "right")
-    for need in plan.quota:
-        declared = f"{need.declared:,}" if need.declared is not None else "not declared"
-        table.add_row(need.family, f"{need.vcpus:,}", declared, f"{need.short_by:,}" if need.short_by else "")
+def _limits(data: Data) -> Table:
+    table = _table("Azure limits", ["limit", "used", "default", "in force", "status"], left=1)
+    table.columns[-1].justify = "left"
+    for limit in data["limits"]:
+        used = "n/a" if limit["used"] is None else f"{limit['used']:,}"
+        if limit["used"] is None:
+            status = "does not apply to this stack"
+        elif limit["raised"]:
+            status = f"[yellow]relies on a raised limit[/yellow]: {limit['note']}"
+        elif limit["exceedsDefault"]:
+            status = "[red]exceeds the default[/red]"
+        else:
+            status = "within the default"
+        table.add_row(limit["description"], used, f"{limit['default']:,}", f"{limit['value']:,}", status)
     return table
 
 
-def _confidential(plan: ClusterPlan) -> Table | None:
-    pools = [p for p in plan.pools if p.confidential is not None]
-    if not pools:
-        return None
-    table = Table(title="Confidential pools", title_justify="left")
-    for column in ("pool", "security type", "secure boot / vTPM", "OS-disk encryption", "keys", "image",
-                   "accelerated networking", "InfiniBand", "taint"):
-        table.add_column(column, overflow="fold")
-    for pool in pools:
-        c = pool.confidential
-        assert c is not None
-        keys = (f"customer-managed (RSA-HSM, release to attested CVMs via {c.customer_key.attestation_authority})"
-                if c.customer_key else "platform-managed")
-        taints = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in node_taints(pool))
-        table.add_row(pool.name, c.security_type, f"{'on' if c.secure_boot else 'off'} / {'on' if c.vtpm else 'off'}",
-                      c.os_disk_encryption, keys, f"{c.image.offer}:{c.image.sku}",
-                      "on" if pool.accelerated_networking else "off", "on" if pool.infiniband else "off", taints)
+def _quota(data: Data) -> Table:
+    table = _table("vCPU quota needed per family", ["family", "vCPUs needed", "declared quota", "short by"])
+    for need in data["quota"]:
+        declared = f"{need['declared']:,}" if need["declared"] is not None else "not declared"
+        table.add_row(need["family"], f"{need['vcpus']:,}", declared, f"{need['shortBy']:,}" if need["shortBy"] else "")
     return table
 
 
-def print_summary(console: Console, plan: ClusterPlan, run: ProgramRun, violations: list[Violation]) -> None:
-    spec = plan.spec
-    console.print(f"[bold]gpucluster plan[/bold] stack [bold]{run.stack}[/bold]: cluster {spec.name} in "
-                  f"{spec.location} zones {', '.join(spec.zones)}, Kubernetes {spec.kubernetes_version}")
-    console.print(_resources(run))
-    console.print(_pools(plan))
-    confidential = _confidential(plan)
-    if confidential is not None:
-        console.print(confidential)
-    console.print(_ip_plan(plan))
-    console.print(_control_plane(plan))
-    console.print(_zone_loss(plan))
-    raised = plan.limits.raised()
-    if raised:
-        console.print("[bold]Raised Azure limits this stack relies on[/bold]")
-        for limit in raised:
-            console.print(f"  {limit.key}: {limit.value:,} (default {limit.default:,}) - {limit.note}")
-    egress = plan.egress
-    console.print(f"Egress: NAT gateway with a /{egress.prefix_length} prefix ({egress.public_ips} public IPs, "
-                  f"{egress.snat_ports:,} SNAT ports for {egress.nodes:,} nodes x {egress.snat_ports_per_node})")
-    console.print(_quota(plan))
+def print_summary(console: Console, data: Data, violations: list[Violation]) -> None:
+    c = data["cluster"]
+    console.print(f"[bold]gpucluster plan[/bold] stack [bold]{data['stack']}[/bold]: cluster {c['name']} in "
+                  f"{c['location']} zones {', '.join(c['zones'])}, Kubernetes {c['kubernetesVersion']}")
+    tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _ip_plan(data), _control_plane(data),
+              _zone_loss(data), _limits(data), _quota(data)]
+    for table in tables:
+        if table is not None:
+            console.print(table)
+    e = data["egress"]
+    console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
+                  f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
     print_violations(console, violations)
 
 

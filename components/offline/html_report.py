@@ -1,0 +1,218 @@
+"""out/<stack>/report.html: one self-contained page (inline CSS and SVG, no scripts, no network) with a
+picture of the cluster - region, zones, InfiniBand domains, control plane, IP blocks - and the summary."""
+
+from __future__ import annotations
+
+import ipaddress
+from html import escape
+from typing import Any
+
+Data = dict[str, Any]
+
+BOX_W, BOX_H, GAP, PER_ROW = 88, 40, 6, 5
+ZONE_W = PER_ROW * (BOX_W + GAP) + GAP + 10
+POOL_COLOURS = {"gpu": "#7c3aed", "confidential": "#db2777", "cpu": "#0891b2", "system": "#64748b"}
+
+CSS = """
+body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#0f172a;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
+.sub{color:#475569;margin-bottom:16px}.cards{display:flex;gap:12px;flex-wrap:wrap}
+.card{border:1px solid #e2e8f0;border-radius:8px;padding:8px 14px;min-width:110px}
+.card b{display:block;font-size:20px}.ok{color:#15803d}.bad{color:#b91c1c}.warn{color:#b45309}
+table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #e2e8f0;padding:4px 8px;text-align:right}
+th{background:#f8fafc}.l{text-align:left}
+svg text{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif}
+.legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle;border-radius:2px}
+"""
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 1, left_last: bool = False) -> str:
+    """Numbers right-aligned; the first `left` columns (and the last with `left_last`) are text."""
+    def is_text(i: int) -> bool:
+        return i < left or (left_last and i == len(headers) - 1)
+
+    head = "".join(f"<th{' class=l' if is_text(i) else ''}>{escape(h)}</th>" for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(f"<td{' class=l' if is_text(i) else ''}>{cell}</td>" for i, cell in enumerate(row))
+                   + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _pool_sections(data: Data, zone: str) -> list[tuple[Data, list[Data]]]:
+    return [(pool, [s for s in pool["scaleSets"] if s["zone"] == zone]) for pool in data["pools"]]
+
+
+def _section_height(count: int) -> int:
+    rows = max(1, -(-count // PER_ROW))
+    return 22 + rows * (BOX_H + GAP)
+
+
+def _zone_svg(data: Data, zone: str, x: int, y: int, height: int) -> list[str]:
+    cp = data["controlPlane"]
+    parts = [f'<rect x="{x}" y="{y}" width="{ZONE_W}" height="{height}" rx="10" fill="#f8fafc" stroke="#94a3b8"/>',
+             f'<text x="{x + 10}" y="{y + 22}" font-size="15" font-weight="600">zone {escape(zone)}</text>',
+             f'<text x="{x + ZONE_W - 10}" y="{y + 22}" font-size="12" text-anchor="end" fill="#475569">'
+             f'{_n(data["zones"][zone]["nodes"])} nodes, {_n(data["zones"][zone]["gpus"])} GPUs</text>']
+    cy = y + 36
+    # control plane strip: API servers and etcd members in this zone
+    members = [("API", cp["apiServers"]["perZone"][zone], "#0f766e")]
+    for key, label in (("etcd", "etcd"), ("eventsEtcd", "events")):
+        if cp[key]:
+            members.append((label, sum(m["zone"] == zone for m in cp[key]["members"]), "#b45309"))
+    cx = x + 10
+    for label, count, colour in members:
+        parts.append(f'<rect x="{cx}" y="{cy}" width="{(ZONE_W - 40) // 3}" height="26" rx="5" fill="{colour}"/>'
+                     f'<text x="{cx + 8}" y="{cy + 17}" font-size="12" fill="#fff">{label} x{count}</text>')
+        cx += (ZONE_W - 40) // 3 + 10
+    cy += 38
+    for pool, sets in _pool_sections(data, zone):
+        colour = POOL_COLOURS.get(pool["kind"], "#334155")
+        kind = "InfiniBand domains" if pool["infiniband"] else "scale sets"
+        parts.append(f'<text x="{x + 10}" y="{cy + 14}" font-size="12" fill="#334155">{escape(pool["name"])} - '
+                     f'{len(sets)} {kind}</text>')
+        for i, s in enumerate(sets):
+            bx = x + 10 + (i % PER_ROW) * (BOX_W + GAP)
+            by = cy + 20 + (i // PER_ROW) * (BOX_H + GAP)
+            gpus = f"{_n(s['gpus'])} GPU" if s["gpus"] else "CPU"
+            parts.append(f'<g><title>{escape(s["name"])}: {s["capacity"]} VMs, {gpus}</title>'
+                         f'<rect x="{bx}" y="{by}" width="{BOX_W}" height="{BOX_H}" rx="4" fill="{colour}"/>'
+                         f'<text x="{bx + 5}" y="{by + 15}" font-size="10" fill="#fff">{escape(s["name"])}</text>'
+                         f'<text x="{bx + 5}" y="{by + 31}" font-size="10" fill="#fff">{s["capacity"]} VM · {gpus}</text></g>')
+        cy += _section_height(len(sets))
+    return parts
+
+
+def cluster_picture(data: Data) -> str:
+    """Region -> zones -> scale sets (one box per InfiniBand domain), control plane per zone."""
+    zones = data["cluster"]["zones"]
+    height = 36 + 38 + max(sum(_section_height(len(sets)) for _, sets in _pool_sections(data, z)) for z in zones) + 10
+    width = len(zones) * (ZONE_W + 16) + 16
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 56}" role="img" '
+             f'aria-label="cluster layout">',
+             f'<rect x="1" y="1" width="{width - 2}" height="{height + 54}" rx="12" fill="#fff" stroke="#0f172a"/>',
+             f'<text x="16" y="28" font-size="16" font-weight="700">region {escape(data["cluster"]["location"])}'
+             f' - {_n(data["totals"]["nodes"])} nodes, {_n(data["totals"]["gpus"])} GPUs, '
+             f'{data["totals"]["infinibandDomains"]} InfiniBand domains</text>']
+    for i, zone in enumerate(zones):
+        parts += _zone_svg(data, zone, 16 + i * (ZONE_W + 16), 42, height)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _block_colour(name: str, kinds: dict[str, str]) -> str:
+    if name in kinds:
+        return POOL_COLOURS.get(kinds[name], "#334155")
+    return "#b45309" if name == "etcd" else "#0f766e"
+
+
+def ip_picture(data: Data) -> str:
+    """The address space as one bar, blocks at their offsets (at least 3 px wide so small ones show)."""
+    width, bar_y = 1000, 30
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 20}" height="{bar_y + 50}" role="img" '
+             'aria-label="IP plan">']
+    spaces = [ipaddress.ip_network(s) for s in data["ipPlan"]["addressSpace"]]
+    total = sum(s.num_addresses for s in spaces)
+    offset_of: dict[str, int] = {}
+    start = 0
+    for space in spaces:
+        offset_of[str(space)] = start
+        start += space.num_addresses
+    parts.append(f'<rect x="10" y="{bar_y}" width="{width}" height="28" fill="#e2e8f0"/>')
+    kinds = {f"pool-{p['name']}": p["kind"] for p in data["pools"]}
+    for block in data["ipPlan"]["blocks"]:
+        net = ipaddress.ip_network(block["cidr"])
+        space = next(s for s in spaces if net.subnet_of(s))  # type: ignore[arg-type]
+        first = offset_of[str(space)] + int(net.network_address) - int(space.network_address)
+        x = 10 + width * first / total
+        w = max(3.0, width * net.num_addresses / total)
+        parts.append(f'<g><title>{escape(block["name"])} {block["cidr"]}: {_n(block["ipsNeeded"])} IPs needed of '
+                     f'{_n(block["usable"])}</title><rect x="{x:.1f}" y="{bar_y}" width="{w:.1f}" height="28" '
+                     f'fill="{_block_colour(block["name"], kinds)}"/></g>')
+        if w > 60:
+            parts.append(f'<text x="{x + 4:.1f}" y="{bar_y + 18}" font-size="11" fill="#fff">{escape(block["name"])}</text>')
+    parts.append(f'<text x="10" y="20" font-size="12" fill="#475569">{", ".join(map(str, spaces))} '
+                 f'({_n(total)} addresses)</text></svg>')
+    return "".join(parts)
+
+
+def _cards(data: Data) -> str:
+    t, pods, pol = data["totals"], data["ipPlan"]["podIps"], data["policies"]
+    verdict = (f'<b class="bad">{pol["mandatory"]} mandatory</b>' if pol["mandatory"]
+               else '<b class="ok">pass</b>')
+    cards = [("nodes", _n(t["nodes"])), ("GPUs", _n(t["gpus"])), ("vCPUs", _n(t["vcpus"])),
+             ("memory", f"{_n(t['memoryGib'])} GiB"), ("InfiniBand domains", str(t["infinibandDomains"])),
+             ("pod IPs needed", _n(pods["needed"])), ("pod-IP headroom", f"{_n(pods['headroom'])} ({pods['headroomPct']:.0f}%)"),
+             ("resources", _n(t["resources"]))]
+    return ('<div class="cards">' + "".join(f'<div class="card"><b>{v}</b>{escape(k)}</div>' for k, v in cards)
+            + f'<div class="card">{verdict}policies</div></div>')
+
+
+def _left(entry: Data | None) -> str:
+    if entry is None:
+        return "-"
+    cls, word = ("ok", "quorum holds") if entry["quorumHolds"] else ("bad", "QUORUM LOST")
+    return f'{entry["left"]}/{entry["of"]} <span class="{cls}">{word}</span>'
+
+
+def _limit_status(limit: Data) -> str:
+    if limit["used"] is None:
+        return "does not apply to this stack"
+    if limit["raised"]:
+        return f'<span class="warn">relies on a raised limit: {escape(limit["note"] or "")}</span>'
+    if limit["exceedsDefault"]:
+        return '<span class="bad">exceeds the default</span>'
+    return "within the default"
+
+
+def _tables(data: Data) -> list[str]:
+    zones = data["cluster"]["zones"]
+    out = ["<h2>Node pools</h2>", _table(
+        ["pool", "kind", "size", "scale sets", "nodes", "GPUs", "vCPUs", "memory GiB",
+         *(f"zone {z} nodes / GPUs" for z in zones)],
+        [[escape(p["name"]), escape(p["kind"] + (" (InfiniBand)" if p["infiniband"] else "")), escape(p["vmSize"]),
+          str(len(p["scaleSets"])), _n(p["nodes"]), _n(p["gpus"]), _n(p["vcpus"]), _n(p["memoryGib"]),
+          *(f'{_n(p["zones"][z]["nodes"])} / {_n(p["zones"][z]["gpus"])}' for z in zones)] for p in data["pools"]],
+        left=3)]
+    out += ["<h2>If a zone is lost</h2>", _table(
+        ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left", "API servers left"],
+        [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),
+          f'{z["apiServers"]["left"]}/{z["apiServers"]["of"]}'] for z in data["zoneLoss"]])]
+    out += ["<h2>IP plan</h2>", ip_picture(data), _table(
+        ["block", "CIDR", "holds", "IPs needed", "usable"],
+        [[escape(b["name"]), escape(b["cidr"]), escape(b["purpose"]), _n(b["ipsNeeded"]), _n(b["usable"])]
+         for b in data["ipPlan"]["blocks"]], left=3)]
+    out += ["<h2>Azure limits and quota</h2>", _table(
+        ["limit", "used", "default", "in force", "status"],
+        [[escape(limit["description"]), "n/a" if limit["used"] is None else _n(limit["used"]), _n(limit["default"]),
+          _n(limit["value"]), _limit_status(limit)] for limit in data["limits"]], left=1, left_last=True),
+        _table(["family", "vCPUs needed", "declared", "short by"],
+               [[escape(q["family"]), _n(q["vcpus"]), "not declared" if q["declared"] is None else _n(q["declared"]),
+                 _n(q["shortBy"]) if q["shortBy"] else ""] for q in data["quota"]])]
+    violations = data["policies"]["violations"]
+    out += ["<h2>Policies</h2>", _table(
+        ["severity", "level", "rule", "resource", "message", "fix"],
+        [[escape(v["severity"]), escape(v["enforcement"]), escape(v["policy"]), escape(v["urn"] or "(stack)"),
+          escape(v["message"]), escape(v["remediation"] or "")] for v in violations], left=6)
+        if violations else '<p class="ok">No violations.</p>']
+    return out
+
+
+def render_report(data: Data) -> str:
+    c = data["cluster"]
+    legend = "".join(f'<span style="background:{colour}"></span>{kind}' for kind, colour in POOL_COLOURS.items())
+    return "".join([
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f"<title>gpucluster {escape(data['stack'])}</title><style>{CSS}</style></head><body>",
+        f"<h1>gpucluster plan: {escape(data['stack'])}</h1>",
+        f'<div class="sub">cluster {escape(c["name"])} in {escape(c["location"])}, zones {escape(", ".join(c["zones"]))}, '
+        f'Kubernetes {escape(c["kubernetesVersion"])}</div>',
+        _cards(data),
+        f'<h2>The cluster</h2><div class="legend">{legend}<span style="background:#0f766e"></span>API servers'
+        f'<span style="background:#b45309"></span>etcd</div>',
+        cluster_picture(data),
+        *_tables(data),
+        "</body></html>\n",
+    ])

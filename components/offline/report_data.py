@@ -1,0 +1,126 @@
+"""The plan summary as plain data: one model for the terminal summary, `--json` and report.html.
+
+Everything here is JSON-serialisable and computed from the ClusterPlan and the program run; renderers
+only format it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from components.offline.policy_runner import Violation
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.control_plane import EtcdPlan
+from components.planning.node_template import node_taints
+from components.planning.placement import PoolPlan
+
+SCHEMA_VERSION = 1
+
+
+def _pool(pool: PoolPlan, zones: tuple[str, ...]) -> dict[str, Any]:
+    size = pool.size
+
+    def amounts(nodes: int) -> dict[str, int]:
+        return {"nodes": nodes, "gpus": nodes * size.gpus, "vcpus": nodes * size.vcpus,
+                "memoryGib": nodes * size.memory_gib}
+
+    return {
+        "name": pool.name, "kind": pool.role, "vmSize": size.name, "gpuModel": size.gpu_model,
+        "infiniband": pool.infiniband, "maxPerScaleSet": pool.max_per_scale_set,
+        **amounts(pool.nodes),
+        "zones": {z: {"scaleSets": sum(1 for s in pool.scale_sets if s.zone == z), **amounts(pool.nodes_in_zone(z))}
+                  for z in zones},
+        "scaleSets": [{"name": s.name, "zone": s.zone, "capacity": s.capacity, "gpus": s.capacity * size.gpus,
+                       "singlePlacementGroup": s.single_placement_group} for s in pool.scale_sets],
+        "taints": [f"{t.key}={t.value}:{t.effect}" for t in node_taints(pool)],
+        "confidential": None if pool.confidential is None else {
+            "securityType": pool.confidential.security_type, "secureBoot": pool.confidential.secure_boot,
+            "vtpm": pool.confidential.vtpm, "osDiskEncryption": pool.confidential.os_disk_encryption,
+            "keys": ("customer-managed via " + pool.confidential.customer_key.attestation_authority
+                     if pool.confidential.customer_key else "platform-managed"),
+            "image": f"{pool.confidential.image.offer}:{pool.confidential.image.sku}"},
+    }
+
+
+def _etcd(etcd: EtcdPlan | None) -> dict[str, Any] | None:
+    if etcd is None:
+        return None
+    return {"role": etcd.role, "members": [{"name": m.name, "zone": m.zone} for m in etcd.members],
+            "quorum": etcd.quorum, "vmSize": etcd.size.name, "reasoning": etcd.reasoning}
+
+
+def _etcd_left(etcd: EtcdPlan | None, zone: str) -> dict[str, Any] | None:
+    if etcd is None:
+        return None
+    return {"left": len(etcd.members) - etcd.in_zone(zone), "of": len(etcd.members),
+            "quorumHolds": etcd.survives_loss_of(zone)}
+
+
+def limit_usage(plan: ClusterPlan) -> dict[str, int | None]:
+    """What the plan uses of each Azure limit the catalogue knows; None where the limit does not apply."""
+    ib = [s.capacity for p in plan.pools for s in p.scale_sets if s.infiniband]
+    large = [s.capacity for p in plan.pools for s in p.scale_sets if not s.infiniband]
+    return {
+        "privateIpsPerNic": max((1 + p.spec.pods_per_node for p in plan.pools), default=0),
+        "privateIpsPerVnet": plan.ip.capacity.private_ips_needed,
+        # only a peered VNet counts towards the group (the hub's own addresses come on top)
+        "privateIpsPerPeeredGroup": plan.ip.capacity.private_ips_needed if plan.spec.network.hub_vnet_id else None,
+        "subnetsPerVnet": len(plan.ip.blocks),
+        "vmsPerInfinibandDomain": max(ib, default=0),
+        "vmsPerLargeScaleSet": max(large, default=0),
+        "natGatewayPublicIps": plan.egress.public_ips,
+    }
+
+
+def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], violations: list[Violation],
+                outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec, cp, ip = plan.spec, plan.control_plane, plan.ip
+    zones = tuple(spec.zones)
+    usage = limit_usage(plan)
+    pools = [_pool(p, zones) for p in plan.pools]
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "stack": stack,
+        "cluster": {"name": spec.name, "location": spec.location, "zones": list(zones),
+                    "kubernetesVersion": spec.kubernetes_version},
+        "totals": {"nodes": plan.nodes, "gpus": plan.gpus, "vcpus": sum(p["vcpus"] for p in pools),
+                   "memoryGib": sum(p["memoryGib"] for p in pools),
+                   "infinibandDomains": sum(len(p["scaleSets"]) for p in pools if p["infiniband"]),
+                   "resources": sum(resource_types.values())},
+        "resources": dict(sorted(resource_types.items())),
+        "pools": pools,
+        "zones": {z: {key: sum(p["zones"][z][key] for p in pools) for key in ("nodes", "gpus", "vcpus", "memoryGib")}
+                  for z in zones},
+        "ipPlan": {
+            "addressSpace": [str(a) for a in ip.address_space], "serviceCidr": str(ip.service_cidr),
+            "dnsServiceIp": str(ip.dns_service_ip), "apiServerIp": str(ip.api_server_ip),
+            "blocks": [{"name": b.name, "cidr": str(b.cidr), "purpose": b.purpose, "ipsNeeded": b.ips_needed,
+                        "usable": b.usable, "pinned": b.pinned} for b in ip.blocks],
+            "podIps": {"needed": ip.capacity.pod_ips_needed, "available": ip.capacity.pod_ip_capacity,
+                       "headroom": ip.capacity.headroom, "headroomPct": round(ip.capacity.headroom_pct, 1)},
+            "privateIps": {"needed": ip.capacity.private_ips_needed, "limit": ip.capacity.private_ip_limit},
+        },
+        "controlPlane": {
+            "apiServers": {"count": cp.api.count, "vmSize": cp.api.size.name, "zones": list(cp.api.zones),
+                           "perZone": {z: cp.api.in_zone(z) for z in zones}, "reasoning": cp.api.reasoning},
+            "etcd": _etcd(cp.etcd), "eventsEtcd": _etcd(cp.events),
+        },
+        "zoneLoss": [{"zone": z, "gpusLost": sum(p["zones"][z]["gpus"] for p in pools),
+                      "nodesLost": sum(p["zones"][z]["nodes"] for p in pools),
+                      "etcd": _etcd_left(cp.etcd, z), "eventsEtcd": _etcd_left(cp.events, z),
+                      "apiServers": {"left": cp.api.count - cp.api.in_zone(z), "of": cp.api.count}} for z in zones],
+        "quota": [{"family": q.family, "vcpus": q.vcpus, "declared": q.declared, "shortBy": q.short_by}
+                  for q in plan.quota],
+        "limits": [{"key": limit.key, "description": limit.description, "used": usage.get(limit.key),
+                    "default": limit.default, "value": limit.value, "raised": limit.raised, "note": limit.note,
+                    "exceedsDefault": (usage.get(limit.key) or 0) > limit.default}
+                   for limit in plan.limits.by_key.values()],
+        "egress": {"prefixLength": plan.egress.prefix_length, "publicIps": plan.egress.public_ips,
+                   "snatPorts": plan.egress.snat_ports, "nodes": plan.egress.nodes,
+                   "snatPortsPerNode": plan.egress.snat_ports_per_node},
+        "policies": {"mandatory": sum(v.mandatory for v in violations),
+                     "advisory": sum(not v.mandatory for v in violations),
+                     "violations": [v.as_dict() for v in violations]},
+        "outputs": outputs or {},
+    }
