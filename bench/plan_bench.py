@@ -1,50 +1,202 @@
-"""Measure the offline plan: wall time and peak memory per stack, one child process each.
+"""Measure `gpucluster plan` at four sizes against the Pulumi SDK floor, in one run; prints tables, asserts nothing.
 
-Prints a table; asserts nothing. Run with `make bench`.
+    make bench                       # dev, prod, prod x2, prod x4 and the SDK floor for each
+    python bench/plan_bench.py --profile prod    # where the time goes (cProfile, grouped by package)
+
+Each measurement is its own child process (wall time from interpreter start, peak RSS from getrusage):
+- plan: the whole `gpucluster plan --quiet` (planners, the program under the recording mock engine,
+  preview.json, manifests, report, policies);
+- SDK floor: the same number of resources of the same types, registered with the typed SDK classes under
+  bare `pulumi.runtime.Mocks` (required inputs filled with placeholders) - what any Pulumi program of
+  that shape costs before doing anything of its own.
+prod x2 and x4 are prod with every pool's count multiplied (bench/scaled_stack.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-STACKS = ("dev", "prod")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaled_stack import write_scaled
 
-CHILD = """
-import json, resource, sys, time
-from pathlib import Path
+ROOT = Path(__file__).resolve().parent.parent
+
+PLAN_CHILD = r"""
+import contextlib, io, json, resource, sys, time
 start = time.perf_counter()
-from components.offline.engine import run_program
-from components.planning.cluster_plan import plan_cluster
-from components.spec import load_stack_file
-stack = load_stack_file(Path(sys.argv[1]), sys.argv[2])
-plan = plan_cluster(stack.spec)
-run = run_program(Path(sys.argv[3]), "gpucluster", stack.name, stack.config)
-print(json.dumps({"seconds": time.perf_counter() - start, "resources": len(run.registrations),
-                  "nodes": plan.nodes, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+if sys.argv[3] == "lift-nat-ceiling":
+    # prod x4 (30,000 nodes) exceeds one NAT gateway; the benchmark lifts the 16-IP ceiling to measure the
+    # rest (the resource shape is the same: one gateway). A real cluster of that size must be split.
+    from components.catalog import limits
+    del limits.OVERRIDE_CEILINGS["natGatewayPublicIps"]
+from components.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(["plan", sys.argv[1], "--quiet", "--out", sys.argv[2]])
+seconds = time.perf_counter() - start
+steps = json.load(open(sys.argv[2] + "/preview.json"))["steps"]
+types = {}
+for s in steps:
+    types[s["newState"]["type"]] = types.get(s["newState"]["type"], 0) + 1
+print(json.dumps({"code": code, "seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "resources": len(steps), "types": types}))
+"""
+
+FLOOR_CHILD = r"""
+import asyncio, importlib, json, re, resource, sys, time
+start = time.perf_counter()
+import pulumi
+from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
+
+class Bare(pulumi.runtime.Mocks):
+    def new_resource(self, args):
+        return args.name + "-id", args.inputs
+    def call(self, args):
+        return {}
+
+def resource_class(token):
+    package, module, name = token.split(":")
+    if package == "azure-native":
+        return getattr(importlib.import_module("pulumi_azure_native." + module), name)
+    if package in ("tls", "random"):
+        return getattr(importlib.import_module("pulumi_" + package), name)
+    if package == "pulumi" and module == "providers":
+        return importlib.import_module("pulumi_" + name).Provider
+    if package == "kubernetes":
+        group, version = module.rsplit("/", 1) if "/" in module else ("core", module)
+        short = group.split(".")[0]
+        try:
+            return getattr(importlib.import_module(f"pulumi_kubernetes.{short}.{version}"), name)
+        except (ImportError, AttributeError):
+            return None  # a custom resource
+    return None
+
+def register(token, index):
+    cls, name = resource_class(token), f"r{index}"
+    if token.split(":")[0] not in ("azure-native", "tls", "random", "kubernetes", "pulumi"):
+        return pulumi.ComponentResource(token, name)
+    if cls is None:
+        from pulumi_kubernetes.apiextensions import CustomResource
+        group_version, kind = token.split(":")[1], token.split(":")[2]
+        return CustomResource(name, api_version=group_version, kind=kind)
+    kwargs = {}
+    while True:
+        try:
+            return cls(name, **kwargs)
+        except TypeError as error:
+            missing = re.search(r"Missing required property '(\w+)'", str(error))
+            if not missing:
+                raise
+            kwargs[missing.group(1)] = "x"
+
+types = json.loads(sys.argv[1])
+loop = asyncio.new_event_loop()
+asyncio.set_event_loop(loop)
+pulumi.runtime.set_mocks(Bare(), project="floor", stack="floor", preview=False)
+def program():
+    i = 0
+    for token, count in types.items():
+        for _ in range(count):
+            register(token, i)
+            i += 1
+loop.run_until_complete(run_pulumi_func(program))
+loop.run_until_complete(wait_for_rpcs())
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "resources": sum(types.values())}))
 """
 
 
-def measure(stack: str) -> dict[str, float]:
-    path = ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+def _child(code: str, *args: str) -> dict:
     wall = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), stack, str(ROOT / "__main__.py")],
-                         cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"benchmark child failed:\n{out.stderr[-2000:]}")
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     figures["process_seconds"] = time.perf_counter() - wall
     return figures
 
 
+def stacks(folder: Path) -> list[tuple[str, Path, str]]:
+    prod = ROOT / "stacks" / "Pulumi.prod.yaml"
+    return [("dev", ROOT / "stacks" / "Pulumi.dev.yaml", "-"), ("prod", prod, "-"),
+            ("prod x2", write_scaled(prod, 2, folder), "-"),
+            ("prod x4", write_scaled(prod, 4, folder), "lift-nat-ceiling")]
+
+
+def run_table() -> None:
+    from components.planning.cluster_plan import plan_cluster
+    from components.spec import load_stack_file
+
+    header = (f"{'stack':<9}{'nodes':>8}{'IB dom.':>8}{'scale sets':>11}{'resources':>10}{'plan s':>8}{'plan MiB':>9}"
+              f"{'floor s':>9}{'floor MiB':>10}{'x floor':>8}{'ms/res':>8}")
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path, mode in stacks(Path(tmp)):
+            name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+            if mode == "lift-nat-ceiling":
+                from components.catalog import limits
+                limits.OVERRIDE_CEILINGS.pop("natGatewayPublicIps", None)
+            plan = plan_cluster(load_stack_file(path, name).spec)
+            domains = sum(len(p.scale_sets) for p in plan.pools if p.infiniband)
+            sets = sum(len(p.scale_sets) for p in plan.pools)
+            measured = _child(PLAN_CHILD, str(path), str(Path(tmp) / name), mode)
+            floor = _child(FLOOR_CHILD, json.dumps({k: v for k, v in measured["types"].items()}))
+            ratio = measured["seconds"] / floor["seconds"]
+            print(f"{label:<9}{plan.nodes:>8,}{domains:>8}{sets:>11}{measured['resources']:>10}"
+                  f"{measured['seconds']:>8.2f}{measured['peak_mib']:>9.0f}{floor['seconds']:>9.2f}"
+                  f"{floor['peak_mib']:>10.0f}{ratio:>8.2f}{1000 * measured['seconds'] / measured['resources']:>8.1f}")
+    print("plan s / floor s: wall time from interpreter start in one child process each; MiB: peak RSS.")
+
+
+def profile(stack: str, top: int) -> None:
+    import cProfile
+    import io
+    import pstats
+    from collections import defaultdict
+    from contextlib import redirect_stdout
+
+    from components.cli import main
+
+    profiler = cProfile.Profile()
+    with tempfile.TemporaryDirectory() as tmp, redirect_stdout(io.StringIO()):
+        profiler.runcall(main, ["plan", stack, "--quiet", "--out", str(Path(tmp) / "out")])
+    stats = pstats.Stats(profiler)
+    by_package: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        total += tottime
+        if "/components/" in filename or "/policies/" in filename:
+            key = "gpucluster (components/, policies/)"
+        elif "site-packages/" in filename:
+            key = filename.split("site-packages/")[1].split("/")[0].removesuffix(".py")
+        elif filename.startswith("<") or "/lib/python3" in filename:
+            key = "python stdlib / builtins"
+        else:
+            key = "other"
+        by_package[key] += tottime
+    print(f"profile of `gpucluster plan {stack}`: {total:.2f} s of own time, by package")
+    for key, seconds in sorted(by_package.items(), key=lambda kv: -kv[1])[:12]:
+        print(f"  {seconds:7.2f} s  {100 * seconds / total:5.1f}%  {key}")
+    print(f"\ntop {top} functions by cumulative time")
+    stats.sort_stats("cumulative").print_stats(top)
+
+
 def main() -> None:
-    print(f"{'stack':<8}{'nodes':>8}{'resources':>11}{'plan s':>9}{'process s':>11}{'peak MiB':>10}")
-    for stack in STACKS:
-        f = measure(stack)
-        print(f"{stack:<8}{int(f['nodes']):>8,}{int(f['resources']):>11}{f['seconds']:>9.2f}"
-              f"{f['process_seconds']:>11.2f}{f['peak_mib']:>10.0f}")
+    parser = argparse.ArgumentParser(description="offline plan benchmark")
+    parser.add_argument("--profile", metavar="STACK", help="profile one stack instead of the table")
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    if args.profile:
+        profile(args.profile, args.top)
+    else:
+        run_table()
 
 
 if __name__ == "__main__":

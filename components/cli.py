@@ -127,6 +127,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
     out = Path(args.out) if args.out else Path("out") / name
+    if out.exists() and not out.is_dir():
+        return _fail(SpecError.at("--out", f"{out} is a file; give a folder (it is replaced as a whole)"), errors)
     progress.stage(f"writing {out}")
     _write_atomically(out, write)
     if args.json:

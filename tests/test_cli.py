@@ -116,6 +116,15 @@ def test_unreadable_stack_files(tmp_path: Path, text: str, expected: str) -> Non
     assert result.returncode == 2 and expected in result.stderr and "Traceback" not in result.stderr
 
 
+def test_out_must_be_a_folder(tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_text("keep me")
+    result = gpucluster("plan", "dev", "--out", str(target), "--quiet")
+    assert result.returncode == 2 and result.stderr.strip() == f"error: --out: {target} is a file; give a folder " \
+        "(it is replaced as a whole)"
+    assert target.read_text() == "keep me"
+
+
 def test_missing_stack_and_bad_preview(tmp_path: Path) -> None:
     missing = gpucluster("plan", "nosuchstack")
     assert missing.returncode == 2 and "stack file not found" in missing.stderr

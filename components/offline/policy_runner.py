@@ -130,9 +130,9 @@ async def _await(result: Any) -> None:
     await result
 
 
-def _stack_resources(states: list[dict[str, Any]]) -> list[PolicyResource]:
-    resources = {s["urn"]: PolicyResource(s["type"], unknown_checking_proxy(_restore_unknowns(s["inputs"])), s["urn"],
-                                          s["urn"].rsplit("::", 1)[-1], _options(s), None, None, [], {})
+def _stack_resources(states: list[dict[str, Any]], props: dict[str, Any]) -> list[PolicyResource]:
+    resources = {s["urn"]: PolicyResource(s["type"], props[s["urn"]], s["urn"], s["urn"].rsplit("::", 1)[-1],
+                                          _options(s), None, None, [], {})
                  for s in states}
     for state in states:
         resource = resources[state["urn"]]
@@ -145,6 +145,10 @@ def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = No
                  policies: list[Policy] | None = None) -> list[Violation]:
     config = config or {}
     states = [s["newState"] for s in steps if s.get("newState", {}).get("custom")]
+    # Props and options are read-only to the rules: build them once, not once per rule.
+    props = {s["urn"]: unknown_checking_proxy(_restore_unknowns(s["inputs"])) for s in states}
+    options = {s["urn"]: _options(s) for s in states}
+    stack_resources: list[PolicyResource] | None = None
     violations: list[Violation] = []
     for policy in policies if policies is not None else ALL_POLICIES:
         level, values = _settings(policy, config)
@@ -162,8 +166,8 @@ def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = No
             for state in states:
                 urn = state["urn"]
                 args = ResourceValidationArgs(
-                    resource_type=state["type"], props=unknown_checking_proxy(_restore_unknowns(state["inputs"])),
-                    urn=urn, name=urn.rsplit("::", 1)[-1], opts=_options(state), provider=None, config=values)
+                    resource_type=state["type"], props=props[urn], urn=urn, name=urn.rsplit("::", 1)[-1],
+                    opts=options[urn], provider=None, config=values)
                 try:
                     _call(lambda a=args, u=urn, pol=policy: pol.validate(a, lambda m, r=None, uu=u: report(m, r or uu)))
                 except UnknownValueError as error:
@@ -171,7 +175,8 @@ def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = No
                 except _NotApplicableError:
                     continue
         elif isinstance(policy, StackValidationPolicy):
-            stack_args = StackValidationArgs(_stack_resources(states), config=values)
+            stack_resources = stack_resources or _stack_resources(states, props)
+            stack_args = StackValidationArgs(stack_resources, config=values)
             try:
                 _call(lambda pol=policy, a=stack_args: pol.validate(a, lambda m, r=None: report(m, r)))
             except UnknownValueError as error:

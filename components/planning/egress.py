@@ -31,15 +31,26 @@ class EgressPlan:
         return self.public_ips * SNAT_PORTS_PER_PUBLIC_IP
 
 
+MIN_SNAT_PORTS_PER_NODE = 64
+"""The floor cluster.network.egress.snatPortsPerNode accepts."""
+
+
 def plan_egress(spec: ClusterSpec, limits: Limits) -> EgressPlan:
     nodes = sum(p.count for p in spec.pools) + spec.control_plane.api_servers.count
     ports = spec.network.egress.snat_ports_per_node
     needed = max(1, math.ceil(nodes * ports / SNAT_PORTS_PER_PUBLIC_IP))
     limit = limits["natGatewayPublicIps"]
     if needed > limit.value:
+        fits = limit.value * SNAT_PORTS_PER_PUBLIC_IP // nodes
+        if fits < MIN_SNAT_PORTS_PER_NODE:
+            raise SpecError.at("cluster.network.egress",
+                               f"{nodes:,} nodes need at least {nodes * MIN_SNAT_PORTS_PER_NODE:,} SNAT ports but one NAT "
+                               f"gateway ({limit.value} public IPs) has {limit.value * SNAT_PORTS_PER_PUBLIC_IP:,}; the "
+                               f"cluster's single NAT gateway serves at most "
+                               f"{limit.value * SNAT_PORTS_PER_PUBLIC_IP // MIN_SNAT_PORTS_PER_NODE:,} nodes: split the "
+                               f"cluster")
         raise SpecError.at("cluster.network.egress.snatPortsPerNode",
                            f"{nodes:,} nodes x {ports} ports need {needed} public IPs on the NAT gateway but it takes "
-                           f"{limit.value}; lower snatPortsPerNode to {limit.value * SNAT_PORTS_PER_PUBLIC_IP // nodes} "
-                           f"or below")
+                           f"{limit.value}; lower snatPortsPerNode to {fits} or below")
     length = min(MAX_PREFIX_LENGTH, max(MIN_PREFIX_LENGTH, 32 - math.ceil(math.log2(needed))))
     return EgressPlan(nodes, ports, needed, length, spec.network.egress.idle_timeout_minutes)

@@ -1,0 +1,46 @@
+"""Generate prod scaled by k: every pool's count x k, and what such a cluster must declare to plan at all
+(a wider address space, the raised per-VNet private-IP limit, fewer SNAT ports per node for one NAT gateway,
+team quotas x k). Used by the benchmark only; nothing here is a shipped stack."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+NAT_GATEWAY_PORTS = 16 * 64_512  # one NAT gateway: 16 public IPs x 64,512 SNAT ports
+
+
+def scaled_config(prod: dict[str, Any], k: int) -> dict[str, Any]:
+    config = copy.deepcopy(prod)
+    cluster = config["config"]["gpucluster:cluster"]
+    cluster["name"] = f"prodx{k}"
+    nodes = 0
+    for pool in cluster["pools"]:
+        pool["count"] *= k
+        if "minCount" in pool:
+            pool["minCount"] *= k
+        nodes += pool["count"]
+    ips = sum(p["count"] * (1 + p["podsPerNode"]) for p in cluster["pools"])
+    prefix = 32 - math.ceil(math.log2(ips * 2))  # room for the scale-set spare and alignment
+    cluster["network"]["addressSpace"] = [f"10.0.0.0/{min(12, prefix)}"]
+    ports = max(64, 2 ** int(math.log2(NAT_GATEWAY_PORTS // (nodes + 20))))
+    cluster["network"]["egress"]["snatPortsPerNode"] = ports
+    public_ips = math.ceil((nodes + 20) * ports / 64_512)
+    if public_ips > 16:
+        # Beyond one NAT gateway (Azure's hard limit of 16 IPs): only the benchmark lifts the ceiling.
+        cluster["limits"]["natGatewayPublicIps"] = {"value": public_ips, "note": "benchmark only"}
+    cluster["limits"]["privateIpsPerVnet"] = {"value": int(ips * 1.2), "note": f"benchmark: prod x{k}"}
+    for team in cluster.get("teams", []):
+        team["quota"] = {key: value * k for key, value in team.get("quota", {}).items()}
+    return config
+
+
+def write_scaled(prod_path: Path, k: int, folder: Path) -> Path:
+    prod = yaml.safe_load(prod_path.read_text(encoding="utf-8"))
+    path = folder / f"Pulumi.prodx{k}.yaml"
+    path.write_text(yaml.safe_dump(scaled_config(prod, k), sort_keys=False), encoding="utf-8")
+    return path
