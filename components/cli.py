@@ -94,7 +94,10 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     progress = Progress(errors, enabled=not (args.quiet or args.json))
     root = project_root()
     name, path = resolve_stack_path(args.stack, root / "stacks")
+    out = Path(args.out) if args.out else Path("out") / name
     try:
+        if out.exists() and not out.is_dir():
+            raise SpecError.at("--out", f"{out} is a file; give a folder (it is replaced as a whole)")
         policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
     except SpecError as error:
         return _fail(error, errors)
@@ -126,9 +129,6 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         (folder / "summary.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
-    out = Path(args.out) if args.out else Path("out") / name
-    if out.exists() and not out.is_dir():
-        return _fail(SpecError.at("--out", f"{out} is a file; give a folder (it is replaced as a whole)"), errors)
     progress.stage(f"writing {out}")
     _write_atomically(out, write)
     if args.json:
