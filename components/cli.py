@@ -7,7 +7,6 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -50,42 +49,13 @@ def _write_atomically(out: Path, write: Callable[[Path], None]) -> None:
             shutil.rmtree(staging)
 
 
-class Progress:
-    """Stage lines on stderr with their times; a live resource count while the program runs on a terminal.
-    Silent in --quiet and --json modes, so CI logs and machine output stay clean."""
-
-    def __init__(self, errors: Console, enabled: bool) -> None:
-        self.errors, self.enabled = errors, enabled
-        self.started = time.perf_counter()
-        self.status: Any = None
-
-    def stage(self, text: str) -> None:
-        if self.enabled:
-            self.errors.print(f"[{time.perf_counter() - self.started:5.1f}s] {text}", markup=False, highlight=False)
-
-    def counting(self, total_hint: str) -> Callable[[int], None] | None:
-        if not (self.enabled and self.errors.is_terminal):
-            return None
-        self.status = self.errors.status(f"registering resources ({total_hint})")
-        self.status.start()
-
-        def tick(count: int) -> None:
-            if count % 10 == 0:
-                self.status.update(f"registered {count} resources ({total_hint})")
-        return tick
-
-    def done_counting(self) -> None:
-        if self.status is not None:
-            self.status.stop()
-            self.status = None
-
-
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
+    from components.offline.progress import Progress
     from components.offline.report_data import report_data
     from components.offline.summary import print_summary, print_violations
     from components.planning.cluster_plan import plan_cluster

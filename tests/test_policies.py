@@ -190,3 +190,34 @@ def test_docs_name_every_rule_and_setting() -> None:
         assert f"`{policy.name}`" in text, policy.name
         for key in (policy.config_schema.properties if policy.config_schema else {}):
             assert key == "secretsMasked" or f"`{key}`" in text, (policy.name, key)
+
+
+def test_etcd_port_coverage_reads_ranges_and_judges_unreadable_ones() -> None:
+    from policies.rules.network import _covers_port
+
+    assert _covers_port({"destinationPortRange": "2379-2380"}, 2380)
+    assert not _covers_port({"destinationPortRanges": ["22", "6443"]}, 2379)
+    assert _covers_port({"destinationPortRange": "*"}, 2379)
+    assert _covers_port({"destinationPortRange": "etcd"}, 2379)  # no traceback; the rule still looks at it
+
+
+def test_zone_balance_is_judged_per_scale_set() -> None:
+    from pulumi_policy import PolicyResource, StackValidationArgs
+
+    from policies.rules.failure_domains import apiserver_zone_spread
+
+    opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
+
+    def api(urn: str, **props: Any) -> PolicyResource:
+        inputs = {"tags": {"gpucluster-role": "apiserver"}, "sku": {"capacity": 3}, **props}
+        return PolicyResource(VMSS, inputs, urn, urn, opts, None, None, [], {})
+
+    balanced = api("balanced", zones=["1", "2", "3"], zoneBalance=True)
+    regional = api("regional")  # no zones: counted as regional, but it is not a zone-spanning set
+    messages: list[tuple[str, str | None]] = []
+    apiserver_zone_spread.validate(StackValidationArgs([regional, balanced], {}), lambda m, r=None: messages.append((m, r)))
+    assert not any("zoneBalance" in m for m, _ in messages)
+    unbalanced = api("unbalanced", zones=["1", "2", "3"])
+    apiserver_zone_spread.validate(StackValidationArgs([unbalanced], {}), lambda m, r=None: messages.append((m, r)))
+    assert ("the API-server scale set spans zones without zoneBalance: Azure may stack them in one zone",
+            "unbalanced") in messages

@@ -41,8 +41,7 @@ class Networking(pulumi.ComponentResource):
         self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", cilium_values(
             str(plan.ip.api_server_ip), API_SERVER_PORT, str(plan.ip.address_space[0]),
             azure.settings(azure.cni_client_id)), child)
-        self.dns = declare_all(coredns_objects(
-            plan.nodes, sum(p.nodes for p in plan.pools if p.role == "system"), str(plan.ip.dns_service_ip)), child)
+        self.dns = declare_all(coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip)), child)
         self.register_outputs({})
 
 

@@ -40,6 +40,11 @@ class ClusterPlan:
     def gpus(self) -> int:
         return sum(p.gpus for p in self.pools)
 
+    @property
+    def system_nodes(self) -> int:
+        """Nodes that run cluster add-ons (one replica per node for those with hostname anti-affinity)."""
+        return sum(p.nodes for p in self.pools if p.role == "system")
+
 
 def _attempt(planner: Callable[[], T], problems: list[Problem]) -> T | None:
     try:

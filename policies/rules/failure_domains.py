@@ -70,8 +70,9 @@ def apiserver_zone_spread(args: StackValidationArgs, report: ReportViolation, co
         return
     where: Counter[str] = Counter()
     for server in servers:
-        where.update(machines_per_zone(server))
-        if server.resource_type == SCALE_SET and len(zones(server.props)) > 1 and where.get(NO_ZONE):
+        placed = machines_per_zone(server)
+        where.update(placed)
+        if server.resource_type == SCALE_SET and len(zones(server.props)) > 1 and NO_ZONE in placed:
             report("the API-server scale set spans zones without zoneBalance: Azure may stack them in one zone",
                    server.urn)
     count = sum(where.values())

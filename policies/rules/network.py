@@ -60,8 +60,11 @@ def _covers_port(rule: Any, port: int) -> bool:
         if spec == "*":
             return True
         low, _, high = spec.partition("-")
-        if int(low) <= port <= int(high or low):
-            return True
+        try:
+            if int(low) <= port <= int(high or low):
+                return True
+        except ValueError:
+            return True  # unreadable range: assume it covers the port, so the rule judges it rather than skip it
     return False
 
 
