@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ from rich.console import Console
 from components.errors import SpecError
 
 EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 PROJECT = "gpucluster"
 
 
@@ -34,25 +32,11 @@ def _fail(problems: SpecError, console: Console) -> int:
     return EXIT_BAD_INPUT
 
 
-def _write_atomically(out: Path, write: Callable[[Path], None]) -> None:
-    """Write into a sibling temp folder, then swap it in: `out` is either the old or the new result."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        staging.chmod(0o755)
-        write(staging)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-
-
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
+    from components.offline.output import check_output_folder, write_output
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
     from components.offline.progress import Progress
@@ -66,8 +50,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     name, path = resolve_stack_path(args.stack, root / "stacks")
     out = Path(args.out) if args.out else Path("out") / name
     try:
-        if out.exists() and not out.is_dir():
-            raise SpecError.at("--out", f"{out} is a file; give a folder (it is replaced as a whole)")
+        check_output_folder(out)
         policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
     except SpecError as error:
         return _fail(error, errors)
@@ -100,7 +83,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
     progress.stage(f"writing {out}")
-    _write_atomically(out, write)
+    write_output(out, write)
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
     elif args.quiet:
@@ -167,7 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
     handler = cmd_plan if args.command == "plan" else cmd_check
-    return handler(args, console, errors)
+    try:
+        return handler(args, console, errors)
+    except KeyboardInterrupt:
+        # the output folder is untouched (or already swapped whole); the next run removes any staging left
+        errors.print("interrupted; nothing was replaced", markup=False, highlight=False)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

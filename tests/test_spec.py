@@ -71,7 +71,7 @@ def test_balloon_needs_exactly_one_reserve() -> None:
     ("text", "expected"),
     [
         ("", "the file is empty"),
-        ("config: [unclosed", "invalid YAML at line 1"),
+        ("config: [unclosed", "invalid YAML at line"),
         ("config:\n  other:key: 1\n", "cluster: missing: add the structured key `gpucluster:cluster`"),
         ("just a string", "needs a top-level `config:` mapping"),
         ("config:\n  gpucluster:cluster:\n    name: {secure: AAEA}\n", "holds an encrypted value"),

@@ -10,15 +10,12 @@ import pulumi_azure_native as azure
 
 from components.azure.confidential_key import ConfidentialDiskKey
 from components.azure.network import NetworkRefs
-from components.azure.tags import base_tags, machine_tags
+from components.azure.tags import base_tags
 from components.bootstrap.node import NodeBootstrap, render_cloud_init
 from components.catalog.images import UBUNTU_HPC_2204
-from components.planning.node_template import autoscaler_tags, node_labels, node_taints, split_min
+from components.planning.node_template import INFINIBAND_TAG, node_labels, node_taints, scale_set_tags, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.spec import ImageRef
-
-INFINIBAND_TAG = "gpucluster-infiniband"
-
 
 @dataclass(frozen=True)
 class NodeJoin:
@@ -119,13 +116,7 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
               disk_encryption_set_id: pulumi.Input[str] | None = None,
               identity_ids: list[pulumi.Input[str]] | None = None) -> azure.compute.VirtualMachineScaleSet:
     spec = pool.spec
-    tags = {
-        **machine_tags(cluster, spec.kind.value, spec.name, {}),
-        **({"team": spec.team} if spec.team else {}),
-        **({"cost-centre": spec.cost_centre} if spec.cost_centre else {}),
-        INFINIBAND_TAG: "true" if plan.infiniband else "false",
-        **autoscaler_tags(cluster, pool, plan, minimum, network.location),
-    }
+    tags = scale_set_tags(cluster, pool, plan, minimum, network.location)
     spot = spec.priority == "spot"
     return azure.compute.VirtualMachineScaleSet(
         plan.name,

@@ -37,7 +37,9 @@ DEFAULT_LIMITS: dict[str, DefaultLimit] = {
 
 # Hard ceilings a stack override cannot pass: Azure does not raise these by ticket.
 # Hard limits no support request raises (a NAT gateway takes at most 16 public IPs).
-OVERRIDE_CEILINGS: dict[str, int] = {"vmsPerInfinibandDomain": 300, "privateIpsPerNic": 256, "natGatewayPublicIps": 16}
+# A scale set holds at most 1,000 VMs however it is configured (_PLACEMENT: "up to 1,000 VMs").
+OVERRIDE_CEILINGS: dict[str, int] = {"vmsPerInfinibandDomain": 300, "privateIpsPerNic": 256, "natGatewayPublicIps": 16,
+                                     "vmsPerLargeScaleSet": 1_000}
 
 RESERVED_IPS_PER_SUBNET = 5
 """Azure reserves the network address, the gateway, two DNS addresses and broadcast (azure-docs virtual-network FAQ)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.azure.tags import machine_tags
 from components.bootstrap.confidential import CONFIDENTIAL_LABELS, CONFIDENTIAL_TAINT
 from components.bootstrap.node import (
     LABEL_ACCELERATOR,
@@ -18,6 +19,7 @@ from components.planning.placement import PoolPlan, ScaleSetPlan
 LABEL_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_label_"
 TAINT_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_taint_"
 RESOURCE_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_resources_"
+INFINIBAND_TAG = "gpucluster-infiniband"
 
 
 def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[str, str]:
@@ -75,3 +77,16 @@ def autoscaler_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minim
     if pool.size.gpus:
         tags[RESOURCE_TAG_PREFIX + "nvidia.com_gpu"] = str(pool.size.gpus)
     return tags
+
+
+def scale_set_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minimum: int,
+                   location: str) -> dict[str, str]:
+    """Every tag a pool's scale set carries: cost and policy tags, then what the autoscaler reads."""
+    spec = pool.spec
+    return {
+        **machine_tags(cluster, spec.kind.value, spec.name, {}),
+        **({"team": spec.team} if spec.team else {}),
+        **({"cost-centre": spec.cost_centre} if spec.cost_centre else {}),
+        INFINIBAND_TAG: "true" if scale_set.infiniband else "false",
+        **autoscaler_tags(cluster, pool, scale_set, minimum, location),
+    }

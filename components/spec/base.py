@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
 
 
@@ -14,3 +16,24 @@ class SpecModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
     )
+
+
+def _whole_number(value: object) -> object:
+    """YAML `true` and `1.5` are not counts: pydantic's lax mode would read them as 1. A string of digits is
+    taken as a number, since `pulumi config set --path` may store one as text."""
+    if isinstance(value, bool | float):
+        raise ValueError(f"must be a whole number (got {str(value).lower() if isinstance(value, bool) else value})")
+    if isinstance(value, str) and value.strip().isdigit() and len(value) <= 12:
+        return int(value)
+    return value
+
+
+def _real_number(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number (got {str(value).lower()})")
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole_number), Strict()]
+"""An int field that refuses booleans, floats and free text (see `_whole_number`)."""
+RealNumber = Annotated[float, BeforeValidator(_real_number)]

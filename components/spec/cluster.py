@@ -2,53 +2,108 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
-from components.spec.base import SpecModel
+from components.spec import consumer_rules as rules
+from components.spec.base import SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
-from components.spec.pools import NAME_PATTERN, PoolSpec
+from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
 from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
+
+LIBRARY_TAGS = 3
+"""Tags the library adds where `cluster.tags` go (components/azure/tags.py: cluster, role, pool)."""
 
 
 class CustomVmSize(SpecModel):
     """A VM size the catalogue lacks, declared in full (see components/catalog/vm_sizes.py)."""
 
-    vcpus: int = Field(ge=1)
-    memory_gib: int = Field(ge=1)
-    gpus: int = Field(default=0, ge=0)
+    vcpus: WholeNumber = Field(ge=1, le=1024)
+    memory_gib: WholeNumber = Field(ge=1, le=65_536)
+    gpus: WholeNumber = Field(default=0, ge=0, le=16)
     gpu_model: str | None = None
     infiniband: bool = False
     accelerated_networking: bool = True
-    max_nics: int = Field(ge=1)
-    temp_disk_gib: int = Field(default=0, ge=0)
-    nvme_gb: int = Field(default=0, ge=0)
-    quota_family: str
+    max_nics: WholeNumber = Field(ge=1, le=8)
+    """Azure sizes take at most 8 NICs."""
+    temp_disk_gib: WholeNumber = Field(default=0, ge=0, le=1_000_000)
+    nvme_gb: WholeNumber = Field(default=0, ge=0, le=1_000_000)
+    quota_family: str = Field(pattern=r"^[A-Za-z0-9]{1,80}$")
     confidential: bool = False
-    source: str = Field(min_length=3)
+    source: str = Field(min_length=3, max_length=2000)
+
 
 
 class AccessSpec(SpecModel):
     admin_username: str = Field(default="azureuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
-    ssh_public_keys: list[str] = Field(default_factory=list)
+    ssh_public_keys: list[str] = Field(default_factory=list, max_length=64)
     """OpenSSH public keys; with none, a break-glass key is generated and exported as a secret."""
+
+    @field_validator("admin_username")
+    @classmethod
+    def _azure_accepts_username(cls, name: str) -> str:
+        return rules.check_admin_username(name)
+
+    @field_validator("ssh_public_keys", mode="before")
+    @classmethod
+    def _public_keys(cls, keys: object) -> object:
+        """Checked before pydantic sees them, so no error ever echoes a key (a private one would be a secret)."""
+        if isinstance(keys, list):
+            for index, key in enumerate(keys):
+                if not isinstance(key, str) or len(key) > 16_384:
+                    raise ValueError(f"[{index}] must be one OpenSSH public-key line (at most 16 KiB)")
+                try:
+                    rules.check_ssh_public_key(key)
+                except ValueError as error:
+                    raise ValueError(f"[{index}] {error}") from None
+        return keys
 
 
 class ClusterSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
-    location: str = Field(pattern=r"^[a-z0-9]+$")
-    zones: list[str] = Field(min_length=1)
+    location: str = Field(pattern=r"^[a-z0-9]{1,40}$")
+    zones: list[str] = Field(min_length=1, max_length=3)
     kubernetes_version: str = Field(pattern=r"^1\.\d{2}\.\d{1,3}$")
     network: NetworkSpec
-    pools: list[PoolSpec] = Field(default_factory=list)
+    pools: list[PoolSpec] = Field(default_factory=list, max_length=100)
     control_plane: ControlPlaneSpec = ControlPlaneSpec()
-    teams: list[TeamSpec] = Field(default_factory=list)
-    balloons: list[BalloonSpec] = Field(default_factory=list)
+    teams: list[TeamSpec] = Field(default_factory=list, max_length=500)
+    balloons: list[BalloonSpec] = Field(default_factory=list, max_length=100)
     in_cluster: InClusterSpec = InClusterSpec()
     limits: LimitsSpec = LimitsSpec()
     access: AccessSpec = AccessSpec()
-    vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict)
-    vcpu_quota: dict[str, int] = Field(default_factory=dict)
+    vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict, max_length=100)
+    vcpu_quota: dict[str, WholeNumber] = Field(default_factory=dict, max_length=100)
     """vCPU quota per family the subscription has in this region; the plan compares the need against it."""
     tags: dict[str, str] = Field(default_factory=dict)
+    """Tags on the network and control-plane resources, beside the library's own (at most 3 on a resource)."""
+
+    @field_validator("zones")
+    @classmethod
+    def _zones(cls, zones: list[str]) -> list[str]:
+        for zone in zones:
+            if zone not in ("1", "2", "3"):
+                raise ValueError(f"zone {zone!r} is not an Azure availability zone; use \"1\", \"2\" or \"3\"")
+        return rules.check_unique(zones)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        return dict(rules.check_tags(tags, reserved=LIBRARY_TAGS))
+
+    @field_validator("vcpu_quota")
+    @classmethod
+    def _quota(cls, quota: dict[str, int]) -> dict[str, int]:
+        for family, value in quota.items():
+            if not 0 <= value <= 100_000_000:
+                raise ValueError(f"{family}: {value} is not a vCPU quota (0 to 100,000,000)")
+        return quota
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ClusterSpec:
+        nodes = sum(p.count for p in self.pools)
+        if nodes > MAX_NODES:
+            raise ValueError(f"the pools hold {nodes:,} nodes; a VNet holds at most {MAX_NODES:,} private addresses "
+                             "(a limit Azure documents as fixed), so no cluster can be larger")
+        return self

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from components.spec.base import SpecModel
+from components.spec.base import SpecModel, WholeNumber
 
 
 class ApiServerSpec(SpecModel):
-    count: int = Field(default=5, ge=1)
-    vm_size: str | None = None
+    count: WholeNumber = Field(default=5, ge=1, le=100)
+    vm_size: str | None = Field(default=None, pattern=r"^Standard_[A-Za-z0-9_]{1,60}$")
     """Override the computed size; too small for the node count is an error."""
 
 
 class EtcdSpec(SpecModel):
-    members: int = Field(default=5, ge=1)
-    vm_size: str | None = None
-    quorum_override_reason: str | None = None
+    members: WholeNumber = Field(default=5, ge=1, le=9)
+    """etcd's docs advise against clusters of more than 7 members (etcd.io FAQ, "What is maximum cluster size?")."""
+    vm_size: str | None = Field(default=None, pattern=r"^Standard_[A-Za-z0-9_]{1,60}$")
+    quorum_override_reason: str | None = Field(default=None, min_length=3, max_length=2000)
     """Accept a zone holding a quorum of members (e.g. a one-zone region); say why."""
 
 

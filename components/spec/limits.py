@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from components.spec.base import SpecModel
+from components.spec.base import SpecModel, WholeNumber
 
 
 class LimitOverride(SpecModel):
     """A raised Azure limit. `note` records the support request that raised it."""
 
-    value: int = Field(gt=0)
-    note: str = Field(min_length=3, description="support ticket or approval that raised the limit")
+    value: WholeNumber = Field(gt=0, le=10_000_000)
+    note: str = Field(min_length=3, max_length=2000, description="support ticket or approval that raised the limit")
 
 
 class RegionZones(SpecModel):
     """Zones of a region the catalogue does not list."""
 
-    zones: list[str] = Field(min_length=1)
-    note: str = Field(min_length=3)
+    zones: list[str] = Field(min_length=1, max_length=3)
+    note: str = Field(min_length=3, max_length=2000)
 
 
 class LimitsSpec(SpecModel):

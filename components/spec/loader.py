@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from components.errors import Problem, SpecError
 from components.spec.cluster import ClusterSpec
 from components.spec.errors import problems_from
+from components.spec.yaml_text import load_yaml
 
 CONFIG_KEY = "gpucluster:cluster"
 
@@ -48,14 +48,11 @@ def resolve_stack_path(stack: str, stacks_dir: Path) -> tuple[str, Path]:
 def load_stack_file(path: Path, name: str) -> StackFile:
     if not path.is_file():
         raise SpecError.at(str(path), "stack file not found; pass a stack name under stacks/ or a path to a stack file")
-    text = path.read_text(encoding="utf-8")
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or "cannot be parsed"
-        raise SpecError.at(str(path), f"invalid YAML{where}: {problem}") from None
+        data = path.read_bytes()
+    except OSError as error:
+        raise SpecError.at(str(path), f"cannot be read: {error.strerror}") from None
+    document = load_yaml(data, str(path))
     if document is None:
         raise SpecError.at(str(path), f"the file is empty; it needs `config: {{{CONFIG_KEY}: ...}}`")
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):

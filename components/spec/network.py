@@ -4,26 +4,49 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from components.spec.base import SpecModel
+from components.spec import consumer_rules as rules
+from components.spec.base import SpecModel, WholeNumber
 
 
 class EgressSpec(SpecModel):
-    snat_ports_per_node: int = Field(default=128, ge=64, le=64_512)
+    snat_ports_per_node: WholeNumber = Field(default=128, ge=64, le=64_512)
     """Concurrent outbound connections a node may hold; sizes the NAT gateway's public IPs."""
-    idle_timeout_minutes: int = Field(default=4, ge=4, le=120)
+    idle_timeout_minutes: WholeNumber = Field(default=4, ge=4, le=120)
 
 
 class NetworkSpec(SpecModel):
-    address_space: list[IPv4Network] = Field(min_length=1)
+    address_space: list[IPv4Network] = Field(min_length=1, max_length=64)
     """VNet address prefixes. Blocks are carved from them in order; never 172.16.0.0/16 (RDMA)."""
     service_cidr: IPv4Network = IPv4Network("192.168.0.0/16")
     """Kubernetes Service range: outside the VNet, /12 at the largest (kube-apiserver's limit)."""
-    admin_cidrs: list[IPv4Network] = Field(default_factory=list)
+    admin_cidrs: list[IPv4Network] = Field(default_factory=list, max_length=100)
     """Where operators reach the API server (6443) and SSH (22) from; empty means only from inside the VNet."""
     egress: EgressSpec = EgressSpec()
     hub_vnet_id: str | None = None
     """Resource id of a hub VNet to peer with (hub-and-spoke); its IPs then count toward the peered-group limit."""
-    pinned_blocks: dict[str, IPv4Network] = Field(default_factory=dict)
+    pinned_blocks: dict[str, IPv4Network] = Field(default_factory=dict, max_length=200)
     """Freeze a block where it is (block name from the plan output -> CIDR)."""
+
+    @field_validator("address_space")
+    @classmethod
+    def _azure_accepts_spaces(cls, spaces: list[IPv4Network]) -> list[IPv4Network]:
+        for index, space in enumerate(spaces):
+            problem = rules.reserved_range_problem(space)
+            if problem:
+                raise ValueError(f"[{index}] {problem}")
+        return spaces
+
+    @field_validator("service_cidr")
+    @classmethod
+    def _service_range(cls, service: IPv4Network) -> IPv4Network:
+        problem = rules.service_range_problem(service)
+        if problem:
+            raise ValueError(problem)
+        return service
+
+    @field_validator("hub_vnet_id")
+    @classmethod
+    def _hub(cls, value: str | None) -> str | None:
+        return rules.check_vnet_id(value) if value is not None else None

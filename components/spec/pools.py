@@ -5,12 +5,21 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
-from components.spec.base import SpecModel
+from components.spec import consumer_rules as rules
+from components.spec.base import SpecModel, WholeNumber
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+ZONE_PATTERN = r"^[1-3]$"
+"""Azure's logical availability zones are "1", "2" and "3" (Microsoft Learn, reliability/availability-zones-overview)."""
+MAX_NODES = 65_536
+"""Every node takes at least one private address in the VNet, and Azure allows 65,536 per VNet, a limit it
+documents as fixed (MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md): no pool, and no
+cluster, can be larger. Bounding it here also bounds the planners' work before they run."""
+MAX_PODS_PER_NODE = 255
+"""Azure allows 256 private IPs per NIC (the same limits page); one is the node's own."""
 
 
 class PoolKind(StrEnum):
@@ -21,16 +30,21 @@ class PoolKind(StrEnum):
 
 
 class Taint(SpecModel):
-    key: str = Field(pattern=LABEL_KEY_PATTERN)
+    key: str = Field(max_length=317)
     value: str = Field(default="", max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
+    @model_validator(mode="after")
+    def _kubernetes_accepts(self) -> Taint:
+        rules.check_taint(self.key, self.value)
+        return self
+
 
 class ImageRef(SpecModel):
-    publisher: str
-    offer: str
-    sku: str
-    version: str = "latest"
+    publisher: str = Field(min_length=1, max_length=128)
+    offer: str = Field(min_length=1, max_length=128)
+    sku: str = Field(min_length=1, max_length=128)
+    version: str = Field(default="latest", min_length=1, max_length=64)
 
 
 class CustomerManagedKeySpec(SpecModel):
@@ -55,24 +69,46 @@ class ConfidentialSpec(SpecModel):
 class PoolSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
     kind: PoolKind
-    vm_size: str
-    count: int = Field(ge=1)
+    vm_size: str = Field(pattern=r"^Standard_[A-Za-z0-9_]{1,60}$")
+    count: WholeNumber = Field(ge=1, le=MAX_NODES)
     """Nodes the pool holds: the scale sets' initial capacity and the autoscaler's maximum."""
-    min_count: int = Field(default=0, ge=0)
+    min_count: WholeNumber = Field(default=0, ge=0, le=MAX_NODES)
     """The autoscaler's minimum for the whole pool."""
-    zones: list[str] | None = None
+    zones: list[str] | None = Field(default=None, min_length=1, max_length=3)
     """Zones for this pool; defaults to the cluster's zones."""
     infiniband: bool | None = None
     """Defaults to on where the size has InfiniBand."""
-    pods_per_node: int = Field(default=30, ge=1)
+    pods_per_node: WholeNumber = Field(default=30, ge=1, le=MAX_PODS_PER_NODE)
     priority: Literal["regular", "spot"] = "regular"
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
-    team: str | None = None
-    cost_centre: str | None = None
+    team: str | None = Field(default=None, max_length=63)
+    cost_centre: str | None = Field(default=None, min_length=1, max_length=256)
+    """Becomes the scale sets' `cost-centre` tag (Azure tag values: at most 256 characters)."""
     image: ImageRef | None = None
     accelerated_networking: bool | None = None
     """Defaults to what the size supports. Confidential (NCC) sizes have none."""
     confidential: ConfidentialSpec | None = None
     """Only on `kind: confidential` pools; defaults to VMGuestStateOnly with platform-managed keys."""
-    os_disk_gib: int = Field(default=128, ge=30, le=4095)
+    os_disk_gib: WholeNumber = Field(default=128, ge=30, le=4095)
+
+    @field_validator("zones")
+    @classmethod
+    def _zones(cls, zones: list[str] | None) -> list[str] | None:
+        if zones is not None:
+            for zone in zones:
+                if zone not in ("1", "2", "3"):
+                    raise ValueError(f"zone {zone!r} is not an Azure availability zone; use \"1\", \"2\" or \"3\"")
+            rules.check_unique(zones)
+        return zones
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        return dict(rules.check_node_labels(labels))
+
+    @field_validator("taints")
+    @classmethod
+    def _taints(cls, taints: list[Taint]) -> list[Taint]:
+        rules.check_unique_taints((t.key, t.effect) for t in taints)
+        return taints

@@ -1,0 +1,223 @@
+"""What Azure and Kubernetes refuse, checked on the stack before any planning, each rule with its source.
+
+Every function raises ValueError with one readable sentence (pydantic reports it at the YAML path) and never
+echoes a value that may be secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping
+from ipaddress import IPv4Network
+
+# --- Kubernetes names: k8s.io/apimachinery pkg/util/validation/validation.go (IsQualifiedName, IsValidLabelValue)
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+# --- kubelet --node-labels: kubernetes/kubernetes staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go
+# (IsKubeletLabel) and cmd/kubelet/app/options/options.go (ValidateKubeletFlags: "unknown 'kubernetes.io' or
+# 'k8s.io' labels specified with --node-labels"), v1.34: kubelet refuses to start with any other label there.
+KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+})
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+OWN_PREFIX = "gpucluster.io"
+"""Labels and taints under this prefix are set by the library (pool, role, InfiniBand domain, preflight)."""
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """Why `key` is not a label key / taint key Kubernetes accepts, or None."""
+    prefix, _, name = key.rpartition("/")
+    if "/" in prefix:
+        return f"{key!r} has more than one '/'"
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return f"{key!r}: the prefix must be a lowercase DNS subdomain of at most 253 characters"
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        return (f"{key!r}: the name must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a "
+                "letter or digit")
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        shown = value if len(value) <= 70 else value[:67] + "..."
+        return (f"value {shown!r} must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a "
+                "letter or digit (or empty)")
+    return None
+
+
+def _namespace(key: str) -> str:
+    return key.split("/", 1)[0] if "/" in key else ""
+
+
+def _is_kubernetes_namespace(namespace: str) -> bool:
+    return any(namespace == n or namespace.endswith("." + n) for n in ("kubernetes.io", "k8s.io"))
+
+
+def check_node_labels(labels: Mapping[str, str]) -> Mapping[str, str]:
+    """Labels a pool's nodes register with through kubelet's --node-labels."""
+    for key, value in labels.items():
+        problem = qualified_name_problem(key) or label_value_problem(value)
+        if problem:
+            raise ValueError(f"label {problem}")
+        namespace = _namespace(key)
+        if _is_kubernetes_namespace(namespace) and key not in KUBELET_LABELS and not any(
+                namespace == n or namespace.endswith("." + n) for n in KUBELET_LABEL_NAMESPACES):
+            raise ValueError(
+                f"label {key!r}: kubelet refuses 'kubernetes.io' and 'k8s.io' labels other than its own set (such as "
+                f"topology.kubernetes.io/zone) and the {' and '.join(KUBELET_LABEL_NAMESPACES)} namespaces "
+                "(node-role.kubernetes.io is for admins, not kubelets); use a prefix of your own")
+        if namespace == OWN_PREFIX or namespace.endswith("." + OWN_PREFIX):
+            raise ValueError(f"label {key!r}: the {OWN_PREFIX}/ prefix is the library's own (pool, role, InfiniBand "
+                             "domain); use a prefix of your own")
+    return labels
+
+
+# --- taints: k8s.io/kubernetes pkg/apis/core/validation/validation.go (validateNodeTaints: key a qualified name,
+# value a label value, "taints must be unique by key and effect pair")
+def check_taint(key: str, value: str) -> None:
+    problem = qualified_name_problem(key) or label_value_problem(value)
+    if problem:
+        raise ValueError(f"taint {problem}")
+    if _namespace(key) == OWN_PREFIX:
+        raise ValueError(f"taint {key!r}: the {OWN_PREFIX}/ prefix is the library's own (preflight, confidential)")
+
+
+def check_unique_taints(taints: Iterable[tuple[str, str]]) -> None:
+    seen: set[tuple[str, str]] = set()
+    for key, effect in taints:
+        if (key, effect) in seen:
+            raise ValueError(f"taint {key!r} with effect {effect} is declared twice; the API server requires taints "
+                             "unique by key and effect")
+        seen.add((key, effect))
+
+
+# --- Azure tags: learn.microsoft.com azure-resource-manager/management/tag-resources, "Limitations": at most 50
+# tags a resource; names at most 512 characters (128 on storage accounts, which the library tags too), values
+# at most 256; names cannot contain < > % & \ ? /
+MAX_TAGS = 50
+MAX_TAG_NAME = 128
+MAX_TAG_VALUE = 256
+_TAG_NAME_FORBIDDEN = set('<>%&\\?/')
+
+
+def check_tags(tags: Mapping[str, str], reserved: int) -> Mapping[str, str]:
+    """User tags, which the library adds `reserved` tags of its own to on every resource."""
+    if len(tags) + reserved > MAX_TAGS:
+        raise ValueError(f"{len(tags)} tags plus the library's {reserved} exceed Azure's {MAX_TAGS} tags a resource; "
+                         f"keep at most {MAX_TAGS - reserved}")
+    for name, value in tags.items():
+        if not name or len(name) > MAX_TAG_NAME:
+            raise ValueError(f"tag name {name[:40]!r}... must be 1-{MAX_TAG_NAME} characters")
+        bad = sorted(_TAG_NAME_FORBIDDEN & set(name))
+        if bad:
+            raise ValueError(f"tag name {name!r} contains {' '.join(bad)}, which Azure refuses in tag names")
+        if len(value) > MAX_TAG_VALUE:
+            raise ValueError(f"tag {name!r}: the value is {len(value):,} characters; Azure allows {MAX_TAG_VALUE}")
+    return tags
+
+
+# --- Linux admin user: Microsoft.Compute OSProfile.adminUsername ("Disallowed values", "Max-length (Linux): 64"),
+# azure-rest-api-specs specification/compute/.../virtualMachine.json; Azure refuses the VM or scale set.
+AZURE_DISALLOWED_USERNAMES = frozenset({
+    "administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a",
+    "actuser", "adm", "admin2", "aspnet", "backup", "console", "david", "guest", "john", "owner", "root", "server",
+    "sql", "support", "support_388945a0", "sys", "test2", "test3", "user4", "user5",
+})
+
+
+def check_admin_username(name: str) -> str:
+    if name.lower() in AZURE_DISALLOWED_USERNAMES:
+        raise ValueError(f"{name!r} is one of the names Azure refuses for the admin account; choose another, "
+                         "such as azureuser")
+    return name
+
+
+# --- SSH keys: Azure takes OpenSSH public keys ("ssh-rsa" of 2048 bits or more, and "ssh-ed25519"; Microsoft Learn
+# virtual-machines/linux/mac-create-ssh-keys and ssh-from-windows). Parsed with `cryptography`, the same wire
+# format sshd reads.
+_SSH_KEY_TYPES = ("ssh-rsa", "ssh-ed25519")
+
+
+def check_ssh_public_key(key: str) -> str:
+    text = key.strip()
+    if "PRIVATE KEY" in text or text.startswith("-----BEGIN"):
+        raise ValueError("is a private key, not a public one; give the .pub file's one line, and treat this key "
+                         "as exposed (remove it from the file and its history)")
+    parts = text.split()
+    if len(parts) < 2 or parts[0] not in _SSH_KEY_TYPES:
+        raise ValueError(f"is not an OpenSSH public key; give one line starting with {' or '.join(_SSH_KEY_TYPES)}, "
+                         "as ssh-keygen writes to the .pub file")
+    try:
+        base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("is not an OpenSSH public key: its key data is not base64") from None
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
+
+    try:
+        loaded = load_ssh_public_key(f"{parts[0]} {parts[1]}".encode())
+    except (ValueError, TypeError):
+        raise ValueError(f"is not a valid {parts[0]} public key (its key data does not parse)") from None
+    if isinstance(loaded, rsa.RSAPublicKey) and loaded.key_size < 2048:
+        raise ValueError("is an RSA key shorter than 2048 bits, which Azure refuses; use ssh-ed25519 or RSA 4096")
+    return key
+
+
+# --- VNet address space: Microsoft Learn virtual-network/virtual-networks-faq, "What address ranges can I use in
+# my virtual networks?": multicast, broadcast, loopback, link-local and 168.63.129.16 are refused.
+AZURE_RESERVED_RANGES = (
+    (IPv4Network("224.0.0.0/4"), "multicast"),
+    (IPv4Network("255.255.255.255/32"), "broadcast"),
+    (IPv4Network("127.0.0.0/8"), "loopback"),
+    (IPv4Network("169.254.0.0/16"), "link-local"),
+    (IPv4Network("168.63.129.16/32"), "Azure's internal DNS, DHCP and health-probe address"),
+)
+
+
+def reserved_range_problem(space: IPv4Network) -> str | None:
+    for reserved, what in AZURE_RESERVED_RANGES:
+        if space.overlaps(reserved):
+            return f"{space} overlaps {reserved} ({what}), which Azure refuses in a virtual network"
+    return None
+
+
+# --- Service range: kubeadm puts cluster DNS at the 10th address of the service subnet
+# (kubernetes cmd/kubeadm/app/constants/constants.go GetDNSIP: GetIndexedIP(svcSubnet, 10)) and the API server's
+# own Service at the first; a range without an 11th address has no DNS IP and `kubeadm init` fails.
+DNS_SERVICE_INDEX = 10
+
+
+def service_range_problem(service: IPv4Network) -> str | None:
+    if service.num_addresses <= DNS_SERVICE_INDEX + 1:
+        return (f"{service} has {service.num_addresses} addresses; kubeadm puts cluster DNS at the "
+                f"{DNS_SERVICE_INDEX}th, so use /28 or larger")
+    return reserved_range_problem(service)
+
+
+# --- Resource ids: ARM's form /subscriptions/{guid}/resourceGroups/{name}/providers/Microsoft.Network/
+# virtualNetworks/{name} (resource group names: 1-90 of letters, digits, _ - . ( ), not ending in '.').
+_VNET_ID = re.compile(
+    r"^/subscriptions/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"/resourceGroups/[-\w.()]{0,89}[-\w()]/providers/Microsoft\.Network/virtualNetworks/[A-Za-z0-9][-\w.]{0,62}[\w]$",
+    re.IGNORECASE)
+
+
+def check_vnet_id(value: str) -> str:
+    if not _VNET_ID.match(value):
+        raise ValueError("must be a VNet resource id: /subscriptions/<subscription id>/resourceGroups/<group>/"
+                         "providers/Microsoft.Network/virtualNetworks/<name> (az network vnet show --query id)")
+    return value
+
+
+def check_unique(values: list[str]) -> list[str]:
+    duplicates = sorted({v for v in values if values.count(v) > 1})
+    if duplicates:
+        raise ValueError(f"lists {', '.join(map(repr, duplicates))} more than once; list each once")
+    return values
