@@ -17,6 +17,7 @@ for key, value in plan_outputs(plan).items():
     pulumi.export(key, value)
 pulumi.export("vnetId", cluster.network.refs.vnet_id)
 pulumi.export("caCertHash", cluster.pki.ca_cert_hash)
+pulumi.export("bootstrapTokenId", cluster.bootstrap_token.token_id)
 pulumi.export("apiServerEndpoint", plan.ip.api_server_endpoint)
 pulumi.export("adminKubeconfig", cluster.admin_kubeconfig)
 if cluster.break_glass_key is not None:

@@ -29,7 +29,7 @@ class GpuCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.network = Network(name, plan, child)
         self.pki = ClusterPki(f"{name}-pki", spec.name, plan_certificates(spec.name, plan.ip, plan.control_plane), child)
-        self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", child)
+        self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", spec.access.bootstrap_token.generation, child)
         join = NodeJoin(
             kubernetes_version=spec.kubernetes_version,
             api_server_endpoint=plan.ip.api_server_endpoint,

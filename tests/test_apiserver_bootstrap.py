@@ -46,3 +46,11 @@ def test_inflight_limits_scale_with_nodes() -> None:
     assert scale_flags(100).max_requests_inflight == 400
     assert scale_flags(7_500).max_requests_inflight == 1_500
     assert scale_flags(50_000).max_requests_inflight == 3_000
+
+
+def test_bootstrap_token_has_a_lifetime() -> None:
+    """kubeadm reads `ttl` as a Go duration; "0s" means the token never expires (kubeadm v1beta4 BootstrapToken.TTL).
+    A token that rides in every node's customData must expire."""
+    init, _ = _kubeadm(_render(()))
+    ttl = init["bootstrapTokens"][0]["ttl"]  # type: ignore[index]
+    assert ttl == "2160h" and ttl not in ("0s", "0")

@@ -139,3 +139,12 @@ def test_api_servers_are_a_self_healing_zone_spanning_scale_set(small_run: Progr
     ip = inputs["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"][0]["ipConfigurations"][0]
     assert ip["loadBalancerBackendAddressPools"][0]["id"].endswith("/loadBalancers/apiserver/backendAddressPools/apiservers")
     assert inputs["virtualMachineProfile"]["osProfile"]["customData"] == "[secret]"
+
+
+def test_bootstrap_token_rotates_with_its_generation(small_run: ProgramRun) -> None:
+    """pulumi-random replaces a resource whose `keepers` change: raising the generation makes a new token."""
+    parts = [r for r in small_run.registrations if r.type in ("random:index/randomString:RandomString",
+                                                              "random:index/randomPassword:RandomPassword")
+             and "bootstrap-token" in r.name]
+    assert len(parts) == 2 and all(r.inputs["keepers"] == {"generation": "1"} for r in parts)
+    assert "bootstrapTokenId" in small_run.outputs and small_run.outputs["bootstrapTokenId"] != "[secret]"

@@ -51,7 +51,8 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
             service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_endpoints(cp.etcd, addresses),
             events_etcd_endpoints=_endpoints(cp.events, addresses), bootstrap_token=values[-1],
             flags=cp.api.flags, pki_files=dict(zip(keys, values[:-1], strict=True)),
-            gang_timeout_seconds=spec.in_cluster.gang_timeout_seconds),
+            gang_timeout_seconds=spec.in_cluster.gang_timeout_seconds,
+            bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours),
             install_script(spec.kubernetes_version))
         return base64.b64encode(text.encode()).decode()
 

@@ -13,9 +13,10 @@ from components.azure.network import NetworkRefs
 from components.azure.tags import base_tags
 from components.bootstrap.node import NodeBootstrap, render_cloud_init
 from components.catalog.images import UBUNTU_HPC_2204
-from components.planning.node_template import INFINIBAND_TAG, node_labels, node_taints, scale_set_tags, split_min
+from components.planning.node_template import node_labels, node_taints, scale_set_tags, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.spec import ImageRef
+
 
 @dataclass(frozen=True)
 class NodeJoin:

@@ -48,6 +48,8 @@ class ApiServerBootstrap:
     pki_files: dict[str, str]
     """Path under /etc/kubernetes/pki -> PEM text."""
     gang_timeout_seconds: int = 300
+    bootstrap_token_ttl_hours: int = 2160
+    """kubeadm's `ttl` for the token; "0s" would make it never expire."""
 
 
 def _args(pairs: dict[str, str]) -> list[dict[str, str]]:
@@ -72,7 +74,8 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
     init = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
         "kind": "InitConfiguration",
-        "bootstrapTokens": [{"token": b.bootstrap_token, "ttl": "0s", "usages": ["signing", "authentication"],
+        "bootstrapTokens": [{"token": b.bootstrap_token, "ttl": f"{b.bootstrap_token_ttl_hours}h",
+                             "usages": ["signing", "authentication"],
                              "groups": ["system:bootstrappers:kubeadm:default-node-token"]}],
         "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
         "patches": {"directory": PATCHES_DIR},

@@ -1,6 +1,6 @@
 """The stack's configuration as frozen pydantic models (`gpucluster:cluster` in stacks/Pulumi.<stack>.yaml)."""
 
-from components.spec.cluster import AccessSpec, ClusterSpec, CustomVmSize
+from components.spec.cluster import AccessSpec, BootstrapTokenSpec, ClusterSpec, CustomVmSize
 from components.spec.control_plane import ApiServerSpec, ControlPlaneSpec, EtcdSpec
 from components.spec.limits import LimitOverride, LimitsSpec, RegionZones
 from components.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
@@ -13,6 +13,7 @@ __all__ = [
     "AccessSpec",
     "ApiServerSpec",
     "BalloonSpec",
+    "BootstrapTokenSpec",
     "ClusterSpec",
     "ConfidentialSpec",
     "ControlPlaneSpec",

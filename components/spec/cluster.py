@@ -35,10 +35,20 @@ class CustomVmSize(SpecModel):
 
 
 
+class BootstrapTokenSpec(SpecModel):
+    """The kubeadm bootstrap token nodes join with (docs/operations.md, "Rotating the bootstrap token")."""
+
+    generation: WholeNumber = Field(default=1, ge=1, le=1_000_000)
+    """Raise it to make a new token; the old one is then revoked by hand (the runbook says how)."""
+    ttl_hours: WholeNumber = Field(default=2160, ge=1, le=8760)
+    """How long a token stays valid after the API servers register it (kubeadm's `ttl`); rotate before."""
+
+
 class AccessSpec(SpecModel):
     admin_username: str = Field(default="azureuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
     ssh_public_keys: list[str] = Field(default_factory=list, max_length=64)
     """OpenSSH public keys; with none, a break-glass key is generated and exported as a secret."""
+    bootstrap_token: BootstrapTokenSpec = BootstrapTokenSpec()
 
     @field_validator("admin_username")
     @classmethod
