@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict
@@ -37,3 +38,13 @@ def _real_number(value: object) -> object:
 WholeNumber = Annotated[int, BeforeValidator(_whole_number), Strict()]
 """An int field that refuses booleans, floats and free text (see `_whole_number`)."""
 RealNumber = Annotated[float, BeforeValidator(_real_number)]
+
+
+def _cidr_text(value: object) -> object:
+    """Only text such as "10.0.0.0/16": pydantic would otherwise read `1` or `true` as the address 0.0.0.1."""
+    if not isinstance(value, str | IPv4Network):
+        raise ValueError(f"must be an IPv4 network in CIDR form such as 10.0.0.0/16 (got {value!r})")
+    return value
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_cidr_text)]

@@ -7,7 +7,7 @@ from ipaddress import IPv4Network
 from pydantic import Field, field_validator
 
 from components.spec import consumer_rules as rules
-from components.spec.base import SpecModel, WholeNumber
+from components.spec.base import Cidr, SpecModel, WholeNumber
 
 
 class EgressSpec(SpecModel):
@@ -17,21 +17,21 @@ class EgressSpec(SpecModel):
 
 
 class NetworkSpec(SpecModel):
-    address_space: list[IPv4Network] = Field(min_length=1, max_length=64)
+    address_space: list[Cidr] = Field(min_length=1, max_length=64)
     """VNet address prefixes. Blocks are carved from them in order; never 172.16.0.0/16 (RDMA)."""
-    service_cidr: IPv4Network = IPv4Network("192.168.0.0/16")
+    service_cidr: Cidr = IPv4Network("192.168.0.0/16")
     """Kubernetes Service range: outside the VNet, /12 at the largest (kube-apiserver's limit)."""
-    admin_cidrs: list[IPv4Network] = Field(default_factory=list, max_length=100)
+    admin_cidrs: list[Cidr] = Field(default_factory=list, max_length=100)
     """Where operators reach the API server (6443) and SSH (22) from; empty means only from inside the VNet."""
     egress: EgressSpec = EgressSpec()
     hub_vnet_id: str | None = None
     """Resource id of a hub VNet to peer with (hub-and-spoke); its IPs then count toward the peered-group limit."""
-    pinned_blocks: dict[str, IPv4Network] = Field(default_factory=dict, max_length=200)
+    pinned_blocks: dict[str, Cidr] = Field(default_factory=dict, max_length=200)
     """Freeze a block where it is (block name from the plan output -> CIDR)."""
 
     @field_validator("address_space")
     @classmethod
-    def _azure_accepts_spaces(cls, spaces: list[IPv4Network]) -> list[IPv4Network]:
+    def _azure_accepts_spaces(cls, spaces: list[Cidr]) -> list[Cidr]:
         for index, space in enumerate(spaces):
             problem = rules.reserved_range_problem(space)
             if problem:
