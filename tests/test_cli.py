@@ -121,7 +121,7 @@ def test_out_must_be_a_folder(tmp_path: Path) -> None:
     target.write_text("keep me")
     result = gpucluster("plan", "dev", "--out", str(target), "--quiet")
     assert result.returncode == 2 and result.stderr.strip() == f"error: --out: {target} is a file; give a folder " \
-        "(it is replaced as a whole)"
+        "name (a new one, or one this tool wrote)"
     assert target.read_text() == "keep me"
 
 

@@ -96,7 +96,7 @@ REFUSED: list[tuple[str, dict[str, Any], str, str]] = [
      "cluster.limits.vmsPerLargeScaleSet", "1000"),
     ("pool zones repeated", _with_pool(zones=["1", "1"]), "cluster.pools[1].zones", "more than once"),
     ("cluster zones repeated", small_cluster(zones=["1", "2", "2"]), "cluster.zones", "more than once"),
-    ("zone 4", small_cluster(zones=["1", "4"]), "cluster.zones", "not an Azure availability zone"),
+    ("zone 4", small_cluster(zones=["1", "4"]), "cluster.zones[1]", "does not exist in eastus"),
     ("count 1e30", _with_pool(count=1e30), "cluster.pools[1].count", "whole number"),
     ("count 2**63", _with_pool(count=2**63), "cluster.pools[1].count", "<= 65536"),
     ("count true", _with_pool(count=True), "cluster.pools[1].count", "whole number (got true)"),

@@ -109,9 +109,9 @@ def test_pool_that_does_not_fit_names_the_pool() -> None:
 
 
 def test_more_pods_than_a_nic_holds() -> None:
-    raw = small_cluster()
-    raw["pools"][0]["podsPerNode"] = 256
-    assert problems(raw)[0].startswith("cluster.pools[0].podsPerNode: 256 pods need 257 IPs on one NIC")
+    raw = small_cluster(limits={"privateIpsPerNic": {"value": 64, "note": "a region with a lower limit"}})
+    raw["pools"][0]["podsPerNode"] = 64
+    assert problems(raw)[0].startswith("cluster.pools[0].podsPerNode: 64 pods need 65 IPs on one NIC")
 
 
 def test_vnet_private_ip_limit_names_the_override() -> None:

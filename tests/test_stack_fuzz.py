@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.errors import SpecError
-from components.offline.output import MARKER
+from components.offline.output import MARKER, write_output
 from components.planning.cluster_plan import plan_cluster
 from components.spec import load_stack_file
 from tests.conftest import ROOT, STACKS
@@ -137,9 +137,10 @@ def test_hostile_stack_files_end_in_exit_2_and_leave_the_output_alone(tmp_path: 
     stack = tmp_path / "Pulumi.hostile.yaml"
     stack.write_bytes(content)
     out = tmp_path / "out"
+    write_output(out, lambda folder: (folder / "preview.json").write_text("previous"))
     result = subprocess.run([sys.executable, "-m", "components.cli", "plan", str(stack), "--out", str(out)],
                             cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                             capture_output=True, text=True, timeout=120, preexec_fn=_limit_memory)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "Traceback" not in result.stderr and len(result.stderr) < 4000
-    assert not out.exists() or (out / MARKER).is_file()
+    assert (out / MARKER).is_file() and (out / "preview.json").read_text() == "previous"

@@ -92,9 +92,6 @@ class ClusterSpec(SpecModel):
     @field_validator("zones")
     @classmethod
     def _zones(cls, zones: list[str]) -> list[str]:
-        for zone in zones:
-            if zone not in ("1", "2", "3"):
-                raise ValueError(f"zone {zone!r} is not an Azure availability zone; use \"1\", \"2\" or \"3\"")
         return rules.check_unique(zones)
 
     @field_validator("tags")

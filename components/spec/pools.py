@@ -12,8 +12,6 @@ from components.spec.base import SpecModel, WholeNumber
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-ZONE_PATTERN = r"^[1-3]$"
-"""Azure's logical availability zones are "1", "2" and "3" (Microsoft Learn, reliability/availability-zones-overview)."""
 MAX_NODES = 65_536
 """Every node takes at least one private address in the VNet, and Azure allows 65,536 per VNet, a limit it
 documents as fixed (MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md): no pool, and no
@@ -96,9 +94,6 @@ class PoolSpec(SpecModel):
     @classmethod
     def _zones(cls, zones: list[str] | None) -> list[str] | None:
         if zones is not None:
-            for zone in zones:
-                if zone not in ("1", "2", "3"):
-                    raise ValueError(f"zone {zone!r} is not an Azure availability zone; use \"1\", \"2\" or \"3\"")
             rules.check_unique(zones)
         return zones
 
