@@ -59,6 +59,10 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.report_data import report_data
     from components.offline.summary import print_summary, print_violations
     from components.planning.cluster_plan import plan_cluster
+    from components.preflight import problems as preflight_problems
+    from components.preflight import run_preflight
+    from components.preflight.report import KEY as PREFLIGHT_KEY
+    from components.preflight.report import print_warnings, warning_rows
     from components.spec import load_stack_file, resolve_stack_path
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
@@ -87,10 +91,14 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         progress.done_counting()
     progress.stage(f"registered {len(run.registrations)} resources; checking policies")
     document = preview_document(run)
+    checked = run_preflight(document["steps"], plan)  # what Azure would refuse: exit 2, nothing written
+    if checked.errors:
+        return _fail(SpecError(preflight_problems(checked.errors)), errors)
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
     violations = run_policies(document["steps"], policy_config)
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
+    data[PREFLIGHT_KEY] = warning_rows(checked.warnings)
 
     def write(folder: Path) -> None:
         write_preview(document, folder / "preview.json")
@@ -107,6 +115,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         print_violations(console, violations)
     else:
         print_summary(console, data, violations)
+        print_warnings(console, data)
         console.print(f"wrote {out / 'preview.json'}, {out / 'report.html'}, {out / 'summary.json'}, "
                       f"{len(objects)} manifests in {out / 'manifests'} and {len(releases)} Helm releases in "
                       f"{out / 'charts'}", soft_wrap=True)

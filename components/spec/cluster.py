@@ -29,6 +29,16 @@ class CustomVmSize(SpecModel):
     source: str = Field(min_length=3)
 
 
+class SizeRegionsSpec(SpecModel):
+    """Where a VM size is offered, as the stack has confirmed it (replaces components/catalog/availability.py's row)."""
+
+    regions: list[str] = Field(min_length=1)
+    zones: dict[str, list[str]] | None = None
+    """Region -> zones offering the size in this subscription (`az vm list-skus --zone`), where known."""
+    source: str = Field(min_length=3)
+    """How it was confirmed, with the date: e.g. `az vm list-skus -l eastus --size Standard_X --zone, 2026-11-20`."""
+
+
 class AccessSpec(SpecModel):
     admin_username: str = Field(default="azureuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
     ssh_public_keys: list[str] = Field(default_factory=list)
@@ -49,6 +59,8 @@ class ClusterSpec(SpecModel):
     limits: LimitsSpec = LimitsSpec()
     access: AccessSpec = AccessSpec()
     vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict)
+    size_regions: dict[str, SizeRegionsSpec] = Field(default_factory=dict)
+    """Confirmed availability of sizes (regions, zones), overriding the catalogue's rows."""
     vcpu_quota: dict[str, int] = Field(default_factory=dict)
     """vCPU quota per family the subscription has in this region; the plan compares the need against it."""
     tags: dict[str, str] = Field(default_factory=dict)
