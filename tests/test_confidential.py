@@ -236,3 +236,17 @@ def test_customer_managed_key(customer_key_run: ProgramRun) -> None:
         assert "/diskEncryptionSets/test-cgpu-cmk-des" in security["diskEncryptionSet"]["id"]
         # Disks are created only after the encryption set holds its role on the key.
         assert any(d.endswith("RoleAssignment::test-cgpu-cmk-des-key-user") for d in vmss.dependencies)
+
+
+def test_customer_managed_key_passes_the_arm_preflight(customer_key_run: ProgramRun) -> None:
+    """Vault name (global, 3-24), key and disk encryption set names, DiskWithVMGuestState with the confidential
+    disk encryption set, Premium vault for the RSA-HSM key: Azure accepts them. The test cluster sits in eastus,
+    where NCC sizes are not offered, so that is the only finding."""
+    from components.offline.preview import preview_document
+    from components.preflight import context_for, preflight
+
+    raw = _cluster(confidential={"customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}})
+    result = preflight(preview_document(customer_key_run)["steps"], context_for(plan_cluster(small_spec(**raw))))
+    assert {f.rule for f in result.errors} == {"size-region"}
+    (vault,) = _of(customer_key_run, "azure-native:keyvault:Vault")
+    assert len(vault.inputs["vaultName"]) <= 24 and vault.inputs["vaultName"].startswith("test-cgpu-cmk-")
