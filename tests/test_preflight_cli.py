@@ -4,13 +4,20 @@ nothing; what no source settles is a warning row in summary.json, the console su
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 
-from tests.test_cli import gpucluster
-
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def gpucluster(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_confidential_size_outside_its_regions_exits_2(tmp_path: Path) -> None:
