@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -43,6 +45,10 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.report_data import report_data
     from components.offline.summary import print_summary, print_violations
     from components.planning.cluster_plan import plan_cluster
+    from components.preflight import problems as preflight_problems
+    from components.preflight import run_preflight
+    from components.preflight.report import KEY as PREFLIGHT_KEY
+    from components.preflight.report import print_warnings, warning_rows
     from components.spec import load_stack_file, resolve_stack_path
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
@@ -70,10 +76,14 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         progress.done_counting()
     progress.stage(f"registered {len(run.registrations)} resources; checking policies")
     document = preview_document(run)
+    checked = run_preflight(document["steps"], plan)  # what Azure would refuse: exit 2, nothing written
+    if checked.errors:
+        return _fail(SpecError(preflight_problems(checked.errors)), errors)
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
     violations = run_policies(document["steps"], policy_config)
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
+    data[PREFLIGHT_KEY] = warning_rows(checked.warnings)
 
     def write(folder: Path) -> None:
         write_preview(document, folder / "preview.json")
@@ -90,6 +100,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         print_violations(console, violations)
     else:
         print_summary(console, data, violations)
+        print_warnings(console, data)
         console.print(f"wrote {out / 'preview.json'}, {out / 'report.html'}, {out / 'summary.json'}, "
                       f"{len(objects)} manifests in {out / 'manifests'} and {len(releases)} Helm releases in "
                       f"{out / 'charts'}", soft_wrap=True)
@@ -150,12 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
     handler = cmd_plan if args.command == "plan" else cmd_check
-    try:
-        return handler(args, console, errors)
-    except KeyboardInterrupt:
-        # the output folder is untouched (or already swapped whole); the next run removes any staging left
-        errors.print("interrupted; nothing was replaced", markup=False, highlight=False)
-        return EXIT_INTERRUPTED
+    signal.signal(signal.SIGINT, _interrupted)
+    return handler(args, console, errors)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C: leave at once, quietly. A KeyboardInterrupt can be swallowed inside the engine's event loop, and
+    there is nothing to undo: the output folder is swapped in one rename, the kernel drops the locks, and the
+    next run removes a half-written version."""
+    os.write(2, b"interrupted: the output folder is as it was, or this run's complete output\n")
+    os._exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ class GpuCluster(pulumi.ComponentResource):
         self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, self.bootstrap_token.token,
                                           access, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
-                                                self.network.refs.location, base_tags(spec.name, spec.tags), child)
+                                                self.network.refs.location, base_tags(spec.name, spec.tags), child,
+                                                cluster=spec.name)
         # Add-ons that call Azure (autoscaler, CNI operator) run on the system pool and use these identities.
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,

@@ -133,11 +133,17 @@ def test_prod_manifests_hold_capacity_health_and_networking(prod_run: ProgramRun
 
 
 def test_addon_identities_are_scoped_to_the_resource_group(prod_run: ProgramRun) -> None:
+    """Custom roles (tests/test_azure_names.py checks their actions against what the add-ons call): everything on
+    the resource group, except the one subscription-wide read Cilium's VirtualNetworks.ListAll needs."""
     roles = [r for r in prod_run.registrations if r.type == "azure-native:authorization:RoleAssignment"
              and "-addons-" in r.name]
-    assert {r.inputs["roleDefinitionId"].rsplit("/", 1)[1] for r in roles} == {
-        "9980e02c-c2be-4d73-94e8-173b1dc7cf3c", "4d97b98b-1d4f-4787-a291-c67834d212e7"}
-    assert all(r.inputs["scope"].endswith("/resourceGroups/gpucluster-prod") for r in roles)
+    definitions = {r.inputs["roleDefinitionId"]: r for r in prod_run.registrations
+                   if r.type == "azure-native:authorization:RoleDefinition"}
+    assert {r.inputs["roleDefinitionId"].rsplit("/", 1)[1] for r in roles} == set(definitions)
+    wide = [r for r in roles if not r.inputs["scope"].endswith("/resourceGroups/gpucluster-prod")]
+    assert [r.name for r in wide] == ["prod-addons-cni-subscription-role-assignment"]
+    assert definitions[wide[0].inputs["roleDefinitionId"].rsplit("/", 1)[1]].inputs["permissions"] == [
+        {"actions": ["Microsoft.Network/virtualNetworks/read"]}]
     system = next(r for r in prod_run.registrations if r.name == "system-z1-00")
     assert system.inputs["identity"]["type"] == "SystemAssigned, UserAssigned"
     gpu = next(r for r in prod_run.registrations if r.name == "h100-z1-00")

@@ -89,16 +89,33 @@ def test_customer_key_release_policy() -> None:
         (_cluster(infiniband=True), "cluster.pools[1].infiniband: Standard_NCC40ads_H100_v5 (confidential) has no InfiniBand"),
         (_cluster(image={"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204"}),
          "cluster.pools[1].image: microsoft-dsvm:ubuntu-hpc:2204 is not a confidential-VM image"),
-        (_cluster(confidential={"osDiskEncryption": "DiskWithVMGuestState"}),
-         "cluster.pools[1].confidential.osDiskEncryption: DiskWithVMGuestState is not supported in scale sets"),
+        (_cluster(confidential={"osDiskEncryption": "VMGuestStateOnly",
+                                "customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}}),
+         "cluster.pools[1].confidential.osDiskEncryption: a customer-managed key requires DiskWithVMGuestState"),
         (_cluster(kind="gpu"), "cluster.pools[1].vmSize: Standard_NCC40ads_H100_v5 is a confidential size"),
         (_cluster(vmSize="Standard_ND96isr_H100_v5"), "cluster.pools[1].vmSize: Standard_ND96isr_H100_v5 is not a "
                                                       "confidential size"),
     ],
-    ids=["accelerated-networking", "infiniband", "image", "disk-with-guest-state", "ncc-in-gpu-pool", "nd-in-cc-pool"],
+    ids=["accelerated-networking", "infiniband", "image", "customer-key-needs-disk-with-guest-state", "ncc-in-gpu-pool",
+         "nd-in-cc-pool"],
 )
 def test_bad_confidential_input(raw: dict[str, Any], expected: str) -> None:
     assert expected in _problem(raw)
+
+
+def test_encryption_type_follows_the_key() -> None:
+    """CMK => DiskWithVMGuestState (the default with a key); platform keys take either type."""
+    def encryption(**confidential: Any) -> str:
+        plan = plan_cluster(small_spec(**_cluster(confidential=confidential)))
+        pool = next(p for p in plan.pools if p.confidential is not None)
+        assert pool.confidential is not None
+        return pool.confidential.os_disk_encryption
+
+    key = {"orchestratorObjectId": ORCHESTRATOR}
+    assert encryption(customerManagedKey=key) == "DiskWithVMGuestState"
+    assert encryption(customerManagedKey=key, osDiskEncryption="DiskWithVMGuestState") == "DiskWithVMGuestState"
+    assert encryption() == "VMGuestStateOnly"
+    assert encryption(osDiskEncryption="DiskWithVMGuestState") == "DiskWithVMGuestState"
 
 
 def test_confidential_block_only_on_confidential_pools_and_region_authority() -> None:
@@ -213,7 +230,23 @@ def test_customer_managed_key(customer_key_run: ProgramRun) -> None:
     assert des_user.inputs["roleDefinitionId"].endswith("e147488a-f6f5-4113-8e2d-b22465e65bf6")
     for vmss in _cgpu_sets(customer_key_run):
         security = vmss.inputs["virtualMachineProfile"]["storageProfile"]["osDisk"]["managedDisk"]["securityProfile"]
-        assert security["securityEncryptionType"] == "VMGuestStateOnly"
-        assert security["diskEncryptionSet"]["id"].endswith("/diskEncryptionSets/test-cgpu-cmk-des")
+        # A customer-managed key works only with DiskWithVMGuestState (confidential VM FAQ; az-cgpu-onboarding
+        # src/cgpu-h100-auto-onboarding.sh "CMK only supports encryption type DiskWithVMGuestState").
+        assert security["securityEncryptionType"] == "DiskWithVMGuestState"
+        assert "/diskEncryptionSets/test-cgpu-cmk-des" in security["diskEncryptionSet"]["id"]
         # Disks are created only after the encryption set holds its role on the key.
         assert any(d.endswith("RoleAssignment::test-cgpu-cmk-des-key-user") for d in vmss.dependencies)
+
+
+def test_customer_managed_key_passes_the_arm_preflight(customer_key_run: ProgramRun) -> None:
+    """Vault name (global, 3-24), key and disk encryption set names, DiskWithVMGuestState with the confidential
+    disk encryption set, Premium vault for the RSA-HSM key: Azure accepts them. The test cluster sits in eastus,
+    where NCC sizes are not offered, so that is the only finding."""
+    from components.offline.preview import preview_document
+    from components.preflight import context_for, preflight
+
+    raw = _cluster(confidential={"customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}})
+    result = preflight(preview_document(customer_key_run)["steps"], context_for(plan_cluster(small_spec(**raw))))
+    assert {f.rule for f in result.errors} == {"size-region"}
+    (vault,) = _of(customer_key_run, "azure-native:keyvault:Vault")
+    assert len(vault.inputs["vaultName"]) <= 24 and vault.inputs["vaultName"].startswith("test-cgpu-cmk-")

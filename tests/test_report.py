@@ -73,7 +73,7 @@ def test_report_is_self_contained_and_draws_every_domain(prod_data: dict) -> Non
     sets = [s for p in prod_data["pools"] for s in p["scaleSets"]]
     for s in sets:
         assert any(t.startswith(f"{s['name']}: {s['capacity']} VMs") for t in parsed.titles), s["name"]
-    assert "region eastus - 7,500 nodes, 25,064 GPUs, 32 InfiniBand domains" in page
+    assert "region eastus2 - 7,500 nodes, 25,064 GPUs, 32 InfiniBand domains" in page
     assert "API x2" in page and "events x1" in page  # control plane in zone 1
     assert "10.0.0.0/26" in page and "quorum holds" in page
 

@@ -11,7 +11,9 @@ from typing import Any
 import pulumi
 import pulumi_azure_native as azure
 
-from components.catalog.azure_roles import NETWORK_CONTRIBUTOR, VIRTUAL_MACHINE_CONTRIBUTOR, role_definition_id
+from components.catalog.addon_permissions import ADDON_PERMISSIONS, Scope, actions
+from components.catalog.azure_roles import role_definition_id
+from components.planning import azure_names as names
 
 
 @dataclass(frozen=True)
@@ -31,22 +33,50 @@ class AddonAzureRefs:
 
 
 class AddonIdentities(pulumi.ComponentResource):
+    """One identity per add-on, each holding a custom role with exactly the actions its software calls
+    (components/catalog/addon_permissions.py), assigned at the narrowest scope the call needs."""
+
     def __init__(self, name: str, resource_group_name: pulumi.Input[str], location: str, tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, *, cluster: str) -> None:
         super().__init__("gpucluster:azure:AddonIdentities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         client = azure.authorization.get_client_config_output()
-        scope = pulumi.Output.concat("/subscriptions/", client.subscription_id, "/resourceGroups/", resource_group_name)
+        rg_name = names.resource_group_name(cluster)
+        scopes: dict[Scope, pulumi.Output[str]] = {
+            "resourceGroup": pulumi.Output.concat("/subscriptions/", client.subscription_id, "/resourceGroups/",
+                                                  resource_group_name),
+            "subscription": pulumi.Output.concat("/subscriptions/", client.subscription_id),
+        }
         identities = {}
-        for role_name, role in (("autoscaler", VIRTUAL_MACHINE_CONTRIBUTOR), ("cni", NETWORK_CONTRIBUTOR)):
+        for addon, permissions in ADDON_PERMISSIONS.items():
             identity = azure.managedidentity.UserAssignedIdentity(
-                f"{name}-{role_name}", resource_group_name=resource_group_name, location=location, tags=tags,
+                f"{name}-{addon}", resource_group_name=resource_group_name, location=location, tags=tags,
                 opts=child)
-            azure.authorization.RoleAssignment(
-                f"{name}-{role_name}-role", principal_id=identity.principal_id, principal_type="ServicePrincipal",
-                role_definition_id=client.subscription_id.apply(lambda sub, r=role: role_definition_id(sub, r)),
-                scope=scope, opts=child)
-            identities[role_name] = identity
+            for scope_kind, scope in scopes.items():
+                granted = actions(permissions, scope_kind)
+                if not granted:
+                    continue
+                key = f"{addon}-{scope_kind}"
+
+                def guid(sub: str, key: str = key) -> str:
+                    return names.deterministic_guid(sub, rg_name, key)
+
+                role_guid = client.subscription_id.apply(guid)
+                definition = azure.authorization.RoleDefinition(
+                    f"{name}-{key}-role", scope=scope, role_definition_id=role_guid,
+                    # Custom role names are unique per tenant: the stack's hash keeps two clusters apart.
+                    role_name=client.subscription_id.apply(
+                        lambda sub, key=key: f"gpucluster-{cluster}-{key}-{names.stack_hash(sub, rg_name)}"),
+                    description=f"What {addon} calls on Azure in cluster {cluster} (least privilege)",
+                    role_type="CustomRole", permissions=[azure.authorization.PermissionArgs(actions=granted)],
+                    assignable_scopes=[scope], opts=child)
+                azure.authorization.RoleAssignment(
+                    f"{name}-{addon}-role" if scope_kind == "resourceGroup" else f"{name}-{key}-role-assignment",
+                    principal_id=identity.principal_id, principal_type="ServicePrincipal",
+                    role_definition_id=pulumi.Output.all(client.subscription_id, role_guid).apply(
+                        lambda ids: role_definition_id(ids[0], ids[1])),
+                    scope=scope, opts=pulumi.ResourceOptions(parent=self, depends_on=[definition]))
+            identities[addon] = identity
         self.identity_ids = [i.id for i in identities.values()]
         self.refs = AddonAzureRefs(subscription_id=client.subscription_id, tenant_id=client.tenant_id,
                                    resource_group=resource_group_name,

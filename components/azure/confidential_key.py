@@ -16,19 +16,25 @@ from components.catalog.azure_roles import (
     KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER,
     role_definition_id,
 )
+from components.planning import azure_names as names
+from components.planning.azure_names import key_vault_name
 from components.planning.confidential import DISK_ENCRYPTION_SET_TYPE, KEY_SIZE, KEY_TYPE, CustomerKeyPlan
 
 
 class ConfidentialDiskKey(pulumi.ComponentResource):
     def __init__(self, name: str, plan: CustomerKeyPlan, resource_group_name: pulumi.Input[str], location: str,
-                 tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
+                 tags: dict[str, str], opts: pulumi.ResourceOptions | None = None, *, cluster: str,
+                 pool: str) -> None:
         super().__init__("gpucluster:azure:ConfidentialDiskKey", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         client = azure.authorization.get_client_config_output()
         # Losing the key loses the disks: purge protection on, and Pulumi will not delete the vault or key.
         kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True))
+        # Vault names are global, 3-24 characters: named from the stack, never autonamed (name + 8 hex is too long).
+        vault_name = client.subscription_id.apply(
+            lambda sub: key_vault_name(sub, names.resource_group_name(cluster), cluster, f"{pool}-cmk"))
         self.vault = azure.keyvault.Vault(
-            f"{name}-kv", resource_group_name=resource_group_name, location=location, tags=tags,
+            f"{name}-kv", vault_name=vault_name, resource_group_name=resource_group_name, location=location, tags=tags,
             properties=azure.keyvault.VaultPropertiesArgs(
                 tenant_id=client.tenant_id,
                 sku=azure.keyvault.SkuArgs(family="A", name=azure.keyvault.SkuName.PREMIUM),

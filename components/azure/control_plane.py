@@ -12,6 +12,7 @@ from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
 from components.azure.tags import base_tags
 from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
+from components.planning.azure_names import resource_group_name, storage_account_name
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
 from components.planning.pki import etcd_member_ips
@@ -58,8 +59,11 @@ class ControlPlane(pulumi.ComponentResource):
             opts=child)
         self.api_backend_pool_id = lb_id("backendAddressPools", "apiservers")
 
+        # Storage account names are global, 3-24 lowercase letters and digits: named here, never autonamed.
+        account_name = subscription.apply(
+            lambda sub: storage_account_name(sub, resource_group_name(spec.name), spec.name, "etcd"))
         storage = azure.storage.StorageAccount(
-            f"{name}-snapshots", resource_group_name=rg, location=location, tags=tags,
+            f"{name}-snapshots", account_name=account_name, resource_group_name=rg, location=location, tags=tags,
             kind=azure.storage.Kind.STORAGE_V2, sku=azure.storage.SkuArgs(name=azure.storage.SkuName.STANDARD_ZRS),
             allow_blob_public_access=False, allow_shared_key_access=False,
             minimum_tls_version=azure.storage.MinimumTlsVersion.TLS1_2, opts=child)

@@ -8,9 +8,10 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.tags import base_tags
+from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, Block
-from components.planning.security_rules import SecurityRule, plan_security_rules
+from components.planning.security_rules import SecurityRule, plan_security_rules, source_prefix_fields
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def _security_rule(rule: SecurityRule) -> azure.network.SecurityRuleArgs:
         direction=rule.direction,
         access=rule.access,
         protocol=rule.protocol,
-        source_address_prefixes=list(rule.sources),
+        **source_prefix_fields(rule.sources),
         source_port_range="*",
         destination_address_prefix="*",
         destination_port_range=rule.ports,
@@ -52,7 +53,7 @@ class Network(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
 
         self.resource_group = azure.resources.ResourceGroup(
-            f"{name}-rg", resource_group_name=f"gpucluster-{spec.name}", location=spec.location, tags=tags,
+            f"{name}-rg", resource_group_name=resource_group_name(spec.name), location=spec.location, tags=tags,
             opts=child)
         rg = self.resource_group.name
 

@@ -173,7 +173,7 @@ class NodePool(pulumi.ComponentResource):
         key_plan = plan.confidential.customer_key if plan.confidential else None
         if key_plan is not None:
             self.disk_key = ConfidentialDiskKey(f"{name}-cmk", key_plan, network.resource_group_name, network.location,
-                                                base_tags(cluster, {}), child)
+                                                base_tags(cluster, {}), child, cluster=cluster, pool=plan.name)
             des_id = self.disk_key.disk_encryption_set.id
             # The encryption set must hold its role on the key before a VM's disk is created.
             child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.disk_key]))

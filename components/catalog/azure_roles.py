@@ -8,10 +8,7 @@ KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER = "e147488a-f6f5-4113-8e2d-b22465e65bf6
 KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER = "08bbd89e-9f13-488c-ac41-acfcb10c90ab"
 """Lets the Confidential VM Orchestrator release an exportable key to an attested CVM."""
 
-VIRTUAL_MACHINE_CONTRIBUTOR = "9980e02c-c2be-4d73-94e8-173b1dc7cf3c"
-"""The cluster autoscaler reads and resizes scale sets and deletes their instances."""
-NETWORK_CONTRIBUTOR = "4d97b98b-1d4f-4787-a291-c67834d212e7"
-"""The CNI's operator reads NICs and, when a node runs short, adds IP configurations to them."""
+# The add-ons' identities get custom roles built from what they call: components/catalog/addon_permissions.py.
 
 
 def role_definition_id(subscription: str, role: str) -> str:

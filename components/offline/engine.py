@@ -17,6 +17,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
 
+from components.offline.autonaming import autoname
 from components.offline.mock_values import computed_state, invoke_result
 
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -98,11 +99,15 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         if request.type != "pulumi:pulumi:Stack":
+            urn = self.make_urn(request.parent, request.type, request.name)
+            named = autoname(request.type, urn, request.name, {k: request.object[k] for k in request.object})
+            if request.custom and named is not None:
+                request.object[named[0]] = named[1]  # the provider's autoname, as `pulumi preview` shows it
             raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
             secrets: list[str] = []
             inputs = _scrub(raw, "", secrets)
             self.run.registrations.append(Registration(
-                urn=self.make_urn(request.parent, request.type, request.name),
+                urn=urn,
                 type=request.type,
                 name=request.name,
                 custom=bool(request.custom),

@@ -7,6 +7,8 @@ import ipaddress
 from html import escape
 from typing import Any
 
+from components.preflight.report import html_section
+
 Data = dict[str, Any]
 
 BOX_W, BOX_H, GAP, PER_ROW = 88, 40, 6, 5
@@ -197,7 +199,7 @@ def _tables(data: Data) -> list[str]:
         [[escape(v["severity"]), escape(v["enforcement"]), escape(v["policy"]), escape(v["urn"] or "(stack)"),
           escape(v["message"]), escape(v["remediation"] or "")] for v in violations], left=6)
         if violations else '<p class="ok">No violations.</p>']
-    return out
+    return out + html_section(data)
 
 
 def render_report(data: Data) -> str:

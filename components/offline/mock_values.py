@@ -8,6 +8,8 @@ import string
 import uuid
 from typing import Any
 
+from components.offline.autonaming import name_property
+
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 
 
@@ -36,6 +38,9 @@ def _random_string(name: str, inputs: dict[str, Any]) -> str:
 
 
 def _azure_name(typ: str, name: str, inputs: dict[str, Any]) -> str:
+    prop = name_property(typ)
+    if prop is not None and isinstance(inputs.get(prop), str):
+        return inputs[prop]
     kind = typ.rsplit(":", 1)[-1].lower()
     for key, value in inputs.items():
         if key.lower() == f"{kind}name" and isinstance(value, str):

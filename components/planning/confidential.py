@@ -2,9 +2,13 @@
 
 Facts (../shared/reference/azure.md, confidential section): NCC sizes need securityType
 ConfidentialVM with secure boot and vTPM, a confidential-VM image, no accelerated networking, no
-InfiniBand; scale sets support only `VMGuestStateOnly` OS-disk encryption. A customer-managed key
-sits in a Key Vault (RSA-HSM, exportable) behind a disk encryption set of type
-`ConfidentialVmEncryptedWithCustomerKey`; the key's release policy admits only attested CVMs.
+InfiniBand. The OS disk's `securityEncryptionType` is `VMGuestStateOnly` or `DiskWithVMGuestState`,
+in scale sets too (Azure quickstart `demos/vmss-cvm-fde`: a Uniform scale set with
+`DiskWithVMGuestState` and a disk encryption set). A customer-managed key sits in a Key Vault
+(RSA-HSM, exportable) behind a disk encryption set of type `ConfidentialVmEncryptedWithCustomerKey`,
+and requires `DiskWithVMGuestState` (confidential VM FAQ; Azure/az-cgpu-onboarding
+`src/cgpu-h100-auto-onboarding.sh`: "CMK only supports encryption type DiskWithVMGuestState").
+The key's release policy admits only attested CVMs.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from components.errors import Problem, pool_path
 from components.spec import ImageRef, PoolKind, PoolSpec
 
 SECURITY_TYPE = "ConfidentialVM"
-SCALE_SET_ENCRYPTION = "VMGuestStateOnly"
+GUEST_STATE_ONLY = "VMGuestStateOnly"
+DISK_WITH_GUEST_STATE = "DiskWithVMGuestState"
+CUSTOMER_KEY_ENCRYPTION = DISK_WITH_GUEST_STATE
+"""The only encryption type a customer-managed key (a confidential disk encryption set) works with."""
 DISK_ENCRYPTION_SET_TYPE = "ConfidentialVmEncryptedWithCustomerKey"
 KEY_TYPE = "RSA-HSM"
 KEY_SIZE = 3072
@@ -80,11 +87,12 @@ def check_confidential(index: int, pool: PoolSpec, size: VmSize, location: str) 
                                 f"{pool.image.publisher}:{pool.image.offer}:{pool.image.sku} is not a confidential-VM image; "
                                 f"use e.g. {UBUNTU_CVM_2204.publisher}:{UBUNTU_CVM_2204.offer}:{UBUNTU_CVM_2204.sku} "
                                 "or remove the key"))
-    if settings is not None and settings.os_disk_encryption != SCALE_SET_ENCRYPTION:
-        problems.append(Problem(pool_path(index, "confidential.osDiskEncryption"),
-                                f"{settings.os_disk_encryption} is not supported in scale sets (Azure allows confidential "
-                                f"OS-disk encryption only on single VMs); use {SCALE_SET_ENCRYPTION}"))
     key = settings.customer_managed_key if settings else None
+    if key is not None and settings is not None and settings.os_disk_encryption == GUEST_STATE_ONLY:
+        problems.append(Problem(pool_path(index, "confidential.osDiskEncryption"),
+                                f"a customer-managed key requires {CUSTOMER_KEY_ENCRYPTION} (Azure refuses a confidential "
+                                f"disk encryption set with {GUEST_STATE_ONLY}); set {CUSTOMER_KEY_ENCRYPTION} or remove "
+                                "the key to use it with platform-managed keys"))
     if key is not None and key.attestation_authority is None and location not in SHARED_ATTESTATION:
         problems.append(Problem(pool_path(index, "confidential.customerManagedKey.attestationAuthority"),
                                 f"no shared attestation provider is catalogued for {location}; set the MAA endpoint "
@@ -97,10 +105,12 @@ def plan_confidential(pool: PoolSpec, location: str) -> ConfidentialPlan | None:
     if pool.kind is not PoolKind.CONFIDENTIAL:
         return None
     key = pool.confidential.customer_managed_key if pool.confidential else None
+    chosen = pool.confidential.os_disk_encryption if pool.confidential else None
     customer_key = None
     if key is not None:
         authority = key.attestation_authority or SHARED_ATTESTATION[location]
         customer_key = CustomerKeyPlan(key.orchestrator_object_id, authority)
+    encryption = chosen or (CUSTOMER_KEY_ENCRYPTION if customer_key else GUEST_STATE_ONLY)
     return ConfidentialPlan(security_type=SECURITY_TYPE, secure_boot=True, vtpm=True,
-                            os_disk_encryption=SCALE_SET_ENCRYPTION, image=pool.image or UBUNTU_CVM_2204,
+                            os_disk_encryption=encryption, image=pool.image or UBUNTU_CVM_2204,
                             customer_key=customer_key)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, ip_network
+from typing import Any
 
 from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK, IpPlan
 
@@ -26,6 +27,29 @@ class SecurityRule:
     @property
     def direction(self) -> str:
         return "Inbound"
+
+
+def is_address_prefix(value: str) -> bool:
+    """A CIDR or an IP address: what the plural `*AddressPrefixes` fields take. Anything else (`*`,
+    `VirtualNetwork`, `Internet`, `AzureLoadBalancer`, any service tag) only the singular field accepts."""
+    try:
+        ip_network(value, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def source_prefix_fields(sources: tuple[str, ...]) -> dict[str, Any]:
+    """The security rule's source as ARM accepts it: one tag or `*` in the singular `sourceAddressPrefix`,
+    CIDRs in the plural `sourceAddressPrefixes`. ARM refuses a tag in the plural field
+    (`SecurityRuleParameterContainsUnsupportedValue`, terraform-provider-azurerm#5617); the azure-native SDK
+    documents tags on `source_address_prefix` only (pulumi_azure_native 3.29 network/_inputs.py)."""
+    tags = [s for s in sources if not is_address_prefix(s)]
+    if tags and len(sources) > 1:
+        raise ValueError(f"a security rule takes one service tag alone, not {', '.join(sources)}: split the rule")
+    if tags:
+        return {"source_address_prefix": tags[0]}
+    return {"source_address_prefixes": list(sources)}
 
 
 def _cidrs(nets: list[IPv4Network] | tuple[IPv4Network, ...]) -> tuple[str, ...]:

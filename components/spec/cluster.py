@@ -34,7 +34,6 @@ class CustomVmSize(SpecModel):
     source: str = Field(min_length=3, max_length=2000)
 
 
-
 class BootstrapTokenSpec(SpecModel):
     """The kubeadm bootstrap token nodes join with (docs/operations.md, "Rotating the bootstrap token")."""
 
@@ -42,6 +41,16 @@ class BootstrapTokenSpec(SpecModel):
     """Raise it to make a new token; the old one is then revoked by hand (the runbook says how)."""
     ttl_hours: WholeNumber = Field(default=2160, ge=1, le=8760)
     """How long a token stays valid after the API servers register it (kubeadm's `ttl`); rotate before."""
+
+
+class SizeRegionsSpec(SpecModel):
+    """Where a VM size is offered, as the stack has confirmed it (replaces components/catalog/availability.py's row)."""
+
+    regions: list[str] = Field(min_length=1, max_length=100)
+    zones: dict[str, list[str]] | None = Field(default=None, max_length=100)
+    """Region -> zones offering the size in this subscription (`az vm list-skus --zone`), where known."""
+    source: str = Field(min_length=3, max_length=2000)
+    """How it was confirmed, with the date: e.g. `az vm list-skus -l eastus --size Standard_X --zone, 2026-11-20`."""
 
 
 class AccessSpec(SpecModel):
@@ -84,6 +93,8 @@ class ClusterSpec(SpecModel):
     limits: LimitsSpec = LimitsSpec()
     access: AccessSpec = AccessSpec()
     vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict, max_length=100)
+    size_regions: dict[str, SizeRegionsSpec] = Field(default_factory=dict, max_length=100)
+    """Confirmed availability of sizes (regions, zones), overriding the catalogue's rows."""
     vcpu_quota: dict[str, WholeNumber] = Field(default_factory=dict, max_length=100)
     """vCPU quota per family the subscription has in this region; the plan compares the need against it."""
     tags: dict[str, str] = Field(default_factory=dict)

@@ -59,8 +59,9 @@ class CustomerManagedKeySpec(SpecModel):
 class ConfidentialSpec(SpecModel):
     """Confidential-VM settings of a `kind: confidential` pool."""
 
-    os_disk_encryption: Literal["VMGuestStateOnly", "DiskWithVMGuestState"] = "VMGuestStateOnly"
-    """What the confidential OS-disk encryption covers. Scale sets support only VMGuestStateOnly."""
+    os_disk_encryption: Literal["VMGuestStateOnly", "DiskWithVMGuestState"] | None = None
+    """What the confidential OS-disk encryption covers: the guest state only, or the OS disk too. Defaults to
+    DiskWithVMGuestState with a customer-managed key (the only type a key works with), else VMGuestStateOnly."""
     customer_managed_key: CustomerManagedKeySpec | None = None
 
 

@@ -1,0 +1,45 @@
+"""Where each catalogued VM size is offered: regions, and zones where a public source settles them.
+
+Each row names its source and the date the source states (or was last changed). Azure publishes no
+machine-readable, subscription-independent list; the authority for one subscription is
+`az vm list-skus --location <region> --size <size> --zone` (zones are logical and differ per subscription,
+so no public page settles a size's zones: every row leaves them unknown and the plan warns).
+
+A size placed in a region its row does not list fails the plan, naming the regions that do. A size without
+a row, a row from a secondary source, and unknown zones are warnings in the report. A stack that has
+confirmed availability itself (list-skus, a capacity reservation) declares it under
+`cluster.sizeRegions.<size>` with its source; that row replaces the catalogue's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Availability:
+    size: str
+    regions: tuple[str, ...]
+    source: str
+    as_of: str
+    """The date the source states or was last changed (YYYY-MM or YYYY-MM-DD)."""
+    primary: bool
+    """From Microsoft (docs, Azure's own repositories); False for a third-party page (the plan warns)."""
+    zones: dict[str, tuple[str, ...]] | None = None
+    """Region -> zones offering the size, where a source settles it; None: not established."""
+
+
+_ROWS: tuple[Availability, ...] = (
+    Availability(
+        "Standard_NCC40ads_H100_v5", ("eastus2", "centralus", "westeurope"),
+        "Azure/az-cgpu-onboarding README.md (\"available in the East US 2, Central US, and West Europe regions\"), "
+        "commit 51d392a1; the onboarding scripts accept eastus2, westeurope, centralus",
+        "2026-04-23", primary=True),
+    Availability(
+        "Standard_ND96isr_H100_v5", ("eastus2", "westeurope", "southeastasia", "japaneast"),
+        "theneuralbase.com \"Azure: NDv5 / ND H100\" (\"as of April 2026, NDv5 is available in only 4 Azure regions "
+        "(East US 2, West Europe, Southeast Asia, Japan East)\"); Microsoft's size page lists no regions",
+        "2026-04", primary=False),
+)
+
+AVAILABILITY: dict[str, Availability] = {row.size: row for row in _ROWS}

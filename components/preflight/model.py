@@ -1,0 +1,83 @@
+"""What the ARM preflight reads (the recorded resources) and what it reports (findings with their rule)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.catalog.availability import Availability
+from components.catalog.vm_sizes import VmSize
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One recorded custom resource: its URN, type and camelCase inputs, as in preview.json."""
+
+    urn: str
+    type: str
+    inputs: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The logical name (the URN's last part)."""
+        return self.urn.rsplit("::", 1)[-1]
+
+    @property
+    def short_type(self) -> str:
+        """`storage:StorageAccount` for `azure-native:storage:StorageAccount`."""
+        return self.type.split(":", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    resource: str
+    field: str
+    message: str
+    """What is wrong and how to fix it, in one line."""
+
+    def __str__(self) -> str:
+        return f"{self.resource} {self.field}: {self.message} [preflight rule {self.rule}]"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the rules need to know beyond the resources: the stack's sizes, zones, limits and availability."""
+
+    location: str
+    sizes: dict[str, VmSize]
+    region_zones: tuple[str, ...] | None
+    availability: dict[str, Availability]
+    max_single_placement_group: int
+    max_large_scale_set: int
+    max_ip_configurations_per_nic: int
+
+
+@dataclass
+class Preflight:
+    errors: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+
+
+def azure_resources(steps: Iterable[dict[str, Any]]) -> list[Resource]:
+    """The azure-native custom resources of a preview's steps."""
+    found = []
+    for step in steps:
+        state = step.get("newState") or {}
+        typ = str(state.get("type", ""))
+        if state.get("custom") and typ.startswith("azure-native:"):
+            found.append(Resource(str(state.get("urn") or step.get("urn", "")), typ, dict(state.get("inputs") or {})))
+    return found
+
+
+def dig(value: Any, *path: str | int) -> Any:
+    """`value[path[0]][path[1]]...`, or None where a step is missing."""
+    for key in path:
+        if isinstance(key, int):
+            value = value[key] if isinstance(value, list) and -len(value) <= key < len(value) else None
+        else:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            return None
+    return value

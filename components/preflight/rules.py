@@ -1,0 +1,78 @@
+"""Every preflight rule: its id, what Azure refuses, and where that is written. docs/azure-preflight.md lists them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NAME_RULES_PAGE = ("Microsoft Learn \"Naming rules and restrictions for Azure resources\" "
+                   "(azure-docs articles/azure-resource-manager/management/resource-name-rules.md)")
+SDK = "pulumi_azure_native 3.29 docstrings (generated from the Azure REST API specs)"
+PLACEMENT = "azure-compute-docs articles/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups.md"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    refuses: str
+    source: str
+
+
+RULES: dict[str, Rule] = {r.id: r for r in (
+    Rule("name-format", "a resource name outside its type's length and characters (per-type table in "
+         "components/preflight/naming.py)", f"{NAME_RULES_PAGE}; {SDK} for storage accounts, blob containers, "
+         "disk encryption sets, resource groups; Key Vault REST spec `vaultName` pattern `^[a-zA-Z0-9-]{3,24}$`"),
+    Rule("name-type-catalogued", "an azure-native type with no naming rule here (so nothing judges its names)",
+         "this library: every declared type must have a row in NAMING and in the offline engine's autonaming table"),
+    Rule("name-unique", "two resources of a type with the same name in the same scope (resource group, parent, "
+         "or all of Azure for storage accounts and key vaults)", NAME_RULES_PAGE + " (Scope column)"),
+    Rule("name-global-explicit", "a globally unique name (storage account, key vault) left to azure-native's "
+         "autoname: logical name + 8 random hex, too long for both types and different on every replacement",
+         "pulumi-azure-native provider/pkg/provider/provider.go getDefaultName; " + NAME_RULES_PAGE),
+    Rule("computer-name", "a VM host name over 64 characters or a scale-set computer-name prefix over 58 "
+         "(Linux: Uniform scale sets append a 6-character instance suffix to the prefix)",
+         f"{SDK}: osProfile.computerName \"Max-length (Linux): 64 characters\"; Uniform instance names "
+         "<prefix><6 base-36 characters> (AKS node names such as aks-nodepool1-12345678-vmss000000)"),
+    Rule("nsg-tag-in-plural-field", "a service tag or `*` in `sourceAddressPrefixes`/`destinationAddressPrefixes`",
+         "ARM SecurityRuleParameterContainsUnsupportedValue (terraform-provider-azurerm#5617); "
+         f"{SDK}: only `source_address_prefix` documents tags"),
+    Rule("infiniband-single-placement-group", "an InfiniBand scale set with singlePlacementGroup false: its VMs "
+         "get no InfiniBand to each other", f"{PLACEMENT}; azure-docs articles/virtual-machines/setup-infiniband.md"),
+    Rule("placement-group-capacity", "more VMs in a scale set than its placement mode allows (100 with "
+         "singlePlacementGroup true, 1,000 without, unless the stack's limits raise them)", PLACEMENT),
+    Rule("ephemeral-os-disk", "an ephemeral OS disk on a size without a resource disk large enough for it, "
+         "or with a caching other than ReadOnly", "azure-docs articles/virtual-machines/ephemeral-os-disks.md; "
+         "the size pages for the resource-disk sizes (components/catalog/vm_sizes.py)"),
+    Rule("accelerated-networking", "enableAcceleratedNetworking on a size that does not support it "
+         "(VMSizeIsNotPermittedToEnableAcceleratedNetworking)", "the size pages (components/catalog/vm_sizes.py)"),
+    Rule("ip-configurations-per-nic", "more than 256 IP configurations on one NIC",
+         "azure-docs includes/azure-virtual-network-limits.md (private IP addresses per network interface: 256)"),
+    Rule("nics-per-size", "more NICs than the size allows", "the size pages (max NICs, components/catalog/vm_sizes.py)"),
+    Rule("confidential-size", "securityType ConfidentialVM on a size that is not confidential, or a "
+         "confidential (NCC) size without it", "azure-compute-docs nccadsh100v5-series.md; Azure/az-cgpu-onboarding "
+         "docs/template.json"),
+    Rule("confidential-encryption", "a confidential OS-disk securityEncryptionType on a VM that is not a "
+         "ConfidentialVM with vTPM on", f"{SDK}: securityEncryptionType \"It can be set for only Confidential VMs\"; "
+         "azure-docs articles/confidential-computing/confidential-vm-overview.md"),
+    Rule("confidential-customer-key", "a confidential disk encryption set (customer-managed key) with any "
+         "securityEncryptionType but DiskWithVMGuestState", "confidential VM FAQ; Azure/az-cgpu-onboarding "
+         "src/cgpu-h100-auto-onboarding.sh (\"CMK only supports encryption type DiskWithVMGuestState\"); "
+         "Azure quickstart demos/vmss-cvm-fde"),
+    Rule("key-vault-hsm-premium", "an HSM-protected key (RSA-HSM, EC-HSM) in a Standard vault",
+         "azure-docs articles/key-vault/keys/about-keys.md (HSM-protected keys need the Premium tier)"),
+    Rule("tags", "more than 50 tags on a resource, a tag name over 512 or a value over 256 characters, or a name "
+         "with < > % & \\ ? /", "azure-docs articles/azure-resource-manager/management/tag-resources.md (limitations)"),
+    Rule("zones", "a zone the region does not have", "azure-docs articles/reliability/availability-zones-region-support.md "
+         "(components/catalog/regions.py; a stack declares others under cluster.limits.regionZones)"),
+    Rule("size-region", "a VM size placed in a region its availability row does not list",
+         "components/catalog/availability.py (each row's source and date) or the stack's cluster.sizeRegions"),
+)}
+
+WARNINGS: dict[str, Rule] = {r.id: r for r in (
+    Rule("size-region-uncatalogued", "a size with no availability row: the plan cannot tell whether the region "
+         "offers it", "components/catalog/availability.py"),
+    Rule("size-region-secondary", "an availability row from a third-party page", "components/catalog/availability.py"),
+    Rule("size-zones-unknown", "zones offering the size in the region not established by a public source "
+         "(logical zones differ per subscription)", "az vm list-skus --zone, per subscription"),
+    Rule("ephemeral-os-disk-placement", "an ephemeral OS disk placement other than ResourceDisk, which the "
+         "catalogue cannot check (no cache or NVMe-placement sizes catalogued)", "azure-docs ephemeral-os-disks.md"),
+)}

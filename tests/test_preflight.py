@@ -1,0 +1,256 @@
+"""ARM preflight: the shipped prod plan passes, and breaking each rule on purpose makes that rule fail, naming
+the resource and the field. Each rule's source is in components/preflight/rules.py and docs/azure-preflight.md."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.catalog.availability import AVAILABILITY
+from components.offline.autonaming import default_name
+from components.offline.engine import ProgramRun
+from components.offline.preview import preview_document
+from components.planning.cluster_plan import plan_cluster
+from components.preflight import Context, context_for, preflight, problems
+from components.preflight.rules import RULES, WARNINGS
+from components.spec import ClusterSpec
+
+Steps = list[dict[str, Any]]
+State = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def prod_steps(prod_run: ProgramRun) -> Steps:
+    return preview_document(prod_run)["steps"]
+
+
+@pytest.fixture(scope="module")
+def prod_context(prod_spec: ClusterSpec) -> Context:
+    return context_for(plan_cluster(prod_spec))
+
+
+def _state(steps: Steps, name: str) -> State:
+    return next(s["newState"] for s in steps if s["newState"]["urn"].endswith("::" + name))
+
+
+def _of(steps: Steps, suffix: str) -> State:
+    return next(s["newState"] for s in steps if s["newState"]["type"].endswith(suffix))
+
+
+def _nic0(state: State) -> dict[str, Any]:
+    return state["inputs"]["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"][0]
+
+
+def _add(steps: Steps, typ: str, name: str, inputs: dict[str, Any]) -> None:
+    urn = f"urn:pulumi:prod::gpucluster::{typ}::{name}"
+    steps.append({"op": "create", "urn": urn, "newState": {"urn": urn, "type": typ, "custom": True, "inputs": inputs}})
+
+
+def test_prod_passes_preflight(prod_steps: Steps, prod_context: Context) -> None:
+    result = preflight(prod_steps, prod_context)
+    assert result.errors == []
+    assert {w.rule for w in result.warnings} <= set(WARNINGS)
+
+
+def _storage_autonamed(steps: Steps) -> str:
+    state = _of(steps, "storage:StorageAccount")
+    state["inputs"]["accountName"] = default_name(state["type"], state["urn"], state["urn"].rsplit("::", 1)[-1])
+    return "prod-cp-snapshots"
+
+
+def _vault(steps: Steps, name: str = "prod-confidential-cmk-kv1a2b3c4d", sku: str = "premium") -> str:
+    _add(steps, "azure-native:keyvault:Vault", "prod-confidential-cmk-kv",
+         {"vaultName": name, "resourceGroupName": "gpucluster-prod", "properties": {"sku": {"family": "A", "name": sku}}})
+    return "prod-confidential-cmk-kv"
+
+
+def _hsm_key_in_standard_vault(steps: Steps) -> str:
+    _vault(steps, "prod-cgpu-cmk-1a2b3c4d", "standard")
+    _add(steps, "azure-native:keyvault:Key", "prod-confidential-cmk-key",
+         {"keyName": "k1", "vaultName": "prod-cgpu-cmk-1a2b3c4d", "resourceGroupName": "gpucluster-prod",
+          "properties": {"kty": "RSA-HSM"}})
+    return "prod-confidential-cmk-key"
+
+
+def _duplicate_nsg_name(steps: Steps) -> str:
+    _state(steps, "prod-nsg-etcd")["inputs"]["networkSecurityGroupName"] = "prod-nodes"
+    return "prod-nsg-"
+
+
+def _unknown_type(steps: Steps) -> str:
+    _of(steps, "network:NatGateway")["type"] = "azure-native:network:RouteTable"
+    return "prod-nat"
+
+
+def _tag_in_plural(steps: Steps) -> str:
+    rule = _state(steps, "prod-nsg-nodes")["inputs"]["securityRules"][0]
+    rule["sourceAddressPrefixes"] = ["VirtualNetwork"]
+    return "prod-nsg-nodes"
+
+
+def _ib_without_spg(steps: Steps) -> str:
+    _state(steps, "h100-z1-00")["inputs"]["singlePlacementGroup"] = False
+    return "h100-z1-00"
+
+
+def _placement_group_too_big(steps: Steps) -> str:
+    _state(steps, "h100-z1-00")["inputs"]["sku"]["capacity"] = 101
+    return "h100-z1-00"
+
+
+def _ephemeral_too_big(steps: Steps) -> str:
+    _state(steps, "cpu-z1-00")["inputs"]["virtualMachineProfile"]["storageProfile"]["osDisk"]["diskSizeGB"] = 5000
+    return "cpu-z1-00"
+
+
+def _ephemeral_read_write(steps: Steps) -> str:
+    _state(steps, "cpu-z1-00")["inputs"]["virtualMachineProfile"]["storageProfile"]["osDisk"]["caching"] = "ReadWrite"
+    return "cpu-z1-00"
+
+
+def _accelerated_on_ncc(steps: Steps) -> str:
+    _nic0(_state(steps, "confidential-z1-00"))["enableAcceleratedNetworking"] = True
+    return "confidential-z1-00"
+
+
+def _too_many_ip_configs(steps: Steps) -> str:
+    nic = _nic0(_state(steps, "h100-z1-00"))
+    nic["ipConfigurations"] = nic["ipConfigurations"] * 9
+    return "h100-z1-00"
+
+
+def _too_many_nics(steps: Steps) -> str:
+    profile = _state(steps, "system-z1-00")["inputs"]["virtualMachineProfile"]["networkProfile"]
+    profile["networkInterfaceConfigurations"] = profile["networkInterfaceConfigurations"] * 9
+    return "system-z1-00"
+
+
+def _cvm_on_nd(steps: Steps) -> str:
+    _state(steps, "h100-z1-00")["inputs"]["virtualMachineProfile"]["securityProfile"] = {"securityType": "ConfidentialVM"}
+    return "h100-z1-00"
+
+
+def _encryption_without_vtpm(steps: Steps) -> str:
+    profile = _state(steps, "confidential-z1-00")["inputs"]["virtualMachineProfile"]
+    profile["securityProfile"]["uefiSettings"]["vTpmEnabled"] = False
+    return "confidential-z1-00"
+
+
+def _customer_key_guest_state_only(steps: Steps) -> str:
+    disk = _state(steps, "confidential-z1-00")["inputs"]["virtualMachineProfile"]["storageProfile"]["osDisk"]
+    disk["managedDisk"]["securityProfile"] = {
+        "securityEncryptionType": "VMGuestStateOnly",
+        "diskEncryptionSet": {"id": "/subscriptions/0/resourceGroups/g/providers/Microsoft.Compute/diskEncryptionSets/d"}}
+    return "confidential-z1-00"
+
+
+def _too_many_tags(steps: Steps) -> str:
+    tags = _state(steps, "cpu-z1-00")["inputs"]["tags"]
+    tags.update({f"extra{i}": "x" for i in range(50)})
+    return "cpu-z1-00"
+
+
+def _slash_in_tag(steps: Steps) -> str:
+    _state(steps, "cpu-z1-00")["inputs"]["tags"]["k8s.io/role"] = "x"
+    return "cpu-z1-00"
+
+
+def _zone_four(steps: Steps) -> str:
+    _state(steps, "cpu-z1-00")["inputs"]["zones"] = ["4"]
+    return "cpu-z1-00"
+
+
+def _nd_in_eastus(steps: Steps) -> str:
+    _state(steps, "h100-z1-00")["inputs"]["location"] = "eastus"
+    return "h100-z1-00"
+
+
+def _long_prefix(steps: Steps) -> str:
+    profile = _state(steps, "cpu-z1-00")["inputs"]["virtualMachineProfile"]
+    profile["osProfile"]["computerNamePrefix"] = "c" * 59
+    return "cpu-z1-00"
+
+
+MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
+    "storage-name-with-hyphens": ("name-format", lambda s: (
+        _of(s, "storage:StorageAccount")["inputs"].update(accountName="prod-cp-snapshots1a2b3c4d"), "prod-cp-snapshots")[1]),
+    "storage-autonamed": ("name-global-explicit", _storage_autonamed),
+    "vault-name-too-long": ("name-format", _vault),
+    "duplicate-nsg-name": ("name-unique", _duplicate_nsg_name),
+    "type-without-naming-rule": ("name-type-catalogued", _unknown_type),
+    "long-computer-name-prefix": ("computer-name", _long_prefix),
+    "tag-in-plural-prefix-field": ("nsg-tag-in-plural-field", _tag_in_plural),
+    "infiniband-without-single-placement-group": ("infiniband-single-placement-group", _ib_without_spg),
+    "placement-group-over-100": ("placement-group-capacity", _placement_group_too_big),
+    "ephemeral-disk-larger-than-resource-disk": ("ephemeral-os-disk", _ephemeral_too_big),
+    "ephemeral-disk-read-write": ("ephemeral-os-disk", _ephemeral_read_write),
+    "accelerated-networking-on-ncc": ("accelerated-networking", _accelerated_on_ncc),
+    "297-ip-configurations": ("ip-configurations-per-nic", _too_many_ip_configs),
+    "9-nics-on-d16ds": ("nics-per-size", _too_many_nics),
+    "confidential-vm-on-nd": ("confidential-size", _cvm_on_nd),
+    "guest-state-without-vtpm": ("confidential-encryption", _encryption_without_vtpm),
+    "customer-key-with-guest-state-only": ("confidential-customer-key", _customer_key_guest_state_only),
+    "hsm-key-in-standard-vault": ("key-vault-hsm-premium", _hsm_key_in_standard_vault),
+    "51-tags": ("tags", _too_many_tags),
+    "slash-in-tag-name": ("tags", _slash_in_tag),
+    "zone-4": ("zones", _zone_four),
+    "nd-h100-in-eastus": ("size-region", _nd_in_eastus),
+}
+
+
+def test_every_rule_is_broken_by_a_test() -> None:
+    assert {rule for rule, _ in MUTATIONS.values()} == set(RULES)
+
+
+@pytest.mark.parametrize("case", list(MUTATIONS), ids=list(MUTATIONS))
+def test_breaking_a_rule_fails_it(case: str, prod_steps: Steps, prod_context: Context) -> None:
+    rule, mutate = MUTATIONS[case]
+    steps = copy.deepcopy(prod_steps)
+    resource = mutate(steps)
+    errors = preflight(steps, prod_context).errors
+    assert any(f.rule == rule and f.resource.startswith(resource) for f in errors), errors
+    line = next(str(p) for p in problems(errors) if f"[preflight rule {rule}]" in str(p))
+    assert "\n" not in line and line.startswith(resource)
+
+
+def test_size_outside_its_regions_names_the_regions(prod_steps: Steps, prod_context: Context) -> None:
+    steps = copy.deepcopy(prod_steps)
+    for state in (s["newState"] for s in steps if s["newState"]["type"].endswith("VirtualMachineScaleSet")):
+        state["inputs"]["location"] = "eastus"
+    messages = [f.message for f in preflight(steps, prod_context).errors if f.rule == "size-region"]
+    ncc = AVAILABILITY["Standard_NCC40ads_H100_v5"]
+    assert any(m.startswith("Standard_NCC40ads_H100_v5 is not offered in eastus; it is in eastus2, centralus, "
+                            "westeurope") and ncc.source in m for m in messages)
+
+
+def test_stack_confirmed_zones_are_enforced_and_silence_the_warnings(prod_spec: ClusterSpec, prod_steps: Steps) -> None:
+    raw = prod_spec.model_dump(by_alias=True, mode="json")
+    raw["sizeRegions"] = {"Standard_ND96isr_H100_v5": {"regions": ["eastus2"], "zones": {"eastus2": ["1", "2"]},
+                                                       "source": "az vm list-skus -l eastus2 --zone, 2026-11-20"}}
+    result = preflight(prod_steps, context_for(plan_cluster(ClusterSpec.model_validate(raw))))
+    failing = {f.resource for f in result.errors if f.rule == "size-region"}
+    zone3 = {s["newState"]["urn"].rsplit("::", 1)[-1] for s in prod_steps
+             if s["newState"]["type"].endswith("VirtualMachineScaleSet") and "::h100-z3-" in s["newState"]["urn"]}
+    assert failing == zone3 and zone3
+    assert {f.rule for f in result.errors} == {"size-region"}
+    assert not any("Standard_ND96isr_H100_v5" in w.message for w in result.warnings)
+
+
+def test_unsettled_availability_is_a_warning_row(prod_steps: Steps, prod_context: Context) -> None:
+    warnings = preflight(prod_steps, prod_context).warnings
+    rules = {(w.rule, w.message.split(" ")[3] if w.rule == "size-zones-unknown" else "") for w in warnings}
+    assert ("size-zones-unknown", "eastus2") in rules
+    assert any(w.rule == "size-region-secondary" and "Standard_ND96isr_H100_v5" in w.message for w in warnings)
+    assert any(w.rule == "size-region-uncatalogued" and "Standard_D64ds_v5" in w.message for w in warnings)
+
+
+def test_docs_list_every_rule_with_its_source() -> None:
+    """docs/azure-preflight.md names every rule and warning with its source, as the code states them."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "azure-preflight.md").read_text()
+    for rule in (*RULES.values(), *WARNINGS.values()):
+        assert f"| `{rule.id}` | {rule.refuses} | {rule.source} |" in text, rule.id
