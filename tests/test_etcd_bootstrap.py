@@ -32,4 +32,5 @@ def test_cloud_config_carries_keys_private_and_timer() -> None:
     assert "OnCalendar=hourly" in files["/etc/systemd/system/etcd-snapshot.timer"]["content"]
     assert "https://acct.blob.core.windows.net/etcd-snapshots" in files["/usr/local/sbin/gpucluster-etcd-snapshot"]["content"]
     assert "nvme" in files["/usr/local/sbin/gpucluster-etcd-install"]["content"]
-    assert "lun0" in yaml.safe_load(render_etcd_cloud_init(_bootstrap(nvme=False)))["write_files"][5]["content"]
+    ssd = {f["path"]: f for f in yaml.safe_load(render_etcd_cloud_init(_bootstrap(nvme=False)))["write_files"]}
+    assert "lun0" in ssd["/usr/local/sbin/gpucluster-etcd-install"]["content"]
