@@ -115,7 +115,8 @@ def run_script(b: EtcdBootstrap) -> str:
     return "\n".join([
         "#!/bin/bash",
         "set -euo pipefail",
-        f'etcdctl_at() {{ local endpoint=$1; shift; {etcdctl_command("$endpoint")} "$@"; }}',
+        # A short timeout: during the first bootstrap no peer answers, and each probe waits this long.
+        "etcdctl_at() { local endpoint=$1; shift; " + etcdctl_command('"$endpoint"', "3s") + ' "$@"; }',
         "state=existing",
         f'if [ ! -d "{DATA_DIR}/member" ]; then',
         "  healthy=",
@@ -156,11 +157,12 @@ def _unit() -> str:
 
 def _install(b: EtcdBootstrap) -> str:
     disk = ("# Local NVMe: wiped when the VM is deallocated or its host redeployed; run_script rejoins the member.\n"
-            "dev=$(ls /dev/nvme*n1 | head -n1)\n") if b.data_on_nvme else (
+            "devices=(/dev/nvme*n1)\ndev=${devices[0]}\n") if b.data_on_nvme else (
             "# Premium SSD v2 data disk at LUN 0.\ndev=/dev/disk/azure/scsi1/lun0\n")
     url = f"https://github.com/etcd-io/etcd/releases/download/v{ETCD_VERSION}/etcd-v{ETCD_VERSION}-linux-amd64.tar.gz"
     return "\n".join([
         "#!/bin/bash", "set -euo pipefail", disk.rstrip(),
+        'if [ ! -b "$dev" ]; then echo "gpucluster: no data disk at $dev" >&2; exit 1; fi',
         'blkid "$dev" || mkfs.ext4 -F "$dev"',
         f"mkdir -p {DATA_DIR}",
         # nofail: a missing or blank disk must not drop the VM into emergency mode; the unit waits for the mount.

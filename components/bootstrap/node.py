@@ -127,7 +127,19 @@ JOIN_COMMAND = "kubeadm join --config /etc/kubernetes/kubeadm-join.yaml"
 
 
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-node-boot"
+BOOT_UNIT = "gpucluster-node-boot.service"
+JOINED_MARKER = "/var/lib/gpucluster/joined"
 INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-install-kubernetes"
+
+
+def boot_unit() -> str:
+    """The boot script as a systemd unit, so that it runs again after a reboot it asked for (a confidential
+    node's kernel upgrade) until the node has joined; its output is in `journalctl -u gpucluster-node-boot`."""
+    return ("[Unit]\nDescription=gpucluster: prepare this machine and join the cluster\n"
+            "Wants=network-online.target\nAfter=network-online.target\n"
+            f"ConditionPathExists=!{JOINED_MARKER}\n\n"
+            f"[Service]\nType=oneshot\nExecStart={BOOT_SCRIPT}\nRemainAfterExit=yes\nTimeoutStartSec=infinity\n\n"
+            "[Install]\nWantedBy=multi-user.target\n")
 
 
 def boot_script(b: NodeBootstrap) -> str:
@@ -152,6 +164,8 @@ def boot_script(b: NodeBootstrap) -> str:
         f"  {JOIN_COMMAND} || {{ kubeadm reset --force >/dev/null 2>&1 || true; return 1; }}",
         "}",
         f"retry {b.join_attempts} join",
+        f"mkdir -p {JOINED_MARKER.rsplit('/', 1)[0]}",
+        f"touch {JOINED_MARKER}",
         'echo "gpucluster: joined at $(date -u +%FT%TZ)"',
         "",
     ]
@@ -172,5 +186,7 @@ def render_cloud_init(b: NodeBootstrap) -> str:
     if b.confidential_gpu:
         files.append({"path": GATE_PATH, "permissions": "0755", "content": gate_script()})
     files.append({"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)})
-    document = {"write_files": files, "runcmd": [[BOOT_SCRIPT]]}
+    files.append({"path": f"/etc/systemd/system/{BOOT_UNIT}", "permissions": "0644", "content": boot_unit()})
+    document = {"write_files": files,
+                "runcmd": [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", "--no-block", BOOT_UNIT]]}
     return dump_cloud_config(document)
