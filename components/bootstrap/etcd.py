@@ -29,6 +29,8 @@ STARTED_MARKER = f"{STATE_DIR}/etcd-started"
 RUN_SCRIPT = "/usr/local/sbin/gpucluster-etcd-run"
 SNAPSHOT_SCRIPT = "/usr/local/sbin/gpucluster-etcd-snapshot"
 INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-etcd-install"
+DISK_SCRIPT = "/usr/local/sbin/gpucluster-etcd-disk"
+DISK_UNIT = "gpucluster-etcd-disk.service"
 CLIENT_PORT, PEER_PORT, METRICS_PORT = 2379, 2380, 2381
 
 
@@ -130,7 +132,15 @@ def run_script(b: EtcdBootstrap) -> str:
         '    if [ -n "$old" ]; then',
         '      etcdctl_at "$healthy" member remove "$old"',
         "    fi",
-        f'    etcdctl_at "$healthy" member add {m.name} --peer-urls={m.peer_url}',
+        # Right after a removal etcd may refuse the add ("unhealthy cluster", --strict-reconfig-check):
+        # retry, and count an add that went through before its answer was lost.
+        "    added=",
+        "    for _ in $(seq 1 20); do",
+        f'      if etcdctl_at "$healthy" member list | grep -qF ", {m.peer_url},"; then added=1; break; fi',
+        f'      if etcdctl_at "$healthy" member add {m.name} --peer-urls={m.peer_url}; then added=1; break; fi',
+        "      sleep 3",
+        "    done",
+        '    if [ -z "$added" ]; then echo "gpucluster: could not add member ' + m.name + '" >&2; exit 1; fi',
         f'  elif [ -e "{STARTED_MARKER}" ]; then',
         f'    echo "gpucluster: {DATA_DIR} is empty, no peer answers and this member ran before:" \\',
         '      "every member lost its data; restore from a snapshot (docs/operations.md)" >&2',
@@ -147,30 +157,50 @@ def run_script(b: EtcdBootstrap) -> str:
 
 
 def _unit() -> str:
-    # The data disk is mounted with nofail: wait for it when present, and never start etcd on the OS disk.
-    return ("[Unit]\nDescription=etcd\nAfter=network-online.target local-fs.target\nWants=network-online.target\n"
-            f"RequiresMountsFor={DATA_DIR}\n\n"
-            f"[Service]\nType=notify\nExecStart={RUN_SCRIPT}\nRestart=always\nRestartSec=10\n"
-            "LimitNOFILE=65536\nIOSchedulingClass=realtime\nIOSchedulingPriority=0\n\n"
+    # The data disk is prepared (formatted when blank) and mounted at every boot before etcd starts, and
+    # etcd never starts on the OS disk's empty /var/lib/etcd.
+    return ("[Unit]\nDescription=etcd\nAfter=network-online.target local-fs.target " + DISK_UNIT + "\n"
+            f"Wants=network-online.target\nRequires={DISK_UNIT}\n\n"
+            f"[Service]\nType=notify\nExecStartPre=/usr/bin/mountpoint -q {DATA_DIR}\nExecStart={RUN_SCRIPT}\n"
+            "Restart=always\nRestartSec=10\nLimitNOFILE=65536\nIOSchedulingClass=realtime\nIOSchedulingPriority=0\n\n"
             "[Install]\nWantedBy=multi-user.target\n")
 
 
-def _install(b: EtcdBootstrap) -> str:
-    disk = ("# Local NVMe: wiped when the VM is deallocated or its host redeployed; run_script rejoins the member.\n"
-            "devices=(/dev/nvme*n1)\ndev=${devices[0]}\n") if b.data_on_nvme else (
-            "# Premium SSD v2 data disk at LUN 0.\ndev=/dev/disk/azure/scsi1/lun0\n")
+def _disk_unit() -> str:
+    return ("[Unit]\nDescription=gpucluster: etcd data disk (format when blank, mount)\n"
+            "After=local-fs.target\nBefore=etcd.service\n\n"
+            f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart={DISK_SCRIPT}\n")
+
+
+def disk_script(b: EtcdBootstrap) -> str:
+    """At every boot: local NVMe comes back blank after deallocation or a host redeploy, so a blank disk is
+    formatted and mounted again (fstab names the device, with `nofail`: a blank or missing disk never
+    drops the VM into emergency mode); run_script then rejoins the member."""
+    find = (["devices=(/dev/nvme*n1)", "dev=${devices[0]}"] if b.data_on_nvme
+            else ["dev=/dev/disk/azure/scsi1/lun0  # Premium SSD v2 data disk at LUN 0"])
+    return "\n".join([
+        "#!/bin/bash", "set -euo pipefail", *find,
+        'if [ ! -b "$dev" ]; then echo "gpucluster: no etcd data disk at $dev" >&2; exit 1; fi',
+        'if ! blkid "$dev" >/dev/null; then',
+        '  echo "gpucluster: $dev is blank; formatting it"',
+        '  mkfs.ext4 -F "$dev"',
+        "fi",
+        f"mkdir -p {DATA_DIR}",
+        f"if ! grep -q ' {DATA_DIR} ' /etc/fstab; then",
+        f'  echo "$dev {DATA_DIR} ext4 defaults,noatime,nofail,x-systemd.device-timeout=60s 0 2" >> /etc/fstab',
+        "fi",
+        f"if ! mountpoint -q {DATA_DIR}; then",
+        f"  mount {DATA_DIR}",
+        "fi",
+        f"chmod 700 {DATA_DIR}",
+        "",
+    ])
+
+
+def _install() -> str:
     url = f"https://github.com/etcd-io/etcd/releases/download/v{ETCD_VERSION}/etcd-v{ETCD_VERSION}-linux-amd64.tar.gz"
     return "\n".join([
-        "#!/bin/bash", "set -euo pipefail", disk.rstrip(),
-        'if [ ! -b "$dev" ]; then echo "gpucluster: no data disk at $dev" >&2; exit 1; fi',
-        'blkid "$dev" || mkfs.ext4 -F "$dev"',
-        f"mkdir -p {DATA_DIR}",
-        # nofail: a missing or blank disk must not drop the VM into emergency mode; the unit waits for the mount.
-        f"sed -i '\\# {DATA_DIR} #d' /etc/fstab",
-        f'echo "UUID=$(blkid -s UUID -o value "$dev") {DATA_DIR} ext4 defaults,noatime,nofail,x-systemd.device-timeout=60s 0 2"'
-        " >> /etc/fstab",
-        "mount -a",
-        f"chmod 700 {DATA_DIR}",
+        "#!/bin/bash", "set -euo pipefail",
         f"curl -fsSL --retry 5 --retry-delay 5 --retry-connrefused -o /tmp/etcd.tar.gz {url}",
         f"tar -xzf /tmp/etcd.tar.gz -C {BIN_DIR} --strip-components=1 --wildcards '*/etcd' '*/etcdctl' '*/etcdutl'",
         "systemctl daemon-reload",
@@ -208,7 +238,9 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
         (f"{PKI_DIR}/peer.key", "0600", b.peer_key),
         (f"{PKI_DIR}/client.crt", "0644", b.client_cert),
         (f"{PKI_DIR}/client.key", "0600", b.client_key),
-        (INSTALL_SCRIPT, "0755", _install(b)),
+        (DISK_SCRIPT, "0755", disk_script(b)),
+        (f"/etc/systemd/system/{DISK_UNIT}", "0644", _disk_unit()),
+        (INSTALL_SCRIPT, "0755", _install()),
         (RUN_SCRIPT, "0755", run_script(b)),
         ("/etc/systemd/system/etcd.service", "0644", _unit()),
         (SNAPSHOT_SCRIPT, "0755", snapshot_script(b)),

@@ -104,7 +104,7 @@ def provider_id_script() -> list[str]:
         "  ''|*[!0-9]*) echo \"gpucluster: $vm_name is not a scale-set VM name\" >&2; exit 1 ;;",
         "esac",
         "mkdir -p /etc/kubernetes/patches",
-        "printf 'providerID: %s\\n' "
+        "printf 'apiVersion: kubelet.config.k8s.io/v1beta1\\nkind: KubeletConfiguration\\nproviderID: %s\\n' "
         '"azure:///subscriptions/$subscription/resourceGroups/$resource_group/providers/'
         'Microsoft.Compute/virtualMachineScaleSets/$scale_set/virtualMachines/$instance"'
         f" > {PROVIDER_ID_PATCH}",
