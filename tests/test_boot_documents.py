@@ -261,6 +261,12 @@ def test_provider_id_from_imds_matches_the_consumers(tmp_path: Path, vm_name: st
     scale_set = vm_name.rpartition("_")[0]
     assert written == (f"azure:///subscriptions/{subscription.lower()}/resourceGroups/{group.lower()}/providers/"
                        f"Microsoft.Compute/virtualMachineScaleSets/{scale_set}/virtualMachines/{instance}")
+    # cluster-autoscaler keys instances by "azure://" + the VM's ARM id with the resource group lower-cased
+    # (`convertResourceGroupNameToLower`, `azureResourceGroupNameRE` in cloudprovider/azure): the same string.
+    arm_id = (f"/subscriptions/{subscription.lower()}/resourceGroups/{group}/providers/Microsoft.Compute/"
+              f"virtualMachineScaleSets/{scale_set}/virtualMachines/{instance}")
+    rg = re.fullmatch(r".*/subscriptions/(?:.*)/resourceGroups/(.+)/providers/(?:.*)", arm_id)
+    assert rg and "azure://" + arm_id.replace(rg.group(1), rg.group(1).lower(), 1) == written
     # cluster-autoscaler's scale-set name pattern (cloudprovider/azure/azure_scale_set.go) finds the scale set.
     match = re.match(r".*/subscriptions/(?:.*)/Microsoft.Compute/virtualMachineScaleSets/(.+)/virtualMachines(?:.*)",
                      written)
