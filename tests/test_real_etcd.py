@@ -60,6 +60,18 @@ def _free_ports(count: int) -> list[int]:
             s.close()
 
 
+def _run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a script in its own process group and end the whole group if it overruns (etcdctl included)."""
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+    return subprocess.CompletedProcess(args, process.returncode, out, err)
+
+
 @dataclass
 class Member:
     name: str
@@ -177,7 +189,7 @@ def test_the_rendered_snapshot_command_saves_a_snapshot(cluster: list[Member]) -
     save = next(i for i, line in enumerate(lines) if "snapshot save" in line)
     script = member.root / "snapshot.sh"
     script.write_text(member.localise("\n".join(lines[:save + 1])) + '\necho "$snap"\n')
-    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=120)
+    result = _run(["bash", str(script)], timeout=120)
     assert result.returncode == 0, result.stderr
     snapshot = Path(result.stdout.strip().splitlines()[-1])
     status = subprocess.run([str(ETCD_BIN / "etcdutl"), "snapshot", "status", str(snapshot), "--write-out=json"],
@@ -260,8 +272,7 @@ def test_renewed_certificates_reach_a_running_member(cluster: list[Member], tmp_
     fake.write_text(f'#!/bin/bash\necho "$*" >> {tmp_path}/systemctl.log\n')
     fake.chmod(0o755)
     localised = member.localise(script.read_text()).replace("https://127.0.0.1:2379", member.bootstrap.member.client_url)
-    result = subprocess.run(["bash", "-c", localised], capture_output=True, text=True, timeout=180,
-                            env={"PATH": f"{fake.parent}:/usr/bin:/bin"})
+    result = _run(["bash", "-c", localised], timeout=180, env={"PATH": f"{fake.parent}:/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "systemctl.log").read_text().split() == ["restart", "etcd"]
     server = renewed[etcd_member_certificates(member.name)["server"]]
