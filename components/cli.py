@@ -35,6 +35,7 @@ def _fail(problems: SpecError, console: Console) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from components.offline.boot_docs import write_boot_documents
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
@@ -89,6 +90,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         write_preview(document, folder / "preview.json")
         write_manifests(objects, folder / "manifests")
         write_charts(releases, folder / "charts")
+        write_boot_documents(plan, folder)
         (folder / "summary.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 

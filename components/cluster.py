@@ -30,13 +30,7 @@ class GpuCluster(pulumi.ComponentResource):
         self.network = Network(name, plan, child)
         self.pki = ClusterPki(f"{name}-pki", spec.name, plan_certificates(spec.name, plan.ip, plan.control_plane), child)
         self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", spec.access.bootstrap_token.generation, child)
-        join = NodeJoin(
-            kubernetes_version=spec.kubernetes_version,
-            api_server_endpoint=plan.ip.api_server_endpoint,
-            bootstrap_token=self.bootstrap_token.token,
-            ca_cert_hash=self.pki.ca_cert_hash,
-            cluster_dns=str(plan.ip.dns_service_ip),
-        )
+        join = NodeJoin(plan=plan, bootstrap_token=self.bootstrap_token.token, ca_cert_hash=self.pki.ca_cert_hash)
         keys: list[pulumi.Input[str]] = list(spec.access.ssh_public_keys)
         self.break_glass_key: tls.PrivateKey | None = None
         if not keys:
@@ -56,7 +50,8 @@ class GpuCluster(pulumi.ComponentResource):
             for pool in plan.pools
         ]
         admin = self.pki.certificates["admin"]
-        endpoint = join.api_server_endpoint
+        # Admins dial the load balancer's address (in the API server's certSANs); machines dial its name.
+        endpoint = plan.ip.api_server_endpoint
         self.admin_kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.pki.ca_cert_pem, admin.cert.cert_pem, admin.key.private_key_pem).apply(
             lambda pems: render_kubeconfig(spec.name, endpoint, pems[0], pems[1], pems[2])))

@@ -49,6 +49,19 @@ def test_plan_prod(prod_out) -> None:
     assert all(s["newState"]["inputs"]["sku"]["capacity"] <= 100 for s in gpu_sets)
 
 
+def test_plan_writes_every_boot_document(prod_out) -> None:
+    """out/<stack>/boot/: the documents machines boot with, secrets as markers (components/offline/boot_docs.py)."""
+    from components.offline.boot_docs import boot_documents
+    from components.planning.cluster_plan import plan_cluster
+    from tests.conftest import stack_spec
+
+    _, out = prod_out
+    written = {p.name: p.read_text() for p in (out / "boot").iterdir()}
+    assert written == boot_documents(plan_cluster(stack_spec("prod")))
+    assert {"apiserver.yaml", "etcd-0.yaml", "etcd-events-0.yaml"} <= set(written)
+    assert not any("PRIVATE KEY" in text for text in written.values())
+
+
 def test_check_passes_on_prod_and_fails_when_broken(prod_out, tmp_path: Path) -> None:
     _, out = prod_out
     ok = gpucluster("check", str(out / "preview.json"))

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components.bootstrap.confidential import CC_ON_MARKER, CONFIDENTIAL_TAINT, GATE_PATH, LABEL_CC_MODE, gate_script
-from components.bootstrap.node import NodeBootstrap, render_cloud_init
+from components.bootstrap.node import BOOT_SCRIPT, JOIN_COMMAND, NodeBootstrap, render_cloud_init
 from components.catalog.images import UBUNTU_CVM_2204, UBUNTU_HPC_2204, is_confidential_image
 from components.cli import project_root
 from components.errors import SpecError
@@ -157,16 +157,18 @@ def test_join_waits_for_cc_mode_and_attestation() -> None:
     document = _bootstrap(True)
     files = {f["path"]: f["content"] for f in document["write_files"]}
     assert files[GATE_PATH] == gate_script()
-    # One command: kubeadm join runs only when the gate exits 0.
-    assert document["runcmd"][-1] == ["bash", "-c", f"{GATE_PATH} && kubeadm join --config "
-                                                    "/etc/kubernetes/kubeadm-join.yaml"]
+    # One boot script under `set -e`: kubeadm join runs only when the gate exits 0.
+    boot = files[BOOT_SCRIPT]
+    assert "set -euo pipefail" in boot
+    assert f"\n{GATE_PATH}\n" in boot and boot.index(GATE_PATH) < boot.index(JOIN_COMMAND)
     script = gate_script()
     assert "set -euo pipefail" in script and f'grep -q "{CC_ON_MARKER}"' in script
     assert script.index("nvidia-smi conf-compute -f") < script.index("verifier.cc_admin") < script.index(
         "nvidia-smi conf-compute -srs 1")
     plain = _bootstrap(False)
     assert GATE_PATH not in {f["path"] for f in plain["write_files"]}
-    assert plain["runcmd"][-1] == ["bash", "-c", "kubeadm join --config /etc/kubernetes/kubeadm-join.yaml"]
+    plain_boot = {f["path"]: f["content"] for f in plain["write_files"]}[BOOT_SCRIPT]
+    assert GATE_PATH not in plain_boot and JOIN_COMMAND in plain_boot
 
 
 def _run(raw: dict[str, Any]) -> ProgramRun:

@@ -31,5 +31,25 @@ def test_cloud_config_carries_keys_private_and_timer() -> None:
     assert files["/etc/etcd/pki/peer.key"]["content"] == "PK"
     assert "OnCalendar=hourly" in files["/etc/systemd/system/etcd-snapshot.timer"]["content"]
     assert "https://acct.blob.core.windows.net/etcd-snapshots" in files["/usr/local/sbin/gpucluster-etcd-snapshot"]["content"]
-    assert "nvme" in files["/usr/local/sbin/gpucluster-etcd-install"]["content"]
-    assert "lun0" in yaml.safe_load(render_etcd_cloud_init(_bootstrap(nvme=False)))["write_files"][5]["content"]
+    assert "nvme" in files["/usr/local/sbin/gpucluster-etcd-disk"]["content"]
+    ssd = {f["path"]: f for f in yaml.safe_load(render_etcd_cloud_init(_bootstrap(nvme=False)))["write_files"]}
+    assert "lun0" in ssd["/usr/local/sbin/gpucluster-etcd-disk"]["content"]
+
+
+def test_a_wiped_nvme_disk_is_recovered_at_boot_not_an_emergency() -> None:
+    """systemd-fstab-generator: an fstab entry without `nofail` whose device has no filesystem fails
+    local-fs.target and the boot stops in emergency mode (systemd.mount(5), "nofail"). Local NVMe is blank
+    after deallocation: the disk unit formats it again at every boot before etcd, and etcd refuses to start
+    unless its data dir is a mount (never on the OS disk)."""
+    files = {f["path"]: f["content"] for f in yaml.safe_load(render_etcd_cloud_init(_bootstrap()))["write_files"]}
+    disk = files["/usr/local/sbin/gpucluster-etcd-disk"]
+    fstab = next(line for line in disk.splitlines() if ">> /etc/fstab" in line)
+    assert "nofail" in fstab.split()[4].split(",") and "x-systemd.device-timeout=60s" in fstab
+    assert disk.index("blkid") < disk.index("mkfs.ext4") < disk.index("mount /var/lib/etcd")
+    unit = files["/etc/systemd/system/etcd.service"]
+    assert "Requires=gpucluster-etcd-disk.service" in unit and "ExecStartPre=/usr/bin/mountpoint -q /var/lib/etcd" in unit
+    disk_unit = files["/etc/systemd/system/gpucluster-etcd-disk.service"]
+    assert "Before=etcd.service" in disk_unit and "Type=oneshot" in disk_unit
+    # The decision between new, existing and refusing is the run script's (tests/test_real_etcd.py runs it).
+    run = files["/usr/local/sbin/gpucluster-etcd-run"]
+    assert "member remove" in run and "member add etcd-1 --peer-urls=https://10.0.0.69:2380" in run

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from components.planning.cluster_plan import plan_cluster
-from components.planning.pki import ETCD_CA, etcd_member_ips, plan_certificates
+from components.planning.pki import ETCD_CA, etcd_member_ips, kubeadm_apiserver_cert, plan_certificates
 
 
 def test_api_server_sans_include_the_load_balancer(prod_spec) -> None:
     plan = plan_cluster(prod_spec)
-    certs = {c.name: c for c in plan_certificates("prod", plan.ip, plan.control_plane)}
-    api = certs["apiserver"]
+    api = kubeadm_apiserver_cert("prod", plan.ip, "apiserver000000", "10.0.0.9")
     assert str(plan.ip.api_server_ip) == "10.0.0.4" and "10.0.0.4" in api.ip_addresses
     assert "192.168.0.1" in api.ip_addresses  # the `kubernetes` Service
     assert "kubernetes.default.svc.cluster.local" in api.dns_names

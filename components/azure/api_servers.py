@@ -10,30 +10,28 @@ import pulumi_azure_native as azure
 from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import machine_tags
-from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init
+from components.bootstrap.apiserver import render_apiserver_cloud_init
+from components.bootstrap.from_plan import APISERVER_PKI_CAS, APISERVER_PKI_LEAVES, apiserver_bootstrap, apiserver_pki_paths
 from components.bootstrap.node import install_script
 from components.catalog.images import UBUNTU_2204
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.control_plane import EtcdPlan
-from components.planning.pki import CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA
 
 API_SCALE_SET = "apiserver"
 
 
-def _endpoints(etcd: EtcdPlan | None, addresses: dict[str, str]) -> tuple[str, ...]:
-    return tuple(f"https://{addresses[m.name]}:2379" for m in etcd.members) if etcd else ()
-
-
 def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
-    ca_key, ca = pki.cas[CLUSTER_CA]
-    fp_key, fp = pki.cas[FRONT_PROXY_CA]
-    _, etcd_ca = pki.cas[ETCD_CA]
-    files = {"ca.crt": ca.cert_pem, "ca.key": ca_key.private_key_pem, "front-proxy-ca.crt": fp.cert_pem,
-             "front-proxy-ca.key": fp_key.private_key_pem, "etcd/ca.crt": etcd_ca.cert_pem,
-             "sa.key": pki.service_account_key.private_key_pem, "sa.pub": pki.service_account_key.public_key_pem}
-    for name in ("apiserver", "apiserver-kubelet-client", "apiserver-etcd-client", "front-proxy-client"):
+    files: dict[str, pulumi.Output[str]] = {}
+    for ca, (cert_path, key_path) in APISERVER_PKI_CAS.items():
+        key, cert = pki.cas[ca]
+        files[cert_path] = cert.cert_pem
+        if key_path:
+            files[key_path] = key.private_key_pem
+    files["sa.key"] = pki.service_account_key.private_key_pem
+    files["sa.pub"] = pki.service_account_key.public_key_pem
+    for name in APISERVER_PKI_LEAVES:
         files[f"{name}.crt"] = pki.certificates[name].cert.cert_pem
         files[f"{name}.key"] = pki.certificates[name].key.private_key_pem
+    assert tuple(sorted(files)) == apiserver_pki_paths()
     return files
 
 
@@ -46,13 +44,8 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
     keys = sorted(files)
 
     def render(values: list[str]) -> str:
-        text = render_apiserver_cloud_init(ApiServerBootstrap(
-            cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=plan.ip.api_server_endpoint,
-            service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_endpoints(cp.etcd, addresses),
-            events_etcd_endpoints=_endpoints(cp.events, addresses), bootstrap_token=values[-1],
-            flags=cp.api.flags, pki_files=dict(zip(keys, values[:-1], strict=True)),
-            gang_timeout_seconds=spec.in_cluster.gang_timeout_seconds,
-            bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours),
+        text = render_apiserver_cloud_init(
+            apiserver_bootstrap(plan, dict(zip(keys, values[:-1], strict=True)), values[-1]),
             install_script(spec.kubernetes_version))
         return base64.b64encode(text.encode()).decode()
 

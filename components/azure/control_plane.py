@@ -74,7 +74,7 @@ class ControlPlane(pulumi.ComponentResource):
 
         addresses = {k: str(v) for k, v in etcd_member_ips(plan.ip, cp).items()}
         self.etcd_clusters = [
-            EtcdCluster(f"{name}-{etcd.role}", spec.name, etcd, addresses, rg, location,
+            EtcdCluster(f"{name}-{etcd.role}", plan, etcd, rg, location,
                         network.subnet_ids[ETCD_BLOCK], pki, snapshot_url, access, child)
             for etcd in (cp.etcd, cp.events) if etcd is not None
         ]

@@ -10,39 +10,43 @@ import pulumi_azure_native as azure
 from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import machine_tags
-from components.bootstrap.etcd import EtcdBootstrap, EtcdMember, render_etcd_cloud_init
+from components.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
+from components.bootstrap.from_plan import EtcdSecrets, etcd_addresses, etcd_bootstrap, etcd_member_certificates
 from components.catalog.images import UBUNTU_2204
-from components.planning.control_plane import ETCD_DISK_GIB, EtcdPlan
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.control_plane import ETCD_DISK_GIB, EtcdPlan, Member
 from components.planning.pki import ETCD_CA
 
 
-def _custom_data(plan: EtcdPlan, member: EtcdMember, peers: tuple[EtcdMember, ...], cluster: str,
-                 pki: ClusterPki, snapshot_url: pulumi.Output[str]) -> pulumi.Output[str]:
-    server = pki.certificates[f"{member.name}-server"]
-    peer = pki.certificates[f"{member.name}-peer"]
+def _custom_data(cluster: ClusterPlan, plan: EtcdPlan, member: Member, pki: ClusterPki,
+                 snapshot_url: pulumi.Output[str]) -> pulumi.Output[str]:
+    names = etcd_member_certificates(member.name)
+    certs = {field: pki.certificates[name] for field, name in names.items()}
     _, etcd_ca = pki.cas[ETCD_CA]
 
     def render(args: list[str]) -> str:
-        ca, server_cert, server_key, peer_cert, peer_key, url = args
-        text = render_etcd_cloud_init(EtcdBootstrap(
-            member=member, cluster=peers, cluster_token=f"{cluster}-{plan.role}",
-            quota_backend_bytes=plan.quota_backend_bytes, data_on_nvme=plan.data_on_nvme, ca_cert=ca,
-            server_cert=server_cert, server_key=server_key, peer_cert=peer_cert, peer_key=peer_key, snapshot_url=url))
+        ca, server_cert, server_key, peer_cert, peer_key, client_cert, client_key, url = args
+        text = render_etcd_cloud_init(etcd_bootstrap(cluster, plan, member, EtcdSecrets(
+            ca_cert=ca, server_cert=server_cert, server_key=server_key, peer_cert=peer_cert, peer_key=peer_key,
+            client_cert=client_cert, client_key=client_key, snapshot_url=url)))
         return base64.b64encode(text.encode()).decode()
 
     return pulumi.Output.secret(pulumi.Output.all(
-        etcd_ca.cert_pem, server.cert.cert_pem, server.key.private_key_pem, peer.cert.cert_pem,
-        peer.key.private_key_pem, snapshot_url).apply(render))
+        etcd_ca.cert_pem, certs["server"].cert.cert_pem, certs["server"].key.private_key_pem,
+        certs["peer"].cert.cert_pem, certs["peer"].key.private_key_pem, certs["client"].cert.cert_pem,
+        certs["client"].key.private_key_pem, snapshot_url).apply(render))
 
 
 class EtcdCluster(pulumi.ComponentResource):
     """Stateful members: plain VMs (nothing may replace them behind etcd's back), `protect`ed."""
 
-    def __init__(self, name: str, cluster: str, plan: EtcdPlan, addresses: dict[str, str],
+    def __init__(self, name: str, cluster_plan: ClusterPlan, plan: EtcdPlan,
                  resource_group_name: pulumi.Input[str], location: str, subnet_id: pulumi.Input[str],
                  pki: ClusterPki, snapshot_url: pulumi.Output[str], access: NodeAccess,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:EtcdCluster", name, None, opts)
+        cluster = cluster_plan.spec.name
+        addresses = etcd_addresses(cluster_plan)
         peers = tuple(EtcdMember(m.name, addresses[m.name]) for m in plan.members)
         tags = machine_tags(cluster, "etcd-events" if plan.role == "etcd-events" else "etcd", plan.role, {})
         self.vms: list[azure.compute.VirtualMachine] = []
@@ -68,7 +72,7 @@ class EtcdCluster(pulumi.ComponentResource):
                     azure.compute.NetworkInterfaceReferenceArgs(id=nic.id, primary=True)]),
                 os_profile=azure.compute.OSProfileArgs(
                     computer_name=member.name, admin_username=access.admin_username,
-                    custom_data=_custom_data(plan, peer, peers, cluster, pki, snapshot_url),
+                    custom_data=_custom_data(cluster_plan, plan, member, pki, snapshot_url),
                     linux_configuration=linux_configuration(access)),
                 storage_profile=azure.compute.StorageProfileArgs(
                     image_reference=image_reference(UBUNTU_2204),

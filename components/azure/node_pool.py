@@ -11,22 +11,22 @@ import pulumi_azure_native as azure
 from components.azure.confidential_key import ConfidentialDiskKey
 from components.azure.network import NetworkRefs
 from components.azure.tags import base_tags
-from components.bootstrap.node import NodeBootstrap, render_cloud_init
+from components.bootstrap.from_plan import node_bootstrap
+from components.bootstrap.node import render_cloud_init
 from components.catalog.images import UBUNTU_HPC_2204
-from components.planning.node_template import node_labels, node_taints, scale_set_tags, split_min
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.node_template import scale_set_tags, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.spec import ImageRef
 
 
 @dataclass(frozen=True)
 class NodeJoin:
-    """Where and how nodes join. Values are outputs of the control plane's PKI and load balancer."""
+    """Where and how nodes join: the plan (endpoint, version, DNS) and the control plane's token and CA hash."""
 
-    kubernetes_version: str
-    api_server_endpoint: str
+    plan: ClusterPlan
     bootstrap_token: pulumi.Output[str]
     ca_cert_hash: pulumi.Output[str]
-    cluster_dns: str
 
 
 @dataclass(frozen=True)
@@ -49,14 +49,10 @@ def linux_configuration(access: NodeAccess) -> azure.compute.LinuxConfigurationA
             for key in access.ssh_public_keys]))
 
 
-def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin, location: str) -> pulumi.Output[str]:
+def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin) -> pulumi.Output[str]:
     def render(args: list[str]) -> str:
         token, ca_hash = args
-        text = render_cloud_init(NodeBootstrap(
-            kubernetes_version=join.kubernetes_version, api_server_endpoint=join.api_server_endpoint,
-            bootstrap_token=token, ca_cert_hash=ca_hash, max_pods=pool.spec.pods_per_node,
-            cluster_dns=join.cluster_dns, labels=node_labels(pool, scale_set, location), taints=node_taints(pool),
-            confidential_gpu=pool.confidential is not None))
+        text = render_cloud_init(node_bootstrap(join.plan, pool, scale_set, token, ca_hash))
         return base64.b64encode(text.encode()).decode()
 
     return pulumi.Output.secret(pulumi.Output.all(join.bootstrap_token, join.ca_cert_hash).apply(render))
@@ -143,7 +139,7 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
             os_profile=azure.compute.VirtualMachineScaleSetOSProfileArgs(
                 computer_name_prefix=plan.name,
                 admin_username=access.admin_username,
-                custom_data=_custom_data(pool, plan, join, network.location),
+                custom_data=_custom_data(pool, plan, join),
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
                 image_reference=image_reference(_image(pool)),

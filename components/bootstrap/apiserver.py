@@ -1,8 +1,11 @@
-"""cloud-init for an API-server VM: kubeadm with external etcd, pre-made certificates, and the scale flags.
+"""cloud-init for an API-server VM: kubeadm with external etcd, pre-made CAs and client certificates, the scale flags.
 
-Every instance of the scale set is identical and stateless: it writes the PKI, then runs the kubeadm
-init phases that are idempotent (control-plane static pods, kubeconfigs, uploaded config, the
-bootstrap token), skipping the ones that would create state (certs, local etcd).
+Every instance of the scale set is identical and stateless: it writes the CAs and the shared client
+certificates, then runs kubeadm init. kubeadm's certs phase issues this VM's own API-server serving
+certificate (its SANs must name the VM's address: the controller-manager's and scheduler's kubeconfigs
+dial localAPIEndpoint, `getKubeConfigSpecsBase` in kubernetes `cmd/kubeadm/app/phases/kubeconfig/kubeconfig.go`)
+and reuses every certificate it finds; with external etcd it skips the etcd CA and certificates
+(`runCAPhase`/`runCertPhase`, `cmd/kubeadm/app/cmd/phases/init/certs.go`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,17 @@ from dataclasses import dataclass
 
 import yaml
 
+from components.bootstrap.cloud_config import dump_cloud_config
+from components.bootstrap.host_prep import (
+    MODULES_FILE,
+    RETRY_FUNCTION,
+    SYSCTL_FILE,
+    hosts_entry,
+    kernel_prerequisites,
+    modules_text,
+    provider_id_script,
+    sysctl_text,
+)
 from components.catalog.in_cluster import SCHEDULER_PLUGINS_SCHEDULER_IMAGE
 from components.kubernetes.objects.gang import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
@@ -35,11 +49,25 @@ AUDIT_POLICY = {
 }
 
 
+SCHEDULER_PLUGINS_SCHEDULER_UID = 65532
+"""The scheduler image's user and group: `USER 65532:65532` (distroless nonroot) in scheduler-plugins
+`build/scheduler/Dockerfile`."""
+SCHEDULER_KUBECONFIG = "/etc/kubernetes/scheduler.conf"
+KUBEADM_CONFIG = "/etc/kubernetes/kubeadm.yaml"
+BOOT_SCRIPT = "/usr/local/sbin/gpucluster-apiserver-boot"
+INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-install-kubernetes"
+SKIP_PHASES = "preflight,etcd,addon/kube-proxy,addon/coredns,upload-certs"
+"""kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones. etcd is external.
+The certs phase runs: it issues this VM's serving certificate."""
+INIT_ATTEMPTS = 3
+
+
 @dataclass(frozen=True)
 class ApiServerBootstrap:
     cluster: str
     kubernetes_version: str
     endpoint: str
+    """controlPlaneEndpoint, `<name>:<port>`: the name resolves to 127.0.0.1 on API-server VMs."""
     service_cidr: str
     etcd_endpoints: tuple[str, ...]
     events_etcd_endpoints: tuple[str, ...]
@@ -48,6 +76,12 @@ class ApiServerBootstrap:
     pki_files: dict[str, str]
     """Path under /etc/kubernetes/pki -> PEM text."""
     gang_timeout_seconds: int = 300
+    cert_sans: tuple[str, ...] = ()
+    """Extra names and addresses for kubeadm's serving certificate (the load balancer's IP, loopback)."""
+
+    @property
+    def endpoint_host(self) -> str:
+        return self.endpoint.rsplit(":", 1)[0]
     bootstrap_token_ttl_hours: int = 2160
     """kubeadm's `ttl` for the token; "0s" would make it never expire."""
 
@@ -79,6 +113,8 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
                              "groups": ["system:bootstrappers:kubeadm:default-node-token"]}],
         "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
         "patches": {"directory": PATCHES_DIR},
+        # etcd members boot in parallel with the API servers: give the first API server time to find a quorum.
+        "timeouts": {"controlPlaneComponentHealthCheck": "15m0s"},
     }
     cluster = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
@@ -91,6 +127,7 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
                               "certFile": "/etc/kubernetes/pki/apiserver-etcd-client.crt",
                               "keyFile": "/etc/kubernetes/pki/apiserver-etcd-client.key"}},
         "apiServer": {
+            "certSANs": list(b.cert_sans),
             "extraArgs": _args(api_args),
             "extraVolumes": [
                 {"name": "audit-policy", "hostPath": "/etc/kubernetes/audit-policy.yaml",
@@ -112,11 +149,37 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
     return [init, cluster]
 
 
+def boot_script(b: ApiServerBootstrap) -> str:
+    """Everything the VM does at first boot, under `set -euo pipefail` (a failed step stops the boot).
+
+    The scheduler's kubeconfig is written first and opened to the scheduler image's user: kubeadm writes
+    kubeconfigs 0600 root, the scheduler-plugins image runs as 65532:65532 (distroless nonroot,
+    scheduler-plugins `build/scheduler/Dockerfile`; `doc/install.md` opens it up the same way), and kubeadm
+    keeps an existing kubeconfig with the same CA and server (`createKubeConfigFileIfNotExists`)."""
+    return "\n".join([
+        "#!/bin/bash",
+        "set -euo pipefail",
+        RETRY_FUNCTION,
+        *kernel_prerequisites(),
+        *hosts_entry("127.0.0.1", b.endpoint_host),
+        f"retry 5 {INSTALL_SCRIPT}",
+        *provider_id_script(),
+        f"kubeadm init phase kubeconfig scheduler --config {KUBEADM_CONFIG}",
+        f"chown root:{SCHEDULER_PLUGINS_SCHEDULER_UID} {SCHEDULER_KUBECONFIG}",
+        f"chmod 0640 {SCHEDULER_KUBECONFIG}",
+        f"retry {INIT_ATTEMPTS} kubeadm init --config {KUBEADM_CONFIG} --skip-phases={SKIP_PHASES}",
+        'echo "gpucluster: API server initialised at $(date -u +%FT%TZ)"',
+        "",
+    ])
+
+
 def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> str:
     files = [{"path": f"/etc/kubernetes/pki/{path}", "permissions": "0600" if path.endswith(".key") else "0644",
               "content": pem} for path, pem in sorted(b.pki_files.items())]
     files += [
-        {"path": "/etc/kubernetes/kubeadm.yaml", "permissions": "0600",
+        {"path": MODULES_FILE, "permissions": "0644", "content": modules_text()},
+        {"path": SYSCTL_FILE, "permissions": "0644", "content": sysctl_text()},
+        {"path": KUBEADM_CONFIG, "permissions": "0600",
          "content": yaml.safe_dump_all(kubeadm_config(b), sort_keys=False)},
         {"path": "/etc/kubernetes/audit-policy.yaml", "permissions": "0644",
          "content": yaml.safe_dump(AUDIT_POLICY, sort_keys=False)},
@@ -124,15 +187,8 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> s
          "content": yaml.safe_dump(scheduler_configuration(b.gang_timeout_seconds), sort_keys=False)},
         {"path": f"{PATCHES_DIR}/kube-scheduler+json.json", "permissions": "0644",
          "content": json.dumps(SCHEDULER_IMAGE_PATCH)},
-        {"path": "/usr/local/sbin/gpucluster-install-kubernetes", "permissions": "0755", "content": install_script},
+        {"path": INSTALL_SCRIPT, "permissions": "0755", "content": install_script},
+        {"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)},
     ]
-    # kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones.
-    skip = "preflight,certs,etcd,addon/kube-proxy,addon/coredns,upload-certs"
-    document = {
-        "write_files": files,
-        "runcmd": [
-            ["/usr/local/sbin/gpucluster-install-kubernetes"],
-            ["kubeadm", "init", "--config", "/etc/kubernetes/kubeadm.yaml", f"--skip-phases={skip}"],
-        ],
-    }
-    return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=False)
+    document = {"write_files": files, "runcmd": [[BOOT_SCRIPT]]}
+    return dump_cloud_config(document)

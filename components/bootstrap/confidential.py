@@ -8,10 +8,21 @@ node's journal (tag `gpucluster-cc`) and in /var/log/gpucluster/gpu-attestation.
 
 from __future__ import annotations
 
+from components.bootstrap.host_prep import APT
 from components.bootstrap.taints import NodeTaint
 
 NVIDIA_DRIVER_BRANCH = "570"
-"""Open kernel modules are required for CC mode; the -azure modules match the CVM image's kernel."""
+"""Open kernel modules are required for CC mode. Microsoft's onboarding names 570.86.15 as the minimum driver
+(Azure/az-cgpu-onboarding `src/step-1-install-gpu-driver.sh`)."""
+MINIMUM_KERNEL = "6.8.0-1025-azure"
+"""Azure/az-cgpu-onboarding `src/step-1-install-gpu-driver.sh` (`MINIMUM_KERNEL_VERSION`); older kernels are
+upgraded and the VM reboots first (`src/step-0-prepare-kernel.sh`)."""
+DRIVER_PACKAGES = (f"nvidia-driver-{NVIDIA_DRIVER_BRANCH}-server-open",
+                   f"linux-modules-nvidia-{NVIDIA_DRIVER_BRANCH}-server-open-azure-fde")
+"""Confidential VMs boot the `-azure-fde` kernel (full-disk encryption): its module package, not `-azure`'s."""
+LKCA_MODPROBE = "install nvidia /sbin/modprobe ecdsa_generic ecdh; /sbin/modprobe --ignore-install nvidia"
+"""The driver's Linux-kernel-crypto (LKCA) needs these modules first (Azure/az-cgpu-onboarding `src/nvidia-lkca.conf`)."""
+LKCA_FILE = "/etc/modprobe.d/nvidia-lkca.conf"
 GPU_VERIFIER_VERSION = "2.7.3"
 """NVIDIA's local GPU verifier (nv-local-gpu-verifier on PyPI), pinned."""
 GATE_PATH = "/usr/local/sbin/gpucluster-confidential-gpu-gate"
@@ -26,17 +37,28 @@ CONFIDENTIAL_TAINT = NodeTaint(LABEL_CONFIDENTIAL, "true", "NoSchedule")
 
 
 def gate_script() -> str:
-    """Install the open driver and the verifier, require CC on and a passing attestation, then set
-    the GPU's ready state (in CC mode the GPU refuses work until it is set)."""
+    """Microsoft's onboarding sequence (Azure/az-cgpu-onboarding, steps 0-2), then the join gate: kernel at
+    least the minimum (else upgrade and reboot; the boot unit runs again after the reboot), the LKCA modprobe
+    rule in the initramfs, the open driver with the `-azure-fde` modules, CC mode on, a passing attestation,
+    then the GPU's ready state (in CC mode the GPU refuses work until it is set)."""
     return "\n".join([
         "#!/bin/bash",
         "set -euo pipefail",
         f"mkdir -p {ATTESTATION_LOG.rsplit('/', 1)[0]}",
         f"exec > >(tee -a {ATTESTATION_LOG} | logger -t gpucluster-cc) 2>&1",
         "export DEBIAN_FRONTEND=noninteractive",
-        "apt-get update",
-        f"apt-get install -y nvidia-driver-{NVIDIA_DRIVER_BRANCH}-server-open "
-        f"linux-modules-nvidia-{NVIDIA_DRIVER_BRANCH}-server-open-azure python3-venv",
+        f"{APT} update",
+        "kernel=$(uname -r)",
+        f'if ! printf "%s\\n%s\\n" "{MINIMUM_KERNEL}" "$kernel" | sort --check=quiet --version-sort; then',
+        f'  echo "gpucluster: kernel $kernel is older than {MINIMUM_KERNEL}; upgrading and rebooting"',
+        f"  {APT} -o APT::Get::Always-Include-Phased-Updates=true full-upgrade",
+        "  systemctl reboot",
+        "  exec sleep infinity",
+        "fi",
+        f"{APT} install initramfs-tools",
+        f"echo '{LKCA_MODPROBE}' > {LKCA_FILE}",
+        'update-initramfs -u -k "$kernel"',
+        f"{APT} install {' '.join(DRIVER_PACKAGES)} python3-venv",
         "modprobe nvidia",
         "nvidia-persistenced --uvm-persistence-mode || true",
         "status=$(nvidia-smi conf-compute -f)",
@@ -46,7 +68,8 @@ def gate_script() -> str:
         "  exit 1",
         "fi",
         "python3 -m venv /opt/gpucluster/gpu-verifier",
-        f"/opt/gpucluster/gpu-verifier/bin/pip install --quiet nv-local-gpu-verifier=={GPU_VERIFIER_VERSION}",
+        "/opt/gpucluster/gpu-verifier/bin/pip install --quiet --retries 10 --timeout 60 "
+        f"nv-local-gpu-verifier=={GPU_VERIFIER_VERSION}",
         "if ! /opt/gpucluster/gpu-verifier/bin/python -m verifier.cc_admin; then",
         '  echo "gpucluster: GPU attestation failed; this node will not join"',
         "  exit 1",

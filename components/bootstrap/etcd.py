@@ -1,24 +1,53 @@
 """cloud-init for one etcd member: static bootstrap, TLS everywhere, data on the fast disk, snapshots to blob.
 
 Pure text. The certificates and keys come in as strings, so the rendered document is a secret.
+
+A member whose data directory is empty (local NVMe is wiped when a VM is deallocated or its host is
+redeployed; a replaced VM starts blank) decides at each start how to come up, in `run_script`:
+- its peers answer: the cluster exists, so it removes its old self from the membership, adds itself
+  again, and starts with `--initial-cluster-state=existing` (etcd's runtime-reconfiguration procedure,
+  etcd `Documentation/op-guide/runtime-configuration.md`: "replace a failed machine");
+- no peer answers and this VM never ran etcd before: the first bootstrap, `--initial-cluster-state=new`;
+- no peer answers but this VM had started etcd before: every member lost its data; it refuses to start
+  an empty cluster (the API would come up empty) and asks for a restore from a snapshot.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
+from components.bootstrap.cloud_config import dump_cloud_config
 
 ETCD_VERSION = "3.5.15"
 """A 3.5 patch release: supported as external etcd by Kubernetes 1.34 (which ships 3.6 for stacked etcd)."""
 DATA_DIR = "/var/lib/etcd"
 PKI_DIR = "/etc/etcd/pki"
+BIN_DIR = "/usr/local/bin"
+STATE_DIR = "/var/lib/gpucluster"
+"""On the OS disk: survives the loss of the NVMe data disk, so a member knows it ran before."""
+STARTED_MARKER = f"{STATE_DIR}/etcd-started"
+RUN_SCRIPT = "/usr/local/sbin/gpucluster-etcd-run"
+SNAPSHOT_SCRIPT = "/usr/local/sbin/gpucluster-etcd-snapshot"
+INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-etcd-install"
+DISK_SCRIPT = "/usr/local/sbin/gpucluster-etcd-disk"
+DISK_UNIT = "gpucluster-etcd-disk.service"
+CLIENT_PORT, PEER_PORT, METRICS_PORT = 2379, 2380, 2381
 
 
 @dataclass(frozen=True)
 class EtcdMember:
     name: str
     address: str
+    client_port: int = CLIENT_PORT
+    peer_port: int = PEER_PORT
+
+    @property
+    def client_url(self) -> str:
+        return f"https://{self.address}:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"https://{self.address}:{self.peer_port}"
 
 
 @dataclass(frozen=True)
@@ -35,20 +64,25 @@ class EtcdBootstrap:
     peer_key: str
     snapshot_url: str
     """https://<account>.blob.core.windows.net/<container>: snapshots go there with the VM's managed identity."""
+    client_cert: str = ""
+    client_key: str = ""
+    """A clientAuth certificate for etcdctl (snapshots, membership): the server certificate has serverAuth only."""
+    metrics_port: int = METRICS_PORT
 
 
 def etcd_flags(b: EtcdBootstrap) -> list[str]:
+    """Every flag but `--initial-cluster-state`, which `run_script` decides at each start."""
     m = b.member
-    initial = ",".join(f"{p.name}=https://{p.address}:2380" for p in b.cluster)
+    initial = ",".join(f"{p.name}={p.peer_url}" for p in b.cluster)
+    listen_clients = ",".join(dict.fromkeys([m.client_url, f"https://127.0.0.1:{m.client_port}"]))
     return [
         f"--name={m.name}",
         f"--data-dir={DATA_DIR}",
-        f"--listen-client-urls=https://{m.address}:2379,https://127.0.0.1:2379",
-        f"--advertise-client-urls=https://{m.address}:2379",
-        f"--listen-peer-urls=https://{m.address}:2380",
-        f"--initial-advertise-peer-urls=https://{m.address}:2380",
+        f"--listen-client-urls={listen_clients}",
+        f"--advertise-client-urls={m.client_url}",
+        f"--listen-peer-urls={m.peer_url}",
+        f"--initial-advertise-peer-urls={m.peer_url}",
         f"--initial-cluster={initial}",
-        "--initial-cluster-state=new",
         f"--initial-cluster-token={b.cluster_token}",
         "--client-cert-auth=true",
         f"--trusted-ca-file={PKI_DIR}/ca.crt",
@@ -62,48 +96,135 @@ def etcd_flags(b: EtcdBootstrap) -> list[str]:
         "--auto-compaction-mode=periodic",
         "--auto-compaction-retention=1h",
         "--snapshot-count=10000",
-        "--listen-metrics-urls=http://127.0.0.1:2381",
+        f"--listen-metrics-urls=http://127.0.0.1:{b.metrics_port}",
     ]
 
 
-def _unit(b: EtcdBootstrap) -> str:
+def etcdctl_command(endpoints: str, timeout: str = "10s") -> str:
+    """etcdctl as a client of the cluster, with the clientAuth certificate."""
+    return (f"ETCDCTL_API=3 {BIN_DIR}/etcdctl --endpoints={endpoints} --cacert={PKI_DIR}/ca.crt "
+            f"--cert={PKI_DIR}/client.crt --key={PKI_DIR}/client.key --command-timeout={timeout}")
+
+
+def run_script(b: EtcdBootstrap) -> str:
+    """The unit's ExecStart: decide new / existing for an empty data dir, rejoin if needed, exec etcd.
+
+    "The cluster answers" means a peer passes `endpoint health`, a quorum read: during the first
+    bootstrap no peer has a quorum yet, so no member mistakes a forming cluster for an existing one."""
+    m = b.member
+    peers = " ".join(p.client_url for p in b.cluster if p.name != m.name)
     flags = " \\\n  ".join(etcd_flags(b))
-    return ("[Unit]\nDescription=etcd\nAfter=network-online.target local-fs.target\nWants=network-online.target\n\n"
-            f"[Service]\nType=notify\nExecStart=/usr/local/bin/etcd \\\n  {flags}\nRestart=always\nRestartSec=5\n"
-            "LimitNOFILE=65536\nIOSchedulingClass=realtime\nIOSchedulingPriority=0\n\n"
-            "[Install]\nWantedBy=multi-user.target\n")
-
-
-def _install(b: EtcdBootstrap) -> str:
-    disk = ("# Local NVMe: format once and mount as the data dir (lost with the VM; the member is then replaced).\n"
-            "dev=$(ls /dev/nvme*n1 | head -n1)\n") if b.data_on_nvme else (
-            "# Premium SSD v2 data disk at LUN 0.\ndev=/dev/disk/azure/scsi1/lun0\n")
     return "\n".join([
-        "#!/bin/bash", "set -euo pipefail", disk.rstrip(),
-        'blkid "$dev" || mkfs.ext4 -F "$dev"',
-        f"mkdir -p {DATA_DIR}",
-        f'grep -q " {DATA_DIR} " /etc/fstab || echo "$dev {DATA_DIR} ext4 defaults,noatime 0 2" >> /etc/fstab',
-        f"mount -a && chmod 700 {DATA_DIR}",
-        f"url=https://github.com/etcd-io/etcd/releases/download/v{ETCD_VERSION}/etcd-v{ETCD_VERSION}-linux-amd64.tar.gz",
-        'curl -fsSL "$url" | tar -xz -C /usr/local/bin --strip-components=1 --wildcards "*/etcd" "*/etcdctl" "*/etcdutl"',
+        "#!/bin/bash",
+        "set -euo pipefail",
+        # A short timeout: during the first bootstrap no peer answers, and each probe waits this long.
+        "etcdctl_at() { local endpoint=$1; shift; " + etcdctl_command('"$endpoint"', "3s") + ' "$@"; }',
+        "state=existing",
+        f'if [ ! -d "{DATA_DIR}/member" ]; then',
+        "  healthy=",
+        f"  for endpoint in {peers}; do",
+        '    if etcdctl_at "$endpoint" endpoint health >/dev/null 2>&1; then healthy=$endpoint; break; fi',
+        "  done",
+        '  if [ -n "$healthy" ]; then',
+        f'    echo "gpucluster: {DATA_DIR} is empty and the cluster answers at $healthy: replacing member {m.name}"',
+        '    members=$(etcdctl_at "$healthy" member list)',
+        f"    old=$(awk -F', ' '$3 == \"{m.name}\" || $4 == \"{m.peer_url}\" {{print $1}}' <<<\"$members\")",
+        '    if [ -n "$old" ]; then',
+        '      etcdctl_at "$healthy" member remove "$old"',
+        "    fi",
+        # Right after a removal etcd may refuse the add ("unhealthy cluster", --strict-reconfig-check):
+        # retry, and count an add that went through before its answer was lost.
+        "    added=",
+        "    for _ in $(seq 1 20); do",
+        f'      if etcdctl_at "$healthy" member list | grep -qF ", {m.peer_url},"; then added=1; break; fi',
+        f'      if etcdctl_at "$healthy" member add {m.name} --peer-urls={m.peer_url}; then added=1; break; fi',
+        "      sleep 3",
+        "    done",
+        '    if [ -z "$added" ]; then echo "gpucluster: could not add member ' + m.name + '" >&2; exit 1; fi',
+        f'  elif [ -e "{STARTED_MARKER}" ]; then',
+        f'    echo "gpucluster: {DATA_DIR} is empty, no peer answers and this member ran before:" \\',
+        '      "every member lost its data; restore from a snapshot (docs/operations.md)" >&2',
+        "    exit 1",
+        "  else",
+        "    state=new",
+        "  fi",
+        "fi",
+        f'mkdir -p "{STATE_DIR}"',
+        f'touch "{STARTED_MARKER}"',
+        f"exec {BIN_DIR}/etcd \\\n  {flags} \\\n  --initial-cluster-state=$state",
         "",
     ])
 
 
-def _snapshot_script(b: EtcdBootstrap) -> str:
+def _unit() -> str:
+    # The data disk is prepared (formatted when blank) and mounted at every boot before etcd starts, and
+    # etcd never starts on the OS disk's empty /var/lib/etcd.
+    return ("[Unit]\nDescription=etcd\nAfter=network-online.target local-fs.target " + DISK_UNIT + "\n"
+            f"Wants=network-online.target\nRequires={DISK_UNIT}\n\n"
+            f"[Service]\nType=notify\nExecStartPre=/usr/bin/mountpoint -q {DATA_DIR}\nExecStart={RUN_SCRIPT}\n"
+            "Restart=always\nRestartSec=10\nLimitNOFILE=65536\nIOSchedulingClass=realtime\nIOSchedulingPriority=0\n\n"
+            "[Install]\nWantedBy=multi-user.target\n")
+
+
+def _disk_unit() -> str:
+    return ("[Unit]\nDescription=gpucluster: etcd data disk (format when blank, mount)\n"
+            "After=local-fs.target\nBefore=etcd.service\n\n"
+            f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart={DISK_SCRIPT}\n")
+
+
+def disk_script(b: EtcdBootstrap) -> str:
+    """At every boot: local NVMe comes back blank after deallocation or a host redeploy, so a blank disk is
+    formatted and mounted again (fstab names the device, with `nofail`: a blank or missing disk never
+    drops the VM into emergency mode); run_script then rejoins the member."""
+    find = (["devices=(/dev/nvme*n1)", "dev=${devices[0]}"] if b.data_on_nvme
+            else ["dev=/dev/disk/azure/scsi1/lun0  # Premium SSD v2 data disk at LUN 0"])
+    return "\n".join([
+        "#!/bin/bash", "set -euo pipefail", *find,
+        'if [ ! -b "$dev" ]; then echo "gpucluster: no etcd data disk at $dev" >&2; exit 1; fi',
+        'if ! blkid "$dev" >/dev/null; then',
+        '  echo "gpucluster: $dev is blank; formatting it"',
+        '  mkfs.ext4 -F "$dev"',
+        "fi",
+        f"mkdir -p {DATA_DIR}",
+        f"if ! grep -q ' {DATA_DIR} ' /etc/fstab; then",
+        f'  echo "$dev {DATA_DIR} ext4 defaults,noatime,nofail,x-systemd.device-timeout=60s 0 2" >> /etc/fstab',
+        "fi",
+        f"if ! mountpoint -q {DATA_DIR}; then",
+        f"  mount {DATA_DIR}",
+        "fi",
+        f"chmod 700 {DATA_DIR}",
+        "",
+    ])
+
+
+def _install() -> str:
+    url = f"https://github.com/etcd-io/etcd/releases/download/v{ETCD_VERSION}/etcd-v{ETCD_VERSION}-linux-amd64.tar.gz"
+    return "\n".join([
+        "#!/bin/bash", "set -euo pipefail",
+        f"curl -fsSL --retry 5 --retry-delay 5 --retry-connrefused -o /tmp/etcd.tar.gz {url}",
+        f"tar -xzf /tmp/etcd.tar.gz -C {BIN_DIR} --strip-components=1 --wildcards '*/etcd' '*/etcdctl' '*/etcdutl'",
+        "systemctl daemon-reload",
+        "systemctl enable --now etcd.service etcd-snapshot.timer",
+        "",
+    ])
+
+
+def snapshot_script(b: EtcdBootstrap) -> str:
+    """`etcdctl snapshot save` over the local client URL with the clientAuth certificate, then an upload
+    with the VM's managed identity. Every failure fails the unit (visible in `systemctl --failed`)."""
     return "\n".join([
         "#!/bin/bash",
         "set -euo pipefail",
-        f"snap=/tmp/{b.member.name}-$(date -u +%Y%m%dT%H%M%SZ).db",
-        f"ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 --cacert={PKI_DIR}/ca.crt "
-        f"--cert={PKI_DIR}/server.crt --key={PKI_DIR}/server.key snapshot save \"$snap\"",
-        "token=$(curl -fsS -H Metadata:true "
+        f'snap=/tmp/{b.member.name}-$(date -u +%Y%m%dT%H%M%SZ).db',
+        f'{etcdctl_command(f"https://127.0.0.1:{b.member.client_port}", "30m")} snapshot save "$snap"',
+        "token=$(curl -fsS --retry 5 --retry-connrefused -H Metadata:true "
         "'http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://storage.azure.com/'"
         " | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')",
-        "gzip -f \"$snap\"",
-        f"curl -fsS -X PUT -H \"Authorization: Bearer $token\" -H 'x-ms-version: 2021-08-06' "
-        f"-H 'x-ms-blob-type: BlockBlob' --data-binary @\"$snap.gz\" \"{b.snapshot_url}/$(basename \"$snap\").gz\"",
-        "rm -f \"$snap.gz\"",
+        'gzip -f "$snap"',
+        'curl -fsS --retry 5 -X PUT -H "Authorization: Bearer $token" -H \'x-ms-version: 2021-08-06\' '
+        '-H \'x-ms-blob-type: BlockBlob\' --data-binary @"$snap.gz" '
+        f'"{b.snapshot_url}/$(basename "$snap").gz"',
+        'rm -f "$snap.gz"',
         "",
     ])
 
@@ -115,22 +236,23 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
         (f"{PKI_DIR}/server.key", "0600", b.server_key),
         (f"{PKI_DIR}/peer.crt", "0644", b.peer_cert),
         (f"{PKI_DIR}/peer.key", "0600", b.peer_key),
-        ("/usr/local/sbin/gpucluster-etcd-install", "0755", _install(b)),
-        ("/etc/systemd/system/etcd.service", "0644", _unit(b)),
-        ("/usr/local/sbin/gpucluster-etcd-snapshot", "0755", _snapshot_script(b)),
+        (f"{PKI_DIR}/client.crt", "0644", b.client_cert),
+        (f"{PKI_DIR}/client.key", "0600", b.client_key),
+        (DISK_SCRIPT, "0755", disk_script(b)),
+        (f"/etc/systemd/system/{DISK_UNIT}", "0644", _disk_unit()),
+        (INSTALL_SCRIPT, "0755", _install()),
+        (RUN_SCRIPT, "0755", run_script(b)),
+        ("/etc/systemd/system/etcd.service", "0644", _unit()),
+        (SNAPSHOT_SCRIPT, "0755", snapshot_script(b)),
         ("/etc/systemd/system/etcd-snapshot.service", "0644",
-         "[Unit]\nDescription=etcd snapshot to blob storage\n\n[Service]\nType=oneshot\n"
-         "ExecStart=/usr/local/sbin/gpucluster-etcd-snapshot\n"),
+         "[Unit]\nDescription=etcd snapshot to blob storage\nAfter=etcd.service\n\n[Service]\nType=oneshot\n"
+         f"ExecStart={SNAPSHOT_SCRIPT}\n"),
         ("/etc/systemd/system/etcd-snapshot.timer", "0644",
          "[Unit]\nDescription=hourly etcd snapshot\n\n[Timer]\nOnCalendar=hourly\nRandomizedDelaySec=600\n"
          "Persistent=true\n\n[Install]\nWantedBy=timers.target\n"),
     ]
     document = {
         "write_files": [{"path": p, "permissions": mode, "content": content} for p, mode, content in files],
-        "runcmd": [
-            ["/usr/local/sbin/gpucluster-etcd-install"],
-            ["systemctl", "daemon-reload"],
-            ["systemctl", "enable", "--now", "etcd.service", "etcd-snapshot.timer"],
-        ],
+        "runcmd": [[INSTALL_SCRIPT]],
     }
-    return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=False)
+    return dump_cloud_config(document)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 
 from components.planning.control_plane import ControlPlanePlan
-from components.planning.ip_plan import ETCD_BLOCK, IpPlan
+from components.planning.ip_plan import API_SERVER_PORT, ETCD_BLOCK, IpPlan
 
 CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA = "ca", "etcd-ca", "front-proxy-ca"
 SERVER = ("digital_signature", "key_encipherment", "server_auth")
@@ -35,22 +35,63 @@ def etcd_member_ips(ip: IpPlan, cp: ControlPlanePlan) -> dict[str, IPv4Address]:
     return {m.name: base + i for i, m in enumerate(members)}
 
 
-def api_server_names(cluster: str, ip: IpPlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    dns = ("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
-           f"api.{cluster}.internal", "localhost")
-    ips = (str(ip.api_server_ip), str(ip.service_cidr.network_address + 1), "127.0.0.1")
-    return dns, ips
+def api_server_host(cluster: str) -> str:
+    """The API endpoint's DNS name (kubeadm's controlPlaneEndpoint). API-server VMs resolve it to 127.0.0.1,
+    every other machine to the internal load balancer: a backend that dials its own load balancer's frontend
+    is not answered when the flow maps back to itself (Azure Load Balancer, "Limitations"), so API servers
+    never go through it. Cluster API Azure's private clusters do the same."""
+    return f"api.{cluster}.internal"
+
+
+def api_server_endpoint(cluster: str) -> str:
+    return f"{api_server_host(cluster)}:{API_SERVER_PORT}"
+
+
+def api_server_cert_sans(cluster: str, ip: IpPlan) -> tuple[str, ...]:
+    """`apiServer.certSANs`: addresses clients dial beyond what kubeadm adds by itself. The load balancer's IP
+    (the admin kubeconfig, Cilium's k8sServiceHost), loopback, and the endpoint's name."""
+    return (api_server_host(cluster), str(ip.api_server_ip), "127.0.0.1", "localhost")
+
+
+def kubeadm_apiserver_cert(cluster: str, ip: IpPlan, node_name: str, advertise_address: str,
+                           dns_domain: str = "cluster.local") -> CertPlan:
+    """The serving certificate kubeadm's certs phase issues on each API-server VM, with the names kubeadm
+    gives it (`GetAPIServerAltNames`, kubernetes `cmd/kubeadm/app/util/pkiutil/pki_helpers.go`): the node
+    name, the `kubernetes` Service names and first Service IP, the VM's own address (localAPIEndpoint, which
+    the controller-manager's and scheduler's kubeconfigs dial), the controlPlaneEndpoint host and certSANs.
+    It is not issued by Pulumi: a shared certificate cannot name each VM's own address."""
+    dns = [node_name, "kubernetes", "kubernetes.default", "kubernetes.default.svc", f"kubernetes.default.svc.{dns_domain}"]
+    ips = [str(ip.service_cidr.network_address + 1), advertise_address]
+    for san in (api_server_host(cluster), *api_server_cert_sans(cluster, ip)):
+        target = ips if _is_ip(san) else dns
+        if san not in target:
+            target.append(san)
+    return CertPlan("apiserver", CLUSTER_CA, "kube-apiserver", None, tuple(dns), tuple(ips), SERVER)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+ETCD_SNAPSHOT_CLIENT = "etcd-snapshot-client"
+"""The client identity of `etcdctl snapshot save` on each member: etcd requires clientAuth usage
+(`--client-cert-auth`); a serving certificate is refused by Go's TLS (`incompatible key usage`)."""
 
 
 def plan_certificates(cluster: str, ip: IpPlan, cp: ControlPlanePlan) -> tuple[CertPlan, ...]:
-    dns, ips = api_server_names(cluster, ip)
+    """Certificates Pulumi issues. The API server's serving certificate is issued by kubeadm on each VM
+    (`kubeadm_apiserver_cert`), with the cluster CA that the VMs carry."""
     certs = [
-        CertPlan("apiserver", CLUSTER_CA, "kube-apiserver", None, dns, ips, SERVER),
         CertPlan("apiserver-kubelet-client", CLUSTER_CA, "kube-apiserver-kubelet-client", "kubeadm:cluster-admins",
                  (), (), CLIENT),
         CertPlan("admin", CLUSTER_CA, "kubernetes-admin", "kubeadm:cluster-admins", (), (), CLIENT),
         CertPlan("front-proxy-client", FRONT_PROXY_CA, "front-proxy-client", None, (), (), CLIENT),
         CertPlan("apiserver-etcd-client", ETCD_CA, "kube-apiserver-etcd-client", None, (), (), CLIENT),
+        CertPlan(ETCD_SNAPSHOT_CLIENT, ETCD_CA, ETCD_SNAPSHOT_CLIENT, None, (), (), CLIENT),
     ]
     for name, address in etcd_member_ips(ip, cp).items():
         certs.append(CertPlan(f"{name}-server", ETCD_CA, name, None, (name, "localhost"),

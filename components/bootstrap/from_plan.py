@@ -1,0 +1,101 @@
+"""Boot inputs from the cluster plan: one place decides what each machine boots with, so the resources'
+customData and the offline plan's `boot/` documents are rendered from the same values.
+
+Secrets (keys, the bootstrap token) and what only exists after deployment (certificates, the storage
+account's URL) come in as strings: the components pass Pulumi's resolved values, the offline writer
+passes visible markers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.bootstrap.apiserver import ApiServerBootstrap
+from components.bootstrap.etcd import EtcdBootstrap, EtcdMember
+from components.bootstrap.node import NodeBootstrap
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.control_plane import EtcdPlan, Member
+from components.planning.node_template import node_labels, node_taints
+from components.planning.pki import (
+    ETCD_SNAPSHOT_CLIENT,
+    api_server_cert_sans,
+    api_server_endpoint,
+    etcd_member_ips,
+)
+from components.planning.placement import PoolPlan, ScaleSetPlan
+
+APISERVER_PKI_CAS = {"ca": ("ca.crt", "ca.key"), "front-proxy-ca": ("front-proxy-ca.crt", "front-proxy-ca.key"),
+                     "etcd-ca": ("etcd/ca.crt", None)}
+"""CA name -> (certificate path, key path or None) under /etc/kubernetes/pki on the API servers."""
+APISERVER_PKI_LEAVES = ("apiserver-kubelet-client", "apiserver-etcd-client", "front-proxy-client")
+"""Pulumi-issued leaf certificates the API servers carry as <name>.crt/<name>.key. No `apiserver`:
+kubeadm's certs phase issues that one on each VM, for the VM's own address."""
+SERVICE_ACCOUNT_FILES = ("sa.key", "sa.pub")
+
+
+def apiserver_pki_paths() -> tuple[str, ...]:
+    paths = [p for cert, key in APISERVER_PKI_CAS.values() for p in (cert, key) if p]
+    paths += [f"{leaf}.{ext}" for leaf in APISERVER_PKI_LEAVES for ext in ("crt", "key")]
+    return tuple(sorted([*paths, *SERVICE_ACCOUNT_FILES]))
+
+
+def etcd_addresses(plan: ClusterPlan) -> dict[str, str]:
+    return {k: str(v) for k, v in etcd_member_ips(plan.ip, plan.control_plane).items()}
+
+
+def _etcd_endpoints(etcd: EtcdPlan | None, addresses: dict[str, str]) -> tuple[str, ...]:
+    return tuple(EtcdMember(m.name, addresses[m.name]).client_url for m in etcd.members) if etcd else ()
+
+
+def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str], token: str) -> ApiServerBootstrap:
+    spec, cp = plan.spec, plan.control_plane
+    addresses = etcd_addresses(plan)
+    return ApiServerBootstrap(
+        cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=api_server_endpoint(spec.name),
+        service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_etcd_endpoints(cp.etcd, addresses),
+        events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), bootstrap_token=token, flags=cp.api.flags,
+        pki_files=pki_files, gang_timeout_seconds=spec.in_cluster.gang_timeout_seconds,
+        cert_sans=api_server_cert_sans(spec.name, plan.ip),
+        bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours)
+
+
+def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, token: str,
+                   ca_cert_hash: str) -> NodeBootstrap:
+    spec = plan.spec
+    return NodeBootstrap(
+        kubernetes_version=spec.kubernetes_version, api_server_endpoint=api_server_endpoint(spec.name),
+        bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=pool.spec.pods_per_node,
+        cluster_dns=str(plan.ip.dns_service_ip), labels=node_labels(pool, scale_set, spec.location),
+        taints=node_taints(pool), confidential_gpu=pool.confidential is not None,
+        api_server_address=str(plan.ip.api_server_ip))
+
+
+@dataclass(frozen=True)
+class EtcdSecrets:
+    """PEM text (or markers) one member boots with, and where its snapshots go."""
+
+    ca_cert: str
+    server_cert: str
+    server_key: str
+    peer_cert: str
+    peer_key: str
+    client_cert: str
+    client_key: str
+    snapshot_url: str
+
+
+def etcd_member_certificates(member: str) -> dict[str, str]:
+    """EtcdSecrets field -> planned certificate name (components/planning/pki.py)."""
+    return {"server": f"{member}-server", "peer": f"{member}-peer", "client": ETCD_SNAPSHOT_CLIENT}
+
+
+def etcd_bootstrap(plan: ClusterPlan, etcd: EtcdPlan, member: Member, secrets: EtcdSecrets) -> EtcdBootstrap:
+    addresses = etcd_addresses(plan)
+    peers = tuple(EtcdMember(m.name, addresses[m.name]) for m in etcd.members)
+    this = next(p for p in peers if p.name == member.name)
+    return EtcdBootstrap(
+        member=this, cluster=peers, cluster_token=f"{plan.spec.name}-{etcd.role}",
+        quota_backend_bytes=etcd.quota_backend_bytes, data_on_nvme=etcd.data_on_nvme, ca_cert=secrets.ca_cert,
+        server_cert=secrets.server_cert, server_key=secrets.server_key, peer_cert=secrets.peer_cert,
+        peer_key=secrets.peer_key, snapshot_url=secrets.snapshot_url, client_cert=secrets.client_cert,
+        client_key=secrets.client_key)

@@ -1,0 +1,78 @@
+"""`out/<stack>/boot/`: every distinct document a machine boots with, as the components render it.
+
+The scale sets and VMs carry these documents as customData, a Pulumi secret (it holds keys and the
+bootstrap token), so preview.json shows only `[secret]`. Here they are rendered from the same plan
+and the same builders (components/bootstrap/from_plan.py) with every secret, and every value that
+exists only after deployment, replaced by a visible marker: a reviewer sees in a pull request what
+the machines will run. Byte-identical for the same stack.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from components.bootstrap.apiserver import render_apiserver_cloud_init
+from components.bootstrap.etcd import render_etcd_cloud_init
+from components.bootstrap.from_plan import (
+    EtcdSecrets,
+    apiserver_bootstrap,
+    apiserver_pki_paths,
+    etcd_bootstrap,
+    etcd_member_certificates,
+    node_bootstrap,
+)
+from components.bootstrap.node import install_script, render_cloud_init
+from components.planning.cluster_plan import ClusterPlan
+
+BOOT_DIR = "boot"
+
+
+def secret(what: str) -> str:
+    """A value kept secret in state (a private key, the bootstrap token)."""
+    return f"[secret: {what}]"
+
+
+def at_deploy(what: str) -> str:
+    """A value Azure or pulumi-tls produces when the stack is deployed (a certificate, a generated name)."""
+    return f"[at deploy: {what}]"
+
+
+def _pki_marker(path: str) -> str:
+    return secret(f"/etc/kubernetes/pki/{path}") if path.endswith(".key") else at_deploy(f"/etc/kubernetes/pki/{path}")
+
+
+def boot_documents(plan: ClusterPlan) -> dict[str, str]:
+    """File name -> #cloud-config text, for the API servers, each etcd member and each scale set."""
+    spec = plan.spec
+    token = secret("bootstrap token")
+    documents = {"apiserver.yaml": render_apiserver_cloud_init(
+        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, token),
+        install_script(spec.kubernetes_version))}
+    snapshot_url = at_deploy("https://<snapshot storage account>.blob.core.windows.net/etcd-snapshots")
+    for etcd in (plan.control_plane.etcd, plan.control_plane.events):
+        if etcd is None:
+            continue
+        for member in etcd.members:
+            names = etcd_member_certificates(member.name)
+            secrets = EtcdSecrets(
+                ca_cert=at_deploy("etcd CA certificate"), server_cert=at_deploy(f"{names['server']} certificate"),
+                server_key=secret(f"{names['server']} key"), peer_cert=at_deploy(f"{names['peer']} certificate"),
+                peer_key=secret(f"{names['peer']} key"), client_cert=at_deploy(f"{names['client']} certificate"),
+                client_key=secret(f"{names['client']} key"), snapshot_url=snapshot_url)
+            documents[f"{member.name}.yaml"] = render_etcd_cloud_init(etcd_bootstrap(plan, etcd, member, secrets))
+    ca_hash = at_deploy("sha256 of the cluster CA's public key")
+    for pool in plan.pools:
+        for scale_set in pool.scale_sets:
+            documents[f"pool-{pool.name}-{scale_set.name}.yaml"] = render_cloud_init(
+                node_bootstrap(plan, pool, scale_set, token, ca_hash))
+    return dict(sorted(documents.items()))
+
+
+def write_boot_documents(plan: ClusterPlan, out: Path) -> int:
+    """Write `out/boot/*.yaml`; returns how many."""
+    folder = out / BOOT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    documents = boot_documents(plan)
+    for name, text in documents.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return len(documents)
