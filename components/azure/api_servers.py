@@ -50,8 +50,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
             cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=plan.ip.api_server_endpoint,
             service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_endpoints(cp.etcd, addresses),
             events_etcd_endpoints=_endpoints(cp.events, addresses), bootstrap_token=values[-1],
-            flags=cp.api.flags, pki_files=dict(zip(keys, values[:-1], strict=True)),
-            gang_timeout_seconds=spec.in_cluster.gang_timeout_seconds),
+            flags=cp.api.flags, pki_files=dict(zip(keys, values[:-1], strict=True))),
             install_script(spec.kubernetes_version))
         return base64.b64encode(text.encode()).decode()
 

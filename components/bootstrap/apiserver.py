@@ -7,18 +7,12 @@ bootstrap token), skipping the ones that would create state (certs, local etcd).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import yaml
 
-from components.catalog.in_cluster import SCHEDULER_PLUGINS_SCHEDULER_IMAGE
 from components.kubernetes.objects.gang import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
-
-PATCHES_DIR = "/etc/kubernetes/patches"
-SCHEDULER_IMAGE_PATCH = [{"op": "replace", "path": "/spec/containers/0/image", "value": SCHEDULER_PLUGINS_SCHEDULER_IMAGE}]
-"""kubeadm has no per-component image setting; a JSON patch on the static pod swaps in scheduler-plugins."""
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -47,7 +41,6 @@ class ApiServerBootstrap:
     flags: ApiServerFlags
     pki_files: dict[str, str]
     """Path under /etc/kubernetes/pki -> PEM text."""
-    gang_timeout_seconds: int = 300
 
 
 def _args(pairs: dict[str, str]) -> list[dict[str, str]]:
@@ -75,7 +68,6 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         "bootstrapTokens": [{"token": b.bootstrap_token, "ttl": "0s", "usages": ["signing", "authentication"],
                              "groups": ["system:bootstrappers:kubeadm:default-node-token"]}],
         "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
-        "patches": {"directory": PATCHES_DIR},
     }
     cluster = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
@@ -99,7 +91,7 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         # Pod IPs come from the NICs, not from per-node CIDRs.
         "controllerManager": {"extraArgs": _args({"allocate-node-cidrs": "false", "kube-api-qps": "300",
                                                   "kube-api-burst": "400"})},
-        # The scheduler reads its profile (Coscheduling, MostAllocated) and client limits from the file.
+        # The scheduler reads its profile (MostAllocated) and client limits from the file.
         "scheduler": {
             "extraArgs": _args({"config": SCHEDULER_CONFIG_PATH}),
             "extraVolumes": [{"name": "scheduler-config", "hostPath": SCHEDULER_CONFIG_PATH,
@@ -118,9 +110,7 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> s
         {"path": "/etc/kubernetes/audit-policy.yaml", "permissions": "0644",
          "content": yaml.safe_dump(AUDIT_POLICY, sort_keys=False)},
         {"path": SCHEDULER_CONFIG_PATH, "permissions": "0644",
-         "content": yaml.safe_dump(scheduler_configuration(b.gang_timeout_seconds), sort_keys=False)},
-        {"path": f"{PATCHES_DIR}/kube-scheduler+json.json", "permissions": "0644",
-         "content": json.dumps(SCHEDULER_IMAGE_PATCH)},
+         "content": yaml.safe_dump(scheduler_configuration(), sort_keys=False)},
         {"path": "/usr/local/sbin/gpucluster-install-kubernetes", "permissions": "0755", "content": install_script},
     ]
     # kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones.

@@ -15,6 +15,7 @@ from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import QuotaNeed, plan_quota
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
+from components.planning.versions import VersionPlan, plan_versions
 from components.spec import ClusterSpec
 
 T = TypeVar("T")
@@ -31,6 +32,7 @@ class ClusterPlan:
     quota: tuple[QuotaNeed, ...]
     scheduling: SchedulingPlan
     balloons: tuple[BalloonPlan, ...]
+    versions: VersionPlan
 
     @property
     def nodes(self) -> int:
@@ -65,8 +67,9 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     control_plane = _attempt(lambda: plan_control_plane(spec, nodes), problems)
     scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
     balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
+    versions = _attempt(lambda: plan_versions(spec), problems)
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
-            or balloons is None):
+            or balloons is None or versions is None):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
-    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons)
+    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions)

@@ -38,10 +38,9 @@ class InClusterSpec(SpecModel):
     enabled: bool = True
     """Off for the very first `pulumi up`, before the API servers answer (docs/operations.md)."""
     quota_oversubscription: OversubscriptionSpec | None = None
-    gang_timeout_seconds: int = Field(default=300, ge=10, le=3600)
-    """How long Coscheduling holds a gang's pods at Permit waiting for the rest of the gang."""
     pods_ready_timeout_minutes: int = Field(default=10, ge=1, le=120)
-    """Kueue evicts and requeues an admitted workload whose pods are not all ready by then."""
+    """Kueue evicts and requeues an admitted workload whose pods are not all ready by then: the
+    all-or-nothing half of gang placement (docs/scheduling.md)."""
     autoscaler_max_scale_down_share: float = Field(default=0.01, gt=0.0, le=0.2)
     """The largest share of the cluster's nodes the autoscaler may remove at once."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.catalog.in_cluster import CLUSTER_AUTOSCALER_IMAGE
+from components.catalog.in_cluster import cluster_autoscaler_image
 from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF
 
@@ -68,8 +68,9 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
-def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, Any]) -> list[Object]:
-    """`azure`: subscription_id, tenant_id, resource_group, client_id (may be Pulumi outputs)."""
+def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, Any], minor: str) -> list[Object]:
+    """`azure`: subscription_id, tenant_id, resource_group, client_id (may be Pulumi outputs); `minor`: the
+    cluster's Kubernetes minor, which picks the autoscaler release."""
     labels = {LABEL_APP: APP}
     env = [
         {"name": "ARM_CLOUD", "value": "AzurePublicCloud"},
@@ -84,7 +85,7 @@ def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, 
         "serviceAccountName": APP,
         **on_system_nodes(APP),
         "containers": [{
-            "name": APP, "image": CLUSTER_AUTOSCALER_IMAGE, "command": ["./cluster-autoscaler"],
+            "name": APP, "image": cluster_autoscaler_image(minor), "command": ["./cluster-autoscaler"],
             "args": autoscaler_args(cluster, nodes, share), "env": env,
             "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}},
             "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
