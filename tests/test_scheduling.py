@@ -166,7 +166,7 @@ def test_a_broken_object_fails_validation() -> None:
         validate_object(queue)
     flavor = next(o for o in kueue_objects(plan) if o["kind"] == "ResourceFlavor")
     flavor["spec"]["nodeLabels"] = "gpucluster.io/pool"  # must be a map
-    with pytest.raises(Exception, match="gpucluster.io/pool"):
+    with pytest.raises(Exception, match=r"gpucluster\.io/pool"):
         validate_object(flavor)
 
 
@@ -202,3 +202,18 @@ def test_no_queue_relies_on_what_fair_sharing_ignores(prod_spec: ClusterSpec) ->
     queues = [o for o in kueue_objects(plan_cluster(prod_spec).scheduling) if o["kind"] == "ClusterQueue"]
     assert queues and all("borrowWithinCohort" not in q["spec"]["preemption"] for q in queues)
     assert all(q["spec"]["preemption"]["reclaimWithinCohort"] == "Any" for q in queues)
+
+
+def test_the_documented_gang_job_is_a_kueue_gang() -> None:
+    """docs/scheduling.md's example: a valid Job (kubernetes-validate, strict) that Kueue places whole in one
+    InfiniBand domain, with nothing from scheduler-plugins."""
+    text = (ROOT / "docs" / "scheduling.md").read_text()
+    block = text.split("## Submitting a gang job", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    documents = [d for d in yaml.safe_load_all(block.replace("<your training image>", "example/trainer:1"))]
+    assert [d["kind"] for d in documents] == ["Job"]
+    job = documents[0]
+    validate_object(job)
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "pretraining" and job["spec"]["suspend"]
+    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-required-topology"] == TOPOLOGY_LEVELS[1]
+    assert "scheduling.x-k8s.io" not in block
