@@ -13,7 +13,13 @@ from components.azure.network import NetworkRefs
 from components.azure.tags import base_tags, machine_tags
 from components.bootstrap.node import NodeBootstrap, render_cloud_init
 from components.catalog.images import UBUNTU_HPC_2204
-from components.planning.node_template import autoscaler_tags, node_labels, node_taints, split_min
+from components.planning.node_template import (
+    autoscaler_tags,
+    node_labels,
+    node_taints,
+    registers_preflight,
+    split_min,
+)
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.spec import ImageRef
 
@@ -58,7 +64,7 @@ def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin, locati
             kubernetes_version=join.kubernetes_version, api_server_endpoint=join.api_server_endpoint,
             bootstrap_token=token, ca_cert_hash=ca_hash, max_pods=pool.spec.pods_per_node,
             cluster_dns=join.cluster_dns, labels=node_labels(pool, scale_set, location), taints=node_taints(pool),
-            confidential_gpu=pool.confidential is not None))
+            confidential_gpu=pool.confidential is not None, preflight=registers_preflight(pool)))
         return base64.b64encode(text.encode()).decode()
 
     return pulumi.Output.secret(pulumi.Output.all(join.bootstrap_token, join.ca_cert_hash).apply(render))

@@ -53,7 +53,8 @@ class Capacity(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.autoscaler = declare_all(autoscaler_objects(
             plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
-            azure.settings(azure.autoscaler_client_id), plan.versions.minor), child)
+            azure.settings(azure.autoscaler_client_id), plan.versions.minor,
+            plan.control_plane.api.count), child)
         self.balloons = declare_all(balloon_objects(plan.balloons), child)
         self.register_outputs({})
 

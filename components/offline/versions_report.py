@@ -29,6 +29,23 @@ def versions_data(plan: ClusterPlan) -> Data:
     }
 
 
+def first_boot_data(plan: ClusterPlan) -> list[Data]:
+    boot = plan.first_boot
+    return [] if boot is None else [{"step": s.step, "workload": s.workload, "pools": list(s.pools)}
+                                    for s in boot.steps]
+
+
+def print_first_boot(console: Console, steps: list[Data]) -> None:
+    if not steps:
+        return
+    table = Table(title="First boot: when each workload can start, and where", title_justify="left")
+    for column in ("step", "workload", "pools"):
+        table.add_column(column, overflow="fold")
+    for s in steps:
+        table.add_row(str(s["step"]), s["workload"], ", ".join(s["pools"]))
+    console.print(table)
+
+
 def version_warnings(data: Data, today: date, warn_days: int = WARN_DAYS) -> list[str]:
     k = data["kubernetes"]
     left = (date.fromisoformat(k["endOfLife"]) - today).days
@@ -50,5 +67,6 @@ def print_versions(console: Console, data: Data, today: date | None = None) -> N
     for c in versions["components"]:
         table.add_row(c["name"], c["version"], ", ".join(c["minors"]))
     console.print(table)
+    print_first_boot(console, data.get("firstBoot", []))
     for warning in version_warnings(versions, today or date.today()):
         console.print(f"[bold yellow]WARNING[/bold yellow] {warning}")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from components.errors import Problem, SpecError
 from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
+from components.planning.first_boot import FirstBoot
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
@@ -33,6 +34,8 @@ class ClusterPlan:
     scheduling: SchedulingPlan
     balloons: tuple[BalloonPlan, ...]
     versions: VersionPlan
+    first_boot: FirstBoot | None = None
+    """The simulated first boot of the in-cluster layer (None when the layer is off)."""
 
     @property
     def nodes(self) -> int:
@@ -72,4 +75,9 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
             or balloons is None or versions is None):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
-    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions)
+    plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions)
+    if not spec.in_cluster.enabled:
+        return plan
+    # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
+    from components.planning.boot_layer import first_boot
+    return replace(plan, first_boot=first_boot(plan))

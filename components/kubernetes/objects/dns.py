@@ -13,7 +13,9 @@ NODES_PER_REPLICA = 256
 
 COREFILE = """.:53 {
     errors
-    health { lameduck 5s }
+    health {
+        lameduck 5s
+    }
     ready
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         pods insecure
@@ -21,7 +23,9 @@ COREFILE = """.:53 {
         ttl 30
     }
     prometheus :9153
-    forward . /etc/resolv.conf { max_concurrent 1000 }
+    forward . /etc/resolv.conf {
+        max_concurrent 1000
+    }
     cache 30
     loop
     reload

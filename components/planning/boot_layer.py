@@ -1,0 +1,117 @@
+"""The in-cluster layer as first-boot workloads: the library's own pod specs and the pinned charts' pods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.bootstrap.node import PREFLIGHT_TAINT_KEY
+from components.bootstrap.taints import NodeTaint
+from components.errors import Problem, SpecError
+from components.kubernetes.objects.autoscaler import autoscaler_objects
+from components.kubernetes.objects.balloons import balloon_objects
+from components.kubernetes.objects.charts import gpu_operator_values
+from components.kubernetes.objects.common import on_system_nodes
+from components.kubernetes.objects.dns import coredns_objects
+from components.kubernetes.objects.health import health_objects
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.first_boot import (
+    PREFLIGHT_REMOVAL,
+    FirstBoot,
+    PoolState,
+    Workload,
+    add_fact,
+    add_labels,
+    simulate,
+)
+from components.planning.node_template import node_labels, node_taints, registers_preflight
+
+NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+OPERAND_LABELS = {"nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com/gpu.deploy.device-plugin": "true",
+                  "nvidia.com/gpu.deploy.dcgm-exporter": "true"}
+CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
+                            "effect": "NoSchedule"}
+
+
+def _operator_labels(pool: PoolState, pools: dict[str, PoolState]) -> None:
+    """gpu-operator controllers/state_manager.go: nodes NFD labelled with the NVIDIA PCI vendor get the
+    operands' deploy labels (once the operator runs)."""
+    for p in pools.values():
+        if all(p.labels.get(k) == v for k, v in NFD_GPU_LABEL.items()):
+            p.labels.update(OPERAND_LABELS)
+
+
+def chart_workloads() -> list[Workload]:
+    """Pods the pinned charts deploy, with the values the library gives them."""
+    op = gpu_operator_values()
+    system = on_system_nodes("x")["nodeSelector"]
+    daemonset_tolerations = tuple(op["daemonsets"]["tolerations"])
+    return [
+        Workload("cilium-agent", "DaemonSet", {}, ({"operator": "Exists"},), host_network=True,
+                 provides=add_fact("cni"), source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values"),
+        Workload("cilium-operator", "Deployment", system, ({"operator": "Exists"},), host_network=True,
+                 source="cilium chart values operator.tolerations default [{operator: Exists}]; hostNetwork"),
+        Workload("kueue-controller-manager", "Deployment", system, (),
+                 source="kueue 0.19.2 chart: controllerManager.tolerations default none"),
+        Workload("gpu-operator", "Deployment", dict(op["operator"]["nodeSelector"]), (CONTROL_PLANE_TOLERATION,),
+                 provides=_operator_labels,
+                 source="gpu-operator v26.3.3 values.yaml operator.tolerations: control-plane only"),
+        Workload("nfd-master", "Deployment", dict(op["node-feature-discovery"]["master"]["nodeSelector"]),
+                 (CONTROL_PLANE_TOLERATION,), source="NFD 0.18.3 chart master.tolerations: control-plane"),
+        Workload("nfd-worker", "DaemonSet", {}, tuple(op["node-feature-discovery"]["worker"]["tolerations"]),
+                 provides=add_labels(NFD_GPU_LABEL),
+                 source="gpu-operator v26.3.3 values.yaml node-feature-discovery.worker.tolerations (ours)"),
+        Workload("nvidia-container-toolkit", "DaemonSet", {"nvidia.com/gpu.deploy.container-toolkit": "true"},
+                 daemonset_tolerations, provides=add_fact("runtime:nvidia"),
+                 source="gpu-operator: operands get daemonsets.tolerations (templates/clusterpolicy.yaml)"),
+        Workload("nvidia-device-plugin", "DaemonSet", {"nvidia.com/gpu.deploy.device-plugin": "true"},
+                 daemonset_tolerations, runtime_class="nvidia", provides=add_fact("gpu-allocatable"),
+                 source="gpu-operator: device plugin runs with runtimeClassName nvidia"),
+        Workload("nvidia-dcgm-exporter", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
+                 daemonset_tolerations, runtime_class="nvidia", source="gpu-operator: dcgm-exporter operand"),
+    ]
+
+
+def _pod(o: dict[str, Any]) -> dict[str, Any]:
+    if o["kind"] == "CronJob":
+        return o["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return o["spec"]["template"]["spec"]
+
+
+def own_workloads(plan: ClusterPlan) -> list[Workload]:
+    azure = {"subscription_id": "", "tenant_id": "", "resource_group": "", "client_id": ""}
+    objects = [*coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor),
+               *autoscaler_objects(plan.spec.name, plan.nodes, 0.01, azure, plan.versions.minor),
+               *balloon_objects(plan.balloons), *health_objects(plan.pools)]
+    found = []
+    for o in objects:
+        if o["kind"] not in ("Deployment", "DaemonSet"):
+            continue
+        pod = _pod(o)
+        gpus = any(GPU_KEY in (c.get("resources", {}).get("requests") or {}) for c in pod["containers"])
+        health = o["kind"] == "DaemonSet" and o["metadata"]["name"].startswith("gpu-health-")
+        found.append(Workload(o["metadata"]["name"], o["kind"], dict(pod.get("nodeSelector") or {}),
+                              tuple(pod.get("tolerations") or ()), bool(pod.get("hostNetwork")),
+                              pod.get("runtimeClassName"), gpus, PREFLIGHT_REMOVAL if health else None))
+    return found
+
+
+GPU_KEY = "nvidia.com/gpu"
+
+
+def pool_states(plan: ClusterPlan) -> list[PoolState]:
+    states = []
+    for pool in plan.pools:
+        scale_set = pool.scale_sets[0]
+        taints = list(node_taints(pool))
+        if registers_preflight(pool):
+            taints.insert(0, NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"))
+        states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus))
+    return states
+
+
+def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None) -> FirstBoot:
+    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), *(extra or [])])
+    if boot.stuck:
+        raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
+                                 f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])
+    return boot

@@ -1,0 +1,183 @@
+"""The first boot, simulated from the plan: where every workload of the in-cluster layer can land, and in
+what order things become possible. A workload that can land nowhere (or waits on something that waits
+on it) is a plan error naming the workload and what blocks it.
+
+Pure. Nodes: each pool's registered labels and taints (what the kubelet registers: node_labels,
+node_taints and the preflight taint). Workloads: the layer's own Deployments and DaemonSets (their pod
+specs) plus the pods the pinned charts deploy (components/catalog/chart_pods.py, a sourced table). Facts
+appear as workloads start: a CNI agent on a pool makes its pods routable, NFD labels GPU nodes, the
+operator's toolkit brings the `nvidia` runtime, the device plugin makes GPUs allocatable, the health
+checks remove the preflight taint. Requests against allocatable are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.bootstrap.node import PREFLIGHT_TAINT_KEY
+from components.bootstrap.taints import NodeTaint
+
+GPU = "nvidia.com/gpu"
+
+
+@dataclass
+class PoolState:
+    name: str
+    labels: dict[str, str]
+    taints: list[NodeTaint]
+    gpus: int
+    facts: set[str] = field(default_factory=set)
+    """"cni", "runtime:nvidia", "gpu-allocatable"."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    kind: str
+    """DaemonSet (one pod per matching node) or Deployment."""
+    node_selector: dict[str, str]
+    tolerations: tuple[dict[str, Any], ...]
+    host_network: bool = False
+    runtime_class: str | None = None
+    gpus: bool = False
+    provides: Callable[[PoolState, dict[str, PoolState]], None] | None = None
+    source: str = "declared by the library"
+
+
+@dataclass(frozen=True)
+class BootStep:
+    step: int
+    workload: str
+    pools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Stuck:
+    workload: str
+    pool: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class FirstBoot:
+    steps: tuple[BootStep, ...]
+    stuck: tuple[Stuck, ...]
+
+    def placements(self) -> dict[str, tuple[str, ...]]:
+        found: dict[str, list[str]] = {}
+        for s in self.steps:
+            found.setdefault(s.workload, []).extend(s.pools)
+        return {k: tuple(sorted(set(v))) for k, v in found.items()}
+
+
+def tolerates(tolerations: tuple[dict[str, Any], ...], taint: NodeTaint) -> bool:
+    """core/v1 Toleration semantics (k8s.io/api core/v1 toleration.go ToleratesTaint)."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint.effect:
+            continue
+        if not t.get("key"):
+            if t.get("operator") == "Exists":
+                return True
+            continue
+        if t["key"] != taint.key:
+            continue
+        if t.get("operator") == "Exists" or t.get("value", "") == taint.value:
+            return True
+    return False
+
+
+def _blocker(w: Workload, pool: PoolState) -> str | None:
+    """Why `w` cannot land on `pool` now, or None."""
+    for key, value in w.node_selector.items():
+        if pool.labels.get(key) != value:
+            return f"label {key}={value} absent"
+    for taint in pool.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(w.tolerations, taint):
+            return f"taint {taint.key}={taint.value}:{taint.effect} not tolerated"
+    if not w.host_network and "cni" not in pool.facts:
+        return "no pod network yet (CNI agent not running)"
+    if w.runtime_class and f"runtime:{w.runtime_class}" not in pool.facts:
+        return f"runtime class {w.runtime_class} not on the node yet"
+    if w.gpus and "gpu-allocatable" not in pool.facts:
+        return f"{GPU} not allocatable yet (device plugin not running)"
+    return None
+
+
+def _matches(w: Workload, pool: PoolState, original: dict[str, dict[str, str]]) -> bool:
+    """A DaemonSet is owed a pod on a pool whose nodes carry (or will be given) its selector's labels."""
+    return all(pool.labels.get(k) == v or original[pool.name].get(k) == v for k, v in w.node_selector.items())
+
+
+def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
+    by_name = {p.name: p for p in pools}
+    placed: dict[str, set[str]] = {w.name: set() for w in workloads}
+    steps: list[BootStep] = []
+    step = 0
+    changed = True
+    while changed:
+        changed = False
+        step += 1
+        landed: list[tuple[Workload, PoolState]] = []
+        for w in workloads:
+            if w.kind == "Deployment" and placed[w.name]:
+                continue
+            for pool in pools:
+                if pool.name not in placed[w.name] and _blocker(w, pool) is None:
+                    landed.append((w, pool))
+                    if w.kind == "Deployment":
+                        break
+        before = _snapshot(pools)
+        for w, pool in landed:
+            placed[w.name].add(pool.name)
+            changed = True
+        for w in workloads:  # running workloads keep acting (an operator labels nodes as NFD labels them)
+            for name in sorted(placed[w.name]):
+                if w.provides:
+                    w.provides(by_name[name], by_name)
+        changed = changed or _snapshot(pools) != before
+        for name in dict.fromkeys(w.name for w, _ in landed):
+            steps.append(BootStep(step, name, tuple(sorted(p.name for w, p in landed if w.name == name))))
+    labels_at_start = {p.name: {} for p in pools}
+    stuck: list[Stuck] = []
+    for w in workloads:
+        if w.kind == "Deployment" and not placed[w.name]:
+            reasons = {p.name: _blocker(w, p) for p in pools}
+            stuck.append(Stuck(w.name, None, "; ".join(f"{k}: {v}" for k, v in reasons.items())))
+        elif w.kind == "DaemonSet":
+            for pool in pools:
+                if pool.name not in placed[w.name] and _matches(w, pool, labels_at_start) and not _selector_only(w, pool):
+                    stuck.append(Stuck(w.name, pool.name, _blocker(w, pool) or "never scheduled"))
+    return FirstBoot(tuple(steps), tuple(stuck))
+
+
+def _snapshot(pools: list[PoolState]) -> list[tuple[object, ...]]:
+    return [(sorted(p.labels.items()), list(p.taints), sorted(p.facts)) for p in pools]
+
+
+def _selector_only(w: Workload, pool: PoolState) -> bool:
+    """The DaemonSet does not select this pool at all (its selector labels never appear there)."""
+    return any(pool.labels.get(k) != v for k, v in w.node_selector.items())
+
+
+def remove_taint(key: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
+    def apply(pool: PoolState, _: dict[str, PoolState]) -> None:
+        pool.taints = [t for t in pool.taints if t.key != key]
+    return apply
+
+
+def add_fact(fact: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
+    def apply(pool: PoolState, _: dict[str, PoolState]) -> None:
+        pool.facts.add(fact)
+    return apply
+
+
+def add_labels(labels: dict[str, str], only_gpu: bool = True) -> Callable[[PoolState, dict[str, PoolState]], None]:
+    def apply(pool: PoolState, _: dict[str, PoolState]) -> None:
+        if pool.gpus or not only_gpu:
+            pool.labels.update(labels)
+    return apply
+
+
+PREFLIGHT_REMOVAL = remove_taint(PREFLIGHT_TAINT_KEY)
