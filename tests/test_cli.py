@@ -32,7 +32,7 @@ def test_plan_prod(prod_out) -> None:
     assert "7,500 nodes, 25,064 GPUs, 576,064 vCPUs, 7,051,996 GiB" in result.stdout
     assert "Confidential pools" in result.stdout and "If a zone is lost" in result.stdout
     assert "relies on a raised limit" in result.stdout and "exceeds the default" not in result.stdout
-    assert "registered 228 resources" in result.stderr  # progress, on stderr
+    assert "registered 229 resources" in result.stderr  # progress, on stderr
     assert "pod IPs: 206,288 needed, 242,486 available" in result.stdout
     assert "standardNDSH100v5Family" in result.stdout and "300,000" in result.stdout
     preview = json.loads((out / "preview.json").read_text())

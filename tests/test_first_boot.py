@@ -23,7 +23,9 @@ def test_shipped_stacks_boot_with_nothing_stuck(stack: str) -> None:
     assert order["cilium-agent"] < order["coredns"] < order["nvidia-container-toolkit"]
     assert order["nfd-worker"] < order["nvidia-container-toolkit"] < order["nvidia-device-plugin"]
     health = [name for name in order if name.startswith("gpu-health-")]
-    assert health and all(order["nvidia-container-toolkit"] < order[h] for h in health)
+    assert health and all(order["nvidia-dcgm"] < order[h] and order["coredns"] < order[h] for h in health)
+    balloons = [name for name in order if name.startswith("balloon-") and name != "balloon-cpu"]
+    assert all(order[b] > max(order[h] for h in health) for b in balloons)  # GPU balloons after the taint goes
 
 
 def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
@@ -44,3 +46,33 @@ def test_stuck_workloads_are_a_plan_error() -> None:
     needy = Workload("needs-a-label", "Deployment", {"example.com/never": "true"}, ())
     with pytest.raises(SpecError, match=r"cluster\.inCluster: needs-a-label cannot start"):
         first_boot(plan, [needy])
+
+
+def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
+    """Requests against allocatable: with the DaemonSets' requests on the node, a pod needing more than the
+    rest of a node is stuck, named with its requests."""
+    plan = plan_cluster(stack_spec("dev"))
+    from components.planning.first_boot import Workload
+    system = next(p for p in pool_states(plan) if p.name == "system")
+    huge = Workload("huge", "Deployment", {"gpucluster.io/role": "system"}, (), cpu_millis=system.cpu_millis + 1)
+    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), huge])
+    stuck = [s for s in boot.stuck if s.workload == "huge"]
+    assert stuck and "exceed a node's allocatable" in stuck[0].reason
+
+
+def test_effective_requests_follow_the_init_container_rule() -> None:
+    from components.planning.boot_layer import requests
+    pod = {"initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
+           "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
+                          {"resources": {"requests": {"cpu": "250m", "memory": "2Gi"}}}]}
+    assert requests(pod) == (2000, 2304)
+
+
+def test_report_shows_boot_order_and_versions() -> None:
+    from collections import Counter
+
+    from components.offline.html_report import render_report
+    from components.offline.report_data import report_data
+    html = render_report(report_data(plan_cluster(stack_spec("dev")), "dev", Counter(), []))
+    assert "First boot: when each workload can start" in html and "gpu-health-t4" in html
+    assert "Versions: Kubernetes 1.36.4, end of life 2027-06-28" in html

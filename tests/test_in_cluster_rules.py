@@ -53,3 +53,22 @@ def test_autoscaler_flags_follow_its_source() -> None:
     assert f"--startup-taint={PREFLIGHT_TAINT_KEY}" in args
     assert "--balancing-ignore-label=gpucluster.io/infiniband-domain" in args
     assert "--max-nodes-total=7505" in args
+
+
+def test_health_checks_share_the_operators_host_engine() -> None:
+    """gpu-operator v26.3.3: with `dcgm.enabled` the operator runs one nv-hostengine per GPU node behind the
+    `nvidia-dcgm` Service (internalTrafficPolicy Local, assets/state-dcgm) and points the exporter at it
+    (controllers/object_controls.go DCGM_REMOTE_HOSTENGINE_INFO). A second host engine in the health pod
+    would manage the same GPUs twice."""
+    from components.catalog.in_cluster import DCGM_IMAGE
+    from components.kubernetes.objects.health import health_objects
+
+    assert gpu_operator_values()["dcgm"] == {"enabled": True}
+    assert DCGM_IMAGE.endswith(":4.5.2-1-ubuntu22.04")  # the chart's dcgm.version
+    plan = plan_cluster(stack_spec("dev"))
+    daemonsets = [o for o in health_objects(plan.pools) if o["kind"] == "DaemonSet"]
+    assert daemonsets
+    for ds in daemonsets:
+        pod = ds["spec"]["template"]["spec"]
+        scripts = " ".join(" ".join(c["command"]) for c in [*pod["initContainers"], *pod["containers"]])
+        assert "nv-hostengine" not in scripts and "--host nvidia-dcgm.gpu-operator.svc" in scripts

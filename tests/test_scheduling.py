@@ -152,8 +152,8 @@ def test_prod_manifests_hold_the_scheduling_layer(prod_run: ProgramRun) -> None:
     assert kueue["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and kueue["version"] == "0.19.2"
     provider = next(r for r in prod_run.registrations if r.type == "pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == "[secret]"
-    # The layer waits for the API servers: every object goes through this provider.
-    assert any(d.endswith("VirtualMachineScaleSet::prod-cp-apiserver") for d in provider.dependencies)
+    # The layer waits for the API servers' /readyz (tests/test_first_up.py): every object goes through this provider.
+    assert any(d.endswith("Command::prod-in-cluster-api-ready") for d in provider.dependencies)
     queue = next(r for r in prod_run.registrations if r.name == "clusterqueue-pretraining")
     assert any(d.endswith("Release::prod-in-cluster-scheduling-kueue") for d in queue.dependencies)
 

@@ -18,7 +18,8 @@ GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 GPU_OPERATOR_VERSION = GPU_OPERATOR.version
 
 PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
-DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04"
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
+"""The dcgmi client, at the DCGM release the operator runs (gpu-operator v26.3.3 values.yaml `dcgm.version`)."""
 HEALTH_AGENT_IMAGE = "python:3.12-slim"
 """Runs the library's health agent (stdlib only) that taints and untaints nodes through the API."""
 

@@ -65,7 +65,7 @@ class GpuHealth(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
                                  "gpu-operator", gpu_operator_values(), child)
-        # The checks use the operator's `nvidia` RuntimeClass.
+        # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
         self.checks = declare_all(health_objects(plan.pools), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))
         self.register_outputs({})

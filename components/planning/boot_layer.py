@@ -20,6 +20,7 @@ from components.planning.first_boot import (
     PoolState,
     Workload,
     add_fact,
+    add_fact_everywhere,
     add_labels,
     simulate,
 )
@@ -27,7 +28,7 @@ from components.planning.node_template import node_labels, node_taints, register
 
 NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 OPERAND_LABELS = {"nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com/gpu.deploy.device-plugin": "true",
-                  "nvidia.com/gpu.deploy.dcgm-exporter": "true"}
+                  "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.dcgm": "true"}
 CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
                             "effect": "NoSchedule"}
 
@@ -66,6 +67,9 @@ def chart_workloads() -> list[Workload]:
         Workload("nvidia-device-plugin", "DaemonSet", {"nvidia.com/gpu.deploy.device-plugin": "true"},
                  daemonset_tolerations, runtime_class="nvidia", provides=add_fact("gpu-allocatable"),
                  source="gpu-operator: device plugin runs with runtimeClassName nvidia"),
+        Workload("nvidia-dcgm", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm": "true"}, daemonset_tolerations,
+                 runtime_class="nvidia", provides=add_fact("dcgm:nvidia-dcgm"),
+                 source="gpu-operator v26.3.3 assets/state-dcgm (dcgm.enabled): host engine per GPU node"),
         Workload("nvidia-dcgm-exporter", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
                  daemonset_tolerations, runtime_class="nvidia", source="gpu-operator: dcgm-exporter operand"),
     ]
@@ -88,14 +92,47 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
             continue
         pod = _pod(o)
         gpus = any(GPU_KEY in (c.get("resources", {}).get("requests") or {}) for c in pod["containers"])
-        health = o["kind"] == "DaemonSet" and o["metadata"]["name"].startswith("gpu-health-")
-        found.append(Workload(o["metadata"]["name"], o["kind"], dict(pod.get("nodeSelector") or {}),
+        name = o["metadata"]["name"]
+        health = o["kind"] == "DaemonSet" and name.startswith("gpu-health-")
+        provides = PREFLIGHT_REMOVAL if health else add_fact_everywhere("dns:cluster") if name == "coredns" else None
+        # The health checks reach the operator's host engine by its Service name (objects/health.py).
+        needs = ("dns:cluster", "dcgm:nvidia-dcgm") if health else ()
+        cpu, memory = requests(pod)
+        found.append(Workload(name, o["kind"], dict(pod.get("nodeSelector") or {}),
                               tuple(pod.get("tolerations") or ()), bool(pod.get("hostNetwork")),
-                              pod.get("runtimeClassName"), gpus, PREFLIGHT_REMOVAL if health else None))
+                              pod.get("runtimeClassName"), gpus, provides, needs=needs, cpu_millis=cpu,
+                              memory_mib=memory))
     return found
 
 
 GPU_KEY = "nvidia.com/gpu"
+EVICTION_HARD_MIB = 100
+"""kubelet's default evictionHard memory.available (k8s.io/kubelet config/v1beta1 types.go)."""
+_UNITS = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "k": 1000 / 1024 / 1024, "M": 1000**2 / 1024**2,
+          "G": 1000**3 / 1024**2}
+
+
+def cpu_millis(quantity: str | int | float) -> int:
+    text = str(quantity)
+    return int(text[:-1]) if text.endswith("m") else int(float(text) * 1000)
+
+
+def memory_mib(quantity: str | int) -> int:
+    text = str(quantity)
+    for unit, factor in sorted(_UNITS.items(), key=lambda u: -len(u[0])):
+        if text.endswith(unit):
+            return int(float(text[: -len(unit)]) * factor + 0.999)
+    return int(int(text) / 1024**2 + 0.999)
+
+
+def requests(pod: dict[str, Any]) -> tuple[int, int]:
+    """A pod's effective requests: the larger of any init container and the sum of the containers."""
+    def of(c: dict[str, Any]) -> tuple[int, int]:
+        r = (c.get("resources") or {}).get("requests") or {}
+        return cpu_millis(r.get("cpu", 0)), memory_mib(r.get("memory", 0))
+    main = [of(c) for c in pod["containers"]]
+    init = [of(c) for c in pod.get("initContainers") or []]
+    return (max([sum(c for c, _ in main), *(c for c, _ in init)]), max([sum(m for _, m in main), *(m for _, m in init)]))
 
 
 def pool_states(plan: ClusterPlan) -> list[PoolState]:
@@ -105,7 +142,9 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
         taints = list(node_taints(pool))
         if registers_preflight(pool):
             taints.insert(0, NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"))
-        states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus))
+        states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus,
+                                cpu_millis=pool.size.vcpus * 1000,
+                                memory_mib=pool.size.memory_gib * 1024 - EVICTION_HARD_MIB))
     return states
 
 

@@ -11,6 +11,7 @@ from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.first_boot import FirstBoot
+from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
@@ -35,6 +36,8 @@ class ClusterPlan:
     balloons: tuple[BalloonPlan, ...]
     versions: VersionPlan
     first_boot: FirstBoot | None = None
+    first_up: FirstUpPlan | None = None
+    """Where `pulumi up` reaches the API server from and its readiness wait (None when the layer is off)."""
     """The simulated first boot of the in-cluster layer (None when the layer is off)."""
 
     @property
@@ -71,8 +74,10 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
     balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
     versions = _attempt(lambda: plan_versions(spec), problems)
+    first_up = (_attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems)
+                if spec.in_cluster.enabled and ip is not None else None)
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
-            or balloons is None or versions is None):
+            or balloons is None or versions is None or (spec.in_cluster.enabled and first_up is None)):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions)
@@ -80,4 +85,4 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
     from components.planning.boot_layer import first_boot
-    return replace(plan, first_boot=first_boot(plan))
+    return replace(plan, first_boot=first_boot(plan), first_up=first_up)

@@ -29,6 +29,10 @@ class PoolState:
     taints: list[NodeTaint]
     gpus: int
     facts: set[str] = field(default_factory=set)
+    cpu_millis: int = 0
+    """Allocatable per node: the kubelet reserves nothing here (no kubeReserved/systemReserved), so the
+    VM's vCPUs; memory less the kubelet's default hard eviction threshold (memory.available 100Mi)."""
+    memory_mib: int = 0
     """"cni", "runtime:nvidia", "gpu-allocatable"."""
 
 
@@ -44,6 +48,11 @@ class Workload:
     gpus: bool = False
     provides: Callable[[PoolState, dict[str, PoolState]], None] | None = None
     source: str = "declared by the library"
+    needs: tuple[str, ...] = ()
+    """Facts of the pool (or cluster-wide facts, set on every pool) the pod waits for before it can start."""
+    cpu_millis: int = 0
+    memory_mib: int = 0
+    """The pod's requests (max of init containers and the sum of containers)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +97,8 @@ def tolerates(tolerations: tuple[dict[str, Any], ...], taint: NodeTaint) -> bool
     return False
 
 
-def _blocker(w: Workload, pool: PoolState) -> str | None:
-    """Why `w` cannot land on `pool` now, or None."""
+def _blocker(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) -> str | None:
+    """Why `w` cannot land on `pool` now, or None. `daemon_load`: requests of the DaemonSet pods on each node."""
     for key, value in w.node_selector.items():
         if pool.labels.get(key) != value:
             return f"label {key}={value} absent"
@@ -100,9 +109,22 @@ def _blocker(w: Workload, pool: PoolState) -> str | None:
         return "no pod network yet (CNI agent not running)"
     if w.runtime_class and f"runtime:{w.runtime_class}" not in pool.facts:
         return f"runtime class {w.runtime_class} not on the node yet"
+    for fact in w.needs:
+        if fact not in pool.facts:
+            return f"waits for {fact}"
     if w.gpus and "gpu-allocatable" not in pool.facts:
         return f"{GPU} not allocatable yet (device plugin not running)"
+    if pool.cpu_millis and w.kind != "DaemonSet":
+        cpu, memory = daemon_load[0] + w.cpu_millis, daemon_load[1] + w.memory_mib
+        if cpu > pool.cpu_millis or memory > pool.memory_mib:
+            return (f"requests {w.cpu_millis}m CPU / {w.memory_mib}Mi with the DaemonSets' {daemon_load[0]}m / "
+                    f"{daemon_load[1]}Mi exceed a node's allocatable {pool.cpu_millis}m / {pool.memory_mib}Mi")
     return None
+
+
+def _daemon_load(workloads: list[Workload], placed: dict[str, set[str]], pool: str) -> tuple[int, int]:
+    on = [w for w in workloads if w.kind == "DaemonSet" and pool in placed[w.name]]
+    return sum(w.cpu_millis for w in on), sum(w.memory_mib for w in on)
 
 
 def _matches(w: Workload, pool: PoolState, original: dict[str, dict[str, str]]) -> bool:
@@ -124,7 +146,8 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
             if w.kind == "Deployment" and placed[w.name]:
                 continue
             for pool in pools:
-                if pool.name not in placed[w.name] and _blocker(w, pool) is None:
+                if pool.name not in placed[w.name] and _blocker(w, pool, _daemon_load(workloads, placed,
+                                                                                    pool.name)) is None:
                     landed.append((w, pool))
                     if w.kind == "Deployment":
                         break
@@ -143,7 +166,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
     stuck: list[Stuck] = []
     for w in workloads:
         if w.kind == "Deployment" and not placed[w.name]:
-            reasons = {p.name: _blocker(w, p) for p in pools}
+            reasons = {p.name: _blocker(w, p, _daemon_load(workloads, placed, p.name)) for p in pools}
             stuck.append(Stuck(w.name, None, "; ".join(f"{k}: {v}" for k, v in reasons.items())))
         elif w.kind == "DaemonSet":
             for pool in pools:
@@ -170,6 +193,13 @@ def remove_taint(key: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
 def add_fact(fact: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
     def apply(pool: PoolState, _: dict[str, PoolState]) -> None:
         pool.facts.add(fact)
+    return apply
+
+
+def add_fact_everywhere(fact: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
+    def apply(_: PoolState, pools: dict[str, PoolState]) -> None:
+        for pool in pools.values():
+            pool.facts.add(fact)
     return apply
 
 

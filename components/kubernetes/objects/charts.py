@@ -40,6 +40,9 @@ def gpu_operator_values() -> dict[str, Any]:
         "toolkit": {"enabled": True},
         "devicePlugin": {"enabled": True},
         "dcgmExporter": {"enabled": True},
+        # One DCGM host engine per node, shared by the exporter (DCGM_REMOTE_HOSTENGINE_INFO, set by the operator,
+        # controllers/object_controls.go) and the library's health checks (objects/health.py).
+        "dcgm": {"enabled": True},
         "migManager": {"enabled": False},
         # v26.3.3 templates read operator.nodeSelector/tolerations (templates/operator.yaml); there is no
         # operator.defaultRuntime value (containerd is detected on the node).
