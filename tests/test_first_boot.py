@@ -76,3 +76,30 @@ def test_report_shows_boot_order_and_versions() -> None:
     html = render_report(report_data(plan_cluster(stack_spec("dev")), "dev", Counter(), []))
     assert "First boot: when each workload can start" in html and "gpu-health-t4" in html
     assert "Versions: Kubernetes 1.36.4, end of life 2027-06-28" in html
+
+
+def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templates_say() -> None:
+    """The simulation's taints and labels are the kubelet's registerWithTaints and node-labels as rendered
+    (components/bootstrap/node.py), and the autoscaler's scale-from-zero template taints, pool by pool."""
+    from components.bootstrap.node import NodeBootstrap, kubelet_patch
+    from components.planning.node_template import (
+        TAINT_TAG_PREFIX,
+        autoscaler_tags,
+        node_labels,
+        node_taints,
+        registers_preflight,
+    )
+    plan = plan_cluster(stack_spec("prod"))
+    states = {s.name: s for s in pool_states(plan)}
+    for pool in plan.pools:
+        scale_set = pool.scale_sets[0]
+        rendered = kubelet_patch(NodeBootstrap(
+            plan.spec.kubernetes_version, plan.ip.api_server_endpoint, "abcdef.0123456789abcdef", "sha256:" + "0" * 64,
+            pool.spec.pods_per_node, str(plan.ip.dns_service_ip), node_labels(pool, scale_set, plan.spec.location),
+            node_taints(pool), preflight=registers_preflight(pool)))
+        simulated = states[pool.name]
+        assert [{"key": t.key, "value": t.value, "effect": t.effect} for t in simulated.taints] == \
+            rendered["registerWithTaints"]
+        tags = autoscaler_tags(plan.spec.name, pool, scale_set, 0, plan.spec.location)
+        template = {k for k in tags if k.startswith(TAINT_TAG_PREFIX)}
+        assert len(template) == len([t for t in simulated.taints if t.key != "gpucluster.io/preflight"])

@@ -50,7 +50,8 @@ def chart_workloads() -> list[Workload]:
         Workload("cilium-agent", "DaemonSet", {}, ({"operator": "Exists"},), host_network=True,
                  provides=add_fact("cni"), source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values"),
         Workload("cilium-operator", "Deployment", system, ({"operator": "Exists"},), host_network=True,
-                 source="cilium chart values operator.tolerations default [{operator: Exists}]; hostNetwork"),
+                 source="cilium Helm reference: operator.tolerations default [{operator: Exists}] in every release "
+                        "read (1.20's own page not read); hostNetwork"),
         Workload("kueue-controller-manager", "Deployment", system, (),
                  source="kueue 0.19.2 chart: controllerManager.tolerations default none"),
         Workload("gpu-operator", "Deployment", dict(op["operator"]["nodeSelector"]), (CONTROL_PLANE_TOLERATION,),
@@ -58,6 +59,8 @@ def chart_workloads() -> list[Workload]:
                  source="gpu-operator v26.3.3 values.yaml operator.tolerations: control-plane only"),
         Workload("nfd-master", "Deployment", dict(op["node-feature-discovery"]["master"]["nodeSelector"]),
                  (CONTROL_PLANE_TOLERATION,), source="NFD 0.18.3 chart master.tolerations: control-plane"),
+        Workload("nfd-gc", "Deployment", dict(op["node-feature-discovery"]["gc"]["nodeSelector"]), (),
+                 source="NFD 0.18.3 chart gc.tolerations: []"),
         Workload("nfd-worker", "DaemonSet", {}, tuple(op["node-feature-discovery"]["worker"]["tolerations"]),
                  provides=add_labels(NFD_GPU_LABEL),
                  source="gpu-operator v26.3.3 values.yaml node-feature-discovery.worker.tolerations (ours)"),
