@@ -29,15 +29,19 @@ def test_shipped_stacks_boot_with_nothing_stuck(stack: str) -> None:
 
 
 def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
-    """gpu-operator v26.3.3's NFD worker tolerates only control-plane and nvidia.com/gpu by default: GPU nodes
-    still carrying the preflight taint never get NFD labels, so nothing downstream starts."""
+    """gpu-operator v26.3.3's NFD worker tolerates only control-plane and nvidia.com/gpu by default (values.yaml
+    `node-feature-discovery.worker.tolerations`): on GPU nodes still carrying the preflight taint it never runs,
+    so the operator never labels them for its operands, the DCGM host engine never starts, the health checks
+    never run and the taint is never removed. The plan fails naming the workloads, the taint and the cycle."""
     plan = plan_cluster(stack_spec("dev"))
     charts = [replace(w, tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},))
               if w.name == "nfd-worker" else w for w in chart_workloads()]
-    boot = simulate(pool_states(plan), [*charts, *own_workloads(plan)])
-    messages = [f"{s.workload} {s.pool}: {s.reason}" for s in boot.stuck]
-    assert any(m.startswith("nfd-worker t4: taint gpucluster.io/preflight=pending:NoSchedule not tolerated")
-               for m in messages), messages
+    with pytest.raises(SpecError) as error:
+        first_boot(plan, charts=charts)
+    line = next(p.message for p in error.value.problems if p.message.startswith("nfd-worker cannot start on pool t4"))
+    assert "nfd-worker waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in line
+    assert "a cycle (nfd-worker -> gpu-health-t4 -> nvidia-dcgm -> nfd-worker)" in line
+    assert all(p.path == "cluster.inCluster" for p in error.value.problems)
 
 
 def test_stuck_workloads_are_a_plan_error() -> None:
@@ -103,3 +107,15 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
         tags = autoscaler_tags(plan.spec.name, pool, scale_set, 0, plan.spec.location)
         template = {k for k in tags if k.startswith(TAINT_TAG_PREFIX)}
         assert len(template) == len([t for t in simulated.taints if t.key != "gpucluster.io/preflight"])
+
+
+def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The former design: every node registered the preflight taint, only GPU health checks removed it, and no
+    system add-on tolerated it. The simulation names CoreDNS and the taint, with nothing to remove it there."""
+    import components.planning.boot_layer as boot_layer
+    monkeypatch.setattr(boot_layer, "registers_preflight", lambda pool: True)
+    with pytest.raises(SpecError) as error:
+        first_boot(plan_cluster(stack_spec("dev")))
+    coredns = next(p.message for p in error.value.problems if p.message.startswith("coredns cannot start"))
+    assert "coredns waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in coredns
+    assert "nothing in the layer provides it" in coredns

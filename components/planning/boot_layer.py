@@ -27,6 +27,7 @@ from components.planning.first_boot import (
 from components.planning.node_template import node_labels, node_taints, registers_preflight
 
 NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+NFD_KEY = "label:feature.node.kubernetes.io/pci-10de.present=true"
 OPERAND_LABELS = {"nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com/gpu.deploy.device-plugin": "true",
                   "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.dcgm": "true"}
 CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
@@ -48,30 +49,33 @@ def chart_workloads() -> list[Workload]:
     daemonset_tolerations = tuple(op["daemonsets"]["tolerations"])
     return [
         Workload("cilium-agent", "DaemonSet", {}, ({"operator": "Exists"},), host_network=True,
-                 provides=add_fact("cni"), source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values"),
+                 provides=add_fact("cni"), gives=("cni",),
+                 source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values"),
         Workload("cilium-operator", "Deployment", system, ({"operator": "Exists"},), host_network=True,
                  source="cilium Helm reference: operator.tolerations default [{operator: Exists}] in every release "
                         "read (1.20's own page not read); hostNetwork"),
         Workload("kueue-controller-manager", "Deployment", system, (),
                  source="kueue 0.19.2 chart: controllerManager.tolerations default none"),
         Workload("gpu-operator", "Deployment", dict(op["operator"]["nodeSelector"]), (CONTROL_PLANE_TOLERATION,),
-                 provides=_operator_labels,
+                 provides=_operator_labels, gives=tuple(f"label:{k}={v}" for k, v in OPERAND_LABELS.items()),
+                 gives_if=tuple((f"label:{k}={v}", NFD_KEY) for k, v in OPERAND_LABELS.items()),
                  source="gpu-operator v26.3.3 values.yaml operator.tolerations: control-plane only"),
         Workload("nfd-master", "Deployment", dict(op["node-feature-discovery"]["master"]["nodeSelector"]),
                  (CONTROL_PLANE_TOLERATION,), source="NFD 0.18.3 chart master.tolerations: control-plane"),
         Workload("nfd-gc", "Deployment", dict(op["node-feature-discovery"]["gc"]["nodeSelector"]), (),
                  source="NFD 0.18.3 chart gc.tolerations: []"),
         Workload("nfd-worker", "DaemonSet", {}, tuple(op["node-feature-discovery"]["worker"]["tolerations"]),
-                 provides=add_labels(NFD_GPU_LABEL),
+                 provides=add_labels(NFD_GPU_LABEL), gives=(NFD_KEY,),
                  source="gpu-operator v26.3.3 values.yaml node-feature-discovery.worker.tolerations (ours)"),
         Workload("nvidia-container-toolkit", "DaemonSet", {"nvidia.com/gpu.deploy.container-toolkit": "true"},
-                 daemonset_tolerations, provides=add_fact("runtime:nvidia"),
+                 daemonset_tolerations, provides=add_fact("runtime:nvidia"), gives=("runtime:nvidia",),
                  source="gpu-operator: operands get daemonsets.tolerations (templates/clusterpolicy.yaml)"),
         Workload("nvidia-device-plugin", "DaemonSet", {"nvidia.com/gpu.deploy.device-plugin": "true"},
                  daemonset_tolerations, runtime_class="nvidia", provides=add_fact("gpu-allocatable"),
+                 gives=("gpu-allocatable",),
                  source="gpu-operator: device plugin runs with runtimeClassName nvidia"),
         Workload("nvidia-dcgm", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm": "true"}, daemonset_tolerations,
-                 runtime_class="nvidia", provides=add_fact("dcgm:nvidia-dcgm"),
+                 runtime_class="nvidia", provides=add_fact("dcgm:nvidia-dcgm"), gives=("dcgm:nvidia-dcgm",),
                  source="gpu-operator v26.3.3 assets/state-dcgm (dcgm.enabled): host engine per GPU node"),
         Workload("nvidia-dcgm-exporter", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
                  daemonset_tolerations, runtime_class="nvidia", source="gpu-operator: dcgm-exporter operand"),
@@ -100,11 +104,12 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
         provides = PREFLIGHT_REMOVAL if health else add_fact_everywhere("dns:cluster") if name == "coredns" else None
         # The health checks reach the operator's host engine by its Service name (objects/health.py).
         needs = ("dns:cluster", "dcgm:nvidia-dcgm") if health else ()
+        gives = (f"untaint:{PREFLIGHT_TAINT_KEY}",) if health else ("dns:cluster",) if name == "coredns" else ()
         cpu, memory = requests(pod)
         found.append(Workload(name, o["kind"], dict(pod.get("nodeSelector") or {}),
                               tuple(pod.get("tolerations") or ()), bool(pod.get("hostNetwork")),
                               pod.get("runtimeClassName"), gpus, provides, needs=needs, cpu_millis=cpu,
-                              memory_mib=memory))
+                              memory_mib=memory, gives=gives))
     return found
 
 
@@ -151,8 +156,11 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
     return states
 
 
-def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None) -> FirstBoot:
-    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), *(extra or [])])
+def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None,
+               charts: list[Workload] | None = None) -> FirstBoot:
+    """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits."""
+    boot = simulate(pool_states(plan), [*(chart_workloads() if charts is None else charts), *own_workloads(plan),
+                                        *(extra or [])])
     if boot.stuck:
         raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
                                  f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])

@@ -53,6 +53,10 @@ class Workload:
     cpu_millis: int = 0
     memory_mib: int = 0
     """The pod's requests (max of init containers and the sum of containers)."""
+    gives: tuple[str, ...] = ()
+    """What it makes possible once running, as blocker keys: "cni", "label:k=v", "untaint:key", facts."""
+    gives_if: tuple[tuple[str, str], ...] = ()
+    """(given key, key the pool must have first): the operator labels only nodes NFD labelled."""
 
 
 @dataclass(frozen=True)
@@ -97,29 +101,80 @@ def tolerates(tolerations: tuple[dict[str, Any], ...], taint: NodeTaint) -> bool
     return False
 
 
-def _blocker(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) -> str | None:
-    """Why `w` cannot land on `pool` now, or None. `daemon_load`: requests of the DaemonSet pods on each node."""
+def _why(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) -> tuple[str, str | None] | None:
+    """Why `w` cannot land on `pool` now (and the key of what would unblock it), or None.
+    `daemon_load`: requests of the DaemonSet pods on each node."""
     for key, value in w.node_selector.items():
         if pool.labels.get(key) != value:
-            return f"label {key}={value} absent"
+            return f"label {key}={value} absent", f"label:{key}={value}"
     for taint in pool.taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(w.tolerations, taint):
-            return f"taint {taint.key}={taint.value}:{taint.effect} not tolerated"
+            return f"taint {taint.key}={taint.value}:{taint.effect} not tolerated", f"untaint:{taint.key}"
     if not w.host_network and "cni" not in pool.facts:
-        return "no pod network yet (CNI agent not running)"
+        return "no pod network yet (CNI agent not running)", "cni"
     if w.runtime_class and f"runtime:{w.runtime_class}" not in pool.facts:
-        return f"runtime class {w.runtime_class} not on the node yet"
+        return f"runtime class {w.runtime_class} not on the node yet", f"runtime:{w.runtime_class}"
     for fact in w.needs:
         if fact not in pool.facts:
-            return f"waits for {fact}"
+            return f"waits for {fact}", fact
     if w.gpus and "gpu-allocatable" not in pool.facts:
-        return f"{GPU} not allocatable yet (device plugin not running)"
+        return f"{GPU} not allocatable yet (device plugin not running)", "gpu-allocatable"
     if pool.cpu_millis and w.kind != "DaemonSet":
         cpu, memory = daemon_load[0] + w.cpu_millis, daemon_load[1] + w.memory_mib
         if cpu > pool.cpu_millis or memory > pool.memory_mib:
             return (f"requests {w.cpu_millis}m CPU / {w.memory_mib}Mi with the DaemonSets' {daemon_load[0]}m / "
-                    f"{daemon_load[1]}Mi exceed a node's allocatable {pool.cpu_millis}m / {pool.memory_mib}Mi")
+                    f"{daemon_load[1]}Mi exceed a node's allocatable {pool.cpu_millis}m / {pool.memory_mib}Mi"), None
     return None
+
+
+def _blocker(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) -> str | None:
+    why = _why(w, pool, daemon_load)
+    return None if why is None else why[0]
+
+
+def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed: dict[str, set[str]]) -> str:
+    """The chain of waits from a stuck workload: each link names the workload and what it waits for; a chain
+    that comes back to a workload already in it is a cycle."""
+    links: list[str] = []
+    seen: list[str] = []
+    current: Workload | None = start
+    while current is not None:
+        if current.name in seen:
+            cycle = " -> ".join([*seen[seen.index(current.name):], current.name])
+            return "; ".join(links) + f": a cycle ({cycle})"
+        seen.append(current.name)
+        why = _why(current, pool, _daemon_load(workloads, placed, pool.name))
+        if why is None:
+            return "; ".join(links)
+        reason, key = why
+        links.append(f"{current.name} waits: {reason}")
+        if key is None:
+            return "; ".join(links)
+        giver = _giver(key, pool, workloads)
+        if giver is None:
+            return "; ".join(links) + " (nothing in the layer provides it)"
+        condition = dict(giver.gives_if).get(key)
+        if placed[giver.name] and condition and condition not in _keys(pool):
+            links.append(f"{giver.name} runs but gives {key} only after {condition}")
+            current = _giver(condition, pool, workloads)
+        elif placed[giver.name] and (giver.kind == "Deployment" or pool.name in placed[giver.name]):
+            return "; ".join(links)
+        else:
+            current = giver
+    return "; ".join(links)
+
+
+def _giver(key: str, pool: PoolState, workloads: list[Workload]) -> Workload | None:
+    """The workload that would give `key` on `pool` (a DaemonSet only on pools it selects)."""
+    def could_select(g: Workload) -> bool:
+        return all(pool.labels.get(k) == v or any(f"label:{k}={v}" in w.gives for w in workloads)
+                   for k, v in g.node_selector.items())
+    return next((g for g in workloads if key in g.gives and (g.kind != "DaemonSet" or could_select(g))), None)
+
+
+def _keys(pool: PoolState) -> set[str]:
+    """What a pool has, as blocker keys (labels and facts)."""
+    return {f"label:{k}={v}" for k, v in pool.labels.items()} | set(pool.facts)
 
 
 def _daemon_load(workloads: list[Workload], placed: dict[str, set[str]], pool: str) -> tuple[int, int]:
@@ -166,12 +221,17 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
     stuck: list[Stuck] = []
     for w in workloads:
         if w.kind == "Deployment" and not placed[w.name]:
-            reasons = {p.name: _blocker(w, p, _daemon_load(workloads, placed, p.name)) for p in pools}
-            stuck.append(Stuck(w.name, None, "; ".join(f"{k}: {v}" for k, v in reasons.items())))
+            selected = [p for p in pools if not _selector_only(w, p)]
+            if selected:
+                stuck.append(Stuck(w.name, None, "; ".join(
+                    f"on {p.name}: {_explain(w, p, workloads, placed)}" for p in selected)))
+            else:
+                stuck.append(Stuck(w.name, None, "; ".join(
+                    f"{p.name}: {_blocker(w, p, _daemon_load(workloads, placed, p.name))}" for p in pools)))
         elif w.kind == "DaemonSet":
             for pool in pools:
                 if pool.name not in placed[w.name] and _matches(w, pool, labels_at_start) and not _selector_only(w, pool):
-                    stuck.append(Stuck(w.name, pool.name, _blocker(w, pool) or "never scheduled"))
+                    stuck.append(Stuck(w.name, pool.name, _explain(w, pool, workloads, placed) or "never scheduled"))
     return FirstBoot(tuple(steps), tuple(stuck))
 
 
