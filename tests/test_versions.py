@@ -35,8 +35,8 @@ def test_shipped_stacks_run_a_supported_minor_with_every_component_in_range(stac
     versions = plan_versions(spec)
     assert versions.release.end_of_life > TODAY + timedelta(days=60)
     assert all(versions.minor in c.minors for c in versions.components)
-    assert {"cluster-autoscaler", "cloud-controller-manager", "coredns", "etcd", "kueue", "cilium",
-            "gpu-operator"} == {c.key for c in versions.components}
+    assert {"cluster-autoscaler", "cloud-controller-manager", "coredns", "etcd", "kubeadm-api", "kubelet-config-api",
+            "kueue", "cilium", "gpu-operator"} == {c.key for c in versions.components}
     assert all(c.source for c in versions.components)
 
 
@@ -155,3 +155,24 @@ def test_a_minor_upgrade_changes_only_what_runs_the_minor(two_minors: tuple[Prog
     assert protected, "the dev stack has protected etcd members"
     from components.bootstrap.node import install_script
     assert "kubelet=1.36.4-*" in install_script("1.36.4") and "/v1.36/deb/" in install_script("1.36.4")
+
+
+def test_boot_documents_use_the_tables_configuration_apis() -> None:
+    """What kubeadm and the kubelet read is the API version the table checks against the minor."""
+    from components.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
+    from components.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
+    from tests.test_apiserver_bootstrap import _kubeadm, _render
+    init, cluster = _kubeadm(_render(()))
+    assert init["apiVersion"] == cluster["apiVersion"] == KUBEADM_API.version  # type: ignore[index]
+    node = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10")
+    assert kubelet_patch(node)["apiVersion"] == KUBELET_CONFIG_API.version
+    assert f"apiVersion: {KUBEADM_API.version}" in render_cloud_init(node)
+
+
+def test_docs_list_every_component_of_the_table() -> None:
+    from components.catalog.versions import ADDONS, NODE_APIS
+    text = (ROOT / "docs" / "versions.md").read_text()
+    for component in (*ADDONS, *NODE_APIS, *(c for m in MINOR_COUPLED.values() for c in m.components)):
+        assert component.name in text and component.version in text, component.key
+    for release in KUBERNETES_RELEASES.values():
+        assert f"| {release.minor} | {release.latest_patch} | {release.maintenance_start} | {release.end_of_life} |" in text

@@ -112,6 +112,15 @@ GPU_OPERATOR = Component(
     "validated 1.29-1.33). 26.3.x is 'Deprecated' (patch fixes only) since 26.7.0, whose Kubernetes list could not "
     "be read")
 ADDONS: tuple[Component, ...] = (KUEUE, CILIUM, GPU_OPERATOR)
+KUBEADM_API = Component(
+    "kubeadm-api", "kubeadm configuration API", "kubeadm.k8s.io/v1beta4", tuple(f"1.{m}" for m in range(31, 37)),
+    "kubernetes/kubernetes cmd/kubeadm/app/apis/kubeadm/v1beta4 (introduced in 1.31, v1beta3 deprecated); no "
+    "v1beta5 in 1.36 in the sources read", in_cluster=False)
+KUBELET_CONFIG_API = Component(
+    "kubelet-config-api", "kubelet configuration API", "kubelet.config.k8s.io/v1beta1", tuple(f"1.{m}" for m in range(31, 37)),
+    "k8s.io/kubelet config/v1beta1 types.go (the only served version)", in_cluster=False)
+NODE_APIS: tuple[Component, ...] = (KUBEADM_API, KUBELET_CONFIG_API)
+"""Configuration APIs the boot documents use (components/bootstrap), checked like the add-ons."""
 PAUSE_VERSION = "3.10.1"
 """Balloon containers only (the pod sandbox image is containerd's own): not coupled to the minor."""
 

@@ -14,6 +14,7 @@ from components.catalog.versions import (
     ADDONS,
     KUBERNETES_RELEASES,
     MINOR_COUPLED,
+    NODE_APIS,
     Component,
     KubernetesRelease,
     minor_of,
@@ -68,7 +69,7 @@ def plan_versions(spec: ClusterSpec, addons: tuple[Component, ...] = ADDONS) -> 
         known = ", ".join(m for m in MINOR_COUPLED if m in KUBERNETES_RELEASES)
         raise SpecError([Problem(PATH, f"Kubernetes {minor} has no coupled versions in the catalogue "
                                  f"(cluster-autoscaler, CoreDNS, etcd of that minor); use one of {known}")])
-    components = (*coupled.components, *addons)
+    components = (*coupled.components, *NODE_APIS, *addons)
     problems = check_components(minor, components, spec.in_cluster.enabled)
     if problems:
         raise SpecError(problems)
