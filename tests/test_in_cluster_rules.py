@@ -72,3 +72,25 @@ def test_health_checks_share_the_operators_host_engine() -> None:
         pod = ds["spec"]["template"]["spec"]
         scripts = " ".join(" ".join(c["command"]) for c in [*pod["initContainers"], *pod["containers"]])
         assert "nv-hostengine" not in scripts and "--host nvidia-dcgm.gpu-operator.svc" in scripts
+
+
+def _leaves(values: object, prefix: str = "") -> list[str]:
+    if isinstance(values, dict) and values:
+        return [leaf for key, value in values.items() for leaf in _leaves(value, f"{prefix}{key}.")]
+    return [prefix.rstrip(".")]
+
+
+def test_every_value_we_set_is_read_by_the_chart() -> None:
+    """A value the templates do not read is silently ignored (operator.defaultRuntime in gpu-operator was).
+    tests/data/chart_value_paths.json lists every `.Values.<path>` the pinned charts' templates read."""
+    import json
+    from pathlib import Path
+
+    from components.kubernetes.objects.kueue import kueue_chart_values
+
+    read = json.loads((Path(__file__).parent / "data" / "chart_value_paths.json").read_text())
+    for chart, values in (("gpu-operator", gpu_operator_values()), ("kueue", kueue_chart_values(10))):
+        paths = set(read[chart])
+        for leaf in _leaves(values):
+            parts = leaf.split(".")
+            assert any(".".join(parts[:n]) in paths for n in range(1, len(parts) + 1)), (chart, leaf)
