@@ -16,6 +16,7 @@ from components.kubernetes.objects.health import health_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.first_boot import (
     PREFLIGHT_REMOVAL,
+    BootStep,
     FirstBoot,
     PoolState,
     Workload,
@@ -161,6 +162,8 @@ def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None,
     """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits."""
     boot = simulate(pool_states(plan), [*(chart_workloads() if charts is None else charts), *own_workloads(plan),
                                         *(extra or [])])
+    # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py).
+    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)), *boot.steps), boot.stuck)
     if boot.stuck:
         raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
                                  f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])

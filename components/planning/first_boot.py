@@ -232,7 +232,8 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
             for pool in pools:
                 if pool.name not in placed[w.name] and _matches(w, pool, labels_at_start) and not _selector_only(w, pool):
                     stuck.append(Stuck(w.name, pool.name, _explain(w, pool, workloads, placed) or "never scheduled"))
-    return FirstBoot(tuple(steps), tuple(stuck))
+    dense = {n: i + 1 for i, n in enumerate(sorted({st.step for st in steps}))}
+    return FirstBoot(tuple(BootStep(dense[st.step], st.workload, st.pools) for st in steps), tuple(stuck))
 
 
 def _snapshot(pools: list[PoolState]) -> list[tuple[object, ...]]:
