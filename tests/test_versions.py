@@ -176,3 +176,15 @@ def test_docs_list_every_component_of_the_table() -> None:
         assert component.name in text and component.version in text, component.key
     for release in KUBERNETES_RELEASES.values():
         assert f"| {release.minor} | {release.latest_patch} | {release.maintenance_start} | {release.end_of_life} |" in text
+
+
+def test_plan_on_an_end_of_life_minor_exits_1_naming_the_rule(tmp_path) -> None:
+    """End to end: the stack plans (every component supports 1.34) but the pack's mandatory rule fails."""
+    stack = yaml.safe_load((STACKS / "Pulumi.dev.yaml").read_text())
+    stack["config"]["gpucluster:cluster"]["kubernetesVersion"] = "1.34.6"
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    result = gpucluster("plan", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "kubernetes-version-end-of-life: Kubernetes 1.34.6 reached end of life on 2026-10-27" in result.stdout
+    assert "WARNING Kubernetes 1.34 reached end of life on 2026-10-27" in result.stdout
