@@ -119,3 +119,23 @@ def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pyte
     coredns = next(p.message for p in error.value.problems if p.message.startswith("coredns cannot start"))
     assert "coredns waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in coredns
     assert "nothing in the layer provides it" in coredns
+
+
+def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
+    """kube-scheduler's InterPodAffinity (required anti-affinity on kubernetes.io/hostname: one replica per node)
+    and NodeAffinity (required nodeSelectorTerms ORed, matchExpressions ANDed; core/v1 NodeSelectorRequirement)."""
+    from components.planning.first_boot import Workload
+    plan = plan_cluster(stack_spec("dev"))
+    system = {"gpucluster.io/role": "system"}
+    too_many = Workload("too-many", "Deployment", system, (), replicas=3, one_per_node=True)  # dev: 2 system nodes
+    elsewhere = Workload("elsewhere", "Deployment", {}, (), node_affinity=(
+        ({"key": "gpucluster.io/pool", "operator": "In", "values": ["nope"]},),))
+    fits = Workload("fits", "Deployment", {}, (), node_affinity=(
+        ({"key": "gpucluster.io/pool", "operator": "In", "values": ["nope"]},),
+        ({"key": "gpucluster.io/role", "operator": "In", "values": ["system"]},
+         {"key": "nvidia.com/gpu.product", "operator": "DoesNotExist"})))
+    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), too_many, elsewhere, fits])
+    reasons = {s.workload: s.reason for s in boot.stuck}
+    assert "3 replicas, one per node" in reasons["too-many"] and "on 2 node(s)" in reasons["too-many"]
+    assert "required node affinity matches no label" in reasons["elsewhere"]
+    assert "fits" not in reasons and boot.placements()["fits"] == ("system",)

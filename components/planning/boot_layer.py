@@ -107,10 +107,17 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
         needs = ("dns:cluster", "dcgm:nvidia-dcgm") if health else ()
         gives = (f"untaint:{PREFLIGHT_TAINT_KEY}",) if health else ("dns:cluster",) if name == "coredns" else ()
         cpu, memory = requests(pod)
+        affinity = pod.get("affinity") or {}
+        terms = ((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+            "nodeSelectorTerms") or []
+        anti = (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
         found.append(Workload(name, o["kind"], dict(pod.get("nodeSelector") or {}),
                               tuple(pod.get("tolerations") or ()), bool(pod.get("hostNetwork")),
                               pod.get("runtimeClassName"), gpus, provides, needs=needs, cpu_millis=cpu,
-                              memory_mib=memory, gives=gives))
+                              memory_mib=memory, gives=gives,
+                              node_affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in terms),
+                              replicas=int(o["spec"].get("replicas", 1)),
+                              one_per_node=any(t.get("topologyKey") == "kubernetes.io/hostname" for t in anti)))
     return found
 
 
@@ -153,7 +160,7 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
             taints.insert(0, NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"))
         states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus,
                                 cpu_millis=pool.size.vcpus * 1000,
-                                memory_mib=pool.size.memory_gib * 1024 - EVICTION_HARD_MIB))
+                                memory_mib=pool.size.memory_gib * 1024 - EVICTION_HARD_MIB, nodes=pool.nodes))
     return states
 
 

@@ -7,7 +7,9 @@ node_taints and the preflight taint). Workloads: the layer's own Deployments and
 specs) plus the pods the pinned charts deploy (components/catalog/chart_pods.py, a sourced table). Facts
 appear as workloads start: a CNI agent on a pool makes its pods routable, NFD labels GPU nodes, the
 operator's toolkit brings the `nvidia` runtime, the device plugin makes GPUs allocatable, the health
-checks remove the preflight taint. Requests against allocatable are not modelled.
+checks remove the preflight taint. A pod lands where its nodeSelector and required node affinity match,
+its tolerations cover the taints, its waits are met and its requests fit next to the DaemonSets; a
+Deployment with required hostname anti-affinity needs a node per replica.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ class PoolState:
     taints: list[NodeTaint]
     gpus: int
     facts: set[str] = field(default_factory=set)
+    """"cni", "runtime:nvidia", "gpu-allocatable", ... as workloads give them."""
     cpu_millis: int = 0
     """Allocatable per node: the kubelet reserves nothing here (no kubeReserved/systemReserved), so the
     VM's vCPUs; memory less the kubelet's default hard eviction threshold (memory.available 100Mi)."""
     memory_mib: int = 0
-    """"cni", "runtime:nvidia", "gpu-allocatable"."""
+    nodes: int = 0
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,11 @@ class Workload:
     """What it makes possible once running, as blocker keys: "cni", "label:k=v", "untaint:key", facts."""
     gives_if: tuple[tuple[str, str], ...] = ()
     """(given key, key the pool must have first): the operator labels only nodes NFD labelled."""
+    node_affinity: tuple[tuple[dict[str, Any], ...], ...] = ()
+    """requiredDuringSchedulingIgnoredDuringExecution nodeSelectorTerms (ORed) of matchExpressions (ANDed)."""
+    replicas: int = 1
+    one_per_node: bool = False
+    """A required pod anti-affinity on kubernetes.io/hostname: each replica needs its own node."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,8 @@ def _why(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) ->
     for key, value in w.node_selector.items():
         if pool.labels.get(key) != value:
             return f"label {key}={value} absent", f"label:{key}={value}"
+    if w.node_affinity and not any(all(_expression(e, pool.labels) for e in term) for term in w.node_affinity):
+        return "required node affinity matches no label of the pool", None
     for taint in pool.taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(w.tolerations, taint):
             return f"taint {taint.key}={taint.value}:{taint.effect} not tolerated", f"untaint:{taint.key}"
@@ -125,6 +135,20 @@ def _why(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) ->
             return (f"requests {w.cpu_millis}m CPU / {w.memory_mib}Mi with the DaemonSets' {daemon_load[0]}m / "
                     f"{daemon_load[1]}Mi exceed a node's allocatable {pool.cpu_millis}m / {pool.memory_mib}Mi"), None
     return None
+
+
+def _expression(e: dict[str, Any], labels: dict[str, str]) -> bool:
+    """core/v1 NodeSelectorRequirement on labels (In, NotIn, Exists, DoesNotExist)."""
+    op, key, values = e.get("operator"), e.get("key", ""), list(e.get("values") or [])
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    return False
 
 
 def _blocker(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) -> str | None:
@@ -232,6 +256,12 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
             for pool in pools:
                 if pool.name not in placed[w.name] and _matches(w, pool, labels_at_start) and not _selector_only(w, pool):
                     stuck.append(Stuck(w.name, pool.name, _explain(w, pool, workloads, placed) or "never scheduled"))
+    for w in workloads:
+        if w.kind == "Deployment" and w.one_per_node and placed[w.name]:
+            room = sum(p.nodes for p in pools if _blocker(w, p, _daemon_load(workloads, placed, p.name)) is None)
+            if room and w.replicas > room:
+                stuck.append(Stuck(w.name, None, f"{w.replicas} replicas, one per node (required pod anti-affinity "
+                                                 f"on kubernetes.io/hostname), on {room} node(s) it may use"))
     dense = {n: i + 1 for i, n in enumerate(sorted({st.step for st in steps}))}
     return FirstBoot(tuple(BootStep(dense[st.step], st.workload, st.pools) for st in steps), tuple(stuck))
 
