@@ -139,3 +139,17 @@ def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
     assert "3 replicas, one per node" in reasons["too-many"] and "on 2 node(s)" in reasons["too-many"]
     assert "required node affinity matches no label" in reasons["elsewhere"]
     assert "fits" not in reasons and boot.placements()["fits"] == ("system",)
+
+
+def test_toleration_semantics_follow_core_v1() -> None:
+    """k8s.io/api core/v1 toleration.go ToleratesTaint: empty key with Exists matches every taint; an effect
+    given must match; Equal compares the value (empty operator means Equal)."""
+    from components.bootstrap.taints import NodeTaint
+    from components.planning.first_boot import tolerates
+    taint = NodeTaint("gpucluster.io/preflight", "pending", "NoSchedule")
+    assert tolerates(({"operator": "Exists"},), taint)
+    assert not tolerates(({"operator": "Exists", "effect": "NoExecute"},), taint)
+    assert tolerates(({"key": "gpucluster.io/preflight", "operator": "Exists"},), taint)
+    assert tolerates(({"key": "gpucluster.io/preflight", "value": "pending"},), taint)
+    assert not tolerates(({"key": "gpucluster.io/preflight", "operator": "Equal", "value": "done"},), taint)
+    assert not tolerates(({"key": "nvidia.com/gpu", "operator": "Exists"},), taint)

@@ -15,32 +15,22 @@ from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.first_boot import (
-    PREFLIGHT_REMOVAL,
     BootStep,
     FirstBoot,
     PoolState,
     Workload,
-    add_fact,
-    add_fact_everywhere,
-    add_labels,
     simulate,
 )
 from components.planning.node_template import node_labels, node_taints, registers_preflight
 
 NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 NFD_KEY = "label:feature.node.kubernetes.io/pci-10de.present=true"
+HARDWARE_GPU = "hardware:nvidia-gpu"
+"""A fact of pools whose VMs have NVIDIA GPUs: what NFD's PCI source finds (vendor 10de)."""
 OPERAND_LABELS = {"nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com/gpu.deploy.device-plugin": "true",
                   "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.dcgm": "true"}
 CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
                             "effect": "NoSchedule"}
-
-
-def _operator_labels(pool: PoolState, pools: dict[str, PoolState]) -> None:
-    """gpu-operator controllers/state_manager.go: nodes NFD labelled with the NVIDIA PCI vendor get the
-    operands' deploy labels (once the operator runs)."""
-    for p in pools.values():
-        if all(p.labels.get(k) == v for k, v in NFD_GPU_LABEL.items()):
-            p.labels.update(OPERAND_LABELS)
 
 
 def chart_workloads() -> list[Workload]:
@@ -50,7 +40,7 @@ def chart_workloads() -> list[Workload]:
     daemonset_tolerations = tuple(op["daemonsets"]["tolerations"])
     return [
         Workload("cilium-agent", "DaemonSet", {}, ({"operator": "Exists"},), host_network=True,
-                 provides=add_fact("cni"), gives=("cni",),
+                 gives=("cni",),
                  source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values"),
         Workload("cilium-operator", "Deployment", system, ({"operator": "Exists"},), host_network=True,
                  source="cilium Helm reference: operator.tolerations default [{operator: Exists}] in every release "
@@ -58,7 +48,7 @@ def chart_workloads() -> list[Workload]:
         Workload("kueue-controller-manager", "Deployment", system, (),
                  source="kueue 0.19.2 chart: controllerManager.tolerations default none"),
         Workload("gpu-operator", "Deployment", dict(op["operator"]["nodeSelector"]), (CONTROL_PLANE_TOLERATION,),
-                 provides=_operator_labels, gives=tuple(f"label:{k}={v}" for k, v in OPERAND_LABELS.items()),
+                 gives=tuple(f"label:{k}={v}" for k, v in OPERAND_LABELS.items()),
                  gives_if=tuple((f"label:{k}={v}", NFD_KEY) for k, v in OPERAND_LABELS.items()),
                  source="gpu-operator v26.3.3 values.yaml operator.tolerations: control-plane only"),
         Workload("nfd-master", "Deployment", dict(op["node-feature-discovery"]["master"]["nodeSelector"]),
@@ -66,17 +56,16 @@ def chart_workloads() -> list[Workload]:
         Workload("nfd-gc", "Deployment", dict(op["node-feature-discovery"]["gc"]["nodeSelector"]), (),
                  source="NFD 0.18.3 chart gc.tolerations: []"),
         Workload("nfd-worker", "DaemonSet", {}, tuple(op["node-feature-discovery"]["worker"]["tolerations"]),
-                 provides=add_labels(NFD_GPU_LABEL), gives=(NFD_KEY,),
+                 gives=(NFD_KEY,), gives_if=((NFD_KEY, HARDWARE_GPU),),
                  source="gpu-operator v26.3.3 values.yaml node-feature-discovery.worker.tolerations (ours)"),
         Workload("nvidia-container-toolkit", "DaemonSet", {"nvidia.com/gpu.deploy.container-toolkit": "true"},
-                 daemonset_tolerations, provides=add_fact("runtime:nvidia"), gives=("runtime:nvidia",),
+                 daemonset_tolerations, gives=("runtime:nvidia",),
                  source="gpu-operator: operands get daemonsets.tolerations (templates/clusterpolicy.yaml)"),
         Workload("nvidia-device-plugin", "DaemonSet", {"nvidia.com/gpu.deploy.device-plugin": "true"},
-                 daemonset_tolerations, runtime_class="nvidia", provides=add_fact("gpu-allocatable"),
-                 gives=("gpu-allocatable",),
+                 daemonset_tolerations, runtime_class="nvidia", gives=("gpu-allocatable",),
                  source="gpu-operator: device plugin runs with runtimeClassName nvidia"),
         Workload("nvidia-dcgm", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm": "true"}, daemonset_tolerations,
-                 runtime_class="nvidia", provides=add_fact("dcgm:nvidia-dcgm"), gives=("dcgm:nvidia-dcgm",),
+                 runtime_class="nvidia", gives=("dcgm:nvidia-dcgm",),
                  source="gpu-operator v26.3.3 assets/state-dcgm (dcgm.enabled): host engine per GPU node"),
         Workload("nvidia-dcgm-exporter", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
                  daemonset_tolerations, runtime_class="nvidia", source="gpu-operator: dcgm-exporter operand"),
@@ -102,7 +91,6 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
         gpus = any(GPU_KEY in (c.get("resources", {}).get("requests") or {}) for c in pod["containers"])
         name = o["metadata"]["name"]
         health = o["kind"] == "DaemonSet" and name.startswith("gpu-health-")
-        provides = PREFLIGHT_REMOVAL if health else add_fact_everywhere("dns:cluster") if name == "coredns" else None
         # The health checks reach the operator's host engine by its Service name (objects/health.py).
         needs = ("dns:cluster", "dcgm:nvidia-dcgm") if health else ()
         gives = (f"untaint:{PREFLIGHT_TAINT_KEY}",) if health else ("dns:cluster",) if name == "coredns" else ()
@@ -113,7 +101,7 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
         anti = (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
         found.append(Workload(name, o["kind"], dict(pod.get("nodeSelector") or {}),
                               tuple(pod.get("tolerations") or ()), bool(pod.get("hostNetwork")),
-                              pod.get("runtimeClassName"), gpus, provides, needs=needs, cpu_millis=cpu,
+                              pod.get("runtimeClassName"), gpus, needs=needs, cpu_millis=cpu,
                               memory_mib=memory, gives=gives,
                               node_affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in terms),
                               replicas=int(o["spec"].get("replicas", 1)),
@@ -159,6 +147,7 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
         if registers_preflight(pool):
             taints.insert(0, NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"))
         states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus,
+                                facts={HARDWARE_GPU} if pool.size.gpus else set(),
                                 cpu_millis=pool.size.vcpus * 1000,
                                 memory_mib=pool.size.memory_gib * 1024 - EVICTION_HARD_MIB, nodes=pool.nodes))
     return states

@@ -14,11 +14,9 @@ Deployment with required hostname anti-affinity needs a node per replica.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.bootstrap.node import PREFLIGHT_TAINT_KEY
 from components.bootstrap.taints import NodeTaint
 
 GPU = "nvidia.com/gpu"
@@ -49,7 +47,6 @@ class Workload:
     host_network: bool = False
     runtime_class: str | None = None
     gpus: bool = False
-    provides: Callable[[PoolState, dict[str, PoolState]], None] | None = None
     source: str = "declared by the library"
     needs: tuple[str, ...] = ()
     """Facts of the pool (or cluster-wide facts, set on every pool) the pod waits for before it can start."""
@@ -57,9 +54,12 @@ class Workload:
     memory_mib: int = 0
     """The pod's requests (max of init containers and the sum of containers)."""
     gives: tuple[str, ...] = ()
-    """What it makes possible once running, as blocker keys: "cni", "label:k=v", "untaint:key", facts."""
+    """What it makes possible once running, as the keys blockers name: "label:k=v" (a node label),
+    "untaint:key" (a taint removed), anything else a fact ("cni", "runtime:nvidia", ...). A DaemonSet gives
+    on the pools it runs on; a Deployment (a controller) on every pool."""
     gives_if: tuple[tuple[str, str], ...] = ()
-    """(given key, key the pool must have first): the operator labels only nodes NFD labelled."""
+    """(given key, key the pool must have first): the operator labels only nodes NFD labelled; NFD labels
+    only nodes with NVIDIA hardware ("hardware:nvidia-gpu")."""
     node_affinity: tuple[tuple[dict[str, Any], ...], ...] = ()
     """requiredDuringSchedulingIgnoredDuringExecution nodeSelectorTerms (ORed) of matchExpressions (ANDed)."""
     replicas: int = 1
@@ -206,9 +206,19 @@ def _daemon_load(workloads: list[Workload], placed: dict[str, set[str]], pool: s
     return sum(w.cpu_millis for w in on), sum(w.memory_mib for w in on)
 
 
-def _matches(w: Workload, pool: PoolState, original: dict[str, dict[str, str]]) -> bool:
-    """A DaemonSet is owed a pod on a pool whose nodes carry (or will be given) its selector's labels."""
-    return all(pool.labels.get(k) == v or original[pool.name].get(k) == v for k, v in w.node_selector.items())
+def _give(w: Workload, pool: PoolState) -> None:
+    """Apply what a running workload gives to one pool (if the pool meets the key's condition)."""
+    conditions = dict(w.gives_if)
+    for key in w.gives:
+        if key in conditions and conditions[key] not in _keys(pool):
+            continue
+        if key.startswith("label:"):
+            label, _, value = key.removeprefix("label:").partition("=")
+            pool.labels[label] = value
+        elif key.startswith("untaint:"):
+            pool.taints = [t for t in pool.taints if t.key != key.removeprefix("untaint:")]
+        else:
+            pool.facts.add(key)
 
 
 def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
@@ -235,13 +245,12 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
             placed[w.name].add(pool.name)
             changed = True
         for w in workloads:  # running workloads keep acting (an operator labels nodes as NFD labels them)
-            for name in sorted(placed[w.name]):
-                if w.provides:
-                    w.provides(by_name[name], by_name)
+            targets = sorted(placed[w.name]) if w.kind == "DaemonSet" else sorted(by_name) if placed[w.name] else []
+            for name in targets:
+                _give(w, by_name[name])
         changed = changed or _snapshot(pools) != before
         for name in dict.fromkeys(w.name for w, _ in landed):
             steps.append(BootStep(step, name, tuple(sorted(p.name for w, p in landed if w.name == name))))
-    labels_at_start = {p.name: {} for p in pools}
     stuck: list[Stuck] = []
     for w in workloads:
         if w.kind == "Deployment" and not placed[w.name]:
@@ -254,7 +263,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
                     f"{p.name}: {_blocker(w, p, _daemon_load(workloads, placed, p.name))}" for p in pools)))
         elif w.kind == "DaemonSet":
             for pool in pools:
-                if pool.name not in placed[w.name] and _matches(w, pool, labels_at_start) and not _selector_only(w, pool):
+                if pool.name not in placed[w.name] and not _selector_only(w, pool):
                     stuck.append(Stuck(w.name, pool.name, _explain(w, pool, workloads, placed) or "never scheduled"))
     for w in workloads:
         if w.kind == "Deployment" and w.one_per_node and placed[w.name]:
@@ -273,32 +282,3 @@ def _snapshot(pools: list[PoolState]) -> list[tuple[object, ...]]:
 def _selector_only(w: Workload, pool: PoolState) -> bool:
     """The DaemonSet does not select this pool at all (its selector labels never appear there)."""
     return any(pool.labels.get(k) != v for k, v in w.node_selector.items())
-
-
-def remove_taint(key: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
-    def apply(pool: PoolState, _: dict[str, PoolState]) -> None:
-        pool.taints = [t for t in pool.taints if t.key != key]
-    return apply
-
-
-def add_fact(fact: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
-    def apply(pool: PoolState, _: dict[str, PoolState]) -> None:
-        pool.facts.add(fact)
-    return apply
-
-
-def add_fact_everywhere(fact: str) -> Callable[[PoolState, dict[str, PoolState]], None]:
-    def apply(_: PoolState, pools: dict[str, PoolState]) -> None:
-        for pool in pools.values():
-            pool.facts.add(fact)
-    return apply
-
-
-def add_labels(labels: dict[str, str], only_gpu: bool = True) -> Callable[[PoolState, dict[str, PoolState]], None]:
-    def apply(pool: PoolState, _: dict[str, PoolState]) -> None:
-        if pool.gpus or not only_gpu:
-            pool.labels.update(labels)
-    return apply
-
-
-PREFLIGHT_REMOVAL = remove_taint(PREFLIGHT_TAINT_KEY)
