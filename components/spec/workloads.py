@@ -49,7 +49,8 @@ class InClusterSpec(SpecModel):
     """The in-cluster layer (scheduling, capacity, health), applied through the admin kubeconfig."""
 
     enabled: bool = True
-    """Off for the very first `pulumi up`, before the API servers answer (docs/operations.md)."""
+    """Off to apply the Azure part alone (from a machine that cannot reach the VNet); on, `pulumi up` waits for
+    the API servers before applying the layer (docs/operations.md, first bootstrap)."""
     quota_oversubscription: OversubscriptionSpec | None = None
     pods_ready_timeout_minutes: int = Field(default=10, ge=1, le=120)
     """Kueue evicts and requeues an admitted workload whose pods are not all ready by then: the
