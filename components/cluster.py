@@ -58,7 +58,8 @@ class GpuCluster(pulumi.ComponentResource):
         self.in_cluster: InCluster | None = None
         if spec.in_cluster.enabled:
             # Waits for the control plane and node pools, so the API server exists before it is called.
-            self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, self.addon_identities.refs,
+            self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, self.pki.ca_cert_pem,
+                                        self.addon_identities.refs,
                                         pulumi.ResourceOptions(
                 parent=self, depends_on=[self.control_plane, *self.node_pools]))
         self.register_outputs({"vnetId": self.network.refs.vnet_id})

@@ -24,7 +24,7 @@ def small_cluster(**overrides: Any) -> dict[str, Any]:
         "name": "test",
         "location": "eastus",
         "zones": ["1", "2", "3"],
-        "kubernetesVersion": "1.34.2",
+        "kubernetesVersion": "1.36.4",
         "network": {"addressSpace": ["10.10.0.0/16"]},
         "pools": [
             {"name": "system", "kind": "system", "vmSize": "Standard_D4s_v5", "count": 3},

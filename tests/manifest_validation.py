@@ -14,7 +14,7 @@ import yaml
 from tests.conftest import ROOT
 
 CRD_ROOT = ROOT / "components" / "kubernetes" / "crds"
-KUBERNETES_VERSION = "1.34.0"
+KUBERNETES_VERSION = "1.36.0"
 
 
 @cache

@@ -10,7 +10,7 @@ from components.planning.control_plane import scale_flags
 
 def _render(events: tuple[str, ...]) -> dict[str, object]:
     b = ApiServerBootstrap(
-        cluster="prod", kubernetes_version="1.34.2", endpoint="10.0.0.4:6443", service_cidr="192.168.0.0/16",
+        cluster="prod", kubernetes_version="1.36.4", endpoint="10.0.0.4:6443", service_cidr="192.168.0.0/16",
         etcd_endpoints=("https://10.0.0.68:2379", "https://10.0.0.69:2379"), events_etcd_endpoints=events,
         bootstrap_token="abcdef.0123456789abcdef", flags=scale_flags(7_500),
         pki_files={"ca.crt": "C", "ca.key": "K", "apiserver.key": "AK"})

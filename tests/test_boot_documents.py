@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import stat
 import subprocess
 import sys
 from functools import cache
@@ -21,8 +20,6 @@ from components.bootstrap.apiserver import (
     BOOT_SCRIPT as API_BOOT,
 )
 from components.bootstrap.apiserver import (
-    SCHEDULER_KUBECONFIG,
-    SCHEDULER_PLUGINS_SCHEDULER_UID,
     SKIP_PHASES,
 )
 from components.bootstrap.host_prep import KERNEL_MODULES, MODULES_FILE, PROVIDER_ID_PATCH, SYSCTL_FILE, provider_id
@@ -141,22 +138,15 @@ def test_api_servers_reach_themselves_by_name_not_through_their_load_balancer() 
     assert f"echo '{plan.ip.api_server_ip} {host}' >> /etc/hosts" in node[NODE_BOOT]["content"]
 
 
-def test_scheduler_kubeconfig_is_readable_by_the_scheduler_image_user() -> None:
-    """scheduler-plugins' kube-scheduler image runs as `USER 65532:65532` (`build/scheduler/Dockerfile`);
-    kubeadm writes kubeconfigs 0600 root (`WriteToDisk`, client-go `clientcmd.WriteToFile`); the install doc
-    (`doc/install.md`) opens scheduler.conf up. kubeadm then keeps the existing file
-    (`createKubeConfigFileIfNotExists`)."""
-    _, boot, _ = _api()
-    lines = boot.splitlines()
-    phase = lines.index("kubeadm init phase kubeconfig scheduler --config /etc/kubernetes/kubeadm.yaml")
-    chown = lines.index(f"chown root:{SCHEDULER_PLUGINS_SCHEDULER_UID} {SCHEDULER_KUBECONFIG}")
-    chmod = next(i for i, line in enumerate(lines) if line.startswith("chmod ") and line.endswith(SCHEDULER_KUBECONFIG))
-    init = next(i for i, line in enumerate(lines) if "kubeadm init --config" in line)
-    assert phase < chown < init and phase < chmod < init
-    mode = int(lines[chmod].split()[1], 8)
-    group = int(lines[chown].split()[1].split(":")[1])
-    # uid 65532 is not the owner (root): it reads through the group (gid 65532) or "other".
-    assert (group == SCHEDULER_PLUGINS_SCHEDULER_UID and mode & stat.S_IRGRP) or mode & stat.S_IROTH
+def test_scheduler_runs_the_stock_image_that_reads_kubeadms_kubeconfig() -> None:
+    """kubeadm writes scheduler.conf 0600 root (`WriteToDisk`, client-go `clientcmd.WriteToFile`) and runs the
+    stock kube-scheduler static pod as root (the RootlessControlPlane feature gate is off by default,
+    kubernetes `cmd/kubeadm/app/features/features.go`). A scheduler image of another user (scheduler-plugins runs
+    as 65532, `build/scheduler/Dockerfile`) could not read it: so no image override and no patch of the pod."""
+    files, boot, (init, cluster) = _api()
+    assert "chown" not in boot and not any("kube-scheduler" in path for path in files)
+    assert "imageRepository" not in cluster.get("scheduler", {}) and "RootlessControlPlane" not in str(cluster)
+    assert init["patches"]["directory"] == "/etc/kubernetes/patches"  # for the kubelet's providerID patch only
 
 
 def test_ip_forward_and_kernel_modules_before_kubeadm() -> None:

@@ -25,7 +25,7 @@ def _files(text: str) -> dict[str, str]:
 
 def _bootstrap() -> NodeBootstrap:
     return NodeBootstrap(
-        kubernetes_version="1.34.2", api_server_endpoint="10.0.0.4:6443", bootstrap_token="abcdef.0123456789abcdef",
+        kubernetes_version="1.36.4", api_server_endpoint="10.0.0.4:6443", bootstrap_token="abcdef.0123456789abcdef",
         ca_cert_hash="sha256:" + "0" * 64, max_pods=32, cluster_dns="192.168.0.10",
         labels={LABEL_IB_DOMAIN: "h100-z1-00", "gpucluster.io/pool": "h100"},
         taints=(NodeTaint("nvidia.com/gpu", "present", "NoSchedule"),))

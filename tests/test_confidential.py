@@ -148,7 +148,7 @@ def test_images_are_told_apart() -> None:
 
 
 def _bootstrap(confidential: bool) -> dict[str, Any]:
-    text = render_cloud_init(NodeBootstrap("1.34.2", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64,
+    text = render_cloud_init(NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64,
                                            16, "192.168.0.10", confidential_gpu=confidential))
     return yaml.safe_load(text.removeprefix("#cloud-config\n"))
 

@@ -230,8 +230,13 @@ def autoscaler_without_zone_spread(steps: Steps) -> State:
     return state
 
 
-def gang_controller_soft_spread(steps: Steps) -> State:
-    state = _deployment(steps, "scheduler-plugins-controller")
+def kubernetes_past_end_of_life(steps: Steps) -> State:
+    state = _one(steps, type_suffix="VirtualMachineScaleSet", role="apiserver")
+    return _set(state, "2020-01-01", "tags", "gpucluster-kubernetes-end-of-life")
+
+
+def dns_soft_spread(steps: Steps) -> State:
+    state = _deployment(steps, "coredns")
     state["inputs"]["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"] = "ScheduleAnyway"
     return state
 
@@ -300,7 +305,8 @@ MUTATIONS: list[tuple[Callable[[Steps], State], str]] = [
     (confidential_disk_unencrypted, "azure-native-compute-virtualmachinescaleset-confidential-vm"),
     (coredns_single_replica, "kubernetes-apps-deployment-system-zone-spread"),
     (autoscaler_without_zone_spread, "kubernetes-apps-deployment-system-zone-spread"),
-    (gang_controller_soft_spread, "kubernetes-apps-deployment-system-zone-spread"),
+    (kubernetes_past_end_of_life, "kubernetes-version-end-of-life"),
+    (dns_soft_spread, "kubernetes-apps-deployment-system-zone-spread"),
     (kueue_single_replica, "kubernetes-helm-release-system-zone-spread"),
     (cilium_operator_unspread, "kubernetes-helm-release-system-zone-spread"),
     (balloon_below_cutoff, "kubernetes-scheduling-priorityclass-balloon-priority"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import filecmp
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +11,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.bootstrap.apiserver import SCHEDULER_IMAGE_PATCH
 from components.cli import project_root
 from components.errors import SpecError
-from components.kubernetes.objects.gang import gang_objects, scheduler_configuration
+from components.kubernetes.objects.gang import scheduler_configuration
 from components.kubernetes.objects.kueue import kueue_chart_values, kueue_configuration, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
 from components.offline.engine import ProgramRun, run_program
@@ -93,15 +91,11 @@ def test_quota_beyond_capacity_is_an_error_unless_declared() -> None:
         ({"teams": [{"name": "aa", "pools": ["nope"]}]}, "cluster.teams[0].pools[0]: 'nope' is not a pool"),
         ({"teams": [{"name": "aa", "quota": {"cpus": 4}}]}, "cluster.teams[0].quota.cpus: cpus and memoryGib are quota"),
         ({"teams": [{"name": "aa"}, {"name": "aa"}]}, "cluster.teams[1].name: duplicate team name 'aa'"),
-        ({"kubernetesVersion": "1.31.4"}, "cluster.kubernetesVersion: the gang scheduler (scheduler-plugins v0.34.7)"),
+        ({"kubernetesVersion": "1.31.4"}, "cluster.kubernetesVersion: Kubernetes 1.31 has no coupled versions"),
     ],
 )
 def test_scheduling_input_errors(overrides: dict[str, Any], expected: str) -> None:
     assert expected in _scheduling_problem(**overrides)
-
-
-def test_version_is_free_when_the_layer_is_off() -> None:
-    plan_cluster(small_spec(kubernetesVersion="1.31.4", inCluster={"enabled": False}))
 
 
 def test_kueue_configuration_turns_on_fair_sharing_and_gangs() -> None:
@@ -116,29 +110,29 @@ def test_kueue_configuration_turns_on_fair_sharing_and_gangs() -> None:
     assert values["controllerManager"]["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
 
 
-def test_scheduler_profile_is_gang_and_bin_packing() -> None:
-    config = scheduler_configuration(300)
+def test_scheduler_profile_bin_packs_without_a_gang_plugin() -> None:
+    """Stock kube-scheduler: no out-of-tree plugin, so no scheduler build tied to one Kubernetes minor."""
+    config = scheduler_configuration()
     profile = config["profiles"][0]
-    assert profile["schedulerName"] == "default-scheduler"
-    assert profile["plugins"]["multiPoint"]["enabled"] == [{"name": "Coscheduling"}]
+    assert profile["schedulerName"] == "default-scheduler" and "plugins" not in profile
     args = {c["name"]: c["args"] for c in profile["pluginConfig"]}
-    assert args["Coscheduling"]["permitWaitingTimeSeconds"] == 300
+    assert set(args) == {"NodeResourcesFit"}
     strategy = args["NodeResourcesFit"]["scoringStrategy"]
     weights = {r["name"]: r["weight"] for r in strategy["resources"]}
     assert strategy["type"] == "MostAllocated" and weights["nvidia.com/gpu"] > weights["cpu"]
 
 
-def test_control_plane_runs_the_gang_scheduler() -> None:
+def test_control_plane_runs_the_stock_scheduler_with_the_profile() -> None:
     from tests.test_apiserver_bootstrap import _kubeadm, _render
     document = _render(())
     files = {f["path"]: f["content"] for f in document["write_files"]}  # type: ignore[index, union-attr]
     init, cluster = _kubeadm(document)
+    # the patches folder holds only the kubelet's providerID patch, written at boot: no kube-scheduler patch
     assert init["patches"] == {"directory": "/etc/kubernetes/patches"}  # type: ignore[index]
+    assert not [p for p in files if p.startswith("/etc/kubernetes/patches/")]
     scheduler = cluster["scheduler"]  # type: ignore[index]
     assert {"name": "config", "value": "/etc/kubernetes/scheduler-config.yaml"} in scheduler["extraArgs"]
-    assert yaml.safe_load(files["/etc/kubernetes/scheduler-config.yaml"]) == scheduler_configuration(300)
-    assert json.loads(files["/etc/kubernetes/patches/kube-scheduler+json.json"]) == SCHEDULER_IMAGE_PATCH
-    assert SCHEDULER_IMAGE_PATCH[0]["value"] == "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.34.7"
+    assert yaml.safe_load(files["/etc/kubernetes/scheduler-config.yaml"]) == scheduler_configuration()
 
 
 def test_prod_manifests_hold_the_scheduling_layer(prod_run: ProgramRun) -> None:
@@ -146,8 +140,11 @@ def test_prod_manifests_hold_the_scheduling_layer(prod_run: ProgramRun) -> None:
     kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
     assert {("Topology", "infiniband"), ("ResourceFlavor", "h100"), ("ResourceFlavor", "cpu"), ("Cohort", "prod"),
             ("ClusterQueue", "pretraining"), ("LocalQueue", "research"), ("Namespace", "team-evals"),
-            ("PriorityClass", "balloon"), ("CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"),
-            ("Deployment", "scheduler-plugins-controller")} <= kinds
+            ("PriorityClass", "balloon")} <= kinds
+    # Gangs are Kueue's: nothing of scheduler-plugins (built for one minor) is installed.
+    assert not [o for o in objects if "scheduling.x-k8s.io" in o["apiVersion"] or "podgroup" in o["metadata"]["name"]]
+    assert not [o for o in objects if o["apiVersion"].startswith("kueue.x-k8s.io/") and
+                o["apiVersion"] != "kueue.x-k8s.io/v1beta2"]
     topology = next(o for o in objects if o["kind"] == "Topology")
     assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == list(TOPOLOGY_LEVELS)
     for obj in objects:
@@ -156,8 +153,8 @@ def test_prod_manifests_hold_the_scheduling_layer(prod_run: ProgramRun) -> None:
     assert kueue["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and kueue["version"] == "0.19.2"
     provider = next(r for r in prod_run.registrations if r.type == "pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == "[secret]"
-    # The layer waits for the API servers: every object goes through this provider.
-    assert any(d.endswith("VirtualMachineScaleSet::prod-cp-apiserver") for d in provider.dependencies)
+    # The layer waits for the API servers' /readyz (tests/test_first_up.py): every object goes through this provider.
+    assert any(d.endswith("Command::prod-in-cluster-api-ready") for d in provider.dependencies)
     queue = next(r for r in prod_run.registrations if r.name == "clusterqueue-pretraining")
     assert any(d.endswith("Release::prod-in-cluster-scheduling-kueue") for d in queue.dependencies)
 
@@ -168,10 +165,10 @@ def test_a_broken_object_fails_validation() -> None:
     queue["spec"]["queueingStrategy"] = "Whenever"
     with pytest.raises(Exception, match="Whenever"):
         validate_object(queue)
-    role = next(o for o in gang_objects() if o["kind"] == "ClusterRole")
-    role["rules"][0]["verbs"] = "get"  # must be a list
-    with pytest.raises(Exception, match="get"):
-        validate_object(role)
+    flavor = next(o for o in kueue_objects(plan) if o["kind"] == "ResourceFlavor")
+    flavor["spec"]["nodeLabels"] = "gpucluster.io/pool"  # must be a map
+    with pytest.raises(Exception, match=r"gpucluster\.io/pool"):
+        validate_object(flavor)
 
 
 def test_layer_off_declares_no_kubernetes_objects() -> None:
@@ -185,3 +182,39 @@ def test_vendored_schemas_match_the_shared_ones() -> None:
     for vendored in CRD_ROOT.glob("*/*.yaml"):
         shared = shared_schema_dir() / vendored.parent.name / vendored.name
         assert filecmp.cmp(vendored, shared, shallow=False), vendored.name
+
+
+def test_kueue_client_and_workers_are_raised_not_lowered() -> None:
+    """Kueue v0.19.2 defaults qps 300 / burst 500 (apis/config/v1beta2/defaults.go) and the chart's default
+    config sets controller.groupKindConcurrency (charts/kueue/values.yaml); the chart replaces its whole
+    config with ours, so ours must carry both, at least as high."""
+    config = kueue_configuration(10)
+    assert config["clientConnection"]["qps"] >= 300 and config["clientConnection"]["burst"] >= 500
+    chart = {"Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+             "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}
+    ours = config["controller"]["groupKindConcurrency"]
+    assert all(ours[kind] >= n for kind, n in chart.items())
+
+
+def test_no_queue_relies_on_what_fair_sharing_ignores(prod_spec: ClusterSpec) -> None:
+    """Kueue docs (concepts/preemption, 'Fair Sharing'): with fair sharing on, preemption works with
+    withinClusterQueue and reclaimWithinCohort; borrowWithinCohort is not honoured."""
+    assert kueue_configuration(10)["fairSharing"]
+    queues = [o for o in kueue_objects(plan_cluster(prod_spec).scheduling) if o["kind"] == "ClusterQueue"]
+    assert queues and all("borrowWithinCohort" not in q["spec"]["preemption"] for q in queues)
+    assert all(q["spec"]["preemption"]["reclaimWithinCohort"] == "Any" for q in queues)
+
+
+def test_the_documented_gang_job_is_a_kueue_gang() -> None:
+    """docs/scheduling.md's example: a valid Job (kubernetes-validate, strict) that Kueue places whole in one
+    InfiniBand domain, with nothing from scheduler-plugins."""
+    text = (ROOT / "docs" / "scheduling.md").read_text()
+    block = text.split("## Submitting a gang job", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    documents = [d for d in yaml.safe_load_all(block.replace("<your training image>", "example/trainer:1"))]
+    assert [d["kind"] for d in documents] == ["Job"]
+    job = documents[0]
+    validate_object(job)
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "pretraining" and job["spec"]["suspend"]
+    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-required-topology"] == TOPOLOGY_LEVELS[1]
+    assert "scheduling.x-k8s.io" not in block

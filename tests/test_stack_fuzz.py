@@ -93,7 +93,7 @@ def _oracle(cluster: dict[str, Any]) -> None:
         assert len(set(pool.get("zones") or [])) == len(pool.get("zones") or [])
         assert 1 <= int(pool["count"]) <= 65_536
     tags = cluster.get("tags") or {}
-    assert len(tags) <= 47 and all(not _AZURE_TAG_NAME_BAD.search(k) and len(v) <= 256 for k, v in tags.items())
+    assert len(tags) <= 45 and all(not _AZURE_TAG_NAME_BAD.search(k) and len(v) <= 256 for k, v in tags.items())
     access = cluster.get("access") or {}
     assert str(access.get("adminUsername", "azureuser")).lower() not in {"admin", "root", "administrator", "user"}
     assert all("PRIVATE KEY" not in k for k in access.get("sshPublicKeys") or [])

@@ -9,11 +9,12 @@ import pulumi_azure_native as azure
 
 from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
 from components.azure.pki import ClusterPki
-from components.azure.tags import machine_tags
+from components.azure.tags import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG, machine_tags
 from components.bootstrap.apiserver import render_apiserver_cloud_init
 from components.bootstrap.from_plan import APISERVER_PKI_CAS, APISERVER_PKI_LEAVES, apiserver_bootstrap, apiserver_pki_paths
 from components.bootstrap.node import install_script
 from components.catalog.images import UBUNTU_2204
+from components.catalog.versions import KUBERNETES_RELEASES, minor_of
 from components.planning.cluster_plan import ClusterPlan
 
 API_SCALE_SET = "apiserver"
@@ -77,5 +78,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                     ip_configurations=[azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
                         name="primary", primary=True, subnet=azure.compute.ApiEntityReferenceArgs(id=subnet_id),
                         load_balancer_backend_address_pools=[azure.compute.SubResourceArgs(id=backend_pool_id)])])])),
-        tags=machine_tags(spec.name, "apiserver", API_SCALE_SET, spec.tags),
+        tags={**machine_tags(spec.name, "apiserver", API_SCALE_SET, spec.tags),
+              KUBERNETES_VERSION_TAG: spec.kubernetes_version,
+              KUBERNETES_EOL_TAG: KUBERNETES_RELEASES[minor_of(spec.kubernetes_version)].end_of_life.isoformat()},
         opts=opts)

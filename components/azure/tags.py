@@ -17,3 +17,8 @@ def base_tags(cluster: str, extra: dict[str, str]) -> dict[str, str]:
 
 def machine_tags(cluster: str, role: Role, pool: str, extra: dict[str, str]) -> dict[str, str]:
     return {**base_tags(cluster, extra), ROLE_TAG: role, POOL_TAG: pool}
+
+KUBERNETES_VERSION_TAG = "gpucluster-kubernetes-version"
+KUBERNETES_EOL_TAG = "gpucluster-kubernetes-end-of-life"
+"""On the API-server scale set: the version it runs and its minor's end-of-life date, from the version table
+(components/catalog/versions.py), so the policy pack judges support from the preview alone."""

@@ -10,7 +10,6 @@ and reuses every certificate it finds; with external etcd it skips the etcd CA a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import yaml
@@ -26,13 +25,8 @@ from components.bootstrap.host_prep import (
     provider_id_script,
     sysctl_text,
 )
-from components.catalog.in_cluster import SCHEDULER_PLUGINS_SCHEDULER_IMAGE
 from components.kubernetes.objects.gang import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
-
-PATCHES_DIR = "/etc/kubernetes/patches"
-SCHEDULER_IMAGE_PATCH = [{"op": "replace", "path": "/spec/containers/0/image", "value": SCHEDULER_PLUGINS_SCHEDULER_IMAGE}]
-"""kubeadm has no per-component image setting; a JSON patch on the static pod swaps in scheduler-plugins."""
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -49,10 +43,8 @@ AUDIT_POLICY = {
 }
 
 
-SCHEDULER_PLUGINS_SCHEDULER_UID = 65532
-"""The scheduler image's user and group: `USER 65532:65532` (distroless nonroot) in scheduler-plugins
-`build/scheduler/Dockerfile`."""
-SCHEDULER_KUBECONFIG = "/etc/kubernetes/scheduler.conf"
+PATCHES_DIR = "/etc/kubernetes/patches"
+"""kubeadm's patches (`target[suffix][+patchtype].extension`): the kubelet's providerID patch lands here at boot."""
 KUBEADM_CONFIG = "/etc/kubernetes/kubeadm.yaml"
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-apiserver-boot"
 INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-install-kubernetes"
@@ -75,7 +67,6 @@ class ApiServerBootstrap:
     flags: ApiServerFlags
     pki_files: dict[str, str]
     """Path under /etc/kubernetes/pki -> PEM text."""
-    gang_timeout_seconds: int = 300
     cert_sans: tuple[str, ...] = ()
     """Extra names and addresses for kubeadm's serving certificate (the load balancer's IP, loopback)."""
 
@@ -139,7 +130,7 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         # Pod IPs come from the NICs, not from per-node CIDRs.
         "controllerManager": {"extraArgs": _args({"allocate-node-cidrs": "false", "kube-api-qps": "300",
                                                   "kube-api-burst": "400"})},
-        # The scheduler reads its profile (Coscheduling, MostAllocated) and client limits from the file.
+        # The scheduler reads its profile (MostAllocated) and client limits from the file.
         "scheduler": {
             "extraArgs": _args({"config": SCHEDULER_CONFIG_PATH}),
             "extraVolumes": [{"name": "scheduler-config", "hostPath": SCHEDULER_CONFIG_PATH,
@@ -152,10 +143,9 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
 def boot_script(b: ApiServerBootstrap) -> str:
     """Everything the VM does at first boot, under `set -euo pipefail` (a failed step stops the boot).
 
-    The scheduler's kubeconfig is written first and opened to the scheduler image's user: kubeadm writes
-    kubeconfigs 0600 root, the scheduler-plugins image runs as 65532:65532 (distroless nonroot,
-    scheduler-plugins `build/scheduler/Dockerfile`; `doc/install.md` opens it up the same way), and kubeadm
-    keeps an existing kubeconfig with the same CA and server (`createKubeConfigFileIfNotExists`)."""
+    The scheduler is kubeadm's stock kube-scheduler static pod, which runs as root (kubeadm's
+    RootlessControlPlane feature gate is off by default), so the 0600 root kubeconfig kubeadm writes is readable
+    by it as it is."""
     return "\n".join([
         "#!/bin/bash",
         "set -euo pipefail",
@@ -164,9 +154,6 @@ def boot_script(b: ApiServerBootstrap) -> str:
         *hosts_entry("127.0.0.1", b.endpoint_host),
         f"retry 5 {INSTALL_SCRIPT}",
         *provider_id_script(),
-        f"kubeadm init phase kubeconfig scheduler --config {KUBEADM_CONFIG}",
-        f"chown root:{SCHEDULER_PLUGINS_SCHEDULER_UID} {SCHEDULER_KUBECONFIG}",
-        f"chmod 0640 {SCHEDULER_KUBECONFIG}",
         f"retry {INIT_ATTEMPTS} kubeadm init --config {KUBEADM_CONFIG} --skip-phases={SKIP_PHASES}",
         'echo "gpucluster: API server initialised at $(date -u +%FT%TZ)"',
         "",
@@ -184,9 +171,7 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> s
         {"path": "/etc/kubernetes/audit-policy.yaml", "permissions": "0644",
          "content": yaml.safe_dump(AUDIT_POLICY, sort_keys=False)},
         {"path": SCHEDULER_CONFIG_PATH, "permissions": "0644",
-         "content": yaml.safe_dump(scheduler_configuration(b.gang_timeout_seconds), sort_keys=False)},
-        {"path": f"{PATCHES_DIR}/kube-scheduler+json.json", "permissions": "0644",
-         "content": json.dumps(SCHEDULER_IMAGE_PATCH)},
+         "content": yaml.safe_dump(scheduler_configuration(), sort_keys=False)},
         {"path": INSTALL_SCRIPT, "permissions": "0755", "content": install_script},
         {"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)},
     ]

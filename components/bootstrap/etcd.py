@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from components.bootstrap.cloud_config import dump_cloud_config
 
-ETCD_VERSION = "3.5.15"
-"""A 3.5 patch release: supported as external etcd by Kubernetes 1.34 (which ships 3.6 for stacked etcd)."""
+ETCD_VERSION = "3.6.14"
+"""As the version table pins it for the minor (components/catalog/versions.py: kubeadm maps 1.34-1.36 to 3.6)."""
 DATA_DIR = "/var/lib/etcd"
 PKI_DIR = "/etc/etcd/pki"
 BIN_DIR = "/usr/local/bin"

@@ -15,7 +15,7 @@ from components.bootstrap.etcd import EtcdBootstrap, EtcdMember
 from components.bootstrap.node import NodeBootstrap
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan, Member
-from components.planning.node_template import node_labels, node_taints
+from components.planning.node_template import node_labels, node_taints, registers_preflight
 from components.planning.pki import (
     ETCD_SNAPSHOT_CLIENT,
     api_server_cert_sans,
@@ -54,7 +54,7 @@ def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str], token: str
         cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=api_server_endpoint(spec.name),
         service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_etcd_endpoints(cp.etcd, addresses),
         events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), bootstrap_token=token, flags=cp.api.flags,
-        pki_files=pki_files, gang_timeout_seconds=spec.in_cluster.gang_timeout_seconds,
+        pki_files=pki_files,
         cert_sans=api_server_cert_sans(spec.name, plan.ip),
         bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours)
 
@@ -67,7 +67,7 @@ def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, t
         bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=pool.spec.pods_per_node,
         cluster_dns=str(plan.ip.dns_service_ip), labels=node_labels(pool, scale_set, spec.location),
         taints=node_taints(pool), confidential_gpu=pool.confidential is not None,
-        api_server_address=str(plan.ip.api_server_ip))
+        api_server_address=str(plan.ip.api_server_ip), preflight=registers_preflight(pool))
 
 
 @dataclass(frozen=True)

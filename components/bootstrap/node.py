@@ -57,6 +57,8 @@ class NodeBootstrap:
     join_spread_seconds: int = 60
     """Random delay before joining, so hundreds of new VMs do not hit the API servers at once."""
     confidential_gpu: bool = False
+    preflight: bool = True
+    """Register with the preflight taint; only pools whose health checks remove it (GPU pools) do."""
     """Join only after the GPU reports confidential-computing mode on and passes attestation."""
     api_server_address: str = ""
     """The internal load balancer's frontend IP, written to /etc/hosts for the endpoint's name."""
@@ -85,7 +87,7 @@ def _join_configuration(b: NodeBootstrap) -> dict[str, object]:
 
 
 def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
-    taints = [NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"), *b.taints]
+    taints = [*([NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule")] if b.preflight else []), *b.taints]
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",

@@ -41,7 +41,8 @@ class Networking(pulumi.ComponentResource):
         self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", cilium_values(
             str(plan.ip.api_server_ip), API_SERVER_PORT, str(plan.ip.address_space[0]),
             azure.settings(azure.cni_client_id)), child)
-        self.dns = declare_all(coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip)), child)
+        self.dns = declare_all(coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip),
+                                                    plan.versions.minor), child)
         self.register_outputs({})
 
 
@@ -52,7 +53,8 @@ class Capacity(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.autoscaler = declare_all(autoscaler_objects(
             plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
-            azure.settings(azure.autoscaler_client_id)), child)
+            azure.settings(azure.autoscaler_client_id), plan.versions.minor,
+            plan.control_plane.api.count), child)
         self.balloons = declare_all(balloon_objects(plan.balloons), child)
         self.register_outputs({})
 
@@ -63,7 +65,7 @@ class GpuHealth(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
                                  "gpu-operator", gpu_operator_values(), child)
-        # The checks use the operator's `nvidia` RuntimeClass.
+        # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
         self.checks = declare_all(health_objects(plan.pools), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))
         self.register_outputs({})

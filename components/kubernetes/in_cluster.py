@@ -1,14 +1,17 @@
 """InCluster: everything applied through the control plane's admin kubeconfig, as one layer.
 
-The layer needs an API server that answers, which a first `pulumi up` does not have until the VMs
-have booted; the stack turns the layer on (`cluster.inCluster.enabled`) for the second run
+The layer needs an API server that answers. A readiness wait (a local command where `pulumi up` runs,
+polling the API servers' /readyz through the internal load balancer) comes before the Kubernetes
+provider, so a first `pulumi up` creates the VMs, waits for the control plane, then applies the layer
 (docs/operations.md, first bootstrap).
 """
 
 from __future__ import annotations
 
 import pulumi
+import pulumi_command as command
 import pulumi_kubernetes as k8s
+import yaml
 
 from components.azure.addon_identities import AddonAzureRefs
 from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
@@ -16,13 +19,33 @@ from components.kubernetes.scheduling import Scheduling
 from components.planning.cluster_plan import ClusterPlan
 
 
+def with_proxy(kubeconfig: str, proxy_url: str | None) -> str:
+    """client-go reads `proxy-url` on a kubeconfig cluster (socks5, http, https): the provider reaches the
+    internal load balancer through the jump host's proxy."""
+    if not proxy_url:
+        return kubeconfig
+    document = yaml.safe_load(kubeconfig)
+    for cluster in document["clusters"]:
+        cluster["cluster"]["proxy-url"] = proxy_url
+    return yaml.safe_dump(document, sort_keys=False)
+
+
 class InCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, kubeconfig: pulumi.Input[str], azure: AddonAzureRefs,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, plan: ClusterPlan, kubeconfig: pulumi.Output[str], ca_pem: pulumi.Input[str],
+                 azure: AddonAzureRefs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:InCluster", name, None, opts)
+        first_up = plan.first_up
+        assert first_up is not None, "the in-cluster layer is planned with its first-up path"
+        # Runs where `pulumi up` runs, after the control plane and node pools exist: blocks until /readyz answers.
+        self.api_ready = command.local.Command(
+            f"{name}-api-ready", create=first_up.script, interpreter=["/bin/bash", "-c"],
+            environment=pulumi.Output.secret(pulumi.Output.from_input(ca_pem).apply(first_up.environment)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None))
         # Every object goes through the provider, so the provider carries the wait for the control plane.
-        self.provider = k8s.Provider(f"{name}-provider", kubeconfig=kubeconfig, enable_server_side_apply=True,
-                                     opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None))
+        self.provider = k8s.Provider(
+            f"{name}-provider", kubeconfig=pulumi.Output.secret(kubeconfig.apply(
+                lambda text: with_proxy(text, first_up.proxy_url))),
+            enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.api_ready]))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
         self.networking = Networking(f"{name}-networking", plan, azure, child)
         self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, child)

@@ -1,4 +1,4 @@
-"""Scheduling: priority classes, Kueue (chart + queues, flavors, topology), gang scheduling objects."""
+"""Scheduling: priority classes and Kueue (chart + queues, flavors, topology), which places gangs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pulumi_kubernetes as k8s
 
 from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION
 from components.kubernetes.declare import declare_all
-from components.kubernetes.objects.gang import gang_objects
 from components.kubernetes.objects.kueue import kueue_chart_values, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
 from components.planning.scheduling import SchedulingPlan
@@ -28,5 +27,4 @@ class Scheduling(pulumi.ComponentResource):
         # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.
         self.queues = declare_all(kueue_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.kueue])))
-        self.gang = declare_all(gang_objects(), child)
         self.register_outputs({})

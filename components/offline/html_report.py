@@ -193,6 +193,17 @@ def _tables(data: Data) -> list[str]:
         _table(["family", "vCPUs needed", "declared", "short by"],
                [[escape(q["family"]), _n(q["vcpus"]), "not declared" if q["declared"] is None else _n(q["declared"]),
                  _n(q["shortBy"]) if q["shortBy"] else ""] for q in data["quota"]])]
+    if "versions" in data:
+        k = data["versions"]["kubernetes"]
+        out += [f'<h2>Versions: Kubernetes {escape(k["version"])}, end of life {escape(k["endOfLife"])}</h2>', _table(
+            ["component", "version", "Kubernetes minors", "source"],
+            [[escape(c["name"]), escape(c["version"]), escape(", ".join(c["minors"])), escape(c["source"])]
+             for c in data["versions"]["components"]], left=4)]
+    if data.get("firstBoot"):
+        out += ["<h2>First boot: when each workload can start, and where</h2>", _table(
+            ["step", "workload", "pools"],
+            [[str(s["step"]), escape(s["workload"]), escape(", ".join(s["pools"]))] for s in data["firstBoot"]],
+            left=3)]
     violations = data["policies"]["violations"]
     out += ["<h2>Policies</h2>", _table(
         ["severity", "level", "rule", "resource", "message", "fix"],

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from components.offline.policy_runner import Violation
+from components.offline.versions_report import first_boot_data, versions_data
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
 from components.planning.node_template import node_taints
@@ -122,5 +123,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "policies": {"mandatory": sum(v.mandatory for v in violations),
                      "advisory": sum(not v.mandatory for v in violations),
                      "violations": [v.as_dict() for v in violations]},
+        "versions": versions_data(plan),
+        "firstBoot": first_boot_data(plan),
         "outputs": outputs or {},
     }

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from components.errors import Problem, SpecError
 from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
+from components.planning.first_boot import FirstBoot
+from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import QuotaNeed, plan_quota
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.planning.tag_limits import tag_count_problems
+from components.planning.versions import VersionPlan, plan_versions
 from components.spec import ClusterSpec
 
 T = TypeVar("T")
@@ -32,6 +35,11 @@ class ClusterPlan:
     quota: tuple[QuotaNeed, ...]
     scheduling: SchedulingPlan
     balloons: tuple[BalloonPlan, ...]
+    versions: VersionPlan
+    first_boot: FirstBoot | None = None
+    first_up: FirstUpPlan | None = None
+    """Where `pulumi up` reaches the API server from and its readiness wait (None when the layer is off)."""
+    """The simulated first boot of the in-cluster layer (None when the layer is off)."""
 
     @property
     def nodes(self) -> int:
@@ -66,10 +74,18 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     control_plane = _attempt(lambda: plan_control_plane(spec, nodes), problems)
     scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
     balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
+    versions = _attempt(lambda: plan_versions(spec), problems)
+    first_up = (_attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems)
+                if spec.in_cluster.enabled and ip is not None else None)
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
-            or balloons is None or problems):
+            or balloons is None or versions is None or (spec.in_cluster.enabled and first_up is None) or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
-    return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons)
+    plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions)
+    if not spec.in_cluster.enabled:
+        return plan
+    # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
+    from components.planning.boot_layer import first_boot
+    return replace(plan, first_boot=first_boot(plan), first_up=first_up)

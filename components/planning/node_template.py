@@ -40,6 +40,12 @@ def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[
     return labels
 
 
+def registers_preflight(pool: PoolPlan) -> bool:
+    """GPU pools register with the preflight taint: their health DaemonSet removes it once the GPUs pass
+    (components/kubernetes/objects/health.py). Other pools have nothing that would remove it."""
+    return pool.size.gpus > 0
+
+
 def node_taints(pool: PoolPlan) -> tuple[NodeTaint, ...]:
     """The pool's own taints; confidential pools also carry the confidential taint, so only pods
     that tolerate it (and so ask for confidential GPUs) land there."""

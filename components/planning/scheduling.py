@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from components.bootstrap.confidential import CONFIDENTIAL_TAINT
 from components.bootstrap.node import LABEL_IB_DOMAIN, LABEL_POOL, LABEL_ZONE
 from components.bootstrap.taints import NodeTaint
-from components.catalog.in_cluster import SCHEDULER_PLUGINS_KUBERNETES_MINOR, SCHEDULER_PLUGINS_VERSION
 from components.errors import Problem, SpecError
 from components.planning.node_template import node_taints
 from components.planning.placement import PoolPlan
@@ -178,19 +177,10 @@ def _check_capacity(spec: ClusterSpec, flavors: dict[str, FlavorPlan],
     return over, problems
 
 
-def check_versions(spec: ClusterSpec) -> list[Problem]:
-    minor = ".".join(spec.kubernetes_version.split(".")[:2])
-    if spec.in_cluster.enabled and minor != SCHEDULER_PLUGINS_KUBERNETES_MINOR:
-        return [Problem("cluster.kubernetesVersion",
-                        f"the gang scheduler (scheduler-plugins {SCHEDULER_PLUGINS_VERSION}) is built for Kubernetes "
-                        f"{SCHEDULER_PLUGINS_KUBERNETES_MINOR}; use a {SCHEDULER_PLUGINS_KUBERNETES_MINOR}.x version")]
-    return []
-
-
 def plan_scheduling(spec: ClusterSpec, pools: tuple[PoolPlan, ...]) -> SchedulingPlan:
     flavors = {p.name: _flavor(p) for p in pools if p.spec.kind is not PoolKind.SYSTEM}
     by_name = {p.name: p for p in pools}
-    problems = check_versions(spec)
+    problems: list[Problem] = []
     teams: list[TeamQueuePlan] = []
     seen: set[str] = set()
     for index, team in enumerate(spec.teams):

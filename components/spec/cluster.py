@@ -12,8 +12,9 @@ from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
 from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
 
-LIBRARY_TAGS = 3
-"""Tags the library adds where `cluster.tags` go (components/azure/tags.py: cluster, role, pool)."""
+LIBRARY_TAGS = 5
+"""The most tags the library adds where `cluster.tags` go: cluster, role and pool (components/azure/tags.py),
+and on the API-server scale set the Kubernetes version and its end of life."""
 
 
 class CustomVmSize(SpecModel):
@@ -98,7 +99,7 @@ class ClusterSpec(SpecModel):
     vcpu_quota: dict[str, WholeNumber] = Field(default_factory=dict, max_length=100)
     """vCPU quota per family the subscription has in this region; the plan compares the need against it."""
     tags: dict[str, str] = Field(default_factory=dict)
-    """Tags on the network and control-plane resources, beside the library's own (at most 3 on a resource)."""
+    """Tags on the network and control-plane resources, beside the library's own (at most 5 on a resource)."""
 
     @field_validator("zones")
     @classmethod

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from components.spec.base import RealNumber, SpecModel, WholeNumber
@@ -32,16 +34,28 @@ class OversubscriptionSpec(SpecModel):
     """Why the teams' nominal quotas may add up to more than the pools hold."""
 
 
+class ApiAccessSpec(SpecModel):
+    """Where `pulumi up` reaches the API server from: its endpoint is the internal load balancer."""
+
+    path: Literal["vnet", "peered", "proxy"] = "vnet"
+    """vnet: pulumi runs on a machine in the cluster's VNet; peered: in a network peered with it
+    (network.hubVnetId); proxy: through a jump host, e.g. `ssh -D 1080 <jump host>` and proxyUrl."""
+    proxy_url: str | None = Field(default=None, pattern=r"^(socks5|http|https)://[^\s]+$")
+    ready_timeout_minutes: int = Field(default=30, ge=1, le=180)
+    """How long the first `pulumi up` waits for the API servers' /readyz before applying the layer."""
+
+
 class InClusterSpec(SpecModel):
     """The in-cluster layer (scheduling, capacity, health), applied through the admin kubeconfig."""
 
     enabled: bool = True
-    """Off for the very first `pulumi up`, before the API servers answer (docs/operations.md)."""
+    """Off to apply the Azure part alone (from a machine that cannot reach the VNet); on, `pulumi up` waits for
+    the API servers before applying the layer (docs/operations.md, first bootstrap)."""
     quota_oversubscription: OversubscriptionSpec | None = None
-    gang_timeout_seconds: WholeNumber = Field(default=300, ge=10, le=3600)
-    """How long Coscheduling holds a gang's pods at Permit waiting for the rest of the gang."""
     pods_ready_timeout_minutes: WholeNumber = Field(default=10, ge=1, le=120)
-    """Kueue evicts and requeues an admitted workload whose pods are not all ready by then."""
+    """Kueue evicts and requeues an admitted workload whose pods are not all ready by then: the
+    all-or-nothing half of gang placement (docs/scheduling.md)."""
+    api_access: ApiAccessSpec = ApiAccessSpec()
     autoscaler_max_scale_down_share: RealNumber = Field(default=0.01, gt=0.0, le=0.2)
     """The largest share of the cluster's nodes the autoscaler may remove at once."""
 

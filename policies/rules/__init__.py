@@ -2,8 +2,8 @@
 
 from pulumi_policy import Policy
 
-from . import failure_domains, kubernetes, machines, network
+from . import failure_domains, kubernetes, machines, network, versions
 
-ALL_POLICIES: list[Policy] = [*failure_domains.RULES, *machines.RULES, *network.RULES, *kubernetes.RULES]
+ALL_POLICIES: list[Policy] = [*failure_domains.RULES, *machines.RULES, *network.RULES, *kubernetes.RULES, *versions.RULES]
 
 __all__ = ["ALL_POLICIES"]

@@ -40,7 +40,7 @@ def _spread_problems(replicas: int, pod: Any, config: Config) -> list[str]:
 
 @resource_rule(
     "kubernetes-apps-deployment-system-zone-spread", types=(DEPLOYMENT,), severity=Severity.HIGH,
-    description="Cluster system Deployments (CoreDNS, the autoscaler, the gang scheduler's controller; those at a "
+    description="Cluster system Deployments (CoreDNS, the autoscaler; those at a "
                 "system priority class) run at least minReplicas replicas and are required to spread over zones.",
     remediation="Give the Deployment 2+ replicas and a topologySpreadConstraint on topology.kubernetes.io/zone with "
                 "whenUnsatisfiable: DoNotSchedule (components.kubernetes.objects.common.on_system_nodes does both).",

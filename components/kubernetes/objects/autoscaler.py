@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.catalog.in_cluster import CLUSTER_AUTOSCALER_IMAGE
+from components.bootstrap.node import LABEL_IB_DOMAIN, PREFLIGHT_TAINT_KEY
+from components.catalog.in_cluster import cluster_autoscaler_image
 from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF
 
@@ -20,7 +21,8 @@ def max_scale_down_parallelism(nodes: int, share: float) -> int:
     return max(1, math.floor(nodes * share))
 
 
-def autoscaler_args(cluster: str, nodes: int, share: float) -> list[str]:
+def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes: int = 0) -> list[str]:
+    """Flags as cluster-autoscaler 1.36 reads them (config/flags/flags.go)."""
     parallel = max_scale_down_parallelism(nodes, share)
     return [
         "--cloud-provider=azure",
@@ -28,6 +30,12 @@ def autoscaler_args(cluster: str, nodes: int, share: float) -> list[str]:
         # Balloons sit exactly at the cutoff: they still trigger scale-up; anything lower would not.
         f"--expendable-pods-priority-cutoff={AUTOSCALER_EXPENDABLE_CUTOFF}",
         "--balance-similar-node-groups=true",
+        # Each GPU scale set is one InfiniBand domain with its own label: without ignoring it no two sets
+        # are ever "similar" and balancing never happens.
+        f"--balancing-ignore-label={LABEL_IB_DOMAIN}",
+        # New GPU nodes carry the preflight taint while their diagnostics run: a startup taint, so the
+        # autoscaler does not treat them as unable to take the pending pods and scale up again.
+        f"--startup-taint={PREFLIGHT_TAINT_KEY}",
         "--expander=least-waste",
         "--scale-down-utilization-threshold=0.5",
         "--scale-down-gpu-utilization-threshold=0.5",
@@ -39,7 +47,8 @@ def autoscaler_args(cluster: str, nodes: int, share: float) -> list[str]:
         f"--max-total-unready-percentage={MAX_UNREADY_PERCENT}",
         "--ok-total-unready-count=3",
         "--max-node-provision-time=25m",
-        f"--max-nodes-total={nodes}",
+        # Every registered node counts, the API servers' kubelets included.
+        f"--max-nodes-total={nodes + control_plane_nodes}",
         "--skip-nodes-with-local-storage=false",
         "--skip-nodes-with-system-pods=true",
         "--leader-elect=true",
@@ -68,8 +77,10 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
-def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, Any]) -> list[Object]:
-    """`azure`: subscription_id, tenant_id, resource_group, client_id (may be Pulumi outputs)."""
+def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, Any], minor: str,
+                       control_plane_nodes: int = 0) -> list[Object]:
+    """`azure`: subscription_id, tenant_id, resource_group, client_id (may be Pulumi outputs); `minor`: the
+    cluster's Kubernetes minor, which picks the autoscaler release."""
     labels = {LABEL_APP: APP}
     env = [
         {"name": "ARM_CLOUD", "value": "AzurePublicCloud"},
@@ -84,8 +95,8 @@ def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, 
         "serviceAccountName": APP,
         **on_system_nodes(APP),
         "containers": [{
-            "name": APP, "image": CLUSTER_AUTOSCALER_IMAGE, "command": ["./cluster-autoscaler"],
-            "args": autoscaler_args(cluster, nodes, share), "env": env,
+            "name": APP, "image": cluster_autoscaler_image(minor), "command": ["./cluster-autoscaler"],
+            "args": autoscaler_args(cluster, nodes, share, control_plane_nodes), "env": env,
             "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}},
             "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                 "capabilities": {"drop": ["ALL"]}},

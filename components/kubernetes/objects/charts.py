@@ -40,7 +40,18 @@ def gpu_operator_values() -> dict[str, Any]:
         "toolkit": {"enabled": True},
         "devicePlugin": {"enabled": True},
         "dcgmExporter": {"enabled": True},
+        # One DCGM host engine per node, shared by the exporter (DCGM_REMOTE_HOSTENGINE_INFO, set by the operator,
+        # controllers/object_controls.go) and the library's health checks (objects/health.py).
+        "dcgm": {"enabled": True},
         "migManager": {"enabled": False},
-        "operator": {"defaultRuntime": "containerd", "nodeSelector": on_system_nodes("gpu-operator")["nodeSelector"]},
+        # v26.3.3 templates read operator.nodeSelector/tolerations (templates/operator.yaml); there is no
+        # operator.defaultRuntime value (containerd is detected on the node).
+        "operator": {"nodeSelector": on_system_nodes("gpu-operator")["nodeSelector"]},
         "daemonsets": {"tolerations": [{"operator": "Exists"}], "priorityClassName": "system-node-critical"},
+        # The NFD subchart has its own tolerations (gpu-operator values.yaml `node-feature-discovery.worker`:
+        # control-plane and nvidia.com/gpu only); daemonsets.tolerations does not reach it. Its worker must run
+        # on tainted GPU nodes, or the operator never deploys the toolkit there (no NFD labels).
+        "node-feature-discovery": {"worker": {"tolerations": [{"operator": "Exists"}]},
+                                   "master": {"nodeSelector": on_system_nodes("nfd")["nodeSelector"]},
+                                   "gc": {"nodeSelector": on_system_nodes("nfd")["nodeSelector"]}},
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from components.catalog.in_cluster import COREDNS_IMAGE
+from components.catalog.in_cluster import coredns_image
 from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes, pod_disruption_budget
 
 NAMESPACE = "kube-system"
@@ -13,7 +13,9 @@ NODES_PER_REPLICA = 256
 
 COREFILE = """.:53 {
     errors
-    health { lameduck 5s }
+    health {
+        lameduck 5s
+    }
     ready
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         pods insecure
@@ -21,7 +23,9 @@ COREFILE = """.:53 {
         ttl 30
     }
     prometheus :9153
-    forward . /etc/resolv.conf { max_concurrent 1000 }
+    forward . /etc/resolv.conf {
+        max_concurrent 1000
+    }
     cache 30
     loop
     reload
@@ -35,7 +39,7 @@ def coredns_replicas(nodes: int, system_nodes: int) -> int:
     return max(1, min(max(3, math.ceil(nodes / NODES_PER_REPLICA)), system_nodes))
 
 
-def coredns_objects(nodes: int, system_nodes: int, dns_service_ip: str) -> list[Object]:
+def coredns_objects(nodes: int, system_nodes: int, dns_service_ip: str, minor: str) -> list[Object]:
     labels = {LABEL_APP: APP, "k8s-app": "kube-dns"}
     placement = on_system_nodes(APP)
     selector = {"matchLabels": {LABEL_APP: APP}}
@@ -45,7 +49,7 @@ def coredns_objects(nodes: int, system_nodes: int, dns_service_ip: str) -> list[
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}},
         "containers": [{
-            "name": APP, "image": COREDNS_IMAGE, "args": ["-conf", "/etc/coredns/Corefile"],
+            "name": APP, "image": coredns_image(minor), "args": ["-conf", "/etc/coredns/Corefile"],
             "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
             "ports": [{"name": "dns", "containerPort": 53, "protocol": "UDP"},
                       {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},

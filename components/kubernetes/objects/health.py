@@ -19,11 +19,15 @@ RECHECK_SHARE = 0.02
 """At most this share of a pool's nodes is taken out for re-checks per run."""
 RECHECK_SCHEDULE = "17 * * * *"
 
-DIAG = ("nv-hostengine -n & sleep 5; "
-        "dcgmi diag -r 2 -j > /shared/diag.json; echo $? > /shared/diag.exit; exit 0")
-WATCH = ("nv-hostengine -n & sleep 5; dcgmi health -g 0 -s a; "
-         "while true; do dcgmi health -g 0 -c -j > /shared/health.tmp && mv /shared/health.tmp /shared/health.json; "
-         "sleep 60; done")
+DCGM_HOST = "nvidia-dcgm.gpu-operator.svc"
+"""The GPU operator's own DCGM host engine on this node (dcgm.enabled: its Service `nvidia-dcgm` has
+internalTrafficPolicy Local, gpu-operator v26.3.3 assets/state-dcgm): one host engine per node, shared
+with the DCGM exporter, instead of a second nv-hostengine in the health pod."""
+DIAG = (f"until dcgmi discovery -l --host {DCGM_HOST} >/dev/null; do sleep 5; done; "
+        f"dcgmi diag -r 2 -j --host {DCGM_HOST} > /shared/diag.json; echo $? > /shared/diag.exit; exit 0")
+WATCH = (f"until dcgmi health -g 0 -s a --host {DCGM_HOST}; do sleep 5; done; "
+         f"while true; do dcgmi health -g 0 -c -j --host {DCGM_HOST} > /shared/health.tmp "
+         "&& mv /shared/health.tmp /shared/health.json; sleep 60; done")
 
 
 def _agent(args: list[str], on_node: bool = True) -> dict[str, object]:
@@ -40,12 +44,11 @@ def _agent(args: list[str], on_node: bool = True) -> dict[str, object]:
 
 
 def _dcgm(name: str, script: str) -> dict[str, object]:
-    # DCGM sees every GPU through the NVIDIA runtime without requesting them: the node is tainted, idle.
+    """A dcgmi client of the node's host engine: needs no GPU access and no privileges of its own."""
     return {"name": name, "image": DCGM_IMAGE, "command": ["bash", "-c", script],
-            "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
             "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
             "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
-            "securityContext": {"privileged": True}}
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}
 
 
 def agent_app(pool: PoolPlan) -> str:
@@ -59,7 +62,6 @@ def health_daemonset(pool: PoolPlan) -> Object:
     pod = {
         "serviceAccountName": ACCOUNT,
         "priorityClassName": SYSTEM_PRIORITY_CLASS,
-        "runtimeClassName": "nvidia",
         "nodeSelector": {LABEL_POOL: pool.name},
         # Runs where nothing else may: on preflight-tainted, pool-tainted and unhealthy nodes.
         "tolerations": [{"operator": "Exists"}],

@@ -13,7 +13,6 @@ from components.planning.scheduling import (
     TEAM_LABEL,
     TOPOLOGY_LEVELS,
     TOPOLOGY_NAME,
-    WORKLOAD_CLASSES,
     FlavorPlan,
     SchedulingPlan,
     TeamQueuePlan,
@@ -64,7 +63,6 @@ def _resources(nominal: Quota, borrowing: Quota | None, lending: Quota | None) -
 
 
 def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
-    research = next(p.value for p in WORKLOAD_CLASSES if p.name == "research")
     return obj(API, "ClusterQueue", team.name, labels={TEAM_LABEL: team.name}, spec={
         "cohortName": plan.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
@@ -75,12 +73,10 @@ def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
                         for f in team.flavors],
         }],
         "fairSharing": {"weight": team.weight},
-        "preemption": {
-            # Take back lent quota from any borrower; inside the team, higher priority first.
-            "reclaimWithinCohort": "Any",
-            "withinClusterQueue": "LowerPriority",
-            "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": research},
-        },
+        # Under fair sharing Kueue ignores borrowWithinCohort (Kueue docs, concepts/preemption "Fair Sharing"):
+        # borrowing is decided by fair share alone. A team borrows idle quota up to its borrowingLimit; the
+        # owner takes it back (reclaimWithinCohort), and between borrowers the lower share wins.
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
     })
 
 
@@ -101,8 +97,18 @@ def kueue_objects(plan: SchedulingPlan) -> list[Object]:
     return objects
 
 
+CHART_CONCURRENCY = {"Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+                     "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}
+"""controller.groupKindConcurrency of the v0.19.2 chart's default manager config (charts/kueue/values.yaml)."""
+DEFAULT_QPS, DEFAULT_BURST = 300, 500
+"""Kueue v0.19.2 client defaults (apis/config/v1beta2/defaults.go), also the chart's values."""
+SCALE = 2
+"""Thousands of workloads at 7,500 nodes: twice the defaults' client throughput and reconcile workers."""
+
+
 def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
-    """config.kueue.x-k8s.io/v1beta2 Configuration: fair sharing on, all-or-nothing admission for gangs."""
+    """config.kueue.x-k8s.io/v1beta2 Configuration: the chart's default config (the chart replaces it whole
+    with this value) raised for scale, fair sharing on, all-or-nothing admission for gangs."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -110,11 +116,14 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        # Thousands of workloads at 7,500 nodes: more client throughput than the chart's 50/100.
-        "clientConnection": {"qps": 100, "burst": 200},
+        "controller": {"groupKindConcurrency": {kind: n * SCALE for kind, n in CHART_CONCURRENCY.items()}},
+        "clientConnection": {"qps": DEFAULT_QPS * SCALE, "burst": DEFAULT_BURST * SCALE},
         "managedJobsNamespaceSelector": {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
              "values": ["kube-system", KUEUE_NAMESPACE]}]},
+        # All-or-nothing: an admitted workload whose pods are not all ready in time is evicted and requeued
+        # (Kueue docs, tasks/manage/setup_wait_for_pods_ready). Admission is not serialised (blockAdmission):
+        # topology-aware admission already reserves real nodes for every pod of a gang (docs/scheduling.md).
         "waitForPodsReady": {
             "timeout": f"{pods_ready_timeout_minutes}m",
             "blockAdmission": False,

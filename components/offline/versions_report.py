@@ -1,0 +1,72 @@
+"""The version table as the plan uses it: data for summary.json / report.html, and the terminal lines.
+
+The data holds dates only (byte-identical output for the same input); days left are computed when printing.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.versions import WARN_DAYS
+
+Data = dict[str, Any]
+
+
+def versions_data(plan: ClusterPlan) -> Data:
+    v = plan.versions
+    return {
+        "kubernetes": {"version": v.kubernetes_version, "minor": v.minor,
+                       "maintenanceStart": v.release.maintenance_start.isoformat(),
+                       "endOfLife": v.release.end_of_life.isoformat(), "source": v.release.source},
+        "components": [{"name": c.name, "version": c.version, "minors": list(c.minors),
+                        "endOfLife": c.end_of_life.isoformat() if c.end_of_life else None,
+                        "inCluster": c.in_cluster, "source": c.source} for c in v.components],
+    }
+
+
+def first_boot_data(plan: ClusterPlan) -> list[Data]:
+    boot = plan.first_boot
+    return [] if boot is None else [{"step": s.step, "workload": s.workload, "pools": list(s.pools)}
+                                    for s in boot.steps]
+
+
+def print_first_boot(console: Console, steps: list[Data]) -> None:
+    if not steps:
+        return
+    table = Table(title="First boot: when each workload can start, and where", title_justify="left")
+    for column in ("step", "workload", "pools"):
+        table.add_column(column, overflow="fold")
+    for s in steps:
+        table.add_row(str(s["step"]), s["workload"], ", ".join(s["pools"]))
+    console.print(table)
+
+
+def version_warnings(data: Data, today: date, warn_days: int = WARN_DAYS) -> list[str]:
+    k = data["kubernetes"]
+    left = (date.fromisoformat(k["endOfLife"]) - today).days
+    if left < 0:
+        return [f"Kubernetes {k['minor']} reached end of life on {k['endOfLife']}: no security fixes; "
+                "upgrade the minor (docs/operations.md)"]
+    if left <= warn_days:
+        return [f"Kubernetes {k['minor']} reaches end of life on {k['endOfLife']}, in {left} days: "
+                "plan the minor upgrade (docs/operations.md)"]
+    return []
+
+
+def print_versions(console: Console, data: Data, today: date | None = None) -> None:
+    versions = data["versions"]
+    k = versions["kubernetes"]
+    table = Table(title=f"Versions: Kubernetes {k['version']} (end of life {k['endOfLife']})", title_justify="left")
+    for column in ("component", "version", "Kubernetes minors"):
+        table.add_column(column, overflow="fold")
+    for c in versions["components"]:
+        table.add_row(c["name"], c["version"], ", ".join(c["minors"]))
+    console.print(table)
+    print_first_boot(console, data.get("firstBoot", []))
+    for warning in version_warnings(versions, today or date.today()):
+        console.print(f"[bold yellow]WARNING[/bold yellow] {warning}")

@@ -1,0 +1,76 @@
+"""A stack's Kubernetes minor against the version table: what runs, whether it is supported, how long for.
+
+Pure. A minor the table has no coupled versions for, or a component whose project does not list the
+minor, is a plan error (exit 2). End of life is judged against a date given by the caller: past it the
+policy pack's version rule fails (policies/rules/versions.py); within WARN_DAYS the summary warns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from components.catalog.versions import (
+    ADDONS,
+    KUBERNETES_RELEASES,
+    MINOR_COUPLED,
+    NODE_APIS,
+    Component,
+    KubernetesRelease,
+    minor_of,
+)
+from components.errors import Problem, SpecError
+from components.spec import ClusterSpec
+
+WARN_DAYS = 60
+PATH = "cluster.kubernetesVersion"
+
+
+@dataclass(frozen=True)
+class VersionPlan:
+    kubernetes_version: str
+    release: KubernetesRelease
+    components: tuple[Component, ...]
+    """Every pinned component of the stack, the minor-coupled ones resolved for its minor."""
+
+    @property
+    def minor(self) -> str:
+        return self.release.minor
+
+    def days_to_end_of_life(self, today: date) -> int:
+        return (self.release.end_of_life - today).days
+
+    def status(self, today: date, warn_days: int = WARN_DAYS) -> str:
+        left = self.days_to_end_of_life(today)
+        return "end-of-life" if left < 0 else "ending" if left <= warn_days else "supported"
+
+    def warnings(self, today: date, warn_days: int = WARN_DAYS) -> list[str]:
+        left, eol = self.days_to_end_of_life(today), self.release.end_of_life.isoformat()
+        if left < 0:
+            return [f"Kubernetes {self.minor} reached end of life on {eol}: no security fixes; upgrade "
+                    "(docs/operations.md, minor upgrade)"]
+        if left <= warn_days:
+            return [f"Kubernetes {self.minor} reaches end of life on {eol}, in {left} days; plan the minor upgrade "
+                    "(docs/operations.md)"]
+        return []
+
+
+def check_components(minor: str, components: tuple[Component, ...], in_cluster: bool) -> list[Problem]:
+    return [Problem(PATH, f"{c.name} {c.version} does not support Kubernetes {minor} (it lists "
+                    f"{', '.join(c.minors)}); pick a minor it supports or move it in components/catalog/versions.py")
+            for c in components if (in_cluster or not c.in_cluster) and minor not in c.minors]
+
+
+def plan_versions(spec: ClusterSpec, addons: tuple[Component, ...] = ADDONS) -> VersionPlan:
+    minor = minor_of(spec.kubernetes_version)
+    release = KUBERNETES_RELEASES.get(minor)
+    coupled = MINOR_COUPLED.get(minor)
+    if release is None or coupled is None:
+        known = ", ".join(m for m in MINOR_COUPLED if m in KUBERNETES_RELEASES)
+        raise SpecError([Problem(PATH, f"Kubernetes {minor} has no coupled versions in the catalogue "
+                                 f"(cluster-autoscaler, CoreDNS, etcd of that minor); use one of {known}")])
+    components = (*coupled.components, *NODE_APIS, *addons)
+    problems = check_components(minor, components, spec.in_cluster.enabled)
+    if problems:
+        raise SpecError(problems)
+    return VersionPlan(spec.kubernetes_version, release, components)

@@ -1,0 +1,155 @@
+"""The first-boot simulation: both stacks come up with no stuck workload, and a broken toleration stops the
+plan naming the workload and the taint."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from components.errors import SpecError
+from components.planning.boot_layer import chart_workloads, first_boot, own_workloads, pool_states
+from components.planning.cluster_plan import plan_cluster
+from components.planning.first_boot import simulate
+from tests.conftest import stack_spec
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_shipped_stacks_boot_with_nothing_stuck(stack: str) -> None:
+    plan = plan_cluster(stack_spec(stack))
+    assert plan.first_boot is not None and not plan.first_boot.stuck
+    order = {s.workload: s.step for s in plan.first_boot.steps}
+    # CNI first, then DNS and controllers, then the GPU stack, then the health checks that lift the taint.
+    assert order["cilium-agent"] < order["coredns"] < order["nvidia-container-toolkit"]
+    assert order["nfd-worker"] < order["nvidia-container-toolkit"] < order["nvidia-device-plugin"]
+    health = [name for name in order if name.startswith("gpu-health-")]
+    assert health and all(order["nvidia-dcgm"] < order[h] and order["coredns"] < order[h] for h in health)
+    balloons = [name for name in order if name.startswith("balloon-") and name != "balloon-cpu"]
+    assert all(order[b] > max(order[h] for h in health) for b in balloons)  # GPU balloons after the taint goes
+
+
+def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
+    """gpu-operator v26.3.3's NFD worker tolerates only control-plane and nvidia.com/gpu by default (values.yaml
+    `node-feature-discovery.worker.tolerations`): on GPU nodes still carrying the preflight taint it never runs,
+    so the operator never labels them for its operands, the DCGM host engine never starts, the health checks
+    never run and the taint is never removed. The plan fails naming the workloads, the taint and the cycle."""
+    plan = plan_cluster(stack_spec("dev"))
+    charts = [replace(w, tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},))
+              if w.name == "nfd-worker" else w for w in chart_workloads()]
+    with pytest.raises(SpecError) as error:
+        first_boot(plan, charts=charts)
+    line = next(p.message for p in error.value.problems if p.message.startswith("nfd-worker cannot start on pool t4"))
+    assert "nfd-worker waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in line
+    assert "a cycle (nfd-worker -> gpu-health-t4 -> nvidia-dcgm -> nfd-worker)" in line
+    assert all(p.path == "cluster.inCluster" for p in error.value.problems)
+
+
+def test_stuck_workloads_are_a_plan_error() -> None:
+    plan = plan_cluster(stack_spec("dev"))
+    from components.planning.first_boot import Workload
+    needy = Workload("needs-a-label", "Deployment", {"example.com/never": "true"}, ())
+    with pytest.raises(SpecError, match=r"cluster\.inCluster: needs-a-label cannot start"):
+        first_boot(plan, [needy])
+
+
+def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
+    """Requests against allocatable: with the DaemonSets' requests on the node, a pod needing more than the
+    rest of a node is stuck, named with its requests."""
+    plan = plan_cluster(stack_spec("dev"))
+    from components.planning.first_boot import Workload
+    system = next(p for p in pool_states(plan) if p.name == "system")
+    huge = Workload("huge", "Deployment", {"gpucluster.io/role": "system"}, (), cpu_millis=system.cpu_millis + 1)
+    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), huge])
+    stuck = [s for s in boot.stuck if s.workload == "huge"]
+    assert stuck and "exceed a node's allocatable" in stuck[0].reason
+
+
+def test_effective_requests_follow_the_init_container_rule() -> None:
+    from components.planning.boot_layer import requests
+    pod = {"initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
+           "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
+                          {"resources": {"requests": {"cpu": "250m", "memory": "2Gi"}}}]}
+    assert requests(pod) == (2000, 2304)
+
+
+def test_report_shows_boot_order_and_versions() -> None:
+    from collections import Counter
+
+    from components.offline.html_report import render_report
+    from components.offline.report_data import report_data
+    html = render_report(report_data(plan_cluster(stack_spec("dev")), "dev", Counter(), []))
+    assert "First boot: when each workload can start" in html and "gpu-health-t4" in html
+    assert "Versions: Kubernetes 1.36.4, end of life 2027-06-28" in html
+
+
+def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templates_say() -> None:
+    """The simulation's taints and labels are the kubelet's registerWithTaints and node-labels as rendered
+    (components/bootstrap/node.py), and the autoscaler's scale-from-zero template taints, pool by pool."""
+    from components.bootstrap.node import NodeBootstrap, kubelet_patch
+    from components.planning.node_template import (
+        TAINT_TAG_PREFIX,
+        autoscaler_tags,
+        node_labels,
+        node_taints,
+        registers_preflight,
+    )
+    plan = plan_cluster(stack_spec("prod"))
+    states = {s.name: s for s in pool_states(plan)}
+    for pool in plan.pools:
+        scale_set = pool.scale_sets[0]
+        rendered = kubelet_patch(NodeBootstrap(
+            plan.spec.kubernetes_version, plan.ip.api_server_endpoint, "abcdef.0123456789abcdef", "sha256:" + "0" * 64,
+            pool.spec.pods_per_node, str(plan.ip.dns_service_ip), node_labels(pool, scale_set, plan.spec.location),
+            node_taints(pool), preflight=registers_preflight(pool)))
+        simulated = states[pool.name]
+        assert [{"key": t.key, "value": t.value, "effect": t.effect} for t in simulated.taints] == \
+            rendered["registerWithTaints"]
+        tags = autoscaler_tags(plan.spec.name, pool, scale_set, 0, plan.spec.location)
+        template = {k for k in tags if k.startswith(TAINT_TAG_PREFIX)}
+        assert len(template) == len([t for t in simulated.taints if t.key != "gpucluster.io/preflight"])
+
+
+def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The former design: every node registered the preflight taint, only GPU health checks removed it, and no
+    system add-on tolerated it. The simulation names CoreDNS and the taint, with nothing to remove it there."""
+    import components.planning.boot_layer as boot_layer
+    monkeypatch.setattr(boot_layer, "registers_preflight", lambda pool: True)
+    with pytest.raises(SpecError) as error:
+        first_boot(plan_cluster(stack_spec("dev")))
+    coredns = next(p.message for p in error.value.problems if p.message.startswith("coredns cannot start"))
+    assert "coredns waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in coredns
+    assert "nothing in the layer provides it" in coredns
+
+
+def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
+    """kube-scheduler's InterPodAffinity (required anti-affinity on kubernetes.io/hostname: one replica per node)
+    and NodeAffinity (required nodeSelectorTerms ORed, matchExpressions ANDed; core/v1 NodeSelectorRequirement)."""
+    from components.planning.first_boot import Workload
+    plan = plan_cluster(stack_spec("dev"))
+    system = {"gpucluster.io/role": "system"}
+    too_many = Workload("too-many", "Deployment", system, (), replicas=3, one_per_node=True)  # dev: 2 system nodes
+    elsewhere = Workload("elsewhere", "Deployment", {}, (), node_affinity=(
+        ({"key": "gpucluster.io/pool", "operator": "In", "values": ["nope"]},),))
+    fits = Workload("fits", "Deployment", {}, (), node_affinity=(
+        ({"key": "gpucluster.io/pool", "operator": "In", "values": ["nope"]},),
+        ({"key": "gpucluster.io/role", "operator": "In", "values": ["system"]},
+         {"key": "nvidia.com/gpu.product", "operator": "DoesNotExist"})))
+    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), too_many, elsewhere, fits])
+    reasons = {s.workload: s.reason for s in boot.stuck}
+    assert "3 replicas, one per node" in reasons["too-many"] and "on 2 node(s)" in reasons["too-many"]
+    assert "required node affinity matches no label" in reasons["elsewhere"]
+    assert "fits" not in reasons and boot.placements()["fits"] == ("system",)
+
+
+def test_toleration_semantics_follow_core_v1() -> None:
+    """k8s.io/api core/v1 toleration.go ToleratesTaint: empty key with Exists matches every taint; an effect
+    given must match; Equal compares the value (empty operator means Equal)."""
+    from components.bootstrap.taints import NodeTaint
+    from components.planning.first_boot import tolerates
+    taint = NodeTaint("gpucluster.io/preflight", "pending", "NoSchedule")
+    assert tolerates(({"operator": "Exists"},), taint)
+    assert not tolerates(({"operator": "Exists", "effect": "NoExecute"},), taint)
+    assert tolerates(({"key": "gpucluster.io/preflight", "operator": "Exists"},), taint)
+    assert tolerates(({"key": "gpucluster.io/preflight", "value": "pending"},), taint)
+    assert not tolerates(({"key": "gpucluster.io/preflight", "operator": "Equal", "value": "done"},), taint)
+    assert not tolerates(({"key": "nvidia.com/gpu", "operator": "Exists"},), taint)

@@ -1,0 +1,96 @@
+"""In-cluster rules from the consumers' source at the pinned versions (issue 18 items), each a test that
+fails without its fix."""
+
+from __future__ import annotations
+
+from components.bootstrap.node import PREFLIGHT_TAINT_KEY, NodeBootstrap, kubelet_patch
+from components.kubernetes.objects.autoscaler import autoscaler_args
+from components.kubernetes.objects.charts import gpu_operator_values
+from components.kubernetes.objects.dns import COREFILE
+from components.planning.cluster_plan import plan_cluster
+from components.planning.node_template import registers_preflight
+from tests.conftest import stack_spec
+
+
+def test_corefile_blocks_open_and_close_on_their_own_lines() -> None:
+    """coredns/caddy caddyfile/dispenser.go: a block's `{` ends its line and `}` stands alone; on one line
+    `health { lameduck 5s }` makes `}` a second argument ('Wrong argument count or unexpected line ending')."""
+    for line in COREFILE.splitlines():
+        tokens = line.split()
+        if "{" in tokens:
+            assert tokens[-1] == "{", line
+        if "}" in tokens:
+            assert tokens == ["}"], line
+
+
+def test_only_pools_whose_checks_remove_it_register_the_preflight_taint() -> None:
+    """kubelet registerWithTaints applies at registration; only the GPU health DaemonSets remove the
+    preflight taint, so any other pool carrying it would never take a pod that does not tolerate it."""
+    plan = plan_cluster(stack_spec("prod"))
+    for pool in plan.pools:
+        assert registers_preflight(pool) == (pool.size.gpus > 0)
+    base = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10")
+    keys = [t["key"] for t in kubelet_patch(base)["registerWithTaints"]]  # type: ignore[union-attr]
+    assert PREFLIGHT_TAINT_KEY in keys
+    off = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10",
+                        preflight=False)
+    assert kubelet_patch(off)["registerWithTaints"] == []
+
+
+def test_gpu_operator_values_reach_what_the_chart_reads() -> None:
+    """gpu-operator v26.3.3: NFD is a subchart with its own `node-feature-discovery.worker.tolerations`
+    (values.yaml: control-plane and nvidia.com/gpu only); `daemonsets.tolerations` is read by
+    templates/clusterpolicy.yaml for the operands only; no template reads `operator.defaultRuntime`."""
+    values = gpu_operator_values()
+    assert values["node-feature-discovery"]["worker"]["tolerations"] == [{"operator": "Exists"}]
+    assert "defaultRuntime" not in values["operator"]
+
+
+def test_autoscaler_flags_follow_its_source() -> None:
+    """cluster-autoscaler 1.36.1 config/flags/flags.go: --startup-taint (ignored in templates while the node
+    starts), --balancing-ignore-label, --max-nodes-total over all nodes."""
+    args = autoscaler_args("prod", 7500, 0.01, control_plane_nodes=5)
+    assert f"--startup-taint={PREFLIGHT_TAINT_KEY}" in args
+    assert "--balancing-ignore-label=gpucluster.io/infiniband-domain" in args
+    assert "--max-nodes-total=7505" in args
+
+
+def test_health_checks_share_the_operators_host_engine() -> None:
+    """gpu-operator v26.3.3: with `dcgm.enabled` the operator runs one nv-hostengine per GPU node behind the
+    `nvidia-dcgm` Service (internalTrafficPolicy Local, assets/state-dcgm) and points the exporter at it
+    (controllers/object_controls.go DCGM_REMOTE_HOSTENGINE_INFO). A second host engine in the health pod
+    would manage the same GPUs twice."""
+    from components.catalog.in_cluster import DCGM_IMAGE
+    from components.kubernetes.objects.health import health_objects
+
+    assert gpu_operator_values()["dcgm"] == {"enabled": True}
+    assert DCGM_IMAGE.endswith(":4.5.2-1-ubuntu22.04")  # the chart's dcgm.version
+    plan = plan_cluster(stack_spec("dev"))
+    daemonsets = [o for o in health_objects(plan.pools) if o["kind"] == "DaemonSet"]
+    assert daemonsets
+    for ds in daemonsets:
+        pod = ds["spec"]["template"]["spec"]
+        scripts = " ".join(" ".join(c["command"]) for c in [*pod["initContainers"], *pod["containers"]])
+        assert "nv-hostengine" not in scripts and "--host nvidia-dcgm.gpu-operator.svc" in scripts
+
+
+def _leaves(values: object, prefix: str = "") -> list[str]:
+    if isinstance(values, dict) and values:
+        return [leaf for key, value in values.items() for leaf in _leaves(value, f"{prefix}{key}.")]
+    return [prefix.rstrip(".")]
+
+
+def test_every_value_we_set_is_read_by_the_chart() -> None:
+    """A value the templates do not read is silently ignored (operator.defaultRuntime in gpu-operator was).
+    tests/data/chart_value_paths.json lists every `.Values.<path>` the pinned charts' templates read."""
+    import json
+    from pathlib import Path
+
+    from components.kubernetes.objects.kueue import kueue_chart_values
+
+    read = json.loads((Path(__file__).parent / "data" / "chart_value_paths.json").read_text())
+    for chart, values in (("gpu-operator", gpu_operator_values()), ("kueue", kueue_chart_values(10))):
+        paths = set(read[chart])
+        for leaf in _leaves(values):
+            parts = leaf.split(".")
+            assert any(".".join(parts[:n]) in paths for n in range(1, len(parts) + 1)), (chart, leaf)
