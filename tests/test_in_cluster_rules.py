@@ -3,12 +3,19 @@ fails without its fix."""
 
 from __future__ import annotations
 
+import yaml
+
+from components.bootstrap.apiserver import BOOT_SCRIPT as API_BOOT
+from components.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
 from components.bootstrap.node import PREFLIGHT_TAINT_KEY, NodeBootstrap, kubelet_patch
 from components.kubernetes.objects.autoscaler import autoscaler_args
 from components.kubernetes.objects.charts import gpu_operator_values
 from components.kubernetes.objects.dns import COREFILE
+from components.offline.boot_docs import boot_documents
+from components.offline.manifests import helm_releases
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import registers_preflight
+from components.planning.pki import api_server_host
 from tests.conftest import stack_spec
 
 
@@ -94,3 +101,21 @@ def test_every_value_we_set_is_read_by_the_chart() -> None:
         for leaf in _leaves(values):
             parts = leaf.split(".")
             assert any(".".join(parts[:n]) in paths for n in range(1, len(parts) + 1)), (chart, leaf)
+
+
+def test_cilium_reaches_the_api_server_by_name_from_every_node(prod_run) -> None:
+    """The Cilium agent (host network, every node including the API servers) dials `k8sServiceHost`. An API
+    server cannot reach its own internal load balancer (Azure Load Balancer limitations: a backend flow to its own
+    frontend fails), so the host must be the endpoint's name, which the boot documents map to 127.0.0.1 on the API
+    servers and to the load balancer elsewhere; kubelet gives host-network pods the node's /etc/hosts
+    (kubernetes pkg/kubelet/kubelet_pods.go, `makeHostsMount`)."""
+    plan = plan_cluster(stack_spec("prod"))
+    [cilium] = [r for r in helm_releases(prod_run.registrations) if r["chart"] == "cilium"]
+    host = cilium["values"]["k8sServiceHost"]
+    assert host == api_server_host("prod")
+    documents = {name: yaml.safe_load(text) for name, text in boot_documents(plan).items()}
+    scripts = {name: next(f["content"] for f in d["write_files"] if f["path"] in (API_BOOT, NODE_BOOT))
+               for name, d in documents.items() if any(f["path"] in (API_BOOT, NODE_BOOT) for f in d["write_files"])}
+    assert f"echo '127.0.0.1 {host}' >> /etc/hosts" in scripts["apiserver.yaml"]
+    nodes = [s for n, s in scripts.items() if n != "apiserver.yaml"]
+    assert nodes and all(f"echo '{plan.ip.api_server_ip} {host}' >> /etc/hosts" in s for s in nodes)

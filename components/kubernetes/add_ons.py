@@ -23,6 +23,7 @@ from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
+from components.planning.pki import api_server_host
 
 
 def _release(name: str, chart: str, repo: str, version: str, namespace: str, values: dict[str, object],
@@ -39,7 +40,7 @@ class Networking(pulumi.ComponentResource):
         super().__init__("gpucluster:kubernetes:Networking", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", cilium_values(
-            str(plan.ip.api_server_ip), API_SERVER_PORT, str(plan.ip.address_space[0]),
+            api_server_host(plan.spec.name), API_SERVER_PORT, str(plan.ip.address_space[0]),
             azure.settings(azure.cni_client_id)), child)
         self.dns = declare_all(coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip),
                                                     plan.versions.minor), child)

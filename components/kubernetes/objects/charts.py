@@ -8,7 +8,10 @@ from components.kubernetes.objects.common import on_system_nodes
 
 
 def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[str, Any]) -> dict[str, Any]:
-    """Pods get the secondary addresses of their node's NIC (the IP configurations the node pools
+    """`api_host` is the endpoint's name, not the load balancer's IP: the agent runs on the API servers too, which
+    cannot reach their own internal load balancer; the name resolves to 127.0.0.1 there and to the load balancer
+    elsewhere (the hosts entry every boot writes; the agent is host-network, so it reads the node's /etc/hosts).
+    Pods get the secondary addresses of their node's NIC (the IP configurations the node pools
     declare), routed natively in the VNet: no overlay, no per-node route tables. kube-proxy is not
     installed (kubeadm skips it); Cilium replaces it."""
     placement = on_system_nodes("cilium-operator")
