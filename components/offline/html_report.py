@@ -7,6 +7,8 @@ import ipaddress
 from html import escape
 from typing import Any
 
+from components.offline.report_data import headroom_text, unpinned_text
+
 Data = dict[str, Any]
 
 BOX_W, BOX_H, GAP, PER_ROW = 88, 40, 6, 5
@@ -181,9 +183,11 @@ def _tables(data: Data) -> list[str]:
         [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),
           f'{z["apiServers"]["left"]}/{z["apiServers"]["of"]}'] for z in data["zoneLoss"]])]
     out += ["<h2>IP plan</h2>", ip_picture(data), _table(
-        ["block", "CIDR", "holds", "IPs needed", "usable"],
-        [[escape(b["name"]), escape(b["cidr"]), escape(b["purpose"]), _n(b["ipsNeeded"]), _n(b["usable"])]
-         for b in data["ipPlan"]["blocks"]], left=3)]
+        ["block", "CIDR", "holds", "IPs needed", "usable", "room before full"],
+        [[escape(b["name"] + (" (pinned)" if b["pinned"] else "")), escape(b["cidr"]), escape(b["purpose"]),
+          _n(b["ipsNeeded"]), _n(b["usable"]), escape(headroom_text(b))] for b in data["ipPlan"]["blocks"]], left=3)]
+    if data["ipPlan"]["unpinned"]:
+        out.append(f'<p class="warn">{escape(unpinned_text(data["ipPlan"]))}</p>')
     out += ["<h2>Azure limits and quota</h2>", _table(
         ["limit", "used", "default", "in force", "status"],
         [[escape(limit["description"]), "n/a" if limit["used"] is None else _n(limit["used"]), _n(limit["default"]),

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
+from components.offline.report_data import headroom_text, unpinned_text
 
 Data = dict[str, Any]
 
@@ -69,14 +70,14 @@ def _confidential(data: Data) -> Table | None:
 def _ip_plan(data: Data) -> Table:
     ip = data["ipPlan"]
     table = _table(f"IP plan: {', '.join(ip['addressSpace'])}; services {ip['serviceCidr']} (DNS {ip['dnsServiceIp']})",
-                   ["block", "CIDR", "holds", "IPs needed", "usable"], left=3)
+                   ["block", "CIDR", "holds", "IPs needed", "usable", "room before full"], left=3)
     for block in ip["blocks"]:
         table.add_row(block["name"] + (" (pinned)" if block["pinned"] else ""), block["cidr"], block["purpose"],
-                      f"{block['ipsNeeded']:,}", f"{block['usable']:,}")
+                      f"{block['ipsNeeded']:,}", f"{block['usable']:,}", headroom_text(block))
     pods, private = ip["podIps"], ip["privateIps"]
     table.caption = (f"pod IPs: {pods['needed']:,} needed, {pods['available']:,} available, headroom "
                      f"{pods['headroom']:,} ({pods['headroomPct']:.0f}%); VNet private IPs: {private['needed']:,} "
-                     f"of {private['limit']:,}")
+                     f"of {private['limit']:,}" + (f"\n{unpinned_text(ip)}" if ip["unpinned"] else ""))
     table.caption_justify = "left"
     return table
 

@@ -6,6 +6,7 @@ from ipaddress import IPv4Network
 
 from pydantic import Field
 
+from components.catalog.limits import SCALE_SET_SUBNET_SPARE
 from components.spec.base import SpecModel
 
 
@@ -26,4 +27,8 @@ class NetworkSpec(SpecModel):
     hub_vnet_id: str | None = None
     """Resource id of a hub VNet to peer with (hub-and-spoke); its IPs then count toward the peered-group limit."""
     pinned_blocks: dict[str, IPv4Network] = Field(default_factory=dict)
-    """Freeze a block where it is (block name from the plan output -> CIDR)."""
+    """Freeze a block where it is (block name from the plan output -> CIDR). A pinned block is kept as long as
+    what it holds fits it (the spare is not required of a pin); a pool that outgrows its pin is a plan error."""
+    block_spare: float = Field(default=SCALE_SET_SUBNET_SPARE, ge=0.0, le=0.75)
+    """Fraction of a newly placed block kept free for growth (Azure's scale-set subnet guidance). Changing it
+    resizes, and so moves, unpinned blocks: pin the blocks first (docs/ip-plan.md)."""
