@@ -144,7 +144,8 @@ def _stack_resources(states: list[dict[str, Any]], props: dict[str, Any]) -> lis
 def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = None,
                  policies: list[Policy] | None = None) -> list[Violation]:
     config = config or {}
-    states = [s["newState"] for s in steps if s.get("newState", {}).get("custom")]
+    # By URN: stack rules see resources in the same order whatever order the steps came in.
+    states = sorted((s["newState"] for s in steps if s.get("newState", {}).get("custom")), key=lambda s: s["urn"])
     # Props and options are read-only to the rules: build them once, not once per rule.
     props = {s["urn"]: unknown_checking_proxy(_restore_unknowns(s["inputs"])) for s in states}
     options = {s["urn"]: _options(s) for s in states}
@@ -184,4 +185,5 @@ def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = No
             except _NotApplicableError:
                 continue
     order = {s: i for i, s in enumerate(SEVERITY_ORDER)}
-    return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or ""))
+    return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or "",
+                                             v.message))
