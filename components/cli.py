@@ -115,16 +115,19 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
 
 
 def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from components.offline.policy_runner import run_policies
+    from components.offline.policy_runner import run_policies_on_states
     from components.offline.preview import read_preview
+    from components.offline.preview_steps import stack_policy_config, steps_from_preview
     from components.offline.summary import print_violations
 
     try:
-        config = _policy_config(args.policy_config, None)
+        given = _policy_config(args.policy_config, None) if args.policy_config else None
         document = read_preview(Path(args.preview))
+        states = steps_from_preview(document, args.preview)
+        config = given if given is not None else _policy_config(None, stack_policy_config(document, project_root()))
     except SpecError as error:
         return _fail(error, errors)
-    violations = run_policies(document["steps"], config)
+    violations = run_policies_on_states(states, config)
     print_violations(console, violations)
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 

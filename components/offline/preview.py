@@ -62,6 +62,9 @@ def preview_document(run: ProgramRun) -> dict[str, Any]:
         "steps": [_step(r) for r in stable_order(run.registrations)],
         "outputs": run.outputs,
         "changeSummary": {"create": len(run.registrations)},
+        # Not in `pulumi preview --json`: digests of the masked secret inputs (boot documents), so that
+        # `gpucluster diff` can tell which boot documents a change touches without showing them.
+        "secretDigests": {r.urn: dict(r.secret_digests) for r in run.registrations if r.secret_digests},
     }
 
 
@@ -78,8 +81,10 @@ def read_preview(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise SpecError.at(str(path), f"not valid JSON at line {error.lineno}: {error.msg}") from None
     steps = document.get("steps") if isinstance(document, dict) else None
-    if not isinstance(steps, list) or not all(isinstance(s, dict) and isinstance(s.get("newState"), dict)
+    # delete steps carry only `oldState` (pulumi's ShowPreviewDigest); preview_steps reads each kind
+    if not isinstance(steps, list) or not all(isinstance(s, dict) and (isinstance(s.get("newState"), dict)
+                                                                       or isinstance(s.get("oldState"), dict))
                                               for s in steps):
-        raise SpecError.at(str(path), "not a preview: expected `steps` with a `newState` each, "
+        raise SpecError.at(str(path), "not a preview: expected `steps` with a `newState` or `oldState` each, "
                                       "as `pulumi preview --json` or `gpucluster plan` writes")
     return document
