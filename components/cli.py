@@ -1,4 +1,4 @@
-"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack."""
+"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack, `diff` two plans."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from typing import Any
 
 from rich.console import Console
 
+from components.diff.command import add_parser as add_diff_parser
+from components.diff.command import cmd_diff
 from components.errors import SpecError
 
 EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
@@ -50,6 +52,8 @@ def _write_atomically(out: Path, write: Callable[[Path], None]) -> None:
 
 
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from components.diff.command import diff_against_base, refusals
+    from components.diff.render import print_diff
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
@@ -91,6 +95,12 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     releases = helm_releases(run.registrations)
     violations = run_policies(document["steps"], policy_config)
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
+    try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
+        base_diff = diff_against_base(args.base, document, data)
+        if base_diff is not None and (refused := refusals(base_diff)) is not None:
+            raise refused
+    except SpecError as error:
+        return _fail(error, errors)
 
     def write(folder: Path) -> None:
         write_preview(document, folder / "preview.json")
@@ -107,6 +117,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         print_violations(console, violations)
     else:
         print_summary(console, data, violations)
+        if base_diff is not None:
+            print_diff(console, base_diff)
         console.print(f"wrote {out / 'preview.json'}, {out / 'report.html'}, {out / 'summary.json'}, "
                       f"{len(objects)} manifests in {out / 'manifests'} and {len(releases)} Helm releases in "
                       f"{out / 'charts'}", soft_wrap=True)
@@ -159,9 +171,11 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the summary as JSON (also written to summary.json)")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
     plan.add_argument("--policy-config", help="JSON policy config (default policies/config/<stack>.json if present)")
+    plan.add_argument("--base", help="a base plan folder: show what this plan changes; refuse what Azure would refuse")
     check = sub.add_parser("check", help="run the policy pack over a saved preview.json")
     check.add_argument("preview", help="path to a preview.json")
     check.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
+    add_diff_parser(sub)
     return top
 
 
@@ -169,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
-    handler = cmd_plan if args.command == "plan" else cmd_check
+    handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff}[args.command]
     return handler(args, console, errors)
 
 

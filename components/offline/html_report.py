@@ -7,6 +7,7 @@ import ipaddress
 from html import escape
 from typing import Any
 
+from components.diff.render import diff_section
 from components.offline.report_data import headroom_text, unpinned_text
 
 Data = dict[str, Any]
@@ -195,6 +196,8 @@ def _tables(data: Data) -> list[str]:
         _table(["family", "vCPUs needed", "declared", "short by"],
                [[escape(q["family"]), _n(q["vcpus"]), "not declared" if q["declared"] is None else _n(q["declared"]),
                  _n(q["shortBy"]) if q["shortBy"] else ""] for q in data["quota"]])]
+    if data.get("diff"):
+        out.append(diff_section(data["diff"]))
     violations = data["policies"]["violations"]
     out += ["<h2>Policies</h2>", _table(
         ["severity", "level", "rule", "resource", "message", "fix"],

@@ -138,4 +138,6 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                      "advisory": sum(not v.mandatory for v in violations),
                      "violations": [v.as_dict() for v in violations]},
         "outputs": outputs or {},
+        "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
+                                 "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},
     }

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from components.spec.base import SpecModel
 from components.spec.control_plane import ControlPlaneSpec
+from components.spec.day2 import AcknowledgedDeletions
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import NAME_PATTERN, PoolSpec
@@ -52,3 +53,5 @@ class ClusterSpec(SpecModel):
     vcpu_quota: dict[str, int] = Field(default_factory=dict)
     """vCPU quota per family the subscription has in this region; the plan compares the need against it."""
     tags: dict[str, str] = Field(default_factory=dict)
+    acknowledge_deletions: AcknowledgedDeletions = AcknowledgedDeletions()
+    """Team namespaces and InfiniBand domains this change deletes on purpose (docs/operations.md)."""
