@@ -112,6 +112,12 @@ def h100_domains_piled_in_zone_1(steps: Steps) -> State:
     return next(s for s in _states(steps, role="gpu") if s["urn"].endswith("h100-z1-00"))
 
 
+def ib_image_latest(steps: Steps) -> State:
+    state = _one(steps, name="h100-z2-03")
+    state["inputs"]["virtualMachineProfile"]["storageProfile"]["imageReference"]["version"] = "latest"
+    return state
+
+
 def spg_off(steps: Steps) -> State:
     return _set(_one(steps, name="h100-z2-03"), False, "singlePlacementGroup")
 
@@ -279,6 +285,7 @@ MUTATIONS: list[tuple[Callable[[Steps], State], str]] = [
     (h100_domains_piled_in_zone_1, "azure-native-compute-virtualmachinescaleset-infiniband-zone-loss"),
     (h100_domains_piled_in_zone_1, "azure-native-compute-virtualmachinescaleset-gpu-zone-share"),
     (spg_off, "azure-native-compute-virtualmachinescaleset-infiniband-domain"),
+    (ib_image_latest, "azure-native-compute-virtualmachinescaleset-infiniband-image-pinned"),
     (flexible_ib, "azure-native-compute-virtualmachinescaleset-infiniband-domain"),
     (oversized_domain, "azure-native-compute-virtualmachinescaleset-infiniband-domain"),
     (overprovision_on, "azure-native-compute-virtualmachinescaleset-no-overprovision"),

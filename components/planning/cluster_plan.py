@@ -13,7 +13,7 @@ from components.planning.egress import EgressPlan, plan_egress
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
-from components.planning.quota import QuotaNeed, plan_quota
+from components.planning.quota import QuotaNeed, plan_quota, quota_problems
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.spec import ClusterSpec
 
@@ -69,4 +69,6 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
             or balloons is None):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
+    if shortfall := quota_problems(quota, spec.location):
+        raise SpecError(shortfall)
     return ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons)

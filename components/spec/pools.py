@@ -31,6 +31,10 @@ class ImageRef(SpecModel):
     offer: str
     sku: str
     version: str = "latest"
+    """A pinned version (`az vm image list --publisher P --offer O --sku S --all`). `latest` lets VMs created
+    later boot a newer build than the running ones (drivers, OFED), so it is refused unless `allowLatest`."""
+    allow_latest: bool = False
+    """Opt in to `version: latest` (never for InfiniBand pools: a policy rule refuses mixed builds there)."""
 
 
 class CustomerManagedKeySpec(SpecModel):
