@@ -17,7 +17,10 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from components.offline.engine import ProgramRun
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "stacks.json"
@@ -27,7 +30,7 @@ def stack_names() -> list[str]:
     return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 
 
-def figures(stack: str, run: Any | None = None) -> dict[str, Any]:
+def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     """The summary `gpucluster plan <stack>` writes, without the stack outputs (keys, kubeconfig)."""
     from components.offline.engine import run_program
     from components.offline.policy_runner import run_policies
@@ -38,7 +41,8 @@ def figures(stack: str, run: Any | None = None) -> dict[str, Any]:
 
     loaded = load_stack_file(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)
     plan = plan_cluster(loaded.spec)
-    run = run or run_program(ROOT / "__main__.py", "gpucluster", stack, loaded.config)
+    if run is None:
+        run = run_program(ROOT / "__main__.py", "gpucluster", stack, loaded.config)
     config_path = ROOT / "policies" / "config" / f"{stack}.json"
     config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
     violations = run_policies(preview_document(run)["steps"], config)
@@ -64,7 +68,7 @@ def changed_keys(old: Any, new: Any, path: str = "") -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.golden", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.golden", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
     current = {stack: figures(stack) for stack in stack_names()}
