@@ -197,6 +197,20 @@ def test_refused_changes() -> None:
     assert refused("azure-native:compute:VirtualMachine", "zones[0]") is not None
     assert refused("azure-native:compute:VirtualMachine", "osProfile.linuxConfiguration.ssh") is not None
     assert refused("azure-native:compute:VirtualMachine", "hardwareProfile.vmSize") is None
+    assert refused("azure-native:compute:VirtualMachine", "storageProfile.imageReference.version") is not None
+    scale_set = "azure-native:compute:VirtualMachineScaleSet"
+    assert refused(scale_set, "virtualMachineProfile.storageProfile.imageReference.sku") is not None
+    assert refused(scale_set, "virtualMachineProfile.storageProfile.imageReference.version") is None
+
+
+def test_boot_folders_are_compared_when_both_plans_have_them() -> None:
+    base = Side("base", {}, {}, None, {"etcd-0.yaml": "a\nversion: 1\n", "old.yaml": "x"})
+    head = Side("head", {}, {}, None, {"etcd-0.yaml": "a\nversion: 2\n", "new.yaml": "y"})
+    files = diff_sides(base, head).boot_files
+    assert files is not None and files["added"] == ["new.yaml"] and files["removed"] == ["old.yaml"]
+    assert "-version: 1" in files["changed"]["etcd-0.yaml"] and "+version: 2" in files["changed"]["etcd-0.yaml"]
+    absent = diff_sides(Side("base", {}, {}), head)
+    assert absent.boot_files is None and any("no boot/ folder in base" in n for n in absent.notes)
 
 
 def test_a_renamed_pool_is_an_error() -> None:

@@ -79,14 +79,24 @@ _VM_OS_PROFILE = Refusal(
     "leave the stack's value as the VMs were created with, rotate SSH keys on the running VMs "
     "(az vm user update), or replace the members one at a time (docs/operations.md, \"Replacing an etcd member\")")
 
+_VM_IMAGE = Refusal(
+    "storageProfile.imageReference", "Azure refuses to change an existing VM's image (PropertyChangeNotAllowed: "
+    "\"Changing property 'imageReference' is not allowed\", pulumi/pulumi-azure-native#1117)",
+    "keep the VM's image (etcd members ignore it); to move a member to a new image, replace it "
+    "(docs/operations.md, \"Replacing an etcd member\")")
+_VMSS_IMAGE_IDENTITY = tuple(Refusal(
+    f"virtualMachineProfile.storageProfile.imageReference.{key}",
+    f"Azure refuses to change a scale set's image {key} (\"Changing property 'imageReference.{key}' is not allowed\", "
+    "MicrosoftDocs/azure-docs#50063); only the version may change",
+    "put the new image in a new pool, move the workloads, then remove the old pool") for key in ("publisher", "offer", "sku"))
 _DAEMONSET_SELECTOR = Refusal(
     "spec.selector", "a DaemonSet's selector is immutable (kube-apiserver ValidateDaemonSetUpdate), and "
     "pulumi-kubernetes' forceNew table lists the kind as `Daemonset`, so the change is sent as an update",
     "declare the DaemonSet under a new name and delete the old one")
 
 REFUSED: dict[str, tuple[Refusal, ...]] = {
-    "azure-native:compute:VirtualMachine": (_VM_ZONE, _VM_OS_PROFILE),
-    "azure-native:compute:VirtualMachineScaleSet": (_VM_ZONE,),
+    "azure-native:compute:VirtualMachine": (_VM_ZONE, _VM_OS_PROFILE, _VM_IMAGE),
+    "azure-native:compute:VirtualMachineScaleSet": (_VM_ZONE, *_VMSS_IMAGE_IDENTITY),
     "kubernetes:apps/v1:DaemonSet": (_DAEMONSET_SELECTOR,),
 }
 
