@@ -20,6 +20,7 @@ import yaml
 
 from components.diff.command import refusals
 from components.diff.compare import PlanDiff, diff_sides
+from components.diff.render import capacity_lines as render_capacity
 from components.diff.replacement import refused, replacing
 from components.diff.sides import Side, side_from_document
 from components.planning.ip_plan import plan_ip
@@ -254,3 +255,36 @@ def test_plan_base_refuses_what_azure_would_refuse(dev_out: Path, tmp_path: Path
     lines = result.stderr.strip().splitlines()
     assert any(line.startswith("error: refused-by-azure etcd-0: osProfile.linuxConfiguration") for line in lines)
     assert all("Traceback" not in line for line in lines)
+
+
+def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit(prod_run) -> None:
+    """The scenario from review: adding a GPU pool to prod silently resized the API servers and re-split every
+    team's quota; the diff names both, and moves no block (prod's blocks are pinned)."""
+    from collections import Counter
+
+    from components.offline.preview import preview_document
+    from components.offline.report_data import report_data
+    from components.planning.cluster_plan import plan_cluster
+
+    raw = stack_raw("prod")
+    spec = parse_cluster(raw)
+    base = side_from_document("prod", preview_document(prod_run), report_data(
+        plan_cluster(spec), "prod", Counter(r.type for r in prod_run.registrations if r.custom), [], {}))
+    # 520 more nodes: past 8,000 the API servers need a 17th vCPU (one per 500 nodes), so a bigger size
+    raw["pools"].insert(2, {"name": "a100", "kind": "gpu", "vmSize": "Standard_ND96asr_v4", "count": 520,
+                            "podsPerNode": 32})
+    document, data = plan_document(raw, "prod")
+    result = diff_sides(base, side_from_document("prod+a100", document, data))
+    assert not result.errors
+    [resize] = [f for f in result.flags if f.kind == "control-plane-resize" and f.resource.endswith("apiserver")]
+    assert resize.severity == "warning"
+    lines = "\n".join(render_capacity(result.capacity))
+    assert f"nodes: {base_nodes(base):,} -> {base_nodes(base) + 520:,} (+520)" in lines
+    assert all(f"team {t['name']} quota per flavor" in lines for t in raw["teams"])
+    assert {c.name for c in result.changes if c.action == "create"} >= {"a100-z1-00", "a100-z2-00"}
+
+
+def base_nodes(base: Side) -> int:
+    from components.diff.capacity import capacity
+
+    return int(capacity(base)["nodes"])

@@ -25,7 +25,8 @@ def quantity(value: Any) -> float | None:
     return float(match.group(1)) * _FACTORS[match.group(2)] if match else None
 
 
-def _team_quotas(resources: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+def _team_quotas(resources: dict[str, dict[str, Any]], by_flavor: bool = False) -> dict[str, dict[str, float]]:
+    """Each team's nominal quota per resource (summed over flavors), or per `flavor/resource`."""
     quotas: dict[str, dict[str, float]] = {}
     for state in resources.values():
         if state.get("type") != CLUSTER_QUEUE:
@@ -39,7 +40,8 @@ def _team_quotas(resources: dict[str, dict[str, Any]]) -> dict[str, dict[str, fl
                 for resource in flavor.get("resources") or []:
                     amount = quantity(resource.get("nominalQuota"))
                     if amount is not None:
-                        totals[resource.get("name", "?")] += amount
+                        key = resource.get("name", "?")
+                        totals[f"{flavor.get('name', '?')}/{key}" if by_flavor else key] += amount
         quotas[str(team)] = dict(sorted(totals.items()))
     return dict(sorted(quotas.items()))
 
@@ -64,7 +66,7 @@ def capacity(side: Side) -> dict[str, Any]:
         ip = (side.summary.get("ipPlan") or {}).get("podIps") or {}
         pod_ips = {"needed": ip.get("needed"), "available": ip.get("available")}
     return {**totals, "podIps": pod_ips, "pools": dict(sorted(pools.items())),
-            "teamQuota": _team_quotas(side.resources)}
+            "teamQuota": _team_quotas(side.resources), "teamQuotaByFlavor": _team_quotas(side.resources, True)}
 
 
 def _delta(base: Any, head: Any) -> Any:

@@ -42,6 +42,10 @@ def capacity_lines(capacity: dict[str, Any]) -> list[str]:
                                                                for k, v in head["teamQuota"][team].items()))
         elif any(amounts.values()):
             lines.append(f"team {team} quota: " + ", ".join(f"{k} {_signed(v)}" for k, v in amounts.items() if v))
+    for team, amounts in delta.get("teamQuotaByFlavor", {}).items():
+        if team in base["teamQuota"] and team in head["teamQuota"] and any(amounts.values()):
+            lines.append(f"team {team} quota per flavor: " + ", ".join(
+                f"{k} {_signed(v)}" for k, v in amounts.items() if v))
     return lines
 
 

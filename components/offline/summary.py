@@ -133,7 +133,8 @@ def _quota(data: Data) -> Table:
     table = _table("vCPU quota needed per family", ["family", "vCPUs needed", "declared quota", "short by"])
     for need in data["quota"]:
         declared = f"{need['declared']:,}" if need["declared"] is not None else "not declared"
-        table.add_row(need["family"], f"{need['vcpus']:,}", declared, f"{need['shortBy']:,}" if need["shortBy"] else "")
+        family = "cores (Total Regional vCPUs)" if need["family"] == "cores" else need["family"]
+        table.add_row(family, f"{need['vcpus']:,}", declared, f"{need['shortBy']:,}" if need["shortBy"] else "")
     return table
 
 
