@@ -52,7 +52,7 @@ def _write_atomically(out: Path, write: Callable[[Path], None]) -> None:
 
 
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from components.diff.command import diff_against_base, refusals
+    from components.diff.command import check_base, diff_against_base, refusals
     from components.diff.render import print_diff
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
@@ -73,6 +73,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         if out.exists() and not out.is_dir():
             raise SpecError.at("--out", f"{out} is a file; give a folder (it is replaced as a whole)")
         policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
+        check_base(args.base)
     except SpecError as error:
         return _fail(error, errors)
     progress.stage(f"planning stack {name} from {path}")

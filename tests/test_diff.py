@@ -288,3 +288,9 @@ def base_nodes(base: Side) -> int:
     from components.diff.capacity import capacity
 
     return int(capacity(base)["nodes"])
+
+
+def test_plan_base_must_be_a_plan_folder(tmp_path: Path) -> None:
+    result = gpucluster("plan", "dev", "--out", str(tmp_path / "out"), "--base", str(tmp_path / "nope"))
+    assert result.returncode == 2 and not (tmp_path / "out").exists()
+    assert result.stderr.startswith("error: --base: ") and "holds no preview.json" in result.stderr

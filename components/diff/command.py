@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -40,6 +41,13 @@ def cmd_diff(args: argparse.Namespace, console: Console, errors: Console) -> int
     else:
         print_diff(console, diff)
     return EXIT_BAD_INPUT if diff.errors else EXIT_OK
+
+
+def check_base(base_folder: str | None) -> None:
+    """Before any work: `--base` must be a plan folder."""
+    if base_folder and not (Path(base_folder) / "preview.json").is_file():
+        raise SpecError.at("--base", f"{base_folder} holds no preview.json; give the folder `gpucluster plan --out` "
+                                     "wrote for the base")
 
 
 def diff_against_base(base_folder: str | None, document: dict[str, Any], data: dict[str, Any]) -> PlanDiff | None:
