@@ -72,11 +72,14 @@ def _scenario(name: str) -> dict[str, Any]:
 
 
 def _ssh_key() -> str:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    """An OpenSSH ed25519 public key line (RFC 8709 wire format: string "ssh-ed25519", string key)."""
+    import base64
+    import struct
 
-    key = Ed25519PrivateKey.from_private_bytes(bytes(range(32))).public_key()
-    return key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    def field(data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + data
+
+    return "ssh-ed25519 " + base64.b64encode(field(b"ssh-ed25519") + field(bytes(range(32)))).decode() + " ops"
 
 
 @functools.cache
