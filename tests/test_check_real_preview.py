@@ -126,3 +126,10 @@ def test_a_preview_with_nothing_to_judge_is_refused(document, tmp_path: Path) ->
     result = gpucluster("check", str(path))
     assert result.returncode == 2
     assert "holds no resources to check" in result.stderr
+
+
+def test_check_on_a_saved_dev_plan_uses_the_dev_policy_config(dev_out: Path) -> None:
+    """`plan dev` passes with policies/config/dev.json; `check` on its preview finds the same config from
+    the document's stack name instead of judging dev by prod's thresholds."""
+    result = gpucluster("check", str(dev_out / "preview.json"))
+    assert result.returncode == 0, result.stdout
