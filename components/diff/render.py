@@ -22,6 +22,14 @@ def _signed(value: float) -> str:
     return ("+" if value > 0 else "") + _number(value)
 
 
+def _amount(key: str, value: float, signed: bool = True) -> str:
+    """Quota amounts as people read them: memory in GiB (Kueue quantities are bytes here)."""
+    if key.endswith("memory"):
+        value = value / 2**30
+        return f"{key} {_signed(value) if signed else _number(value)} GiB"
+    return f"{key} {_signed(value) if signed else _number(value)}"
+
+
 def capacity_lines(capacity: dict[str, Any]) -> list[str]:
     base, head, delta = capacity["base"], capacity["head"], capacity["delta"]
     lines = [f"{label}: {_number(base[key])} -> {_number(head[key])} ({_signed(delta[key])})"
@@ -38,14 +46,14 @@ def capacity_lines(capacity: dict[str, Any]) -> list[str]:
         if team not in head["teamQuota"]:
             lines.append(f"team {team}: quota removed")
         elif team not in base["teamQuota"]:
-            lines.append(f"team {team}: new, quota " + ", ".join(f"{k} {_number(v)}"
+            lines.append(f"team {team}: new, quota " + ", ".join(_amount(k, v, signed=False)
                                                                for k, v in head["teamQuota"][team].items()))
         elif any(amounts.values()):
-            lines.append(f"team {team} quota: " + ", ".join(f"{k} {_signed(v)}" for k, v in amounts.items() if v))
+            lines.append(f"team {team} quota: " + ", ".join(_amount(k, v) for k, v in amounts.items() if v))
     for team, amounts in delta.get("teamQuotaByFlavor", {}).items():
         if team in base["teamQuota"] and team in head["teamQuota"] and any(amounts.values()):
             lines.append(f"team {team} quota per flavor: " + ", ".join(
-                f"{k} {_signed(v)}" for k, v in amounts.items() if v))
+                _amount(k, v) for k, v in amounts.items() if v))
     return lines
 
 
