@@ -1,33 +1,50 @@
-# The two commands: `make plan STACK=<name>` and `make test`. Both set up .venv on a fresh machine.
+# The two commands: `make plan STACK=<name>` and `make test`. Both set up .venv on a fresh machine:
+# `make plan` installs only what planning needs (the Pulumi SDKs, pydantic, rich, PyYAML, jsonschema);
+# `make test` adds the dev tools (pytest, hypothesis, ruff, pyright with its Node.js, kubernetes-validate).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= dev
-STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
+DEV := $(VENV)/.dev
+PIP := $(BIN)/pip install --disable-pip-version-check --progress-bar on
 
-.PHONY: plan test lint typecheck unit bench clean
+.PHONY: plan test lint typecheck unit golden install bench clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(RUNTIME): pyproject.toml
+	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "==> [2/2] installing what planning needs (pulumi, pulumi-azure-native, ...: about 300 MB, a few minutes on a fresh machine)"
+	$(PIP) -e .
+	@touch $@
+	@echo "==> ready: $(BIN)/gpucluster"
 
-plan: $(STAMP)
+$(DEV): $(RUNTIME)
+	@echo "==> installing the dev tools for make test (pytest, hypothesis, ruff, pyright and its Node.js, kubernetes-validate)"
+	$(PIP) -e '.[dev]'
+	@touch $@
+
+install: $(RUNTIME)
+
+plan: $(RUNTIME)
 	$(BIN)/gpucluster plan $(STACK)
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(BIN)/pyright components policies tools bench
 
-unit: $(STAMP)
+unit: $(DEV)
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
 
-bench: $(STAMP)
+# The shipped stacks' figures (tests/golden/stacks.json): regenerate after a deliberate change to a stack.
+golden: $(RUNTIME)
+	$(BIN)/python -m tools.golden
+
+bench: $(RUNTIME)
 	$(BIN)/python bench/plan_bench.py
 
 clean:

@@ -1,4 +1,4 @@
-"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack."""
+"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack, `diff` two plans."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any
 
 from rich.console import Console
 
+from components.diff.command import add_parser as add_diff_parser
+from components.diff.command import cmd_diff
 from components.errors import SpecError
 
 EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
@@ -35,6 +37,8 @@ def _fail(problems: SpecError, console: Console) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from components.diff.command import check_base, diff_against_base, refusals
+    from components.diff.render import print_diff
     from components.offline.boot_docs import write_boot_documents
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
@@ -59,6 +63,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     try:
         check_output_folder(out)
         policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
+        check_base(args.base)
     except SpecError as error:
         return _fail(error, errors)
     progress.stage(f"planning stack {name} from {path}")
@@ -85,6 +90,12 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     violations = run_policies(document["steps"], policy_config)
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
     data[PREFLIGHT_KEY] = warning_rows(checked.warnings)
+    try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
+        base_diff = diff_against_base(args.base, document, data)
+        if base_diff is not None and (refused := refusals(base_diff)) is not None:
+            raise refused
+    except SpecError as error:
+        return _fail(error, errors)
 
     def write(folder: Path) -> None:
         write_preview(document, folder / "preview.json")
@@ -103,6 +114,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     else:
         print_summary(console, data, violations)
         print_warnings(console, data)
+        if base_diff is not None:
+            print_diff(console, base_diff)
         console.print(f"wrote {out / 'preview.json'}, {out / 'report.html'}, {out / 'summary.json'}, "
                       f"{len(objects)} manifests in {out / 'manifests'} and {len(releases)} Helm releases in "
                       f"{out / 'charts'}", soft_wrap=True)
@@ -111,16 +124,19 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
 
 
 def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from components.offline.policy_runner import run_policies
+    from components.offline.policy_runner import run_policies_on_states
     from components.offline.preview import read_preview
+    from components.offline.preview_steps import stack_policy_config, steps_from_preview
     from components.offline.summary import print_violations
 
     try:
-        config = _policy_config(args.policy_config, None)
+        given = _policy_config(args.policy_config, None) if args.policy_config else None
         document = read_preview(Path(args.preview))
+        states = steps_from_preview(document, args.preview)
+        config = given if given is not None else _policy_config(None, stack_policy_config(document, project_root()))
     except SpecError as error:
         return _fail(error, errors)
-    violations = run_policies(document["steps"], config)
+    violations = run_policies_on_states(states, config)
     print_violations(console, violations)
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 
@@ -152,9 +168,11 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the summary as JSON (also written to summary.json)")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
     plan.add_argument("--policy-config", help="JSON policy config (default policies/config/<stack>.json if present)")
+    plan.add_argument("--base", help="a base plan folder: show what this plan changes; refuse what Azure would refuse")
     check = sub.add_parser("check", help="run the policy pack over a saved preview.json")
     check.add_argument("preview", help="path to a preview.json")
     check.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
+    add_diff_parser(sub)
     return top
 
 
@@ -162,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
-    handler = cmd_plan if args.command == "plan" else cmd_check
+    handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff}[args.command]
     signal.signal(signal.SIGINT, _interrupted)
     return handler(args, console, errors)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +58,19 @@ def prod_run() -> ProgramRun:
     """The prod program under the offline engine, once per test session (about 5 s)."""
     stack = load_stack_file(STACKS / "Pulumi.prod.yaml", "prod")
     return run_program(ROOT / "__main__.py", "gpucluster", "prod", stack.config)
+
+
+def plan_stack(stack: str | Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`gpucluster plan` as a user runs it, in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "components.cli", "plan", str(stack), "--quiet", "--out", str(out),
+                           *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def dev_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dev stack planned once per session: out/dev as `gpucluster plan dev` writes it."""
+    out = tmp_path_factory.mktemp("dev-plan") / "dev"
+    result = plan_stack("dev", out)
+    assert result.returncode == 0, result.stderr
+    return out

@@ -36,12 +36,12 @@ def test_growing_an_infiniband_pool_only_appends(count: int, extra: int, zones: 
     assert after[: len(before)] == before
 
 
-def test_prod_gpu_pool_has_32_domains_of_at_most_100(prod_spec) -> None:
+def test_prod_gpu_pool_uses_the_fewest_domains_of_at_most_100(prod_spec) -> None:
     pools = {p.name: p for p in plan_pools(prod_spec, effective_limits(prod_spec))}
     h100 = pools["h100"]
-    assert len(h100.scale_sets) == 32 and h100.gpus == 25_000
+    assert len(h100.scale_sets) == -(-h100.spec.count // 100) and h100.gpus == h100.spec.count * 8
     assert all(s.capacity <= 100 and s.single_placement_group for s in h100.scale_sets)
-    assert sum(p.nodes for p in pools.values()) == 7_500
+    assert sum(p.nodes for p in pools.values()) == sum(p.count for p in prod_spec.pools)
     gpus_by_zone = [h100.nodes_in_zone(z) * 8 for z in prod_spec.zones]
     assert max(gpus_by_zone) - min(gpus_by_zone) <= 100 * 8
     assert h100.scale_sets[0].name == "h100-z1-00" and h100.scale_sets[1].name == "h100-z2-00"

@@ -56,7 +56,8 @@ def test_priority_order() -> None:
 
 def test_prod_queues_follow_team_quotas(prod_spec: ClusterSpec) -> None:
     plan = plan_cluster(prod_spec).scheduling
-    assert [f.name for f in plan.flavors] == ["h100", "confidential", "cpu"]
+    workload_pools = [p.name for p in prod_spec.pools if p.kind.value != "system"]
+    assert [f.name for f in plan.flavors] == workload_pools  # one flavor per workload pool, in stack order
     h100 = next(f for f in plan.flavors if f.name == "h100")
     assert h100.topology == "infiniband" and h100.node_labels == {"gpucluster.io/pool": "h100"}
     confidential = next(f for f in plan.flavors if f.name == "confidential")
@@ -64,10 +65,16 @@ def test_prod_queues_follow_team_quotas(prod_spec: ClusterSpec) -> None:
     assert {t.key for t in confidential.node_taints} - {t.key for t in confidential.tolerations} == \
         {"gpucluster.io/confidential"}
     pretraining = next(t for t in plan.teams if t.name == "pretraining")
-    assert [f.flavor for f in pretraining.flavors] == ["cpu", "h100"]  # CPU flavors first
-    gpu = next(f for f in pretraining.flavors if f.flavor == "h100").nominal
-    assert (gpu.gpus, gpu.cpus) == (16000, 16000 * 12)
-    assert sum(q.nominal.gpus for t in plan.teams for q in t.flavors) == 25000
+    flavors = {f.name: f for f in plan.flavors}
+    order = [flavors[q.flavor].gpu for q in pretraining.flavors]
+    assert order == sorted(order)  # CPU flavors first
+    gpu_quotas = [q for q in pretraining.flavors if flavors[q.flavor].gpu]
+    spec = next(t for t in prod_spec.teams if t.name == "pretraining")
+    assert sum(q.nominal.gpus for q in gpu_quotas) == spec.quota.gpus
+    for quota in gpu_quotas:  # each GPU comes with its share of the node's CPUs
+        size = flavors[quota.flavor].pool.size
+        assert quota.nominal.cpus == quota.nominal.gpus * size.vcpus // size.gpus
+    assert sum(q.nominal.gpus for t in plan.teams for q in t.flavors) == sum(t.quota.gpus for t in prod_spec.teams)
 
 
 def _scheduling_problem(**overrides: Any) -> str:

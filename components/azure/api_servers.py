@@ -53,7 +53,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
     custom_data = pulumi.Output.secret(pulumi.Output.all(*(files[k] for k in keys), token).apply(render))
     return azure.compute.VirtualMachineScaleSet(
         name, vm_scale_set_name=API_SCALE_SET, resource_group_name=resource_group_name, location=spec.location,
-        zones=list(spec.zones), zone_balance=True,
+        zones=list(cp.api.zones), zone_balance=True,
         sku=azure.compute.SkuArgs(name=cp.api.size.name, tier="Standard", capacity=cp.api.count),
         orchestration_mode="Uniform", single_placement_group=False, platform_fault_domain_count=1, overprovision=False,
         upgrade_policy=azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),

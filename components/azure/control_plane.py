@@ -45,7 +45,7 @@ class ControlPlane(pulumi.ComponentResource):
             sku=azure.network.LoadBalancerSkuArgs(name="Standard", tier="Regional"),
             frontend_ip_configurations=[azure.network.FrontendIPConfigurationArgs(
                 name="apiserver", private_ip_address=str(plan.ip.api_server_ip),
-                private_ip_allocation_method="Static", zones=list(spec.zones),
+                private_ip_allocation_method="Static", zones=list(plan.control_plane.api.zones),
                 subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]))],
             backend_address_pools=[azure.network.BackendAddressPoolArgs(name="apiservers")],
             probes=[azure.network.ProbeArgs(name="readyz", protocol="Https", port=API_SERVER_PORT, request_path="/readyz",

@@ -82,7 +82,13 @@ class EtcdCluster(pulumi.ComponentResource):
                         delete_option="Delete"),
                     data_disks=data_disks),
                 # customData is create-only on Azure; certificate rotation goes through the runbook, not a replace.
-                opts=pulumi.ResourceOptions(parent=self, protect=True, ignore_changes=["osProfile.customData"]))
+                # The image is fixed at creation too (Azure: "Changing property 'imageReference' is not allowed",
+                # pulumi/pulumi-azure-native#1117): a member keeps the one it was created with.
+                # Each member depends on the one before: Pulumi updates (resizes, restarts) them one at a time,
+                # so a change never takes more than one member of the quorum down at once.
+                opts=pulumi.ResourceOptions(parent=self, protect=True,
+                                            ignore_changes=["osProfile.customData", "storageProfile.imageReference"],
+                                            depends_on=self.vms[-1:]))
             self.vms.append(vm)
         self.principal_ids = [vm.identity.apply(lambda i: i.principal_id if i else "") for vm in self.vms]
         self.register_outputs({"members": [vm.name for vm in self.vms]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import runpy
 import threading
@@ -42,6 +43,9 @@ class Registration:
     ignore_changes: tuple[str, ...]
     dependencies: tuple[str, ...]
     provider: str
+    secret_digests: tuple[tuple[str, str], ...] = ()
+    """(path, sha256 of the value) per secret input: what a diff compares where the value itself is masked.
+    Offline the secret values are mock keys and rendered boot text, so the digest reveals nothing real."""
 
 
 @dataclass
@@ -52,18 +56,24 @@ class ProgramRun:
     outputs: dict[str, Any] = field(default_factory=dict)
 
 
-def _scrub(value: Any, path: str, secrets: list[str]) -> Any:
-    """Replace secret and resource-reference envelopes; note where the secrets were."""
+def secret_digest(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def _scrub(value: Any, path: str, secrets: list[str], digests: list[tuple[str, str]] | None = None) -> Any:
+    """Replace secret and resource-reference envelopes; note where the secrets were (and their digests)."""
     if isinstance(value, dict):
         signature = value.get(SIG_KEY)
         if signature == SECRET_SIG:
             secrets.append(path or "$")
+            if digests is not None:
+                digests.append((path or "$", secret_digest(value.get("value"))))
             return SECRET_MARK
         if signature == RESOURCE_SIG:
             return value.get("urn", "")
-        return {k: _scrub(v, f"{path}.{k}" if path else k, secrets) for k, v in value.items()}
+        return {k: _scrub(v, f"{path}.{k}" if path else k, secrets, digests) for k, v in value.items()}
     if isinstance(value, list):
-        return [_scrub(v, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
+        return [_scrub(v, f"{path}[{i}]", secrets, digests) for i, v in enumerate(value)]
     if value == UNKNOWN:
         return UNKNOWN_MARK
     if isinstance(value, float) and value.is_integer():
@@ -105,7 +115,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 request.object[named[0]] = named[1]  # the provider's autoname, as `pulumi preview` shows it
             raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
             secrets: list[str] = []
-            inputs = _scrub(raw, "", secrets)
+            digests: list[tuple[str, str]] = []
+            inputs = _scrub(raw, "", secrets, digests)
             self.run.registrations.append(Registration(
                 urn=urn,
                 type=request.type,
@@ -118,6 +129,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 ignore_changes=tuple(request.ignoreChanges),
                 dependencies=tuple(request.dependencies),
                 provider=request.provider,
+                secret_digests=tuple(sorted(digests)),
             ))
             if self.on_register is not None:
                 self.on_register(len(self.run.registrations))

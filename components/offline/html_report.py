@@ -7,6 +7,8 @@ import ipaddress
 from html import escape
 from typing import Any
 
+from components.diff.render import diff_section
+from components.offline.report_data import headroom_text, unpinned_text
 from components.preflight.report import html_section
 
 Data = dict[str, Any]
@@ -183,9 +185,11 @@ def _tables(data: Data) -> list[str]:
         [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),
           f'{z["apiServers"]["left"]}/{z["apiServers"]["of"]}'] for z in data["zoneLoss"]])]
     out += ["<h2>IP plan</h2>", ip_picture(data), _table(
-        ["block", "CIDR", "holds", "IPs needed", "usable"],
-        [[escape(b["name"]), escape(b["cidr"]), escape(b["purpose"]), _n(b["ipsNeeded"]), _n(b["usable"])]
-         for b in data["ipPlan"]["blocks"]], left=3)]
+        ["block", "CIDR", "holds", "IPs needed", "usable", "room before full"],
+        [[escape(b["name"] + (" (pinned)" if b["pinned"] else "")), escape(b["cidr"]), escape(b["purpose"]),
+          _n(b["ipsNeeded"]), _n(b["usable"]), escape(headroom_text(b))] for b in data["ipPlan"]["blocks"]], left=3)]
+    if data["ipPlan"]["unpinned"]:
+        out.append(f'<p class="warn">{escape(unpinned_text(data["ipPlan"]))}</p>')
     out += ["<h2>Azure limits and quota</h2>", _table(
         ["limit", "used", "default", "in force", "status"],
         [[escape(limit["description"]), "n/a" if limit["used"] is None else _n(limit["used"]), _n(limit["default"]),
@@ -204,6 +208,8 @@ def _tables(data: Data) -> list[str]:
             ["step", "workload", "pools"],
             [[str(s["step"]), escape(s["workload"]), escape(", ".join(s["pools"]))] for s in data["firstBoot"]],
             left=3)]
+    if data.get("diff"):
+        out.append(diff_section(data["diff"]))
     violations = data["policies"]["violations"]
     out += ["<h2>Policies</h2>", _table(
         ["severity", "level", "rule", "resource", "message", "fix"],

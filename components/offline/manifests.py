@@ -52,18 +52,39 @@ def kubernetes_objects(registrations: list[Registration]) -> list[dict[str, Any]
     return objects
 
 
-def _file_name(index: int, obj: dict[str, Any]) -> str:
+INSTALL_ORDER = (
+    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
+    "ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "DaemonSet",
+    "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job",
+    "CronJob", "IngressClass", "Ingress", "APIService",
+)
+"""Helm's install order (helm/helm `pkg/releaseutil/kind_sorter.go`, InstallOrder): namespaces and CRDs before
+what lives in them. Kinds it does not list (custom resources) come last, as Helm puts them."""
+
+
+def _slug(*parts: str) -> str:
+    return re.sub(r"[^a-z0-9.-]+", "-", "-".join(p for p in parts if p).lower()).strip("-")
+
+
+def _file_name(obj: dict[str, Any]) -> str:
+    """`<install rank>-<kind>-<namespace>-<name>.yaml`: from the object's identity only, so a name never
+    depends on what else the program declares. `kubectl apply -f <dir>` reads files in name order, so the
+    rank (a function of the kind) puts namespaces and CRDs first."""
     meta = obj["metadata"]
-    parts = [obj["kind"], meta.get("namespace", ""), meta["name"]]
-    slug = re.sub(r"[^a-z0-9.-]+", "-", "-".join(p for p in parts if p).lower())
-    return f"{index:03d}-{slug}.yaml"
+    kind = obj["kind"]
+    rank = INSTALL_ORDER.index(kind) if kind in INSTALL_ORDER else len(INSTALL_ORDER)
+    return f"{rank:02d}-{_slug(kind, meta.get('namespace', ''), meta['name'])}.yaml"
 
 
 def write_manifests(objects: list[dict[str, Any]], directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
+    names = [_file_name(obj) for obj in objects]
     paths = []
-    for index, obj in enumerate(objects):
-        path = directory / _file_name(index, obj)
+    for obj, name in sorted(zip(objects, names, strict=True), key=lambda pair: pair[1]):
+        if names.count(name) > 1:  # same kind and name in two API groups: the group tells them apart
+            name = name.removesuffix(".yaml") + "-" + _slug(obj["apiVersion"].split("/")[0]) + ".yaml"
+        path = directory / name
         path.write_text(_dump(obj), encoding="utf-8")
         paths.append(path)
     return paths

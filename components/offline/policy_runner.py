@@ -63,9 +63,31 @@ def _restore_unknowns(value: Any) -> Any:
     return UNKNOWN if value == UNKNOWN_MARK else value
 
 
+class _NotRecordedError(UnknownValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(UNKNOWN, [key])
+        self.message = (f"the preview does not record the resource option `{key}` (a `pulumi preview --json` state "
+                        "has none); run the pack with `pulumi preview --policy-pack` to judge it")
+
+
+class _UnrecordedList(list[str]):
+    """An option a saved real preview does not carry: reading it is like reading an unknown value."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+    def _unknown(self, *_: Any) -> Any:
+        raise _NotRecordedError(self.key)
+
+    __contains__ = __iter__ = __len__ = __bool__ = __getitem__ = _unknown  # type: ignore[assignment]
+
+
 def _options(state: dict[str, Any]) -> PolicyResourceOptions:
+    ignore_changes = (list(state.get("ignoreChanges") or []) if "ignoreChanges" in state
+                      else _UnrecordedList("ignoreChanges"))
     return PolicyResourceOptions(
-        protect=bool(state.get("protect")), ignore_changes=list(state.get("ignoreChanges") or []),
+        protect=bool(state.get("protect")), ignore_changes=ignore_changes,
         delete_before_replace=None, aliases=[], custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
         additional_secret_outputs=[], parent=state.get("parent") or None)
 
@@ -143,8 +165,17 @@ def _stack_resources(states: list[dict[str, Any]], props: dict[str, Any]) -> lis
 
 def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = None,
                  policies: list[Policy] | None = None) -> list[Violation]:
+    """The pack over the `newState` of each step (gpucluster's own preview: every step creates)."""
+    return run_policies_on_states([s["newState"] for s in steps if isinstance(s.get("newState"), dict)], config,
+                                  policies)
+
+
+def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, Any] | None = None,
+                           policies: list[Policy] | None = None) -> list[Violation]:
+    """The pack over resource states (from preview_steps.steps_from_preview for a real preview)."""
     config = config or {}
-    states = [s["newState"] for s in steps if s.get("newState", {}).get("custom")]
+    # By URN: stack rules see resources in the same order whatever order the steps came in.
+    states = sorted((s for s in all_states if s.get("custom")), key=lambda s: s["urn"])
     # Props and options are read-only to the rules: build them once, not once per rule.
     props = {s["urn"]: unknown_checking_proxy(_restore_unknowns(s["inputs"])) for s in states}
     options = {s["urn"]: _options(s) for s in states}
@@ -184,4 +215,5 @@ def run_policies(steps: list[dict[str, Any]], config: dict[str, Any] | None = No
             except _NotApplicableError:
                 continue
     order = {s: i for i, s in enumerate(SEVERITY_ORDER)}
-    return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or ""))
+    return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or "",
+                                             v.message))

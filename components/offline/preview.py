@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from pathlib import Path
 from typing import Any
@@ -22,23 +23,54 @@ def _step(reg: Registration) -> dict[str, Any]:
             "inputs": reg.inputs,
             "protect": reg.protect,
             "ignoreChanges": list(reg.ignore_changes),
-            "dependencies": list(reg.dependencies),
+            "dependencies": sorted(set(reg.dependencies)),
             "provider": reg.provider,
         },
     }
 
 
+def stable_order(registrations: list[Registration]) -> list[Registration]:
+    """Registrations in an order that does not depend on thread scheduling: parents and dependencies first
+    (the order the engine would create them in), ties broken by URN. The SDK registers resources from
+    several threads, so the order they arrive in varies from run to run."""
+    by_urn = {r.urn: r for r in registrations}
+    before = {r.urn: {u for u in (r.parent, *r.dependencies) if u in by_urn and u != r.urn} for r in registrations}
+    after: dict[str, list[str]] = {urn: [] for urn in by_urn}
+    for urn, needs in before.items():
+        for need in needs:
+            after[need].append(urn)
+    waiting = {urn: len(needs) for urn, needs in before.items()}
+    ready = [urn for urn, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    ordered: list[Registration] = []
+    while ready:
+        urn = heapq.heappop(ready)
+        ordered.append(by_urn[urn])
+        for follower in after[urn]:
+            waiting[follower] -= 1
+            if waiting[follower] == 0:
+                heapq.heappush(ready, follower)
+    if len(ordered) < len(by_urn):  # a cycle cannot be registered, but never drop a resource
+        placed = {r.urn for r in ordered}
+        ordered += sorted((r for r in registrations if r.urn not in placed), key=lambda r: r.urn)
+    return ordered
+
+
 def preview_document(run: ProgramRun) -> dict[str, Any]:
     return {
         "config": {"project": run.project, "stack": run.stack},
-        "steps": [_step(r) for r in run.registrations],
+        "steps": [_step(r) for r in stable_order(run.registrations)],
         "outputs": run.outputs,
         "changeSummary": {"create": len(run.registrations)},
+        # Not in `pulumi preview --json`: digests of the masked secret inputs (boot documents), so that
+        # `gpucluster diff` can tell which boot documents a change touches without showing them.
+        "secretDigests": {r.urn: dict(r.secret_digests) for r in run.registrations if r.secret_digests},
     }
 
 
 def write_preview(document: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    # Sorted keys: recorded inputs come out of protobuf maps in no guaranteed order.
+    path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 MAX_PREVIEW_BYTES = 512 << 20
@@ -87,8 +119,8 @@ def _step_problem(index: int, step: Any, seen: set[tuple[str, str]]) -> str | No
         return f"steps[{index}].{key}.type must be the resource type (a string)"
     if state.get("urn", urn) != urn:
         return f"steps[{index}].{key}.urn differs from the step's urn"
-    if key == "newState" and not isinstance(state.get("inputs"), dict):
-        return f"steps[{index}].newState.inputs must be an object of the resource's inputs"
+    if not isinstance(state.get("inputs", {}), dict):  # the root stack's state may have none
+        return f"steps[{index}].{key}.inputs must be an object of the resource's inputs"
     return None
 
 
@@ -117,8 +149,8 @@ def read_preview(path: Path) -> dict[str, Any]:
         raise SpecError.at(where, "not a preview: expected an object with `steps`, as `pulumi preview --json` or "
                                   "`gpucluster plan` writes")
     if not steps:
-        raise SpecError.at(where, "has no steps, so there is nothing to check; preview a stack that declares "
-                                  "resources")
+        raise SpecError.at(where, "holds no resources to check: its `steps` list is empty; preview a stack that "
+                                  "declares resources")
     seen: set[tuple[str, str]] = set()
     problems = [p for p in (_step_problem(i, step, seen) for i, step in enumerate(steps)) if p]
     if problems:

@@ -58,6 +58,18 @@ def _etcd_left(etcd: EtcdPlan | None, zone: str) -> dict[str, Any] | None:
             "quorumHolds": etcd.survives_loss_of(zone)}
 
 
+def headroom_text(block: dict[str, Any]) -> str:
+    unit = "VMs" if block["name"].startswith("pool-") else "members"
+    return f"+{block['headroomMembers']:,} {unit}"
+
+
+def unpinned_text(ip: dict[str, Any]) -> str:
+    """Unpinned blocks move when their pool outgrows them: say so, with the pins to add."""
+    pins = ", ".join(f"{name}: {ip['pins'][name]}" for name in ip["unpinned"])
+    return (f"not pinned: {', '.join(ip['unpinned'])}; growth past a block's room moves it. Freeze the layout "
+            f"under cluster.network.pinnedBlocks: {{{pins}}}")
+
+
 def limit_usage(plan: ClusterPlan) -> dict[str, int | None]:
     """What the plan uses of each Azure limit the catalogue knows; None where the limit does not apply."""
     ib = [s.capacity for p in plan.pools for s in p.scale_sets if s.infiniband]
@@ -97,7 +109,10 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
             "addressSpace": [str(a) for a in ip.address_space], "serviceCidr": str(ip.service_cidr),
             "dnsServiceIp": str(ip.dns_service_ip), "apiServerIp": str(ip.api_server_ip),
             "blocks": [{"name": b.name, "cidr": str(b.cidr), "purpose": b.purpose, "ipsNeeded": b.ips_needed,
-                        "usable": b.usable, "pinned": b.pinned} for b in ip.blocks],
+                        "usable": b.usable, "pinned": b.pinned, "headroomIps": b.headroom_ips,
+                        "headroomMembers": b.headroom_members} for b in ip.blocks],
+            "unpinned": [b.name for b in ip.unpinned],
+            "pins": ip.pins,
             "podIps": {"needed": ip.capacity.pod_ips_needed, "available": ip.capacity.pod_ip_capacity,
                        "headroom": ip.capacity.headroom, "headroomPct": round(ip.capacity.headroom_pct, 1)},
             "privateIps": {"needed": ip.capacity.private_ips_needed, "limit": ip.capacity.private_ip_limit},
@@ -126,4 +141,6 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "versions": versions_data(plan),
         "firstBoot": first_boot_data(plan),
         "outputs": outputs or {},
+        "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
+                                 "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},
     }

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
+from components.offline.report_data import headroom_text, unpinned_text
 from components.offline.versions_report import print_versions
 
 Data = dict[str, Any]
@@ -70,14 +71,14 @@ def _confidential(data: Data) -> Table | None:
 def _ip_plan(data: Data) -> Table:
     ip = data["ipPlan"]
     table = _table(f"IP plan: {', '.join(ip['addressSpace'])}; services {ip['serviceCidr']} (DNS {ip['dnsServiceIp']})",
-                   ["block", "CIDR", "holds", "IPs needed", "usable"], left=3)
+                   ["block", "CIDR", "holds", "IPs needed", "usable", "room before full"], left=3)
     for block in ip["blocks"]:
         table.add_row(block["name"] + (" (pinned)" if block["pinned"] else ""), block["cidr"], block["purpose"],
-                      f"{block['ipsNeeded']:,}", f"{block['usable']:,}")
+                      f"{block['ipsNeeded']:,}", f"{block['usable']:,}", headroom_text(block))
     pods, private = ip["podIps"], ip["privateIps"]
     table.caption = (f"pod IPs: {pods['needed']:,} needed, {pods['available']:,} available, headroom "
                      f"{pods['headroom']:,} ({pods['headroomPct']:.0f}%); VNet private IPs: {private['needed']:,} "
-                     f"of {private['limit']:,}")
+                     f"of {private['limit']:,}" + (f"\n{unpinned_text(ip)}" if ip["unpinned"] else ""))
     table.caption_justify = "left"
     return table
 
@@ -133,7 +134,8 @@ def _quota(data: Data) -> Table:
     table = _table("vCPU quota needed per family", ["family", "vCPUs needed", "declared quota", "short by"])
     for need in data["quota"]:
         declared = f"{need['declared']:,}" if need["declared"] is not None else "not declared"
-        table.add_row(need["family"], f"{need['vcpus']:,}", declared, f"{need['shortBy']:,}" if need["shortBy"] else "")
+        family = "cores (Total Regional vCPUs)" if need["family"] == "cores" else need["family"]
+        table.add_row(family, f"{need['vcpus']:,}", declared, f"{need['shortBy']:,}" if need["shortBy"] else "")
     return table
 
 

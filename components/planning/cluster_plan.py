@@ -15,7 +15,7 @@ from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
-from components.planning.quota import QuotaNeed, plan_quota
+from components.planning.quota import QuotaNeed, plan_quota, quota_problems
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.planning.tag_limits import tag_count_problems
 from components.planning.versions import VersionPlan, plan_versions
@@ -83,6 +83,8 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
             or balloons is None or versions is None or (spec.in_cluster.enabled and first_up is None) or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
+    if shortfall := quota_problems(quota, spec.location):
+        raise SpecError(shortfall)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions)
     if not spec.in_cluster.enabled:
         return plan

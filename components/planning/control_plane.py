@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from components.catalog.vm_sizes import VmSize
 from components.errors import Problem, SpecError
+from components.planning.placement import ordered_zones
 from components.planning.sizes import size_table, unknown_size_message
 from components.spec import ClusterSpec, EtcdSpec
 
@@ -161,7 +162,7 @@ def _plan_api(spec: ClusterSpec, nodes: int, table: dict[str, VmSize], problems:
                       f"and {vcpus} vCPUs", problems)
     if size is None:
         return None
-    return ApiServerPlan(api.count, tuple(spec.zones), size, heap, memory, vcpus, bool(api.vm_size), scale_flags(nodes))
+    return ApiServerPlan(api.count, ordered_zones(spec.zones), size, heap, memory, vcpus, bool(api.vm_size), scale_flags(nodes))
 
 
 def place_members(prefix: str, count: int, zones: tuple[str, ...]) -> tuple[Member, ...]:
@@ -176,7 +177,7 @@ def _plan_etcd(role: str, etcd: EtcdSpec, path: str, spec: ClusterSpec, nodes: i
         problems.append(Problem(f"{path}.members", f"{count} members: etcd needs an odd number, at least 3 "
                                                    "(3 or 5; 5 survives two failures)"))
         return None
-    members = place_members(role, count, tuple(spec.zones))
+    members = place_members(role, count, ordered_zones(spec.zones))
     quorum = count // 2 + 1
     worst_zone = max(spec.zones, key=lambda z: sum(1 for m in members if m.zone == z))
     worst = sum(1 for m in members if m.zone == worst_zone)

@@ -3,9 +3,12 @@
 Pods get VNet addresses as secondary IP configurations on the scale-set NICs ("alias-based", no
 overlay): a node with `podsPerNode` pods uses 1 + podsPerNode private IPs of its pool's subnet.
 
-Blocks are placed first-fit in a fixed order (control plane, etcd, then pools in list order), after
-any pinned blocks. Appending a pool, or growing one within its block's spare room, never moves a
-block; growing a pool past its block, or reordering pools, would, so pin blocks before doing that.
+Pinned blocks (`network.pinnedBlocks`) are the layout's lock: they are taken first and never move;
+a pool that outgrows its pin is a plan error naming the pool, the room left and the fix, never a
+silent relocation. The other blocks are placed first-fit in a fixed order (control plane, etcd, then
+pools in list order) with `network.blockSpare` kept free. Pinning a block where the plan put it moves
+nothing, and with every block pinned (as prod is) no growth, shrink, reorder or appended pool moves an
+existing block: a new pool's block goes into free space.
 """
 
 from __future__ import annotations
@@ -43,10 +46,21 @@ class Block:
     ips_needed: int
     """Private IPs expected in use: for a pool, nodes x (1 + pods per node)."""
     pinned: bool
+    ips_per_member: int = 1
+    """Private IPs one more member takes: 1 + pods per node for a pool, 1 for the control plane."""
 
     @property
     def usable(self) -> int:
         return self.cidr.num_addresses - RESERVED_IPS_PER_SUBNET
+
+    @property
+    def headroom_ips(self) -> int:
+        return self.usable - self.ips_needed
+
+    @property
+    def headroom_members(self) -> int:
+        """How many more VMs (or control-plane members) fit before the block is full."""
+        return max(0, self.headroom_ips) // self.ips_per_member
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,15 @@ class IpPlan:
     def pool_block(self, pool: str) -> Block:
         return self.block(pool_block_name(pool))
 
+    @property
+    def pins(self) -> dict[str, str]:
+        """Every block as `network.pinnedBlocks` takes it: pinning these freezes the layout."""
+        return {b.name: str(b.cidr) for b in self.blocks}
+
+    @property
+    def unpinned(self) -> tuple[Block, ...]:
+        return tuple(b for b in self.blocks if not b.pinned)
+
 
 @dataclass(frozen=True)
 class _Request:
@@ -100,31 +123,51 @@ class _Request:
     prefix: int
     ips_needed: int
     path: str
+    ips_per_member: int
+    unit: str
+    """What one member is called in messages: `VMs` or `members`."""
 
 
-def prefix_for(ips_needed: int, minimum: int = SMALLEST_SUBNET_PREFIX) -> int:
-    """The longest prefix whose usable addresses keep the scale-set spare free."""
-    usable_needed = math.ceil(ips_needed / (1 - SCALE_SET_SUBNET_SPARE))
+def prefix_for(ips_needed: int, minimum: int = SMALLEST_SUBNET_PREFIX, spare: float = SCALE_SET_SUBNET_SPARE) -> int:
+    """The longest prefix whose usable addresses keep `spare` of the block free."""
+    usable_needed = math.ceil(ips_needed / (1 - spare))
     bits = max(0, math.ceil(math.log2(usable_needed + RESERVED_IPS_PER_SUBNET)))
     return min(minimum, 32 - bits)
 
 
 def _requests(spec: ClusterSpec) -> list[_Request]:
     cp = spec.control_plane
+    spare = spec.network.block_spare
     etcd_members = cp.etcd.members + (cp.events_etcd.members if cp.events_etcd else 0)
     requests = [
         # API servers (replaced side by side in a rolling upgrade) plus the load balancer's frontend.
         _Request(CONTROL_PLANE_BLOCK, "API servers and their internal load balancer",
-                 prefix_for(2 * cp.api_servers.count + 1, INFRA_PREFIX), cp.api_servers.count + 1,
-                 "cluster.controlPlane.apiServers.count"),
-        _Request(ETCD_BLOCK, "etcd and events-etcd members", prefix_for(2 * etcd_members, INFRA_PREFIX),
-                 etcd_members, "cluster.controlPlane.etcd.members"),
+                 prefix_for(2 * cp.api_servers.count + 1, INFRA_PREFIX, spare), cp.api_servers.count + 1,
+                 "cluster.controlPlane.apiServers.count", 1, "members"),
+        _Request(ETCD_BLOCK, "etcd and events-etcd members", prefix_for(2 * etcd_members, INFRA_PREFIX, spare),
+                 etcd_members, "cluster.controlPlane.etcd.members", 1, "members"),
     ]
     for index, pool in enumerate(spec.pools):
-        ips = pool.count * (1 + pool.pods_per_node)
+        per_node = 1 + pool.pods_per_node
+        ips = pool.count * per_node
         requests.append(_Request(pool_block_name(pool.name), f"{pool.kind.value} pool {pool.name}",
-                                 prefix_for(ips), ips, pool_path(index)))
+                                 prefix_for(ips, spare=spare), ips, pool_path(index), per_node, "VMs"))
     return requests
+
+
+def _outgrown_pin(request: _Request, cidr: IPv4Network) -> Problem:
+    """A pinned block too small for what it must hold: the room left and the fixes that move nothing."""
+    usable = cidr.num_addresses - RESERVED_IPS_PER_SUBNET
+    fits = usable // request.ips_per_member
+    if request.unit == "VMs":
+        fix = (f"keep the pool at {fits:,} VMs or fewer and put the rest in a new pool (a new pool gets a new block; "
+               "nothing moves), or lower podsPerNode")
+    else:
+        fix = f"keep {fits:,} {request.unit} or fewer, or pin a larger free block (replaces every member)"
+    return Problem(f"{request.path}.count" if request.unit == "VMs" else request.path,
+                   f"{request.purpose} needs {request.ips_needed:,} IPs but its pinned block {request.name} {cidr} "
+                   f"holds {usable:,} ({fits:,} {request.unit}); {fix}. Unpinning the block relocates it, replacing "
+                   "everything in it")
 
 
 def _check_inputs(spec: ClusterSpec, limits: Limits) -> list[Problem]:
@@ -207,23 +250,23 @@ def plan_ip(spec: ClusterSpec, limits: Limits) -> IpPlan:
             allocator.take(cidr)
 
     blocks: list[Block] = []
+    spare = net.block_spare
     for request in requests:
         cidr = placed.get(request.name)
-        if cidr is not None and cidr.prefixlen > request.prefix:
-            problems.append(Problem(f"cluster.network.pinnedBlocks.{request.name}",
-                                    f"{cidr} is too small: {request.purpose} needs a /{request.prefix} "
-                                    f"({request.ips_needed} IPs plus {SCALE_SET_SUBNET_SPARE:.0%} spare)"))
+        if cidr is not None and cidr.num_addresses - RESERVED_IPS_PER_SUBNET < request.ips_needed:
+            problems.append(_outgrown_pin(request, cidr))
             continue
         if cidr is None:
             cidr = allocator.place(request.prefix)
             if cidr is None:
                 problems.append(Problem(request.path,
                                         f"needs a /{request.prefix} ({request.ips_needed} IPs plus "
-                                        f"{SCALE_SET_SUBNET_SPARE:.0%} spare) and none is free in "
+                                        f"{spare:.0%} spare) and none is free in "
                                         "cluster.network.addressSpace; add an address space or shrink the pool"))
                 continue
             allocator.take(cidr)
-        blocks.append(Block(request.name, cidr, request.purpose, request.ips_needed, request.name in placed))
+        blocks.append(Block(request.name, cidr, request.purpose, request.ips_needed, request.name in placed,
+                            request.ips_per_member))
     if problems:
         raise SpecError(problems)
 

@@ -2,9 +2,10 @@
 
 Each InfiniBand domain is one Uniform scale set with singlePlacementGroup: true in one zone, of at
 most `vmsPerInfinibandDomain` VMs. Pools without InfiniBand use large scale sets (singlePlacementGroup:
-false). Scale set j of a pool goes to zone j mod Z with index j div Z, so its name (pool, zone, index)
-depends only on j: growing a pool appends scale sets and never renames one, and a zone holds at
-most its share of the pool's scale sets plus one.
+false). Scale set j of a pool goes to zone j mod Z with index j div Z, zones taken in the order of their
+names (`ordered_zones`), never in the order the stack lists them: its name (pool, zone, index) depends
+only on j and the set of zones, so growing a pool appends scale sets and never renames one, reordering
+`zones` changes nothing, and a zone holds at most its share of the pool's scale sets plus one.
 """
 
 from __future__ import annotations
@@ -74,6 +75,12 @@ class PoolPlan:
         return sum(s.capacity for s in self.scale_sets if s.zone == zone)
 
 
+def ordered_zones(zones: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Zones by name (numerically where they are numbers): placement is keyed by zone name, so the order a
+    stack lists its zones in never moves a VM (Azure cannot move one between zones)."""
+    return tuple(sorted(zones, key=lambda z: (not z.isdigit(), int(z) if z.isdigit() else 0, z)))
+
+
 def scale_set_name(pool: str, zone: str, index: int) -> str:
     return f"{pool}-z{zone}-{index:02d}"
 
@@ -137,6 +144,12 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
         problems.append(Problem(pool_path(index, "acceleratedNetworking"),
                                 f"{size.name} does not support accelerated networking; remove the key or set it false"))
     problems.extend(check_confidential(index, pool, size, spec.location))
+    if pool.image is not None and pool.image.version == "latest" and not pool.image.allow_latest:
+        problems.append(Problem(pool_path(index, "image.version"),
+                                "latest lets VMs created later boot a newer build than the running ones (one "
+                                "InfiniBand domain with mixed driver/OFED builds); pin a version (az vm image list "
+                                f"--publisher {pool.image.publisher} --offer {pool.image.offer} --sku {pool.image.sku} "
+                                "--all) or opt in with image.allowLatest: true"))
     if pool.min_count > pool.count:
         problems.append(Problem(pool_path(index, "minCount"),
                                 f"{pool.min_count} is more than the pool's count ({pool.count})"))
@@ -165,7 +178,7 @@ def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
         size = table[pool.vm_size]
         infiniband = size.infiniband if pool.infiniband is None else pool.infiniband
         max_per_set = limits["vmsPerInfinibandDomain" if infiniband else "vmsPerLargeScaleSet"].value
-        zones = tuple(pool.zones or spec.zones)
+        zones = ordered_zones(pool.zones or spec.zones)
         accelerated = size.accelerated_networking if pool.accelerated_networking is None else pool.accelerated_networking
         plans.append(PoolPlan(pool, size, zones, infiniband, max_per_set,
                               split_pool(pool.name, pool.count, zones, max_per_set, infiniband),

@@ -5,10 +5,15 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from components.errors import Problem
 from components.planning.placement import PoolPlan
 
 SPOT_FAMILY = "lowPriorityCores"
 """Spot VMs draw on the regional low-priority vCPU quota, not their size family's."""
+REGIONAL_FAMILY = "cores"
+"""Total Regional vCPUs: every regular VM counts here as well as in its size family (azure-docs
+articles/virtual-machines/quotas.md: "two tiers for each subscription, in each region"; `az vm list-usage`
+names it `cores`)."""
 
 
 @dataclass(frozen=True)
@@ -31,4 +36,15 @@ def plan_quota(pools: tuple[PoolPlan, ...], extra: dict[str, int], declared: dic
         need[family] += pool.vcpus
     for family, vcpus in extra.items():
         need[family] += vcpus
-    return tuple(QuotaNeed(f, v, declared.get(f)) for f, v in sorted(need.items()))
+    regional = sum(v for f, v in need.items() if f != SPOT_FAMILY)
+    rows = [QuotaNeed(f, v, declared.get(f)) for f, v in sorted(need.items())]
+    return (*rows, QuotaNeed(REGIONAL_FAMILY, regional, declared.get(REGIONAL_FAMILY)))
+
+
+def quota_problems(needs: tuple[QuotaNeed, ...], location: str) -> list[Problem]:
+    """A declared quota below the need: Azure refuses the VMs past it, so the plan does too."""
+    return [Problem(f"cluster.vcpuQuota.{q.family}",
+                    f"the stack needs {q.vcpus:,} {q.family} vCPUs in {location} but the declared quota is "
+                    f"{q.declared:,} (short by {q.short_by:,}); request the increase (Azure portal, Quotas) and "
+                    "declare the new value, or shrink the pools")
+            for q in needs if q.short_by]

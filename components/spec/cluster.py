@@ -7,6 +7,7 @@ from pydantic import Field, field_validator, model_validator
 from components.spec import consumer_rules as rules
 from components.spec.base import SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
+from components.spec.day2 import AcknowledgedDeletions
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
@@ -100,6 +101,8 @@ class ClusterSpec(SpecModel):
     """vCPU quota per family the subscription has in this region; the plan compares the need against it."""
     tags: dict[str, str] = Field(default_factory=dict)
     """Tags on the network and control-plane resources, beside the library's own (at most 5 on a resource)."""
+    acknowledge_deletions: AcknowledgedDeletions = AcknowledgedDeletions()
+    """Team namespaces and InfiniBand domains this change deletes on purpose (docs/operations.md)."""
 
     @field_validator("zones")
     @classmethod

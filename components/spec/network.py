@@ -6,8 +6,9 @@ from ipaddress import IPv4Network
 
 from pydantic import Field, field_validator
 
+from components.catalog.limits import SCALE_SET_SUBNET_SPARE
 from components.spec import consumer_rules as rules
-from components.spec.base import Cidr, SpecModel, WholeNumber
+from components.spec.base import Cidr, RealNumber, SpecModel, WholeNumber
 
 
 class EgressSpec(SpecModel):
@@ -27,7 +28,11 @@ class NetworkSpec(SpecModel):
     hub_vnet_id: str | None = None
     """Resource id of a hub VNet to peer with (hub-and-spoke); its IPs then count toward the peered-group limit."""
     pinned_blocks: dict[str, Cidr] = Field(default_factory=dict, max_length=200)
-    """Freeze a block where it is (block name from the plan output -> CIDR)."""
+    """Freeze a block where it is (block name from the plan output -> CIDR). A pinned block is kept as long as
+    what it holds fits it (the spare is not required of a pin); a pool that outgrows its pin is a plan error."""
+    block_spare: RealNumber = Field(default=SCALE_SET_SUBNET_SPARE, ge=0.0, le=0.75)
+    """Fraction of a newly placed block kept free for growth (Azure's scale-set subnet guidance). Changing it
+    resizes, and so moves, unpinned blocks: pin the blocks first (docs/ip-plan.md)."""
 
     @field_validator("address_space")
     @classmethod

@@ -43,6 +43,10 @@ class ImageRef(SpecModel):
     offer: str = Field(min_length=1, max_length=128)
     sku: str = Field(min_length=1, max_length=128)
     version: str = Field(default="latest", min_length=1, max_length=64)
+    """A pinned version (`az vm image list --publisher P --offer O --sku S --all`). `latest` lets VMs created
+    later boot a newer build than the running ones (drivers, OFED), so it is refused unless `allowLatest`."""
+    allow_latest: bool = False
+    """Opt in to `version: latest` (never for InfiniBand pools: a policy rule refuses mixed builds there)."""
 
 
 class CustomerManagedKeySpec(SpecModel):

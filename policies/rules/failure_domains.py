@@ -22,6 +22,11 @@ from .props import (
 )
 
 
+def _first(resources: list) -> str:
+    """The resource a stack-wide violation names: the smallest URN, not whichever came first."""
+    return min(r.urn for r in resources)
+
+
 def _by_zone(counts: Counter[str]) -> str:
     return ", ".join(f"zone {z}: {n}" for z, n in sorted(counts.items()))
 
@@ -39,13 +44,13 @@ def etcd_quorum_spread(args: StackValidationArgs, report: ReportViolation, confi
         members = of_roles(args.resources, etcd_role)
         if not members:
             if etcd_role == "etcd" and api_servers:
-                report("API servers but no etcd members tagged gpucluster-role=etcd", api_servers[0].urn)
+                report("API servers but no etcd members tagged gpucluster-role=etcd", _first(api_servers))
             continue
         where: Counter[str] = Counter()
         for member in members:
             where.update(machines_per_zone(member))
         count, quorum = sum(where.values()), sum(where.values()) // 2 + 1
-        first = members[0].urn
+        first = _first(members)
         if count < int(config["minMembers"]):
             report(f"{etcd_role} has {count} members; at least {config['minMembers']} are required", first)
         if count % 2 == 0:
@@ -78,10 +83,10 @@ def apiserver_zone_spread(args: StackValidationArgs, report: ReportViolation, co
     count = sum(where.values())
     occupied = len([z for z, n in where.items() if n and z != NO_ZONE])
     if count < int(config["minApiServers"]):
-        report(f"{count} API servers; at least {config['minApiServers']} are required", servers[0].urn)
+        report(f"{count} API servers; at least {config['minApiServers']} are required", _first(servers))
     if occupied < int(config["minZones"]):
         report(f"API servers occupy {occupied} zone(s) ({_by_zone(where)}); at least {config['minZones']} required",
-               servers[0].urn)
+               _first(servers))
 
 
 @stack_rule(
@@ -98,12 +103,14 @@ def infiniband_zone_loss(args: StackValidationArgs, report: ReportViolation, con
             domains[str(tags(scale_set.props).get(POOL_TAG))].append(scale_set)
     zone_count = int(config["zoneCount"])
     for pool, members in sorted(domains.items()):
-        where = Counter(zones(m.props)[0] if len(zones(m.props)) == 1 else NO_ZONE for m in members)
+        zone_of = {m.urn: zones(m.props)[0] if len(zones(m.props)) == 1 else NO_ZONE for m in members}
+        where = Counter(zone_of.values())
         allowed = len(members) / zone_count + 1
         for zone, n in sorted(where.items()):
             if n > allowed:
+                # the first domain (by URN) in the overloaded zone: the same resource whatever the order
                 report(f"pool {pool}: zone {zone} holds {n} of {len(members)} InfiniBand domains; losing it may cost "
-                       f"at most {allowed:.1f} ({_by_zone(where)})", members[0].urn)
+                       f"at most {allowed:.1f} ({_by_zone(where)})", min(u for u, z in zone_of.items() if z == zone))
 
 
 @stack_rule(
@@ -114,22 +121,22 @@ def infiniband_zone_loss(args: StackValidationArgs, report: ReportViolation, con
     config={"maxGpuShare": {"type": "number", "default": 0.4, "exclusiveMinimum": 0, "maximum": 1}})
 def gpu_zone_share(args: StackValidationArgs, report: ReportViolation, config: Config) -> None:
     gpus: Counter[str] = Counter()
-    first = None
+    holders: defaultdict[str, list[tuple[int, str]]] = defaultdict(list)
     for machine in of_roles(args.resources, *GPU_ROLES):
         per_machine = gpus_per_machine(machine.props)
         if per_machine is None:
             report("a GPU machine without the autoscaler's nvidia.com/gpu node-template tag: its GPUs cannot be "
                    "counted (and the autoscaler cannot scale it from zero)", machine.urn)
             continue
-        first = first or machine.urn
         for zone, n in machines_per_zone(machine).items():
             gpus[zone] += n * per_machine
+            holders[zone].append((-n * per_machine, machine.urn))
     total = sum(gpus.values())
     limit = float(config["maxGpuShare"])
     for zone, n in sorted(gpus.items()):
         if total and n / total > limit:
             report(f"zone {zone} holds {n:,} of {total:,} GPUs ({n / total:.0%}); at most {limit:.0%} allowed "
-                   f"(capacity {_by_zone(gpus)})", first)
+                   f"(capacity {_by_zone(gpus)})", min(holders[zone])[1])  # the zone's largest GPU holder, then by URN
 
 
 RULES = [etcd_quorum_spread, apiserver_zone_spread, infiniband_zone_loss, gpu_zone_share]

@@ -154,5 +154,26 @@ def bootstrap_data_secret(args: ResourceValidationArgs, report: ReportViolation,
         report("customData is not a secret: bootstrap credentials would be stored and shown in plain text", None)
 
 
+@resource_rule(
+    "azure-native-compute-virtualmachinescaleset-infiniband-image-pinned", types=(SCALE_SET,), severity=Severity.HIGH,
+    description="An InfiniBand scale set boots a pinned image version: with `latest` (or a gallery image without a "
+                "version) a scale-out boots a newer build beside the running VMs, and one domain mixes driver and "
+                "OFED builds that NCCL jobs across it depend on.",
+    remediation="Pin the pool's image.version (the catalogue images are pinned); roll a new version by reimaging the "
+                "whole domain.")
+def infiniband_image_pinned(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
+    if tags(args.props).get(INFINIBAND_TAG) != "true":
+        return
+    image = get(args.props, "virtualMachineProfile", "storageProfile", "imageReference", default={})
+    image_id = get(image, "id") or get(image, "sharedGalleryImageId") or get(image, "communityGalleryImageId")
+    if image_id:
+        if "/versions/" not in str(image_id).lower():
+            report(f"image {image_id} names no version: each VM boots the gallery's latest", None)
+        return
+    version = get(image, "version")
+    if not version or str(version).lower() == "latest":
+        report(f"image version is {version or 'unset'}: a scale-out may boot a newer build than the running VMs", None)
+
+
 RULES = [require_machine_tags, no_overprovision, capacity_left_to_autoscaler, infiniband_domain,
-         accelerated_networking, confidential_vm, etcd_protected, bootstrap_data_secret]
+         accelerated_networking, confidential_vm, etcd_protected, bootstrap_data_secret, infiniband_image_pinned]

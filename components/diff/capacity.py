@@ -1,0 +1,83 @@
+"""What a side of a diff holds: nodes, GPUs and InfiniBand domains per pool, pod IPs, each team's quota."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from components.diff.sides import Side
+from policies.rules.props import GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
+
+NOT_NODES = ("apiserver", "etcd", "etcd-events")
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+TEAM_LABEL = "gpucluster.io/team"
+_QUANTITY = re.compile(r"^([0-9.]+)([KMGTPE]i|[kMGTPE]|m)?$")
+_FACTORS = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def quantity(value: Any) -> float | None:
+    """A Kubernetes resource quantity (apimachinery pkg/api/resource: `8`, `500m`, `56Gi`) as a number."""
+    if isinstance(value, int | float):
+        return float(value)
+    match = _QUANTITY.match(str(value)) if value is not None else None
+    return float(match.group(1)) * _FACTORS[match.group(2)] if match else None
+
+
+def _team_quotas(resources: dict[str, dict[str, Any]], by_flavor: bool = False) -> dict[str, dict[str, float]]:
+    """Each team's nominal quota per resource (summed over flavors), or per `flavor/resource`."""
+    quotas: dict[str, dict[str, float]] = {}
+    for state in resources.values():
+        if state.get("type") != CLUSTER_QUEUE:
+            continue
+        inputs = state.get("inputs") or {}
+        meta = inputs.get("metadata") or {}
+        team = (meta.get("labels") or {}).get(TEAM_LABEL) or meta.get("name") or state["urn"].rsplit("::", 1)[-1]
+        totals: dict[str, float] = defaultdict(float)
+        for group in (inputs.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for resource in flavor.get("resources") or []:
+                    amount = quantity(resource.get("nominalQuota"))
+                    if amount is not None:
+                        key = resource.get("name", "?")
+                        totals[f"{flavor.get('name', '?')}/{key}" if by_flavor else key] += amount
+        quotas[str(team)] = dict(sorted(totals.items()))
+    return dict(sorted(quotas.items()))
+
+
+def capacity(side: Side) -> dict[str, Any]:
+    pools: dict[str, dict[str, int]] = defaultdict(lambda: {"nodes": 0, "gpus": 0, "infinibandDomains": 0})
+    for state in side.resources.values():
+        if state.get("type") != SCALE_SET:
+            continue
+        inputs = state.get("inputs") or {}
+        tags = inputs.get("tags") or {}
+        if tags.get(ROLE_TAG) in NOT_NODES:
+            continue
+        count = int((inputs.get("sku") or {}).get("capacity") or 0)
+        pool = pools[str(tags.get(POOL_TAG, "?"))]
+        pool["nodes"] += count
+        pool["gpus"] += count * int(tags.get(GPUS_TAG) or 0)
+        pool["infinibandDomains"] += tags.get(INFINIBAND_TAG) == "true"
+    totals = {key: sum(p[key] for p in pools.values()) for key in ("nodes", "gpus", "infinibandDomains")}
+    pod_ips = None
+    if side.summary:
+        ip = (side.summary.get("ipPlan") or {}).get("podIps") or {}
+        pod_ips = {"needed": ip.get("needed"), "available": ip.get("available")}
+    return {**totals, "podIps": pod_ips, "pools": dict(sorted(pools.items())),
+            "teamQuota": _team_quotas(side.resources), "teamQuotaByFlavor": _team_quotas(side.resources, True)}
+
+
+def _delta(base: Any, head: Any) -> Any:
+    if isinstance(base, dict) or isinstance(head, dict):
+        base, head = base or {}, head or {}
+        return {k: _delta(base.get(k), head.get(k)) for k in sorted(set(base) | set(head))}
+    if isinstance(base, int | float) or isinstance(head, int | float):
+        return (head or 0) - (base or 0)
+    return None
+
+
+def capacity_delta(base: Side, head: Side) -> dict[str, Any]:
+    before, after = capacity(base), capacity(head)
+    return {"base": before, "head": after, "delta": _delta(before, after)}

@@ -1,0 +1,73 @@
+"""`gpucluster diff BASE HEAD` and the `--base` comparison of `gpucluster plan`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from components.errors import Problem, SpecError
+
+if TYPE_CHECKING:  # the CLI imports this module at start; the diff machinery loads when used
+    from components.diff.compare import PlanDiff
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def add_parser(sub: Any) -> None:
+    diff = sub.add_parser("diff", help="compare two plans (plan folders or preview files): what a change does")
+    diff.add_argument("base", help="the base: a `gpucluster plan --out` folder or a preview.json")
+    diff.add_argument("head", help="the head, likewise")
+    diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+
+
+def cmd_diff(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from components.diff.compare import diff_sides
+    from components.diff.render import print_diff
+    from components.diff.sides import load_side
+
+    try:
+        base, head = load_side(args.base), load_side(args.head)
+    except SpecError as error:
+        for problem in error.problems:
+            errors.print(f"error: {problem}", markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    diff = diff_sides(base, head)
+    if args.json:
+        print(json.dumps(diff.as_dict(), indent=2, sort_keys=True))
+    else:
+        print_diff(console, diff)
+    return EXIT_BAD_INPUT if diff.errors else EXIT_OK
+
+
+def check_base(base_folder: str | None) -> None:
+    """Before any work: `--base` must be a plan folder."""
+    if base_folder and not (Path(base_folder) / "preview.json").is_file():
+        raise SpecError.at("--base", f"{base_folder} holds no preview.json; give the folder `gpucluster plan --out` "
+                                     "wrote for the base")
+
+
+def diff_against_base(base_folder: str | None, document: dict[str, Any], data: dict[str, Any]) -> PlanDiff | None:
+    """`gpucluster plan --base DIR`: the plan just made against the base plan; the diff goes into `data`
+    (summary.json and report.html). Its errors are plan errors: they come back as a SpecError."""
+    from components.diff.compare import diff_sides
+    from components.diff.sides import load_side, side_from_document
+
+    if not base_folder:
+        return None
+    base = load_side(base_folder)
+    head = side_from_document("this plan", document, data)
+    diff = diff_sides(base, head)
+    data["diff"] = diff.as_dict()
+    return diff
+
+
+def refusals(diff: PlanDiff) -> SpecError | None:
+    """The diff's errors as plan problems (one line each, naming the resource and the fix)."""
+    if not diff.errors:
+        return None
+    return SpecError([Problem(f"{f.kind} {f.resource}", f"{f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+                      for f in diff.errors])

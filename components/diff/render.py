@@ -1,0 +1,134 @@
+"""A PlanDiff for people: terminal lines and a report.html section (JSON is PlanDiff.as_dict())."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from rich.console import Console
+
+from components.diff.compare import PlanDiff
+
+ACTIONS = (("replace", "~+", "replaced"), ("delete", "-", "deleted"), ("create", "+", "created"),
+           ("update", "~", "updated"))
+MAX_PATHS = 4
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _signed(value: float) -> str:
+    return ("+" if value > 0 else "") + _number(value)
+
+
+def _amount(key: str, value: float, signed: bool = True) -> str:
+    """Quota amounts as people read them: memory in GiB (Kueue quantities are bytes here)."""
+    if key.endswith("memory"):
+        value = value / 2**30
+        return f"{key} {_signed(value) if signed else _number(value)} GiB"
+    return f"{key} {_signed(value) if signed else _number(value)}"
+
+
+def capacity_lines(capacity: dict[str, Any]) -> list[str]:
+    base, head, delta = capacity["base"], capacity["head"], capacity["delta"]
+    lines = [f"{label}: {_number(base[key])} -> {_number(head[key])} ({_signed(delta[key])})"
+             for key, label in (("nodes", "nodes"), ("gpus", "GPUs"), ("infinibandDomains", "InfiniBand domains"))]
+    if base.get("podIps") and head.get("podIps"):
+        b, h = base["podIps"], head["podIps"]
+        lines.append(f"pod IPs needed: {_number(b['needed'])} -> {_number(h['needed'])} "
+                     f"({_signed(h['needed'] - b['needed'])}); available {_number(b['available'])} -> "
+                     f"{_number(h['available'])}")
+    for pool, amounts in delta["pools"].items():
+        if any(amounts.values()):
+            lines.append(f"pool {pool}: " + ", ".join(f"{k} {_signed(v)}" for k, v in amounts.items() if v))
+    for team, amounts in delta["teamQuota"].items():
+        if team not in head["teamQuota"]:
+            lines.append(f"team {team}: quota removed")
+        elif team not in base["teamQuota"]:
+            lines.append(f"team {team}: new, quota " + ", ".join(_amount(k, v, signed=False)
+                                                               for k, v in head["teamQuota"][team].items()))
+        elif any(amounts.values()):
+            lines.append(f"team {team} quota: " + ", ".join(_amount(k, v) for k, v in amounts.items() if v))
+    for team, amounts in delta.get("teamQuotaByFlavor", {}).items():
+        if team in base["teamQuota"] and team in head["teamQuota"] and any(amounts.values()):
+            lines.append(f"team {team} quota per flavor: " + ", ".join(
+                _amount(k, v) for k, v in amounts.items() if v))
+    return lines
+
+
+def _paths(paths: tuple[str, ...] | list[str]) -> str:
+    shown = ", ".join(paths[:MAX_PATHS])
+    return shown + (f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else "")
+
+
+def print_diff(console: Console, diff: PlanDiff) -> None:
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    counts = ", ".join(f"{diff.count(a)} {word}" for a, _, word in ACTIONS)
+    say(f"gpucluster diff {diff.base} -> {diff.head}: {counts}; {len(diff.errors)} errors, "
+        f"{len(diff.flags) - len(diff.errors)} warnings")
+    for flag in diff.flags:
+        say(f"  {flag.severity.upper()} [{flag.kind}] {flag.resource}: {flag.message}")
+        if flag.fix:
+            say(f"      fix: {flag.fix}")
+    for action, mark, word in ACTIONS:
+        changes = [c for c in diff.changes if c.action == action]
+        if changes:
+            say(f"{word} ({len(changes)}):")
+        for change in changes:
+            detail = ""
+            if change.replace_reasons:
+                detail = f": replaced because {_paths(list(change.replace_reasons))}"
+            elif change.paths:
+                detail = f": {_paths(change.paths)}"
+            say(f"  {mark} {change.type} {change.name}{detail}")
+    applied = [b.resource for b in diff.boot if b.applied]
+    kept = [b.resource for b in diff.boot if not b.applied]
+    if applied:
+        say(f"boot documents changed ({len(applied)}; VMs created from now on boot with them): {', '.join(applied)}")
+    if kept:
+        say(f"boot documents changed but not applied (the resource ignores them; roll by the runbook): "
+            f"{', '.join(kept)}")
+    if diff.boot_files:
+        files = diff.boot_files
+        for key in ("added", "removed"):
+            if files[key]:
+                say(f"boot/ files {key}: {', '.join(files[key])}")
+        for name, lines in files["changed"].items():
+            say(f"boot/{name} changed:")
+            for line in lines:
+                say(f"    {line}")
+    say("capacity:")
+    for line in capacity_lines(diff.capacity):
+        say(f"  {line}")
+    for note in diff.notes:
+        say(f"note: {note}")
+
+
+def diff_section(diff: dict[str, Any]) -> str:
+    """The report.html section for the diff against the base plan (`gpucluster plan --base`)."""
+    s = diff["summary"]
+    parts = [f"<h2>Change against {escape(diff['base'])}</h2>",
+             f"<p>{s['create']} created, {s['update']} updated, {s['replace']} replaced, {s['delete']} deleted; "
+             f"{s['errors']} errors, {s['warnings']} warnings; {s['bootDocuments']} boot documents changed.</p>"]
+    if diff["flags"]:
+        rows = "".join(f'<tr><td class="{"bad" if f["severity"] == "error" else "warn"}">{escape(f["severity"])}</td>'
+                       f"<td>{escape(f['kind'])}</td><td>{escape(f['resource'])}</td><td>{escape(f['message'])}</td>"
+                       f"<td>{escape(f['fix'] or '')}</td></tr>" for f in diff["flags"])
+        parts.append("<table><tr><th>severity</th><th>kind</th><th>resource</th><th>what</th><th>fix</th></tr>"
+                     f"{rows}</table>")
+    rows = "".join(f"<tr><td>{escape(c['action'])}</td><td>{escape(c['type'])}</td><td>{escape(c['name'])}</td>"
+                   f"<td>{escape(_paths(c['replace_reasons'] or c['paths']))}</td></tr>"
+                   for c in diff["changes"] if c["action"] != "create")
+    created = sum(c["action"] == "create" for c in diff["changes"])
+    if rows:
+        parts.append(f"<table><tr><th>action</th><th>type</th><th>resource</th><th>inputs</th></tr>{rows}</table>")
+    if created:
+        parts.append(f"<p>{created} resources created: "
+                     f"{escape(', '.join(c['name'] for c in diff['changes'] if c['action'] == 'create'))}</p>")
+    if diff["boot"]:
+        parts.append(f"<p>Boot documents changed: {escape(', '.join(b['resource'] for b in diff['boot']))}</p>")
+    parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in capacity_lines(diff["capacity"])) + "</ul>")
+    return "".join(parts)

@@ -1,0 +1,135 @@
+"""`gpucluster check` over documents shaped as `pulumi preview --json` writes them.
+
+Shape: pulumi/pulumi `pkg/backend/display/json.go` (ShowPreviewDigest): steps with `op`, `urn`, `oldState` and
+`newState` as the step has them (a delete has only `oldState`; a replacement shows one URN as
+`create-replacement`, `replace`, `delete-replaced`; `same` steps with --show-sames); secrets masked as
+"[secret]"; unknown values as "04da6b54-80e4-46f7-96ec-b56ff0331ba9" (sdk/go/common/resource/plugin/rpc.go);
+the root stack resource always shown.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.errors import SpecError
+from components.offline.preview_steps import deleted_states, stack_name, steps_from_preview
+from tests.conftest import ROOT
+
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+
+
+def gpucluster(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _serialised(state: dict[str, Any]) -> dict[str, Any]:
+    """A state as stack.SerializeResource writes it: no ignoreChanges (not part of the state), an id."""
+    out = {k: v for k, v in state.items() if k != "ignoreChanges"}
+    out["id"] = "" if not state["custom"] else f"/subscriptions/0/{state['urn'].rsplit('::', 1)[-1]}"
+    return out
+
+
+def real_preview(plan_preview: dict[str, Any]) -> dict[str, Any]:
+    """gpucluster's dev preview turned into what `pulumi preview --json --show-sames` shows for a change that
+    deletes a CronJob, replaces a NIC, updates the VNet and leaves the rest alone."""
+    steps = plan_preview["steps"]
+    stack_urn = "urn:pulumi:dev::gpucluster::pulumi:pulumi:Stack::gpucluster-dev"
+    out: list[dict[str, Any]] = [{"op": "same", "urn": stack_urn,
+                                  "oldState": {"urn": stack_urn, "type": "pulumi:pulumi:Stack", "custom": False},
+                                  "newState": {"urn": stack_urn, "type": "pulumi:pulumi:Stack", "custom": False}}]
+    deleted = next(s for s in steps if s["newState"]["type"] == "kubernetes:batch/v1:CronJob")
+    replaced = next(s for s in steps if s["newState"]["type"] == "azure-native:network:NetworkInterface")
+    updated = next(s for s in steps if s["newState"]["type"] == "azure-native:network:VirtualNetwork")
+    for step in steps:
+        state = _serialised(step["newState"])
+        urn = step["urn"]
+        if step is deleted:
+            out.append({"op": "delete", "urn": urn, "oldState": state})
+        elif step is replaced:
+            old = copy.deepcopy(state)
+            new = copy.deepcopy(state)
+            new["inputs"]["networkInterfaceName"] += "-2"
+            out += [{"op": "create-replacement", "urn": urn, "oldState": old, "newState": new,
+                     "replaceReasons": ["networkInterfaceName"]},
+                    {"op": "replace", "urn": urn, "oldState": old, "newState": new,
+                     "replaceReasons": ["networkInterfaceName"]},
+                    {"op": "delete-replaced", "urn": urn, "oldState": old}]
+        elif step is updated:
+            new = copy.deepcopy(state)
+            new["inputs"]["tags"] = {**new["inputs"].get("tags", {}), "owner": UNKNOWN}
+            out.append({"op": "update", "urn": urn, "oldState": state, "newState": new, "diffReasons": ["tags"]})
+        else:
+            out.append({"op": "same", "urn": urn, "oldState": state, "newState": state})
+    return {"config": {"azure-native:location": "eastus2"}, "steps": out,
+            "changeSummary": {"same": len(out) - 5, "delete": 1, "replace": 1, "update": 1}}
+
+
+@pytest.fixture(scope="module")
+def dev_preview(dev_out: Path) -> dict[str, Any]:
+    return json.loads((dev_out / "preview.json").read_text())
+
+
+def test_check_accepts_a_real_preview_with_deletes_and_picks_up_the_stack_config(dev_preview, tmp_path: Path) -> None:
+    """dev passes only with policies/config/dev.json (one API server); the stack comes from the URNs, since a
+    real preview's `config` holds config values, not the stack name."""
+    path = tmp_path / "preview.json"
+    path.write_text(json.dumps(real_preview(dev_preview)))
+    result = gpucluster("check", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    # a saved preview's states carry no ignoreChanges: the rule that needs it says so instead of failing
+    assert "does not record the resource option `ignoreChanges`" in result.stdout
+    strict = tmp_path / "strict.json"
+    strict.write_text("{}")
+    assert gpucluster("check", str(path), "--policy-config", str(strict)).returncode == 1
+
+
+def test_states_from_a_real_preview(dev_preview) -> None:
+    document = real_preview(dev_preview)
+    states = steps_from_preview(document)
+    urns = [s["urn"] for s in states]
+    assert len(urns) == len(set(urns))
+    [gone] = deleted_states(document)
+    assert gone["type"] == "kubernetes:batch/v1:CronJob" and gone["urn"] not in urns  # deleted: not judged
+    nic = next(s for s in states if s["type"] == "azure-native:network:NetworkInterface")
+    assert nic["inputs"]["networkInterfaceName"].endswith("-2")  # the replacement's new state
+    assert stack_name(document) == "dev"
+
+
+def test_escaped_secret_envelope_reads_as_masked() -> None:
+    urn = "urn:pulumi:dev::gpucluster::azure-native:compute:VirtualMachine::etcd-0"
+    document = {"steps": [{"op": "create", "urn": urn, "newState": {
+        "urn": urn, "type": "azure-native:compute:VirtualMachine", "custom": True,
+        "inputs": {"osProfile": {"customData": {SIG_KEY: SECRET_SIG, "ciphertext": "AAAA"}}}}}]}
+    [state] = steps_from_preview(document)
+    assert state["inputs"]["osProfile"]["customData"] == "[secret]"
+
+
+@pytest.mark.parametrize("document", [{"steps": []}, {"steps": [{"op": "delete", "urn": "urn:pulumi:dev::p::t::n",
+                                                                 "oldState": {"urn": "urn:pulumi:dev::p::t::n",
+                                                                              "type": "t", "custom": True}}]}])
+def test_a_preview_with_nothing_to_judge_is_refused(document, tmp_path: Path) -> None:
+    with pytest.raises(SpecError):
+        steps_from_preview(document)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(document))
+    result = gpucluster("check", str(path))
+    assert result.returncode == 2
+    assert "holds no resources to check" in result.stderr
+
+
+def test_check_on_a_saved_dev_plan_uses_the_dev_policy_config(dev_out: Path) -> None:
+    """`plan dev` passes with policies/config/dev.json; `check` on its preview finds the same config from
+    the document's stack name instead of judging dev by prod's thresholds."""
+    result = gpucluster("check", str(dev_out / "preview.json"))
+    assert result.returncode == 0, result.stdout

@@ -1,0 +1,307 @@
+"""`gpucluster diff`: what a change creates, updates, replaces and deletes, and what it must not do.
+
+Replacement rules come from the providers (components/diff/replacement.py cites each): azure-native replaces on
+PUT-path parameters and ForceNew properties (pulumi-azure-native provider/pkg/provider/diff.go,
+provider/pkg/gen/replacement.go), Kubernetes on metadata.name/namespace and per-kind fields
+(pulumi-kubernetes provider/pkg/provider/diff.go).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.azure.tags import KUBERNETES_VERSION_TAG
+from components.diff.command import refusals
+from components.diff.compare import PlanDiff, diff_sides
+from components.diff.render import capacity_lines as render_capacity
+from components.diff.replacement import refused, replacing
+from components.diff.sides import Side, side_from_document
+from components.planning.ip_plan import plan_ip
+from components.planning.limits import effective_limits
+from components.spec import parse_cluster
+from tests.conftest import plan_stack
+from tests.plan_sides import plan_document, stack_raw
+from tests.test_cli import gpucluster
+
+IB_TEAMS = [{"name": "research", "quota": {"gpus": 8}}, {"name": "evals", "quota": {"gpus": 8}}]
+
+
+def _ib_stack(count: int, teams: list[dict[str, Any]]) -> dict[str, Any]:
+    """dev with its T4 pool swapped for an InfiniBand H100 pool (100 VMs per domain)."""
+    raw = stack_raw("dev")
+    raw["pools"] = [p for p in raw["pools"] if p["name"] != "t4"] + [
+        {"name": "h100", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": count, "podsPerNode": 8}]
+    raw["balloons"] = []
+    raw["teams"] = teams
+    return raw
+
+
+def _pinned(raw: dict[str, Any], layout_of: dict[str, Any]) -> dict[str, Any]:
+    """`raw` with every block pinned where `layout_of` has it (a production stack's lock)."""
+    spec = parse_cluster(layout_of)
+    raw["network"]["pinnedBlocks"] = plan_ip(spec, effective_limits(spec)).pins
+    return raw
+
+
+def _scenario(name: str) -> dict[str, Any]:
+    raw = stack_raw("dev")
+    if name == "version-bump":
+        major, minor, patch = raw["kubernetesVersion"].split(".")
+        raw["kubernetesVersion"] = f"{major}.{minor}.{int(patch) + 1}"  # a patch release of the same minor
+    elif name == "zones-reordered":
+        raw["zones"] = ["3", "1", "2"]
+    elif name == "pool-added":
+        raw["pools"].append({"name": "cpu", "kind": "cpu", "vmSize": "Standard_D16ds_v5", "count": 1300,
+                             "podsPerNode": 10})
+    elif name == "system-grown":
+        raw["pools"][0]["count"] = 20
+    elif name == "ssh-and-etcd-size":
+        raw["access"] = {"sshPublicKeys": [_ssh_key()]}
+        raw["controlPlane"]["etcd"]["vmSize"] = "Standard_L16s_v3"
+    elif name == "ib-150":
+        raw = _pinned(_ib_stack(150, IB_TEAMS), _ib_stack(150, IB_TEAMS))
+    elif name == "ib-90-one-team":
+        raw = _pinned(_ib_stack(90, IB_TEAMS[:1]), _ib_stack(150, IB_TEAMS))
+    return raw
+
+
+def _ssh_key() -> str:
+    """An OpenSSH ed25519 public key line (RFC 8709 wire format: string "ssh-ed25519", string key)."""
+    import base64
+    import struct
+
+    def field(data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + data
+
+    return "ssh-ed25519 " + base64.b64encode(field(b"ssh-ed25519") + field(bytes(range(32)))).decode() + " ops"
+
+
+@functools.cache
+def _planned(name: str) -> tuple[str, str]:
+    document, data = plan_document(_scenario(name))
+    return json.dumps(document), json.dumps(data)
+
+
+def side(name: str, acknowledge: dict[str, Any] | None = None) -> Side:
+    document, data = (json.loads(text) for text in _planned(name))
+    if acknowledge is not None:
+        data["acknowledgeDeletions"] = acknowledge
+    return side_from_document(name, document, data)
+
+
+def diff(base: str, head: str, acknowledge: dict[str, Any] | None = None) -> PlanDiff:
+    return diff_sides(side(base), side(head, acknowledge))
+
+
+def _kinds(result: PlanDiff, severity: str) -> set[str]:
+    return {f.kind for f in result.flags if f.severity == severity}
+
+
+def test_a_version_bump_shows_every_boot_document_that_changes() -> None:
+    """The boot text is a secret (masked in preview.json); its digest shows the change per scale set."""
+    result = diff("dev", "version-bump")
+    scale_sets = {name for name, s in ((u.rsplit("::", 1)[-1], s) for u, s in side("dev").resources.items())
+                  if s["type"] == "azure-native:compute:VirtualMachineScaleSet"}
+    assert {b.resource for b in result.boot} == scale_sets
+    assert all(b.applied for b in result.boot)
+    assert {c.action for c in result.changes} == {"update"} and not result.flags
+    # the boot text, and on the API servers the version tag the end-of-life rule reads
+    assert all(set(c.paths) <= {"virtualMachineProfile.osProfile.customData", f"tags.{KUBERNETES_VERSION_TAG}"}
+               for c in result.changes)
+    assert any("virtualMachineProfile.osProfile.customData" in c.paths for c in result.changes)
+
+
+def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement() -> None:
+    result = diff("ib-150", "ib-90-one-team")
+    errors = {(f.kind, f.resource) for f in result.errors}
+    deleted_sets = [c.name for c in result.changes if c.action == "delete"
+                    and c.type == "azure-native:compute:VirtualMachineScaleSet"]
+    assert deleted_sets == ["h100-z2-00"]
+    assert errors == {("deleted-infiniband-domain", "h100-z2-00"), ("deleted-team-namespace", "evals")}
+    delta = result.capacity["delta"]
+    assert (delta["nodes"], delta["gpus"], delta["infinibandDomains"]) == (-60, -480, -1)
+    assert result.capacity["head"]["teamQuota"].keys() == {"research"}
+
+    acknowledged = diff("ib-150", "ib-90-one-team", {"teams": ["evals"], "infinibandDomains": ["h100-*"]})
+    assert not acknowledged.errors
+    assert _kinds(acknowledged, "warning") == {"deleted-infiniband-domain", "deleted-team-namespace"}
+
+
+def test_adding_a_pool_creates_it_and_flags_the_api_server_resize() -> None:
+    result = diff("dev", "pool-added")
+    created = {c.name for c in result.changes if c.action == "create"}
+    assert {"cpu-z1-00", "cpu-z2-00", "cpu-z3-00"} <= created
+    assert not result.errors  # appending a pool moves no block
+    [resize] = [f for f in result.flags if f.kind == "control-plane-resize"]
+    assert resize.resource == "dev-cp-apiserver" and "Standard_D4s_v5 ->" in resize.message
+    assert result.capacity["delta"]["nodes"] == 1300
+
+
+def test_growing_an_unpinned_pool_past_its_block_is_a_moved_block_error() -> None:
+    result = diff("dev", "system-grown")
+    moved = [f for f in result.errors if f.kind == "moved-block"]
+    assert {f.resource for f in moved} >= {"pool-system"}
+    assert all("pinnedBlocks" in (f.fix or "") for f in moved)
+    problems = refusals(result)
+    assert problems is not None and any(p.path == "moved-block pool-system" for p in problems.problems)
+
+
+def test_reordering_zones_changes_nothing() -> None:
+    """Placement is keyed by zone name: before, scale set j went to zones[j mod Z] in list order, so
+    reordering zones moved etcd members (refused by Azure) and renamed scale sets."""
+    result = diff("dev", "zones-reordered")
+    assert result.changes == [] and result.flags == []
+
+
+def test_changes_azure_refuses_on_existing_vms_are_errors_with_the_procedure() -> None:
+    result = diff("dev", "ssh-and-etcd-size")
+    refusals_found = [f for f in result.errors if f.kind == "refused-by-azure"]
+    assert {f.resource for f in refusals_found} == {"etcd-0", "etcd-1", "etcd-2"}
+    assert all(f.message.startswith("osProfile.linuxConfiguration") and "docs/operations.md" in (f.fix or "")
+               for f in refusals_found)
+    resized = [f for f in result.flags if f.kind == "control-plane-resize"]
+    assert {f.resource for f in resized} == {"etcd-0", "etcd-1", "etcd-2"}
+
+
+def test_etcd_members_change_one_at_a_time() -> None:
+    """Each etcd VM depends on the one before it, so Pulumi never updates two members at once (the engine
+    starts a resource's step only after the steps of its dependencies finish)."""
+    vms = sorted((s for s in side("dev").resources.values() if s["type"] == "azure-native:compute:VirtualMachine"),
+                 key=lambda s: s["urn"])
+    assert [v["urn"].rsplit("::", 1)[-1] for v in vms] == ["etcd-0", "etcd-1", "etcd-2"]
+    for before, after in itertools.pairwise(vms):
+        assert before["urn"] in after["dependencies"]
+
+
+@pytest.mark.parametrize(("resource_type", "path", "replaces"), [
+    ("azure-native:network:Subnet", "subnetName", True),
+    ("azure-native:network:Subnet", "addressPrefix", False),  # an update, which Azure refuses while in use
+    ("azure-native:compute:VirtualMachineScaleSet", "sku.name", False),
+    ("azure-native:compute:VirtualMachineScaleSet", "vmScaleSetName", True),
+    ("azure-native:compute:VirtualMachine", "location", True),
+    ("azure-native:resources:ResourceGroup", "location", True),
+    ("azure-native:authorization:RoleAssignment", "principalId", True),
+    ("kubernetes:core/v1:Namespace", "metadata.name", True),
+    ("kubernetes:core/v1:ConfigMap", "data.Corefile", True),
+    ("kubernetes:apps/v1:Deployment", "spec.template.spec.containers[0].image", False),
+    ("kubernetes:apps/v1:Deployment", "spec.selector.matchLabels.app", True),
+    ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "roleRef.name", True),
+    ("kubernetes:helm.sh/v3:Release", "values.replicas", False),
+    ("tls:index/locallySignedCert:LocallySignedCert", "validityPeriodHours", True),
+    ("tls:index/locallySignedCert:LocallySignedCert", "earlyRenewalHours", False),
+])
+def test_replacement_follows_the_providers(resource_type: str, path: str, replaces: bool) -> None:
+    assert (replacing(resource_type, path) is not None) is replaces
+
+
+def test_refused_changes() -> None:
+    assert refused("azure-native:compute:VirtualMachine", "zones[0]") is not None
+    assert refused("azure-native:compute:VirtualMachine", "osProfile.linuxConfiguration.ssh") is not None
+    assert refused("azure-native:compute:VirtualMachine", "hardwareProfile.vmSize") is None
+    assert refused("azure-native:compute:VirtualMachine", "storageProfile.imageReference.version") is not None
+    scale_set = "azure-native:compute:VirtualMachineScaleSet"
+    assert refused(scale_set, "virtualMachineProfile.storageProfile.imageReference.sku") is not None
+    assert refused(scale_set, "virtualMachineProfile.storageProfile.imageReference.version") is None
+
+
+def test_boot_folders_are_compared_when_both_plans_have_them() -> None:
+    base = Side("base", {}, {}, None, {"etcd-0.yaml": "a\nversion: 1\n", "old.yaml": "x"})
+    head = Side("head", {}, {}, None, {"etcd-0.yaml": "a\nversion: 2\n", "new.yaml": "y"})
+    files = diff_sides(base, head).boot_files
+    assert files is not None and files["added"] == ["new.yaml"] and files["removed"] == ["old.yaml"]
+    assert "-version: 1" in files["changed"]["etcd-0.yaml"] and "+version: 2" in files["changed"]["etcd-0.yaml"]
+    absent = diff_sides(Side("base", {}, {}), head)
+    assert absent.boot_files is None and any("no boot/ folder in base" in n for n in absent.notes)
+
+
+def test_a_renamed_pool_is_an_error() -> None:
+    base = side("dev")
+    document = json.loads(_planned("dev")[0])
+    renamed = json.loads(json.dumps(document).replace("t4-z", "gpu-z").replace('"gpucluster-pool": "t4"',
+                                                                                '"gpucluster-pool": "gpu"'))
+    result = diff_sides(base, side_from_document("renamed", renamed))
+    assert "renamed-scale-set" in _kinds(result, "error")
+
+
+def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
+    """End to end: `plan --base` adds the diff to the summary, the terminal and report.html; `diff --json`."""
+    stack = tmp_path / "Pulumi.dev.yaml"
+    text = (Path(__file__).parent.parent / "stacks" / "Pulumi.dev.yaml").read_text()
+    current = re.search(r'kubernetesVersion: "(\d+\.\d+)\.(\d+)"', text)
+    assert current is not None  # a patch release of the shipped minor
+    stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{current.group(1)}.{int(current.group(2)) + 1}"'))
+    head = tmp_path / "head"
+    result = plan_stack(stack, head, "--base", str(dev_out))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((head / "summary.json").read_text())
+    assert summary["diff"]["summary"]["bootDocuments"] == 6
+    assert "Change against" in (head / "report.html").read_text()
+    out = gpucluster("diff", str(dev_out), str(head), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["summary"]["update"] == 6
+    text_out = gpucluster("diff", str(dev_out), str(head / "preview.json"))
+    assert "boot documents changed (6" in text_out.stdout
+
+
+def test_plan_base_refuses_what_azure_would_refuse(dev_out: Path, tmp_path: Path) -> None:
+    raw = copy.deepcopy(stack_raw("dev"))
+    raw["access"] = {"sshPublicKeys": [_ssh_key()]}
+
+
+    stack = tmp_path / "Pulumi.dev.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"azure-native:location": "eastus2", "gpucluster:cluster": raw}}))
+    out = tmp_path / "head"
+    result = plan_stack(stack, out, "--base", str(dev_out))
+    assert result.returncode == 2
+    assert not out.exists()  # nothing written
+    lines = result.stderr.strip().splitlines()
+    assert any(line.startswith("error: refused-by-azure etcd-0: osProfile.linuxConfiguration") for line in lines)
+    assert all("Traceback" not in line for line in lines)
+
+
+def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit(prod_run) -> None:
+    """The scenario from review: adding a GPU pool to prod silently resized the API servers and re-split every
+    team's quota; the diff names both, and moves no block (prod's blocks are pinned)."""
+    from collections import Counter
+
+    from components.offline.preview import preview_document
+    from components.offline.report_data import report_data
+    from components.planning.cluster_plan import plan_cluster
+
+    raw = stack_raw("prod")
+    spec = parse_cluster(raw)
+    base = side_from_document("prod", preview_document(prod_run), report_data(
+        plan_cluster(spec), "prod", Counter(r.type for r in prod_run.registrations if r.custom), [], {}))
+    # 520 more nodes: past 8,000 the API servers need a 17th vCPU (one per 500 nodes), so a bigger size
+    raw["pools"].insert(2, {"name": "a100", "kind": "gpu", "vmSize": "Standard_ND96asr_v4", "count": 520,
+                            "podsPerNode": 32})
+    document, data = plan_document(raw, "prod")
+    result = diff_sides(base, side_from_document("prod+a100", document, data))
+    assert not result.errors
+    [resize] = [f for f in result.flags if f.kind == "control-plane-resize" and f.resource.endswith("apiserver")]
+    assert resize.severity == "warning"
+    lines = "\n".join(render_capacity(result.capacity))
+    assert f"nodes: {base_nodes(base):,} -> {base_nodes(base) + 520:,} (+520)" in lines
+    assert all(f"team {t['name']} quota per flavor" in lines for t in raw["teams"])
+    assert {c.name for c in result.changes if c.action == "create"} >= {"a100-z1-00", "a100-z2-00"}
+
+
+def base_nodes(base: Side) -> int:
+    from components.diff.capacity import capacity
+
+    return int(capacity(base)["nodes"])
+
+
+def test_plan_base_must_be_a_plan_folder(tmp_path: Path) -> None:
+    result = gpucluster("plan", "dev", "--out", str(tmp_path / "out"), "--base", str(tmp_path / "nope"))
+    assert result.returncode == 2 and not (tmp_path / "out").exists()
+    assert result.stderr.startswith("error: --base: ") and "holds no preview.json" in result.stderr

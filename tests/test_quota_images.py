@@ -1,0 +1,72 @@
+"""vCPU quota the subscription declares, and pinned images.
+
+Azure arranges vCPU quota in two tiers per region: Total Regional vCPUs (`cores` in `az vm list-usage`) and
+one per VM-size family; a VM past either is refused (azure-docs articles/virtual-machines/quotas.md). Spot
+VMs count against the regional low-priority quota instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.catalog import images
+from components.errors import SpecError
+from components.planning.cluster_plan import plan_cluster
+from components.spec import ImageRef, parse_cluster
+from tests.conftest import plan_stack, small_cluster
+from tests.plan_sides import stack_raw
+
+
+def test_quota_rows_include_the_regional_total() -> None:
+    plan = plan_cluster(parse_cluster(small_cluster()))
+    rows = {q.family: q.vcpus for q in plan.quota}
+    assert rows["cores"] == sum(v for f, v in rows.items() if f not in ("cores", "lowPriorityCores"))
+    assert rows["standardNDSH100v5Family"] == 150 * 96
+
+
+def test_a_declared_quota_below_the_need_fails_the_plan_naming_family_need_and_quota() -> None:
+    raw = small_cluster(vcpuQuota={"standardNDSH100v5Family": 4_800, "cores": 1_000_000})
+    with pytest.raises(SpecError) as caught:
+        plan_cluster(parse_cluster(raw))
+    [problem] = caught.value.problems
+    assert problem.path == "cluster.vcpuQuota.standardNDSH100v5Family"
+    assert "needs 14,400 standardNDSH100v5Family vCPUs in eastus but the declared quota is 4,800 (short by 9,600)" \
+        in problem.message
+
+
+def test_the_regional_total_is_checked_too() -> None:
+    raw = small_cluster(vcpuQuota={"cores": 10_000})
+    with pytest.raises(SpecError) as caught:
+        plan_cluster(parse_cluster(raw))
+    assert [p.path for p in caught.value.problems] == ["cluster.vcpuQuota.cores"]
+
+
+def test_quota_shortfall_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    raw = stack_raw("dev")
+    raw["vcpuQuota"] = {"standardNCASv3_T4Family": 4}
+    stack = tmp_path / "Pulumi.dev.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"azure-native:location": "eastus2", "gpucluster:cluster": raw}}))
+    out = tmp_path / "out"
+    result = plan_stack(stack, out)
+    assert result.returncode == 2 and not out.exists()
+    assert "cluster.vcpuQuota.standardNCASv3_T4Family: the stack needs 8" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_catalogue_images_are_pinned() -> None:
+    pinned = [v for v in vars(images).values() if isinstance(v, ImageRef)]
+    assert pinned and all(i.version != "latest" and not i.allow_latest for i in pinned)
+
+
+def test_latest_image_is_refused_unless_opted_in() -> None:
+    raw = small_cluster()
+    raw["pools"][1]["image"] = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204"}
+    with pytest.raises(SpecError) as caught:
+        plan_cluster(parse_cluster(raw))
+    [problem] = caught.value.problems
+    assert problem.path == "cluster.pools[1].image.version" and "allowLatest" in problem.message
+    raw["pools"][1]["image"]["allowLatest"] = True
+    assert plan_cluster(parse_cluster(raw)).pools[1].spec.image.version == "latest"
