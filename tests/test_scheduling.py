@@ -11,9 +11,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components.bootstrap.scheduler import scheduler_configuration
 from components.cli import project_root
 from components.errors import SpecError
-from components.kubernetes.objects.gang import scheduler_configuration
 from components.kubernetes.objects.kueue import kueue_chart_values, kueue_configuration, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
 from components.offline.engine import ProgramRun, run_program

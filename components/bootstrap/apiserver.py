@@ -25,7 +25,7 @@ from components.bootstrap.host_prep import (
     provider_id_script,
     sysctl_text,
 )
-from components.kubernetes.objects.gang import SCHEDULER_CONFIG_PATH, scheduler_configuration
+from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
 
 AUDIT_POLICY = {
