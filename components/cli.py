@@ -134,11 +134,32 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
         document = read_preview(Path(args.preview))
         states = steps_from_preview(document, args.preview)
         config = given if given is not None else _policy_config(None, stack_policy_config(document, project_root()))
+        _preflight_preview(document, states, errors)
     except SpecError as error:
         return _fail(error, errors)
     violations = run_policies_on_states(states, config)
     print_violations(console, violations)
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
+
+
+def _preflight_preview(document: dict[str, Any], states: list[dict[str, Any]], errors: Console) -> None:
+    """The ARM preflight over a saved preview, when the stack file it came from is here: the rules need the
+    stack's region, sizes and limits. What Azure would refuse raises a SpecError (exit 2)."""
+    from components.offline.preview_steps import stack_name
+    from components.planning.cluster_plan import plan_cluster
+    from components.preflight import problems as preflight_problems
+    from components.preflight import run_preflight
+    from components.spec import load_stack_file
+
+    name = stack_name(document)
+    path = project_root() / "stacks" / f"Pulumi.{name}.yaml" if name else None
+    if path is None or not path.is_file():
+        errors.print(f"note: ARM preflight skipped: no stacks/Pulumi.{name or '<stack>'}.yaml to read the region, "
+                     "sizes and limits from", markup=False, highlight=False)
+        return
+    checked = run_preflight([{"newState": state} for state in states], plan_cluster(load_stack_file(path, name).spec))
+    if checked.errors:
+        raise SpecError(preflight_problems(checked.errors))
 
 
 def _policy_config(given: str | None, stack_default: Path | None) -> dict[str, Any]:
