@@ -56,7 +56,7 @@ def _scenario(name: str) -> dict[str, Any]:
     raw = stack_raw("dev")
     if name == "version-bump":
         major, minor, patch = raw["kubernetesVersion"].split(".")
-        raw["kubernetesVersion"] = f"{major}.{minor}.{int(patch) + 1}"  # a patch release of the same minor
+        raw["kubernetesVersion"] = f"{major}.{minor}.{int(patch) - 1}"  # another released patch of the minor
     elif name == "zones-reordered":
         raw["zones"] = ["3", "1", "2"]
     elif name == "pool-added":
@@ -238,7 +238,7 @@ def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
     text = (Path(__file__).parent.parent / "stacks" / "Pulumi.dev.yaml").read_text()
     current = re.search(r'kubernetesVersion: "(\d+\.\d+)\.(\d+)"', text)
     assert current is not None  # a patch release of the shipped minor
-    stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{current.group(1)}.{int(current.group(2)) + 1}"'))
+    stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{current.group(1)}.{int(current.group(2)) - 1}"'))
     head = tmp_path / "head"
     result = plan_stack(stack, head, "--base", str(dev_out))
     assert result.returncode == 0, result.stderr
@@ -305,3 +305,12 @@ def test_plan_base_must_be_a_plan_folder(tmp_path: Path) -> None:
     result = gpucluster("plan", "dev", "--out", str(tmp_path / "out"), "--base", str(tmp_path / "nope"))
     assert result.returncode == 2 and not (tmp_path / "out").exists()
     assert result.stderr.startswith("error: --base: ") and "holds no preview.json" in result.stderr
+
+
+def test_a_preview_without_digests_shows_no_masked_change() -> None:
+    """A real `pulumi preview --json`, or a plan from before digests existed, carries no `secretDigests`: its
+    masked inputs cannot be compared, and must not read as changed (which would replace every certificate)."""
+    document, data = (json.loads(text) for text in _planned("dev"))
+    bare = {k: v for k, v in document.items() if k != "secretDigests"}
+    result = diff_sides(side_from_document("base", bare, data), side_from_document("head", document, data))
+    assert not result.changes and not result.boot and not result.flags

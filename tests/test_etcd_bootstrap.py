@@ -53,3 +53,13 @@ def test_a_wiped_nvme_disk_is_recovered_at_boot_not_an_emergency() -> None:
     # The decision between new, existing and refusing is the run script's (tests/test_real_etcd.py runs it).
     run = files["/usr/local/sbin/gpucluster-etcd-run"]
     assert "member remove" in run and "member add etcd-1 --peer-urls=https://10.0.0.69:2380" in run
+
+
+def test_etcd_unit_waits_for_its_peers_without_a_start_timeout() -> None:
+    """etcd with `Type=notify` signals READY only when it can serve, i.e. once a quorum exists (etcd
+    server/etcdmain/etcd.go, `notifySystemd` after the server is ready); members are created one after another,
+    so the first waits minutes for the second. systemd's default start timeout (DefaultTimeoutStartSec=90s,
+    systemd-system.conf(5)) would kill it meanwhile; `TimeoutStartSec=0` disables it (systemd.service(5))."""
+    files = {f["path"]: f["content"] for f in yaml.safe_load(render_etcd_cloud_init(_bootstrap()))["write_files"]}
+    unit = files["/etc/systemd/system/etcd.service"].splitlines()
+    assert "Type=notify" in unit and "TimeoutStartSec=0" in unit

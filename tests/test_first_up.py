@@ -136,3 +136,12 @@ def test_the_provider_waits_for_readyz_which_waits_for_the_control_plane(prod_ru
     assert ready.type == "command:local:Command" and any(d == ready.urn for d in provider.dependencies)
     assert any(d.endswith("VirtualMachineScaleSet::prod-cp-apiserver") for d in ready.dependencies)
     assert ready.inputs["environment"] == "[secret]" and "readyz" in ready.inputs["create"]
+
+
+def test_readiness_script_expands_an_empty_proxy_list_on_old_bash() -> None:
+    """Before bash 4.4 (macOS ships 3.2 as /bin/bash), `"${a[@]}"` of an empty array under `set -u` is an
+    "unbound variable" error (bash NEWS, 4.4: "...no longer throws an unbound variable error"); the guarded form
+    `${a[@]+"${a[@]}"}` expands to nothing on every version."""
+    assert 'set -euo pipefail' in READINESS_SCRIPT
+    assert '"${proxy[@]}"' not in READINESS_SCRIPT.replace('${proxy[@]+"${proxy[@]}"}', "")
+    assert '${proxy[@]+"${proxy[@]}"}' in READINESS_SCRIPT

@@ -221,3 +221,17 @@ def test_zone_balance_is_judged_per_scale_set() -> None:
     apiserver_zone_spread.validate(StackValidationArgs([unbalanced], {}), lambda m, r=None: messages.append((m, r)))
     assert ("the API-server scale set spans zones without zoneBalance: Azure may stack them in one zone",
             "unbalanced") in messages
+
+
+def test_a_bad_as_of_date_is_a_config_error_and_an_unreadable_input_a_violation(dev_out) -> None:
+    """jsonschema asserts `"format": "date"` only with a format checker; a rule that cannot read an input of an
+    unexpected shape (a hand-edited preview) reports it at its own level instead of a traceback."""
+    with pytest.raises(SpecError, match="asOf"):
+        check_config({"kubernetes-version-end-of-life": {"asOf": "2026-13-45"}}, "cfg.json")
+    steps = json.loads((dev_out / "preview.json").read_text())["steps"]
+    vmss = next(s for s in steps if s["newState"]["type"] == "azure-native:compute:VirtualMachineScaleSet"
+                and s["newState"]["inputs"]["tags"].get("gpucluster-role") == "gpu")
+    vmss["newState"]["inputs"]["sku"]["capacity"] = [1]
+    violations = run_policies(steps)
+    unreadable = [v for v in violations if "cannot read this resource's inputs" in v.message]
+    assert unreadable and all(v.mandatory for v in unreadable)

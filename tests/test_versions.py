@@ -22,8 +22,9 @@ from components.offline.preview import preview_document
 from components.offline.versions_report import version_warnings, versions_data
 from components.planning.cluster_plan import plan_cluster
 from components.planning.versions import plan_versions
+from components.spec import parse_cluster
 from policies.rules.versions import kubernetes_end_of_life
-from tests.conftest import ROOT, STACKS, small_spec, stack_spec
+from tests.conftest import ROOT, STACKS, small_cluster, small_spec, stack_spec
 from tests.test_cli import gpucluster
 
 TODAY = date(2026, 11, 22)
@@ -188,3 +189,13 @@ def test_plan_on_an_end_of_life_minor_exits_1_naming_the_rule(tmp_path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "kubernetes-version-end-of-life: Kubernetes 1.34.6 reached end of life on 2026-10-27" in result.stdout
     assert "WARNING Kubernetes 1.34 reached end of life on 2026-10-27" in result.stdout
+
+
+def test_an_unreleased_patch_is_a_plan_error() -> None:
+    """The install script pins `kubelet=<version>-*` and `kubeadm=<version>-*` (pkgs.k8s.io): a patch newer than
+    the table's latest release has no packages, and every machine would fail at boot."""
+    release = KUBERNETES_RELEASES["1.36"]
+    major, minor, patch = release.latest_patch.split(".")
+    with pytest.raises(SpecError, match=r"is newer than .* the latest 1\.36 patch"):
+        plan_cluster(parse_cluster(small_cluster(kubernetesVersion=f"{major}.{minor}.{int(patch) + 1}")))
+    plan_cluster(parse_cluster(small_cluster(kubernetesVersion=release.latest_patch)))

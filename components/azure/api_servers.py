@@ -14,7 +14,6 @@ from components.bootstrap.apiserver import render_apiserver_cloud_init
 from components.bootstrap.from_plan import APISERVER_PKI_CAS, APISERVER_PKI_LEAVES, apiserver_bootstrap, apiserver_pki_paths
 from components.bootstrap.node import install_script
 from components.catalog.images import UBUNTU_2204
-from components.catalog.versions import KUBERNETES_RELEASES, minor_of
 from components.planning.cluster_plan import ClusterPlan
 
 API_SCALE_SET = "apiserver"
@@ -80,5 +79,5 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                         load_balancer_backend_address_pools=[azure.compute.SubResourceArgs(id=backend_pool_id)])])])),
         tags={**machine_tags(spec.name, "apiserver", API_SCALE_SET, spec.tags),
               KUBERNETES_VERSION_TAG: spec.kubernetes_version,
-              KUBERNETES_EOL_TAG: KUBERNETES_RELEASES[minor_of(spec.kubernetes_version)].end_of_life.isoformat()},
+              KUBERNETES_EOL_TAG: plan.versions.release.end_of_life.isoformat()},
         opts=opts)

@@ -161,7 +161,11 @@ def _unit() -> str:
     # etcd never starts on the OS disk's empty /var/lib/etcd.
     return ("[Unit]\nDescription=etcd\nAfter=network-online.target local-fs.target " + DISK_UNIT + "\n"
             f"Wants=network-online.target\nRequires={DISK_UNIT}\n\n"
-            f"[Service]\nType=notify\nExecStartPre=/usr/bin/mountpoint -q {DATA_DIR}\nExecStart={RUN_SCRIPT}\n"
+            # etcd reports ready (sd_notify) only once it has a quorum or has caught up: the first member waits for
+            # the next to boot, a replacement may pull a large snapshot. systemd's default 90 s start timeout would
+            # kill and restart it meanwhile, so no start timeout.
+            f"[Service]\nType=notify\nTimeoutStartSec=0\nExecStartPre=/usr/bin/mountpoint -q {DATA_DIR}\n"
+            f"ExecStart={RUN_SCRIPT}\n"
             "Restart=always\nRestartSec=10\nLimitNOFILE=65536\nIOSchedulingClass=realtime\nIOSchedulingPriority=0\n\n"
             "[Install]\nWantedBy=multi-user.target\n")
 

@@ -7,11 +7,11 @@ from collections import defaultdict
 from typing import Any
 
 from components.diff.sides import Side
+from components.planning.scheduling import TEAM_LABEL
 from policies.rules.props import GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
 
 NOT_NODES = ("apiserver", "etcd", "etcd-events")
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
-TEAM_LABEL = "gpucluster.io/team"
 _QUANTITY = re.compile(r"^([0-9.]+)([KMGTPE]i|[kMGTPE]|m)?$")
 _FACTORS = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
             "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}

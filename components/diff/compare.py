@@ -17,11 +17,11 @@ from typing import Any
 from components.diff.capacity import capacity_delta
 from components.diff.replacement import refused, replacing
 from components.diff.sides import Side
+from components.planning.scheduling import TEAM_LABEL
 from policies.rules.props import INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
 
 SUBNET = "azure-native:network:Subnet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
-TEAM_LABEL = "gpucluster.io/team"
 BOOT_PATHS = ("virtualMachineProfile.osProfile.customData", "osProfile.customData", "userData",
               "virtualMachineProfile.userData")
 MAX_DIFF_LINES = 60
@@ -122,7 +122,11 @@ def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, hea
     ignored = [str(i) for i in new.get("ignoreChanges") or []]
     paths = changed_paths(old.get("inputs") or {}, new.get("inputs") or {}, ignored)
     old_digests, new_digests = base.secret_digests.get(urn, {}), head.secret_digests.get(urn, {})
-    secret_changes = sorted(p for p in set(old_digests) | set(new_digests) if old_digests.get(p) != new_digests.get(p))
+    # A real preview, or a plan from before digests existed, has none: then masked inputs cannot be compared,
+    # and a missing digest is no evidence of a change (it would read as replacing every certificate).
+    comparable = bool(base.secret_digests) and bool(head.secret_digests)
+    secret_changes = sorted(p for p in set(old_digests) | set(new_digests)
+                            if comparable and old_digests.get(p) != new_digests.get(p))
     for path in secret_changes:
         if path in BOOT_PATHS:
             result.boot.append(BootChange(urn.rsplit("::", 1)[-1], new["type"],

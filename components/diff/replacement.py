@@ -28,6 +28,7 @@ _COMPUTE_LOCATION = ("azure-rest-api-specs Microsoft.Compute ComputeRP common Re
                      "x-ms-mutability [read, create] -> ForceNew (pulumi-azure-native gen/properties.go)")
 _K8S = "pulumi-kubernetes provider/pkg/provider/diff.go (forceNew)"
 _TLS = "terraform-provider-tls internal/provider/resource_*.go (RequiresReplace)"
+_RANDOM = "terraform-provider-random internal/provider/resource_*.go (RequiresReplace; `keepers` among them)"
 
 # PUT path parameters as the SDK names them, per azure-native type (module:Kind).
 _PATH_PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -145,8 +146,10 @@ def replacing(resource_type: str, path: str) -> str | None:
         if any(_under(path, p) for p in _K8S_KINDS.get(group, {}).get(kind, ())):
             return _K8S
         return None
-    if provider in ("tls", "random"):
+    if provider == "tls":
         return None if path.startswith("earlyRenewalHours") else _TLS
+    if provider == "random":
+        return _RANDOM
     return None
 
 

@@ -62,7 +62,10 @@ def load_side(location: str) -> Side:
         if (path / "summary.json").is_file():
             try:
                 summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-            except json.JSONDecodeError as error:
-                raise SpecError.at(str(path / "summary.json"), f"not valid JSON: {error.msg}") from None
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                raise SpecError.at(str(path / "summary.json"), f"not valid JSON: {error}") from None
+            if not isinstance(summary, dict) or not all(isinstance(summary.get(key, {}), dict)
+                                                        for key in ("ipPlan", "totals", "acknowledgeDeletions")):
+                raise SpecError.at(str(path / "summary.json"), "not a summary `gpucluster plan` writes; plan again")
         return side_from_document(location, read_preview(preview), summary, _boot_files(path))
     return side_from_document(location, read_preview(path))

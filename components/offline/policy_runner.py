@@ -92,6 +92,10 @@ def _options(state: dict[str, Any]) -> PolicyResourceOptions:
         additional_secret_outputs=[], parent=state.get("parent") or None)
 
 
+FORMAT_CHECKER = jsonschema.Draft7Validator.FORMAT_CHECKER
+"""Checks `"format": "date"` and the like, which jsonschema only asserts when given a format checker."""
+
+
 def check_config(config: dict[str, Any], where: str, policies: list[Policy] | None = None) -> None:
     """Reject what the CLI's --policy-pack-config would reject: unknown policies, keys and bad values."""
     known = {p.name: p for p in (policies if policies is not None else ALL_POLICIES)}
@@ -117,7 +121,7 @@ def check_config(config: dict[str, Any], where: str, policies: list[Policy] | No
                 problems.append(Problem(f"{where}: {name}.{key}", f"unknown setting (settings: {', '.join(schema) or 'none'})"))
                 continue
             try:
-                jsonschema.validate(value, schema[key])
+                jsonschema.validate(value, schema[key], format_checker=FORMAT_CHECKER)
             except jsonschema.ValidationError as error:
                 problems.append(Problem(f"{where}: {name}.{key}", error.message))
     if problems:
@@ -193,6 +197,11 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
         def cannot_run(error: UnknownValueError, urn: str | None, p: Policy = policy) -> None:
             report(f"can't run policy {p.name!r} during preview: {error.message}", urn, EnforcementLevel.ADVISORY.value)
 
+        def unreadable(error: Exception, urn: str | None, p: Policy = policy) -> None:
+            # A value of an unexpected shape (hand-edited or from another tool): judged as a failure at the
+            # policy's own level, so a mandatory rule that cannot read its input does not pass silently.
+            report(f"policy {p.name!r} cannot read this resource's inputs ({type(error).__name__}: {error})", urn)
+
         if isinstance(policy, ResourceValidationPolicy):
             for state in states:
                 urn = state["urn"]
@@ -205,6 +214,8 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
                     cannot_run(error, urn)
                 except _NotApplicableError:
                     continue
+                except (TypeError, ValueError, KeyError, AttributeError) as error:
+                    unreadable(error, urn)
         elif isinstance(policy, StackValidationPolicy):
             stack_resources = stack_resources or _stack_resources(states, props)
             stack_args = StackValidationArgs(stack_resources, config=values)
@@ -214,6 +225,8 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
                 cannot_run(error, None)
             except _NotApplicableError:
                 continue
+            except (TypeError, ValueError, KeyError, AttributeError) as error:
+                unreadable(error, None)
     order = {s: i for i, s in enumerate(SEVERITY_ORDER)}
     return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or "",
                                              v.message))

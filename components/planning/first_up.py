@@ -27,7 +27,7 @@ if [ -n "${PROXY:-}" ]; then
   proxy=(--proxy "$PROXY")
 fi
 deadline=$((SECONDS + TIMEOUT))
-until curl --silent --fail --max-time 5 --cacert "$ca" "${proxy[@]}" "https://$ENDPOINT/readyz" > /dev/null; do
+until curl --silent --fail --max-time 5 --cacert "$ca" ${proxy[@]+"${proxy[@]}"} "https://$ENDPOINT/readyz" > /dev/null; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo "API server https://$ENDPOINT/readyz not ready after ${TIMEOUT}s. pulumi up must reach the internal" \
       "load balancer: run it inside the VNet, from a peered network, or through a proxy" \

@@ -61,6 +61,10 @@ def check_components(minor: str, components: tuple[Component, ...], in_cluster: 
             for c in components if (in_cluster or not c.in_cluster) and minor not in c.minors]
 
 
+def _patch_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
 def plan_versions(spec: ClusterSpec, addons: tuple[Component, ...] = ADDONS) -> VersionPlan:
     minor = minor_of(spec.kubernetes_version)
     release = KUBERNETES_RELEASES.get(minor)
@@ -69,6 +73,11 @@ def plan_versions(spec: ClusterSpec, addons: tuple[Component, ...] = ADDONS) -> 
         known = ", ".join(m for m in MINOR_COUPLED if m in KUBERNETES_RELEASES)
         raise SpecError([Problem(PATH, f"Kubernetes {minor} has no coupled versions in the catalogue "
                                  f"(cluster-autoscaler, CoreDNS, etcd of that minor); use one of {known}")])
+    if _patch_tuple(spec.kubernetes_version) > _patch_tuple(release.latest_patch):
+        raise SpecError([Problem(PATH, f"{spec.kubernetes_version} is newer than {release.latest_patch}, the latest "
+                                 f"{minor} patch in the version table: kubelet and kubeadm packages of it may not "
+                                 "exist, so every machine would fail at boot; use a released patch, or add it to "
+                                 "components/catalog/versions.py with its source")])
     components = (*coupled.components, *NODE_APIS, *addons)
     problems = check_components(minor, components, spec.in_cluster.enabled)
     if problems:

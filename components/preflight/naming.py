@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components.offline.autonaming import NAME_PROPERTIES, default_name
+from components.offline.engine import UNKNOWN, UNKNOWN_MARK
 from components.preflight.model import Finding, Resource, dig
 
 Scope = Literal["global", "subscription", "resourceGroup", "parent", "assignment"]
@@ -105,8 +106,8 @@ def check_names(resources: list[Resource]) -> list[Finding]:
                                     "and components/offline/autonaming.py with its source"))
             continue
         name = resource.inputs.get(prop)
-        if not isinstance(name, str):
-            continue  # unknown until apply: nothing to judge offline
+        if not isinstance(name, str) or name in (UNKNOWN, UNKNOWN_MARK):
+            continue  # unknown until apply (pulumi's sentinel, or the offline engine's mark): nothing to judge
         if not rule.matches(name):
             findings.append(Finding("name-format", resource.name, prop,
                                     f"{name!r} ({len(name)} characters) breaks {resource.short_type}'s rule: {rule.text}; "

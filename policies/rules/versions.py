@@ -18,7 +18,7 @@ from .props import ROLE_TAG, SCALE_SET, tags
 VERSION_TAG = "gpucluster-kubernetes-version"
 EOL_TAG = "gpucluster-kubernetes-end-of-life"
 CONFIG = {
-    "asOf": {"type": "string", "default": "", "pattern": r"^(\d{4}-\d{2}-\d{2})?$",
+    "asOf": {"type": "string", "default": "", "pattern": r"^(\d{4}-\d{2}-\d{2})?$", "format": "date",
              "description": "judge as of this date (YYYY-MM-DD) instead of today, for reproducible reviews"},
     "minDaysLeft": {"type": "integer", "default": 0, "minimum": 0,
                     "description": "fail this many days before end of life as well"},

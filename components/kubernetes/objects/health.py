@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from components.bootstrap.node import LABEL_POOL
+from components.bootstrap.node import LABEL_POOL, LABEL_ROLE
 from components.catalog.in_cluster import DCGM_IMAGE, HEALTH_AGENT_IMAGE
 from components.kubernetes.objects.common import LABEL_APP, SYSTEM_PRIORITY_CLASS, Object, obj
 from components.planning.placement import PoolPlan
@@ -88,7 +88,7 @@ def recheck_cronjob(pool: PoolPlan) -> Object:
         "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 3,
         "jobTemplate": {"spec": {"backoffLimit": 1, "activeDeadlineSeconds": 600, "template": {"spec": {
             "serviceAccountName": ACCOUNT, "restartPolicy": "Never", "priorityClassName": SYSTEM_PRIORITY_CLASS,
-            "nodeSelector": {"gpucluster.io/role": "system"},
+            "nodeSelector": {LABEL_ROLE: "system"},
             "containers": [container],
             "volumes": [{"name": "agent", "configMap": {"name": "gpu-health-agent"}},
                         {"name": "shared", "emptyDir": {}}]}}}}})
