@@ -68,7 +68,7 @@ def test_prod_names_and_nsg_rules_azure_accepts(prod_run: ProgramRun) -> None:
 
 def test_addon_roles_grant_what_the_addons_call(prod_run: ProgramRun) -> None:
     """Cilium's Azure IPAM updates scale-set VMs (cilium pkg/azure/api/api.go VirtualMachineScaleSetVMs.BeginUpdate)
-    and lists VNets at subscription scope (VirtualNetworks.ListAll); cluster-autoscaler 1.34.0 writes scale-set
+    and lists VNets at subscription scope (VirtualNetworks.ListAll); cluster-autoscaler 1.36.1 writes scale-set
     capacity and deletes instances. Network Contributor / VM Contributor alone gave 403s; a custom role per scope
     carries exactly the catalogued actions and nothing else."""
     definitions = [r for r in prod_run.registrations if r.type == "azure-native:authorization:RoleDefinition"]

@@ -7,10 +7,12 @@ Derived from the add-ons' own source at the versions the cluster runs (component
   VPCs, not just those in c.resourcegroup"). It only touches standalone-VM NICs (`Interfaces.Get`,
   `Interfaces.CreateOrUpdate`) for nodes outside scale sets; every node here is in a scale set, so those
   writes are not granted.
-- cluster-autoscaler 1.34.0 with `ARM_VM_TYPE=vmss` (kubernetes/autoscaler tag cluster-autoscaler-1.34.0,
-  `cluster-autoscaler/cloudprovider/azure/`): `azure_cache.go` lists scale sets and VMs of the group,
-  `azure_scale_set.go` gets a scale set, writes its `sku.capacity` (`CreateOrUpdateAsync`), lists its VMs and
-  deletes instances (`DeleteInstancesAsync`). SKU listing (`AZURE_ENABLE_DYNAMIC_INSTANCE_LIST`, off by
+- cluster-autoscaler with `ARM_VM_TYPE=vmss`, read at kubernetes/autoscaler tag cluster-autoscaler-1.34.0 and
+  again at cluster-autoscaler-1.36.1, the version the cluster runs (`cluster-autoscaler/cloudprovider/azure/`):
+  `azure_cache.go` lists scale sets and VMs of the group, `azure_scale_set.go` gets a scale set, writes its
+  `sku.capacity`, lists its VMs and deletes instances. 1.36 makes the same ARM calls through the track-2 SDK
+  (`BeginCreateOrUpdate`; `BeginDeleteInstances` in `azure_vmss_delete_client.go` and
+  `azure_force_delete_scale_set.go`; `ListVMInstanceView`, the VM list with `$expand=instanceView`). SKU listing (`AZURE_ENABLE_DYNAMIC_INSTANCE_LIST`, off by
   default), deployments (vmType standard) and AKS agent pools are not used.
 - No cloud-controller-manager runs in this cluster, so no identity is made for one.
 
@@ -32,7 +34,7 @@ from typing import Literal
 Scope = Literal["resourceGroup", "subscription"]
 
 _CILIUM = "cilium pkg/azure/api/api.go"
-_CA = "kubernetes/autoscaler cluster-autoscaler-1.34.0 cluster-autoscaler/cloudprovider/azure/"
+_CA = "kubernetes/autoscaler cluster-autoscaler-1.36.1 cluster-autoscaler/cloudprovider/azure/"
 _SUBNET_JOIN = "linked access check on the subnet (azure-docs virtual-network-manage-subnet.md, permissions)"
 
 
@@ -65,11 +67,11 @@ AUTOSCALER: tuple[Permission, ...] = (
     Permission("Microsoft.Compute/virtualMachineScaleSets/read", "resourceGroup",
                f"VirtualMachineScaleSets.List/Get ({_CA}azure_cache.go fetchScaleSets, azure_scale_set.go)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/write", "resourceGroup",
-               f"VirtualMachineScaleSets.CreateOrUpdateAsync of sku.capacity ({_CA}azure_scale_set.go)"),
+               f"VirtualMachineScaleSets.BeginCreateOrUpdate of sku.capacity ({_CA}azure_scale_set.go)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/delete/action", "resourceGroup",
-               f"VirtualMachineScaleSets.DeleteInstancesAsync ({_CA}azure_scale_set.go, azure_force_delete_scale_set.go)"),
+               f"VirtualMachineScaleSets.BeginDeleteInstances ({_CA}azure_force_delete_scale_set.go)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", "resourceGroup",
-               f"VirtualMachineScaleSetVMs.List ({_CA}azure_scale_set.go GetScaleSetVms)"),
+               f"VirtualMachineScaleSetVMs.List/ListVMInstanceView ({_CA}azure_scale_set.go)"),
     Permission("Microsoft.Compute/virtualMachines/read", "resourceGroup",
                f"VirtualMachines.List ({_CA}azure_cache.go fetchVirtualMachines, always called)"),
     Permission("Microsoft.Network/virtualNetworks/subnets/join/action", "resourceGroup",
