@@ -78,6 +78,8 @@ def plan_outputs(plan: ClusterPlan) -> dict[str, Any]:
             "podIpCapacity": capacity.pod_ip_capacity,
             "privateIpsNeeded": capacity.private_ips_needed,
             "privateIpLimit": capacity.private_ip_limit,
+            "vnetAddressEntries": capacity.vnet_entries,
+            "podIpsOnNodes": capacity.pod_ips_on_nodes,
         },
         "pools": {
             p.name: {"vmSize": p.size.name, "nodes": p.nodes, "gpus": p.gpus,
