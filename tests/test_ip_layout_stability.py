@@ -66,7 +66,7 @@ def test_adding_a_pool_to_prod_moves_nothing_and_places_the_new_block_in_free_sp
     raw = _prod_raw()
     before = _plan(raw).pins
     raw["pools"].insert(1, {"name": "a100", "kind": "gpu", "vmSize": "Standard_ND96asr_v4", "count": 400,
-                            "podsPerNode": 32})
+                            "podsPerNode": 32, "podAddresses": "prefixes"})
     after = _plan(raw)
     assert {k: v for k, v in after.pins.items() if k in before} == before
     assert not after.pool_block("a100").pinned

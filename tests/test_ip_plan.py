@@ -39,9 +39,10 @@ spaces_st = st.sampled_from([["10.0.0.0/12"], ["10.0.0.0/16", "10.1.0.0/16", "10
 
 
 def _unique(pools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pools with distinct names, all in the first pool's podAddresses mode (Cilium's IPAM mode is per cluster)."""
     seen: dict[str, dict[str, Any]] = {}
     for pool in pools:
-        seen.setdefault(pool["name"], pool)
+        seen.setdefault(pool["name"], {**pool, "podAddresses": pools[0]["podAddresses"]})
     return list(seen.values())
 
 
@@ -133,10 +134,20 @@ def test_vnet_entry_limit_is_fixed_and_names_prefix_mode() -> None:
     assert line.startswith("cluster.limits.privateIpsPerVnet: Azure documents private address entries per virtual "
                            "network (an IP configuration or a /28 block each) (65,536) as fixed (azure-docs "
                            "includes/azure-virtual-network-limits.md")
-    raw["pools"][1]["podAddresses"] = "prefixes"
+    for pool in raw["pools"]:
+        pool["podAddresses"] = "prefixes"
     del raw["limits"]
-    # 3,000 nodes x (1 + 2 blocks) + 3 x 31 + 3 API servers + the frontend + 3 etcd members
-    assert plan(raw).capacity.vnet_entries == 3_000 * 3 + 3 * 31 + 3 + 1 + 3
+    # 3,000 nodes x (1 + 2 blocks) + 3 system nodes x (1 + 2 blocks for 30 pods) + 3 API servers + the frontend
+    # + 3 etcd members
+    assert plan(raw).capacity.vnet_entries == 3_000 * 3 + 3 * 3 + 3 + 1 + 3
+
+
+def test_pools_share_one_pod_address_mode() -> None:
+    """Cilium runs one IPAM mode per cluster (azure for secondary IPs, crd for /28 blocks)."""
+    raw = small_cluster()
+    raw["pools"][1]["podAddresses"] = "prefixes"
+    [line] = problems(raw)
+    assert line.startswith("cluster.pools[1].podAddresses: is prefixes but pool system uses secondaryIps")
 
 
 def test_a_declared_exception_passes_a_fixed_limit() -> None:

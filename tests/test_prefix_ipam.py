@@ -91,3 +91,51 @@ def test_lease_is_taken_only_when_free_or_expired() -> None:
     assert lease_action(held, "prefix-ipam-b", now + 25) == "take"
     assert lease_action({"spec": {}}, "prefix-ipam-b", now) == "take"
     assert micro_time(now).endswith("Z") and "." in micro_time(now)
+
+
+def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None:
+    """The controller hands out pod addresses, so it cannot wait for one (hostNetwork); where cluster DNS does not
+    answer it dials the API server by the endpoint's name (as Cilium's agent, objects/charts.py). Its Kubernetes
+    rights are its calls: list nodes, list/patch CiliumNodes, create its Lease and get/update that one Lease
+    (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
+    from components.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
+    from components.kubernetes.scripts import prefix_ipam
+    objects = {o["kind"]: o for o in prefix_ipam_objects({"client_id": "cid"}, "api.prod.internal", 6443)}
+    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] and pod["serviceAccountName"] == objects["ServiceAccount"]["metadata"]["name"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["KUBE_API"] == "https://api.prod.internal:6443" and env["AZURE_CLIENT_ID"] == "cid"
+    assert objects["Deployment"]["spec"]["replicas"] == 2  # one leads; the Lease makes the other wait
+    assert objects["ClusterRole"]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+        {"apiGroups": ["cilium.io"], "resources": ["ciliumnodes"], "verbs": ["list", "patch"]}]
+    named = [r for r in objects["Role"]["rules"] if r.get("resourceNames")]
+    assert named == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEASE],
+                      "verbs": ["get", "update"]}]
+    script = objects["ConfigMap"]["data"]["prefix_ipam.py"]
+    assert script == Path(prefix_ipam.__file__).read_text()
+    assert pod["containers"][0]["command"][1] == "/controller/prefix_ipam.py"
+
+
+def test_cilium_takes_crd_ipam_in_prefix_mode_and_azure_ipam_otherwise() -> None:
+    from components.kubernetes.objects.charts import cilium_values
+    azure = {"resource_group": "rg", "subscription_id": "s", "tenant_id": "t", "client_id": "c"}
+    prefix = cilium_values("api", 6443, "10.0.0.0/12", {}, prefix_mode=True)
+    assert prefix["ipam"] == {"mode": "crd"} and "azure" not in prefix and prefix["routingMode"] == "native"
+    secondary = cilium_values("api", 6443, "10.64.0.0/16", azure)
+    assert secondary["ipam"] == {"mode": "azure"} and secondary["azure"]["userAssignedIdentityID"] == "c"
+
+
+def test_first_boot_waits_for_the_controller_in_prefix_mode(prod_spec) -> None:
+    """With `ipam: crd` no pod gets a network before the controller has published addresses: without it the
+    first boot is stuck, naming the chain."""
+    from components.planning.boot_layer import chart_workloads, own_workloads, pool_states
+    from components.planning.cluster_plan import plan_cluster
+    from components.planning.first_boot import simulate
+    plan = plan_cluster(prod_spec)
+    workloads = [w for w in own_workloads(plan) if w.name != "gpucluster-prefix-ipam"]
+    boot = simulate(pool_states(plan), [*chart_workloads(prefix_mode=True), *workloads])
+    coredns = [s for s in boot.stuck if s.workload == "coredns"]
+    assert coredns and "cilium-agent runs but gives cni only after pod-ips" in coredns[0].reason
+    complete = simulate(pool_states(plan), [*chart_workloads(prefix_mode=True), *own_workloads(plan)])
+    assert not complete.stuck

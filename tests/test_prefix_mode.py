@@ -44,7 +44,8 @@ def test_slots_and_fit_count_whole_aligned_28s() -> None:
 
 
 def test_prefix_pool_blocks_are_aligned_and_a_small_pin_fails() -> None:
-    raw_pools = [{"name": "system", "kind": "system", "vmSize": "Standard_D4s_v5", "count": 3},
+    raw_pools = [{"name": "system", "kind": "system", "vmSize": "Standard_D4s_v5", "count": 3,
+                  "podAddresses": "prefixes"},
                  {"name": "gpu", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": 150,
                   "podsPerNode": 32, "podAddresses": "prefixes"}]
     spec = small_spec(pools=raw_pools)

@@ -78,7 +78,23 @@ AUTOSCALER: tuple[Permission, ...] = (
                "scale-out of the system pool assigns the add-on identities it carries to the new VMs"),
 )
 
-ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI}
+_PREFIX_IPAM = "components/kubernetes/scripts/prefix_ipam.py"
+
+PREFIX_IPAM: tuple[Permission, ...] = (
+    # The one ARM call the controller makes: Microsoft.Network NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces,
+    # spelled as cloud-provider-azure's permission list spells the scale-set NIC read (as for Cilium above).
+    Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read", "resourceGroup",
+               f"ListVirtualMachineScaleSetNetworkInterfaces, one per scale set ({_PREFIX_IPAM})"),
+)
+
+ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI,
+                                                        "prefix-ipam": PREFIX_IPAM}
+
+
+def addons_for(prefix_mode: bool) -> tuple[str, ...]:
+    """The add-ons that call Azure in a cluster: Cilium's Azure IPAM with secondary IPs; with /28 blocks Cilium runs
+    `ipam: crd` and calls nothing, and the prefix IPAM controller reads the NICs instead."""
+    return ("autoscaler", "prefix-ipam") if prefix_mode else ("autoscaler", "cni")
 
 
 def actions(permissions: tuple[Permission, ...], scope: Scope) -> list[str]:

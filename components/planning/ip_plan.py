@@ -264,6 +264,14 @@ def _check_inputs(spec: ClusterSpec, limits: Limits) -> list[Problem]:
                                     f"{service} overlaps addressSpace[{i}] ({space}); Services need a range outside the VNet"))
     if service.overlaps(RDMA):
         problems.append(Problem("cluster.network.serviceCidr", f"{service} overlaps {RDMA}, the InfiniBand/RDMA network"))
+    modes = {pool.pod_addresses for pool in spec.pools}
+    if len(modes) > 1:
+        first = spec.pools[0].pod_addresses
+        index = next(i for i, pool in enumerate(spec.pools) if pool.pod_addresses != first)
+        problems.append(Problem(pool_path(index, "podAddresses"),
+                                f"is {spec.pools[index].pod_addresses} but pool {spec.pools[0].name} uses {first}: "
+                                "Cilium's IPAM mode is cluster-wide (azure for secondary IPs, crd for /28 blocks), so "
+                                "every pool uses the same podAddresses"))
     nic_limit = limits["privateIpsPerNic"].value
     for index, pool in enumerate(spec.pools):
         configurations = node_addressing(pool).ip_configurations

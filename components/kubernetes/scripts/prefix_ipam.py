@@ -9,7 +9,7 @@ coordination.k8s.io/v1 Lease:
   1. list the nodes; group them by scale set from `spec.providerID`
      (`azure:///subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/virtualMachineScaleSets/SET/virtualMachines/N`)
   2. per scale set ONE ARM read, not one per VM (ARM throttles reads per subscription and region; 7,500 nodes
-     are ~80 scale sets): Microsoft.Network `NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces`,
+     are 43 scale sets in prod): Microsoft.Network `NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces`,
      GET .../virtualMachineScaleSets/SET/networkInterfaces?api-version=ARM_API_VERSION, following `nextLink`
   3. map each NIC to its instance (`properties.virtualMachine.id`, else the NIC id's path), take the blocks of
      its IP configurations (`privateIPAddress` "a.b.c.d/28", or an address with `privateIPAddressPrefixLength`),
@@ -41,7 +41,9 @@ samples generated from azure-rest-api-specs `stable/2022-05-01/examples/VmssNetw
 with 2018-10-01). Whether its responses carry the prefix is not settled by a public source: the parser reads
 both shapes the 2024-03-01+ model documents ("a single IP address or a CIDR block")."""
 IMDS_TOKEN = "http://169.254.169.254/metadata/identity/oauth2/token"
-API = "https://kubernetes.default.svc"
+API = os.environ.get("KUBE_API", "https://kubernetes.default.svc")
+"""The Deployment sets the API server endpoint by name: the controller runs on the host network (it cannot wait
+for a pod address it hands out itself), where cluster DNS does not answer, as Cilium's agent does."""
 SA = "/var/run/secrets/kubernetes.io/serviceaccount"
 LEASE_SECONDS = 30
 SYNC_SECONDS = 30
@@ -246,4 +248,4 @@ def run(namespace: str, lease_name: str, client_id: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1], sys.argv[2], sys.argv[3]))
+    sys.exit(run(sys.argv[1], sys.argv[2], os.environ["AZURE_CLIENT_ID"]))
