@@ -153,7 +153,7 @@ def _preflight_preview(document: dict[str, Any], states: list[dict[str, Any]], e
 
     name = stack_name(document)
     path = project_root() / "stacks" / f"Pulumi.{name}.yaml" if name else None
-    if path is None or not path.is_file():
+    if name is None or path is None or not path.is_file():
         errors.print(f"note: ARM preflight skipped: no stacks/Pulumi.{name or '<stack>'}.yaml to read the region, "
                      "sizes and limits from", markup=False, highlight=False)
         return

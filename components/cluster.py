@@ -41,7 +41,8 @@ class GpuCluster(pulumi.ComponentResource):
                                           access, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
-                                                cluster=spec.name)
+                                                cluster=spec.name,
+                                                prefix_mode=any(p.pod_addresses == "prefixes" for p in spec.pools))
         # Add-ons that call Azure (autoscaler, CNI operator) run on the system pool and use these identities.
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
@@ -78,6 +79,8 @@ def plan_outputs(plan: ClusterPlan) -> dict[str, Any]:
             "podIpCapacity": capacity.pod_ip_capacity,
             "privateIpsNeeded": capacity.private_ips_needed,
             "privateIpLimit": capacity.private_ip_limit,
+            "vnetAddressEntries": capacity.vnet_entries,
+            "podIpsOnNodes": capacity.pod_ips_on_nodes,
         },
         "pools": {
             p.name: {"vmSize": p.size.name, "nodes": p.nodes, "gpus": p.gpus,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.catalog.addon_permissions import ADDON_PERMISSIONS
+from components.catalog.addon_permissions import ADDON_PERMISSIONS, addons_for
 from components.offline.engine import ProgramRun
 from components.planning.azure_names import deterministic_guid, key_vault_name, storage_account_name
 from components.planning.security_rules import source_prefix_fields
@@ -67,21 +67,33 @@ def test_prod_names_and_nsg_rules_azure_accepts(prod_run: ProgramRun) -> None:
 
 
 def test_addon_roles_grant_what_the_addons_call(prod_run: ProgramRun) -> None:
-    """Cilium's Azure IPAM updates scale-set VMs (cilium pkg/azure/api/api.go VirtualMachineScaleSetVMs.BeginUpdate)
-    and lists VNets at subscription scope (VirtualNetworks.ListAll); cluster-autoscaler 1.36.1 writes scale-set
-    capacity and deletes instances. Network Contributor / VM Contributor alone gave 403s; a custom role per scope
-    carries exactly the catalogued actions and nothing else."""
+    """cluster-autoscaler 1.36.1 writes scale-set capacity and deletes instances. prod puts pods in /28 blocks, so
+    Cilium runs `ipam: crd` and calls no Azure API: no CNI identity; the prefix IPAM controller reads the scale
+    sets' NICs (one list per scale set) and nothing else. Network Contributor / VM Contributor alone gave 403s; a
+    custom role per scope carries exactly the catalogued actions and nothing else."""
     definitions = [r for r in prod_run.registrations if r.type == "azure-native:authorization:RoleDefinition"]
     granted: dict[str, set[str]] = {}
     for definition in definitions:
-        addon = "cni" if "-cni-" in definition.name else "autoscaler"
+        addon = next(a for a in ADDON_PERMISSIONS if f"-{a}-" in definition.name)
         assert definition.inputs["assignableScopes"] == [definition.inputs["scope"]]
         granted.setdefault(addon, set()).update(definition.inputs["permissions"][0]["actions"])
         assert not any(a.endswith("/*") or a == "*" for a in definition.inputs["permissions"][0]["actions"])
-    assert granted == {addon: {p.action for p in perms} for addon, perms in ADDON_PERMISSIONS.items()}
-    assert "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write" in granted["cni"]
-    subscription_wide = [d for d in definitions if "/resourceGroups/" not in d.inputs["scope"]]
-    assert [d.inputs["permissions"][0]["actions"] for d in subscription_wide] == [
-        ["Microsoft.Network/virtualNetworks/read"]]
+    assert granted == {addon: {p.action for p in ADDON_PERMISSIONS[addon]} for addon in addons_for(True)}
+    assert granted["prefix-ipam"] == {"Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read"}
+    assert [d for d in definitions if "/resourceGroups/" not in d.inputs["scope"]] == []
     assignments = {r.name for r in prod_run.registrations if r.type == "azure-native:authorization:RoleAssignment"}
-    assert {"prod-addons-autoscaler-role", "prod-addons-cni-role"} <= assignments
+    assert {"prod-addons-autoscaler-role", "prod-addons-prefix-ipam-role"} <= assignments
+
+
+def test_cilium_azure_ipam_role_with_secondary_ips(dev_out) -> None:
+    """Cilium's Azure IPAM updates scale-set VMs (cilium pkg/azure/api/api.go VirtualMachineScaleSetVMs.BeginUpdate)
+    and lists VNets at subscription scope (VirtualNetworks.ListAll): dev runs it (secondary IPs)."""
+    import json
+    steps = json.loads((dev_out / "preview.json").read_text())["steps"]
+    definitions = [s["newState"]["inputs"] for s in steps
+                   if s["newState"]["type"] == "azure-native:authorization:RoleDefinition"]
+    actions = {a for d in definitions for a in d["permissions"][0]["actions"]}
+    assert actions == {p.action for addon in addons_for(False) for p in ADDON_PERMISSIONS[addon]}
+    assert "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write" in actions
+    assert [d["permissions"][0]["actions"] for d in definitions if "/resourceGroups/" not in str(d["scope"])] == [
+        ["Microsoft.Network/virtualNetworks/read"]]

@@ -127,7 +127,9 @@ def test_prod_manifests_hold_capacity_health_and_networking(prod_run: ProgramRun
     # required hostname anti-affinity: never more replicas than system nodes (dev has 2)
     assert coredns_replicas(12, 2) == 2 and coredns_replicas(12, 40) == 3
     releases = {r["chart"]: r for r in helm_releases(prod_run.registrations)}
-    assert releases["cilium"]["values"]["ipam"]["mode"] == "azure"
+    # prod puts pods in /28 blocks: Cilium's CRD-backed IPAM, fed by the prefix IPAM controller (docs/ip-plan.md)
+    assert releases["cilium"]["values"]["ipam"]["mode"] == "crd" and "azure" not in releases["cilium"]["values"]
+    assert ("Deployment", "gpucluster-prefix-ipam") in by_kind
     assert releases["cilium"]["values"]["kubeProxyReplacement"] is True
     assert releases["gpu-operator"]["values"]["driver"]["enabled"] is False
     h100 = next(p for p in prod.pools if p.name == "h100")
@@ -136,16 +138,15 @@ def test_prod_manifests_hold_capacity_health_and_networking(prod_run: ProgramRun
 
 def test_addon_identities_are_scoped_to_the_resource_group(prod_run: ProgramRun) -> None:
     """Custom roles (tests/test_azure_names.py checks their actions against what the add-ons call): everything on
-    the resource group, except the one subscription-wide read Cilium's VirtualNetworks.ListAll needs."""
+    the resource group. prod runs no Cilium Azure IPAM (/28 blocks, `ipam: crd`), so not even the subscription-wide
+    VNet read its VirtualNetworks.ListAll needs (dev has it: tests/test_azure_names.py)."""
     roles = [r for r in prod_run.registrations if r.type == "azure-native:authorization:RoleAssignment"
              and "-addons-" in r.name]
     definitions = {r.inputs["roleDefinitionId"]: r for r in prod_run.registrations
                    if r.type == "azure-native:authorization:RoleDefinition"}
     assert {r.inputs["roleDefinitionId"].rsplit("/", 1)[1] for r in roles} == set(definitions)
     wide = [r for r in roles if not r.inputs["scope"].endswith("/resourceGroups/gpucluster-prod")]
-    assert [r.name for r in wide] == ["prod-addons-cni-subscription-role-assignment"]
-    assert definitions[wide[0].inputs["roleDefinitionId"].rsplit("/", 1)[1]].inputs["permissions"] == [
-        {"actions": ["Microsoft.Network/virtualNetworks/read"]}]
+    assert wide == []
     system = next(r for r in prod_run.registrations if r.name == "system-z1-00")
     assert system.inputs["identity"]["type"] == "SystemAssigned, UserAssigned"
     gpu = next(r for r in prod_run.registrations if r.name == "h100-z1-00")

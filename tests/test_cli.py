@@ -33,10 +33,15 @@ def test_plan_prod(prod_out) -> None:
     t, pods = summary["totals"], summary["ipPlan"]["podIps"]
     assert f"{t['nodes']:,} nodes, {t['gpus']:,} GPUs, {t['vcpus']:,} vCPUs, {t['memoryGib']:,} GiB" in result.stdout
     assert "Confidential pools" in result.stdout and "If a zone is lost" in result.stdout
-    assert "relies on a raised limit" in result.stdout and "exceeds the default" not in result.stdout
+    # prod relies on no raised limit and no exception to a fixed one: /28 blocks keep it within 65,536 entries
+    assert "relies on a raised limit" not in result.stdout and "exceeds the default" not in result.stdout
+    assert "Azure documents this limit as fixed" not in result.stdout
+    entries = summary["ipPlan"]["entries"]
+    assert f"VNet address entries: {entries['vnet']:,} of 65,536" in result.stdout
     preview = json.loads((out / "preview.json").read_text())
     assert f"registered {len(preview['steps'])} resources" in result.stderr  # progress, on stderr
-    assert f"pod IPs: {pods['needed']:,} needed, {pods['available']:,} available" in result.stdout
+    assert (f"pod IPs: {pods['needed']:,} needed, {summary['ipPlan']['podIpsOnNodes']:,} on the nodes' NICs, "
+            f"{pods['available']:,} available") in result.stdout
     h100 = next(q for q in summary["quota"] if q["family"] == "standardNDSH100v5Family")
     assert f"{h100['vcpus']:,}" in result.stdout
     assert (out / "manifests").is_dir()

@@ -283,7 +283,7 @@ def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit
         plan_cluster(spec), "prod", Counter(r.type for r in prod_run.registrations if r.custom), [], {}))
     # 520 more nodes: past 8,000 the API servers need a 17th vCPU (one per 500 nodes), so a bigger size
     raw["pools"].insert(2, {"name": "a100", "kind": "gpu", "vmSize": "Standard_ND96asr_v4", "count": 520,
-                            "podsPerNode": 32})
+                            "podsPerNode": 32, "podAddresses": "prefixes"})
     document, data = plan_document(raw, "prod")
     result = diff_sides(base, side_from_document("prod+a100", document, data))
     assert not result.errors

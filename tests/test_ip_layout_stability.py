@@ -21,7 +21,8 @@ from components.planning.limits import effective_limits
 from components.spec import parse_cluster
 from tests.conftest import STACKS, small_cluster
 
-BIG_LIMIT = {"privateIpsPerVnet": {"value": 10_000_000, "note": "test"}}
+# The entry limit is not what these tests check; passing a fixed limit needs a declared exception.
+BIG_LIMIT = {"privateIpsPerVnet": {"value": 10_000_000, "note": "test", "azureException": {"reference": "layout test"}}}
 
 
 def _plan(raw: dict[str, Any]):
@@ -65,7 +66,7 @@ def test_adding_a_pool_to_prod_moves_nothing_and_places_the_new_block_in_free_sp
     raw = _prod_raw()
     before = _plan(raw).pins
     raw["pools"].insert(1, {"name": "a100", "kind": "gpu", "vmSize": "Standard_ND96asr_v4", "count": 400,
-                            "podsPerNode": 32})
+                            "podsPerNode": 32, "podAddresses": "prefixes"})
     after = _plan(raw)
     assert {k: v for k, v in after.pins.items() if k in before} == before
     assert not after.pool_block("a100").pinned

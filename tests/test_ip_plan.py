@@ -28,17 +28,21 @@ def problems(raw: dict[str, Any]) -> list[str]:
 
 
 pool_st = st.builds(
-    lambda i, count, pods: {"name": f"p{i}", "kind": "cpu", "vmSize": "Standard_D4s_v5", "count": count,
-                            "podsPerNode": pods},
-    st.integers(0, 10_000), st.integers(1, 400), st.integers(1, 60))
+    lambda i, count, pods, mode: {"name": f"p{i}", "kind": "cpu", "vmSize": "Standard_D4s_v5", "count": count,
+                                  "podsPerNode": pods, "podAddresses": mode},
+    st.integers(0, 10_000), st.integers(1, 400), st.integers(1, 60), st.sampled_from(["secondaryIps", "prefixes"]))
+# Allocation properties are checked past Azure's fixed entry limit: only a declared exception lets a plan do that.
+PAST_ENTRY_LIMIT = {"privateIpsPerVnet": {"value": 10_000_000, "note": "test",
+                                          "azureException": {"reference": "allocation property test"}}}
 spaces_st = st.sampled_from([["10.0.0.0/12"], ["10.0.0.0/16", "10.1.0.0/16", "10.2.0.0/16"], ["172.0.0.0/13"],
                              ["192.168.0.0/16"]])
 
 
 def _unique(pools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pools with distinct names, all in the first pool's podAddresses mode (Cilium's IPAM mode is per cluster)."""
     seen: dict[str, dict[str, Any]] = {}
     for pool in pools:
-        seen.setdefault(pool["name"], pool)
+        seen.setdefault(pool["name"], {**pool, "podAddresses": pools[0]["podAddresses"]})
     return list(seen.values())
 
 
@@ -46,7 +50,7 @@ def _unique(pools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @given(pools=st.lists(pool_st, min_size=1, max_size=8), spaces=spaces_st)
 def test_blocks_are_disjoint_inside_the_space_and_clear_of_rdma(pools, spaces) -> None:
     raw = small_cluster(pools=_unique(pools), network={"addressSpace": spaces, "serviceCidr": "100.64.0.0/16"},
-                        limits={"privateIpsPerVnet": {"value": 10_000_000, "note": "test"}})
+                        limits=PAST_ENTRY_LIMIT)
     try:
         result = plan(raw)
     except SpecError as error:
@@ -59,6 +63,8 @@ def test_blocks_are_disjoint_inside_the_space_and_clear_of_rdma(pools, spaces) -
         assert all(not a.overlaps(b) for b in nets[i + 1:])
     for block in result.blocks:
         assert block.ips_needed <= 0.8 * block.usable + 1
+        if block.blocks_per_member:  # a prefix-mode subnet holds whole /28s: it is a /27 or larger
+            assert block.cidr.prefixlen <= 27 and block.headroom_ips >= 0
     assert result.capacity.pod_ip_capacity >= result.capacity.pod_ips_needed
 
 
@@ -67,7 +73,7 @@ def test_blocks_are_disjoint_inside_the_space_and_clear_of_rdma(pools, spaces) -
 def test_appending_a_pool_moves_no_block(pools) -> None:
     pools = _unique(pools)
     net = {"addressSpace": ["10.0.0.0/10"]}
-    limits = {"privateIpsPerVnet": {"value": 10_000_000, "note": "test"}}
+    limits = PAST_ENTRY_LIMIT
     before = plan(small_cluster(pools=pools[:-1], network=net, limits=limits))
     after = plan(small_cluster(pools=pools, network=net, limits=limits))
     for block in before.blocks:
@@ -111,17 +117,46 @@ def test_pool_that_does_not_fit_names_the_pool() -> None:
 def test_more_pods_than_a_nic_holds() -> None:
     raw = small_cluster(limits={"privateIpsPerNic": {"value": 64, "note": "a region with a lower limit"}})
     raw["pools"][0]["podsPerNode"] = 64
-    assert problems(raw)[0].startswith("cluster.pools[0].podsPerNode: 64 pods need 65 IPs on one NIC")
+    assert problems(raw)[0].startswith("cluster.pools[0].podsPerNode: 64 pods need 65 IP configurations on one NIC")
 
 
-def test_vnet_private_ip_limit_names_the_override() -> None:
+def test_vnet_entry_limit_is_fixed_and_names_prefix_mode() -> None:
+    """Past 65,536 entries the fix is /28 blocks, never a raise: Azure documents the limit as fixed
+    (MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md)."""
     raw = small_cluster(network={"addressSpace": ["10.0.0.0/12"]})
     raw["pools"][1]["count"] = 3000
     raw["pools"][1]["podsPerNode"] = 30
     [line] = problems(raw)
-    assert "93,100 private IP addresses per virtual network but the limit is 65,536" in line
-    assert "cluster.limits.privateIpsPerVnet" in line
+    assert "93,100 private address entries per virtual network" in line and "the limit is 65,536" in line
+    assert "includes/azure-virtual-network-limits.md" in line and "podAddresses: prefixes" in line
     raw["limits"] = {"privateIpsPerVnet": {"value": 100_000, "note": "ticket 1"}}
+    [line] = problems(raw)
+    assert line.startswith("cluster.limits.privateIpsPerVnet: Azure documents private address entries per virtual "
+                           "network (an IP configuration or a /28 block each) (65,536) as fixed (azure-docs "
+                           "includes/azure-virtual-network-limits.md")
+    for pool in raw["pools"]:
+        pool["podAddresses"] = "prefixes"
+    del raw["limits"]
+    # 3,000 nodes x (1 + 2 blocks) + 3 system nodes x (1 + 2 blocks for 30 pods) + 3 API servers + the frontend
+    # + 3 etcd members
+    assert plan(raw).capacity.vnet_entries == 3_000 * 3 + 3 * 3 + 3 + 1 + 3
+
+
+def test_pools_share_one_pod_address_mode() -> None:
+    """Cilium runs one IPAM mode per cluster (azure for secondary IPs, crd for /28 blocks)."""
+    raw = small_cluster()
+    raw["pools"][1]["podAddresses"] = "prefixes"
+    [line] = problems(raw)
+    assert line.startswith("cluster.pools[1].podAddresses: is prefixes but pool system uses secondaryIps")
+
+
+def test_a_declared_exception_passes_a_fixed_limit() -> None:
+    raw = small_cluster(network={"addressSpace": ["10.0.0.0/12"]})
+    raw["pools"][1]["count"] = 3000
+    raw["limits"] = {"privateIpsPerVnet": {"value": 100_000, "note": "granted",
+                                           "azureException": {"reference": "case 2611220010001"}}}
+    limit = effective_limits(parse_cluster(raw))["privateIpsPerVnet"]
+    assert limit.past_fixed and limit.exception == "case 2611220010001"
     assert plan(raw).capacity.private_ip_limit == 100_000
 
 

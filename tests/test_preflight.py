@@ -118,7 +118,7 @@ def _accelerated_on_ncc(steps: Steps) -> str:
 
 def _too_many_ip_configs(steps: Steps) -> str:
     nic = _nic0(_state(steps, "h100-z1-00"))
-    nic["ipConfigurations"] = nic["ipConfigurations"] * 9
+    nic["ipConfigurations"] = nic["ipConfigurations"] * 86  # prod's NICs carry 3 (primary + two /28 blocks)
     return "h100-z1-00"
 
 

@@ -10,6 +10,7 @@ import pytest
 from components.offline.html_report import render_report
 from components.offline.report_data import limit_usage, report_data
 from components.planning.cluster_plan import plan_cluster
+from components.spec import LimitOverride
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +49,36 @@ def test_zone_loss_matches_the_pools(prod_data: dict) -> None:
 def test_limits_show_what_is_used_and_what_is_raised(prod_data: dict, dev_spec) -> None:
     limits = {limit["key"]: limit for limit in prod_data["limits"]}
     vnet = limits["privateIpsPerVnet"]
-    assert vnet["raised"] and vnet["exceedsDefault"] and vnet["used"] == prod_data["ipPlan"]["privateIps"]["needed"]
+    # prod fits Azure's fixed 65,536 entries with /28 blocks: nothing raised, no exception relied on
+    assert vnet["fixed"] and not vnet["raised"] and not vnet["pastFixed"] and not vnet["exceedsDefault"]
+    assert vnet["used"] == prod_data["ipPlan"]["entries"]["vnet"] <= 65_536
+    assert prod_data["ipPlan"]["podIpsOnNodes"] >= 200_000
     largest_domain = max(s["capacity"] for p in prod_data["pools"] if p["infiniband"] for s in p["scaleSets"])
     assert limits["vmsPerInfinibandDomain"]["used"] == largest_domain
     assert not limits["vmsPerInfinibandDomain"]["exceedsDefault"]
     assert limits["privateIpsPerPeeredGroup"]["used"] is None  # no hub peering in prod
     assert limit_usage(plan_cluster(dev_spec))["privateIpsPerVnet"] < 65_536
+
+
+def test_a_declared_exception_shows_in_red_as_fixed(dev_spec) -> None:
+    """A stack past a fixed limit on a declared Azure exception: summary and report.html say so in red."""
+    import io
+
+    from rich.console import Console
+
+    from components.offline.summary import print_summary
+    spec = dev_spec.model_copy(update={"limits": dev_spec.limits.model_copy(update={
+        "subnets_per_vnet": LimitOverride.model_validate(
+            {"value": 4000, "note": "granted", "azureException": {"reference": "case 123"}})})})
+    data = report_data(plan_cluster(spec), "dev", Counter(), [])
+    row = next(limit for limit in data["limits"] if limit["key"] == "subnetsPerVnet")
+    assert row["pastFixed"] and row["exception"] == "case 123"
+    html = render_report(data)
+    assert '<span class="bad"><b>Azure documents this limit as fixed; relies on a declared Azure exception: case 123' \
+        in html
+    out = io.StringIO()
+    print_summary(Console(file=out, force_terminal=True, width=400), data, [])
+    assert "\x1b[1;31mAzure documents this limit as fixed" in out.getvalue()
 
 
 class _Collector(HTMLParser):

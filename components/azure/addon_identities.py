@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_azure_native as azure
 
-from components.catalog.addon_permissions import ADDON_PERMISSIONS, Scope, actions
+from components.catalog.addon_permissions import ADDON_PERMISSIONS, Scope, actions, addons_for
 from components.catalog.azure_roles import role_definition_id
 from components.planning import azure_names as names
 
@@ -24,7 +24,10 @@ class AddonAzureRefs:
     tenant_id: pulumi.Output[str]
     resource_group: pulumi.Input[str]
     autoscaler_client_id: pulumi.Output[str]
-    cni_client_id: pulumi.Output[str]
+    cni_client_id: pulumi.Output[str] | None
+    """Cilium's Azure IPAM identity; None when Cilium runs `ipam: crd` (/28 blocks)."""
+    prefix_ipam_client_id: pulumi.Output[str] | None = None
+    """The prefix IPAM controller's identity; None with secondary IPs."""
 
     def settings(self, client_id: pulumi.Output[str]) -> dict[str, Any]:
         """What an add-on's config needs to act as one identity: the shape the object builders take."""
@@ -37,7 +40,7 @@ class AddonIdentities(pulumi.ComponentResource):
     (components/catalog/addon_permissions.py), assigned at the narrowest scope the call needs."""
 
     def __init__(self, name: str, resource_group_name: pulumi.Input[str], location: str, tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None, *, cluster: str) -> None:
+                 opts: pulumi.ResourceOptions | None = None, *, cluster: str, prefix_mode: bool = False) -> None:
         super().__init__("gpucluster:azure:AddonIdentities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         client = azure.authorization.get_client_config_output()
@@ -48,7 +51,8 @@ class AddonIdentities(pulumi.ComponentResource):
             "subscription": pulumi.Output.concat("/subscriptions/", client.subscription_id),
         }
         identities = {}
-        for addon, permissions in ADDON_PERMISSIONS.items():
+        for addon in addons_for(prefix_mode):
+            permissions = ADDON_PERMISSIONS[addon]
             identity = azure.managedidentity.UserAssignedIdentity(
                 f"{name}-{addon}", resource_group_name=resource_group_name, location=location, tags=tags,
                 opts=child)
@@ -81,5 +85,7 @@ class AddonIdentities(pulumi.ComponentResource):
         self.refs = AddonAzureRefs(subscription_id=client.subscription_id, tenant_id=client.tenant_id,
                                    resource_group=resource_group_name,
                                    autoscaler_client_id=identities["autoscaler"].client_id,
-                                   cni_client_id=identities["cni"].client_id)
+                                   cni_client_id=identities["cni"].client_id if "cni" in identities else None,
+                                   prefix_ipam_client_id=identities["prefix-ipam"].client_id
+                                   if "prefix-ipam" in identities else None)
         self.register_outputs({})

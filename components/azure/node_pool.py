@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_azure_native as azure
@@ -17,6 +18,7 @@ from components.catalog.images import UBUNTU_HPC_2204
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_template import scale_set_tags, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
+from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
 from components.spec import ImageRef
 
 
@@ -80,12 +82,21 @@ def _os_disk(pool: PoolPlan,
             storage_account_type="Premium_LRS"))
 
 
-def _ip_configurations(pool: PoolPlan,
-                       subnet_id: pulumi.Input[str]) -> list[azure.compute.VirtualMachineScaleSetIPConfigurationArgs]:
-    """Primary address for the node, then one secondary per pod ("alias-based" pod IPs, no overlay)."""
+def _ip_configurations(pool: PoolPlan, subnet_id: pulumi.Input[str]) -> list[Any]:
+    """Primary address for the node, then one secondary per pod ("alias-based" pod IPs, no overlay), or in
+    prefix mode one IP configuration per /28 block (components/planning/pod_addresses.py)."""
     subnet = azure.compute.ApiEntityReferenceArgs(id=subnet_id)
-    configs = [azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
+    configs: list[Any] = [azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
         name="node", primary=True, private_ip_address_version="IPv4", subnet=subnet)]
+    addressing = node_addressing(pool.spec)
+    if addressing.prefix_mode:
+        # Microsoft.Compute carries privateIPAddressPrefixLength on scale-set IP configurations from API
+        # 2026-07-02; azure-native 3.29's typed class does not, so the field is written by its wire name
+        # (the ARM preflight's prefix-on-nic-api-version rule warns until the scale set is declared at that version).
+        configs += [{"name": f"podblock{i:02d}", "primary": False, "privateIPAddressVersion": "IPv4",
+                     "privateIPAddressPrefixLength": PREFIX_LENGTH, "subnet": {"id": subnet_id}}
+                    for i in range(1, addressing.blocks + 1)]
+        return configs
     configs += [azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
         name=f"pod{i:03d}", primary=False, private_ip_address_version="IPv4", subnet=subnet)
         for i in range(1, pool.spec.pods_per_node + 1)]

@@ -12,8 +12,9 @@ Derived from the add-ons' own source at the versions the cluster runs (component
   `azure_cache.go` lists scale sets and VMs of the group, `azure_scale_set.go` gets a scale set, writes its
   `sku.capacity`, lists its VMs and deletes instances. 1.36 makes the same ARM calls through the track-2 SDK
   (`BeginCreateOrUpdate`; `BeginDeleteInstances` in `azure_vmss_delete_client.go` and
-  `azure_force_delete_scale_set.go`; `ListVMInstanceView`, the VM list with `$expand=instanceView`). SKU listing (`AZURE_ENABLE_DYNAMIC_INSTANCE_LIST`, off by
-  default), deployments (vmType standard) and AKS agent pools are not used.
+  `azure_force_delete_scale_set.go`; `ListVMInstanceView`, the VM list with `$expand=instanceView`). SKU
+  listing (`AZURE_ENABLE_DYNAMIC_INSTANCE_LIST`, off by default), deployments (vmType standard) and AKS agent
+  pools are not used.
 - No cloud-controller-manager runs in this cluster, so no identity is made for one.
 
 Action names are Azure RBAC operations (Microsoft Learn "Azure resource provider operations"); the scale-set NIC
@@ -80,7 +81,23 @@ AUTOSCALER: tuple[Permission, ...] = (
                "scale-out of the system pool assigns the add-on identities it carries to the new VMs"),
 )
 
-ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI}
+_PREFIX_IPAM = "components/kubernetes/scripts/prefix_ipam.py"
+
+PREFIX_IPAM: tuple[Permission, ...] = (
+    # The one ARM call the controller makes: Microsoft.Network NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces,
+    # spelled as cloud-provider-azure's permission list spells the scale-set NIC read (as for Cilium above).
+    Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read", "resourceGroup",
+               f"ListVirtualMachineScaleSetNetworkInterfaces, one per scale set ({_PREFIX_IPAM})"),
+)
+
+ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI,
+                                                        "prefix-ipam": PREFIX_IPAM}
+
+
+def addons_for(prefix_mode: bool) -> tuple[str, ...]:
+    """The add-ons that call Azure in a cluster: Cilium's Azure IPAM with secondary IPs; with /28 blocks Cilium runs
+    `ipam: crd` and calls nothing, and the prefix IPAM controller reads the NICs instead."""
+    return ("autoscaler", "prefix-ipam") if prefix_mode else ("autoscaler", "cni")
 
 
 def actions(permissions: tuple[Permission, ...], scope: Scope) -> list[str]:

@@ -1,4 +1,12 @@
-"""Azure's default limits the plan checks. Every one can be raised per stack under `cluster.limits`."""
+"""Azure's limits the plan checks, each adjustable or fixed, with its source.
+
+An adjustable limit can be raised per stack under `cluster.limits` with the note of the request that raised
+it. A fixed limit cannot: Microsoft's networking limits page says "If there's no maximum limit column, the
+resource doesn't have adjustable limits" (MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md,
+ms.date 12/05/2022, the "Networking limits - Azure Resource Manager" table has a single `Limit` column). The
+only way past a fixed limit is an exception Azure grants in writing, which the stack declares with its
+reference (`cluster.limits.<key>.azureException`).
+"""
 
 from __future__ import annotations
 
@@ -15,23 +23,28 @@ class DefaultLimit:
     value: int
     description: str
     source: str
+    fixed: bool = False
+    """Azure documents the limit as not adjustable: a support note cannot raise it."""
 
 
 DEFAULT_LIMITS: dict[str, DefaultLimit] = {
     limit.key: limit
     for limit in (
-        DefaultLimit("privateIpsPerNic", 256, "private IP addresses per network interface", _NET_LIMITS),
-        DefaultLimit("privateIpsPerVnet", 65_536, "private IP addresses per virtual network", _NET_LIMITS),
+        # The four network rows sit in the table without a maximum column: fixed.
+        DefaultLimit("privateIpsPerNic", 256, "private IP addresses per network interface", _NET_LIMITS, fixed=True),
+        DefaultLimit("privateIpsPerVnet", 65_536,
+                     "private address entries per virtual network (an IP configuration or a /28 block each)",
+                     _NET_LIMITS, fixed=True),
         DefaultLimit("privateIpsPerPeeredGroup", 128_000,
-                     "private IP addresses per group of peered virtual networks", _NET_LIMITS),
-        DefaultLimit("subnetsPerVnet", 3_000, "subnets per virtual network", _NET_LIMITS),
+                     "private address entries per group of peered virtual networks", _NET_LIMITS, fixed=True),
+        DefaultLimit("subnetsPerVnet", 3_000, "subnets per virtual network", _NET_LIMITS, fixed=True),
         DefaultLimit("vmsPerInfinibandDomain", 100,
                      "VMs in a scale set with singlePlacementGroup: true (one InfiniBand domain); "
                      "a support request raises it to 300", _PLACEMENT),
         DefaultLimit("vmsPerLargeScaleSet", 1_000,
                      "VMs in a scale set with singlePlacementGroup: false (marketplace image)", _PLACEMENT),
         DefaultLimit("natGatewayPublicIps", 16, "public IP addresses on one NAT gateway",
-                     "azure-docs articles/nat-gateway/nat-gateway-resource.md"),
+                     "azure-docs articles/nat-gateway/nat-gateway-resource.md", fixed=True),
     )
 }
 

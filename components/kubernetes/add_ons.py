@@ -21,6 +21,7 @@ from components.kubernetes.objects.balloons import balloon_objects
 from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
+from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
@@ -39,9 +40,15 @@ class Networking(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Networking", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        prefix_mode = plan.prefix_mode
+        host = api_server_host(plan.spec.name)
+        cni_identity = azure.settings(azure.cni_client_id) if azure.cni_client_id is not None else {}
         self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", cilium_values(
-            api_server_host(plan.spec.name), API_SERVER_PORT, str(plan.ip.address_space[0]),
-            azure.settings(azure.cni_client_id)), child)
+            host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode), child)
+        if prefix_mode and azure.prefix_ipam_client_id is not None:
+            # Cilium `ipam: crd` takes the /28 blocks this controller publishes (objects/prefix_ipam.py).
+            self.prefix_ipam = declare_all(prefix_ipam_objects(
+                azure.settings(azure.prefix_ipam_client_id), host, API_SERVER_PORT), child)
         self.dns = declare_all(coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip),
                                                     plan.versions.minor), child)
         self.register_outputs({})

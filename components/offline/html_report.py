@@ -8,7 +8,13 @@ from html import escape
 from typing import Any
 
 from components.diff.render import diff_section
-from components.offline.report_data import headroom_text, unpinned_text
+from components.offline.report_data import (
+    entries_text,
+    headroom_text,
+    limit_status_text,
+    prerequisite_text,
+    unpinned_text,
+)
 from components.preflight.report import html_section
 
 Data = dict[str, Any]
@@ -162,13 +168,14 @@ def _left(entry: Data | None) -> str:
 
 
 def _limit_status(limit: Data) -> str:
-    if limit["used"] is None:
-        return "does not apply to this stack"
+    text = escape(limit_status_text(limit))
+    if limit["pastFixed"]:
+        return f'<span class="bad"><b>{text}</b></span>'
     if limit["raised"]:
-        return f'<span class="warn">relies on a raised limit: {escape(limit["note"] or "")}</span>'
+        return f'<span class="warn">{text}</span>'
     if limit["exceedsDefault"]:
-        return '<span class="bad">exceeds the default</span>'
-    return "within the default"
+        return f'<span class="bad">{text}</span>'
+    return text
 
 
 def _tables(data: Data) -> list[str]:
@@ -188,12 +195,19 @@ def _tables(data: Data) -> list[str]:
         ["block", "CIDR", "holds", "IPs needed", "usable", "room before full"],
         [[escape(b["name"] + (" (pinned)" if b["pinned"] else "")), escape(b["cidr"]), escape(b["purpose"]),
           _n(b["ipsNeeded"]), _n(b["usable"]), escape(headroom_text(b))] for b in data["ipPlan"]["blocks"]], left=3)]
+    out.append(f'<p>{escape(entries_text(data["ipPlan"]))}; pod addresses on the nodes\' NICs: '
+               f'{_n(data["ipPlan"]["podIpsOnNodes"])}</p>')
+    prerequisite = prerequisite_text(data["ipPlan"])
+    if prerequisite:
+        cls = "ok" if data["ipPlan"]["prefixOnNic"]["onboarding"] else "warn"
+        out.append(f'<p class="{cls}">{escape(prerequisite)}</p>')
     if data["ipPlan"]["unpinned"]:
         out.append(f'<p class="warn">{escape(unpinned_text(data["ipPlan"]))}</p>')
     out += ["<h2>Azure limits and quota</h2>", _table(
         ["limit", "used", "default", "in force", "status"],
-        [[escape(limit["description"]), "n/a" if limit["used"] is None else _n(limit["used"]), _n(limit["default"]),
-          _n(limit["value"]), _limit_status(limit)] for limit in data["limits"]], left=1, left_last=True),
+        [[escape(limit["description"]), "n/a" if limit["used"] is None else _n(limit["used"]),
+          _n(limit["default"]) + (" (fixed)" if limit["fixed"] else ""), _n(limit["value"]), _limit_status(limit)]
+         for limit in data["limits"]], left=1, left_last=True),
         _table(["family", "vCPUs needed", "declared", "short by"],
                [[escape(q["family"]), _n(q["vcpus"]), "not declared" if q["declared"] is None else _n(q["declared"]),
                  _n(q["shortBy"]) if q["shortBy"] else ""] for q in data["quota"]])]

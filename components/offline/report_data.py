@@ -15,6 +15,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
 from components.planning.node_template import node_taints
 from components.planning.placement import PoolPlan
+from components.planning.pod_addresses import node_addressing
 
 SCHEMA_VERSION = 1
 
@@ -70,15 +71,53 @@ def unpinned_text(ip: dict[str, Any]) -> str:
             f"under cluster.network.pinnedBlocks: {{{pins}}}")
 
 
+def entries_text(ip: dict[str, Any]) -> str:
+    """VNet address entries as Azure counts them (an IP configuration or a /28 block each)."""
+    e = ip["entries"]
+    text = f"VNet address entries: {e['vnet']:,} of {e['limit']:,}"
+    if e["peeredGroup"] is not None:
+        text += f"; peered group: {e['peeredGroup']:,} of {e['peeredGroupLimit']:,}"
+    return text
+
+
+def prerequisite_text(ip: dict[str, Any]) -> str | None:
+    """The subscription prerequisite of prefix mode, said plainly; None when no pool uses it."""
+    prefix = ip["prefixOnNic"]
+    if not prefix["pools"]:
+        return None
+    head = (f"Prerequisite: pools {', '.join(prefix['pools'])} put pod addresses in /28 blocks on their NICs "
+            "(\"Prefix on NIC\", a preview Microsoft enables per subscription; docs/ip-plan.md): ")
+    if prefix["onboarding"]:
+        return head + f"onboarding recorded: {prefix['onboarding']}"
+    return head + ("onboarding not recorded: have the subscription onboarded before `pulumi up` and record it at "
+                   "cluster.network.prefixOnNicOnboarding")
+
+
+FIXED_TEXT = "Azure documents this limit as fixed"
+
+
+def limit_status_text(limit: dict[str, Any]) -> str:
+    """The status of one limit row, without markup (summary and report colour it)."""
+    if limit["pastFixed"]:
+        return f"{FIXED_TEXT}; relies on a declared Azure exception: {limit['exception']}"
+    if limit["used"] is None:
+        return "does not apply to this stack"
+    if limit["raised"]:
+        return f"relies on a raised limit: {limit['note']}"
+    if limit["exceedsDefault"]:
+        return "exceeds the default"
+    return "within the default"
+
+
 def limit_usage(plan: ClusterPlan) -> dict[str, int | None]:
     """What the plan uses of each Azure limit the catalogue knows; None where the limit does not apply."""
     ib = [s.capacity for p in plan.pools for s in p.scale_sets if s.infiniband]
     large = [s.capacity for p in plan.pools for s in p.scale_sets if not s.infiniband]
     return {
-        "privateIpsPerNic": max((1 + p.spec.pods_per_node for p in plan.pools), default=0),
-        "privateIpsPerVnet": plan.ip.capacity.private_ips_needed,
-        # only a peered VNet counts towards the group (the hub's own addresses come on top)
-        "privateIpsPerPeeredGroup": plan.ip.capacity.private_ips_needed if plan.spec.network.hub_vnet_id else None,
+        "privateIpsPerNic": max((node_addressing(p.spec).ip_configurations for p in plan.pools), default=0),
+        "privateIpsPerVnet": plan.ip.capacity.entries.vnet,
+        # only with a peered hub: this VNet's entries plus network.hubAddressEntries
+        "privateIpsPerPeeredGroup": plan.ip.capacity.entries.peered_group,
         "subnetsPerVnet": len(plan.ip.blocks),
         "vmsPerInfinibandDomain": max(ib, default=0),
         "vmsPerLargeScaleSet": max(large, default=0),
@@ -116,6 +155,15 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
             "podIps": {"needed": ip.capacity.pod_ips_needed, "available": ip.capacity.pod_ip_capacity,
                        "headroom": ip.capacity.headroom, "headroomPct": round(ip.capacity.headroom_pct, 1)},
             "privateIps": {"needed": ip.capacity.private_ips_needed, "limit": ip.capacity.private_ip_limit},
+            "podIpsOnNodes": ip.capacity.pod_ips_on_nodes,
+            "entries": {"vnet": ip.capacity.entries.vnet, "peeredGroup": ip.capacity.entries.peered_group,
+                        "limit": ip.capacity.private_ip_limit,
+                        "peeredGroupLimit": plan.limits["privateIpsPerPeeredGroup"].value,
+                        "lines": [{"what": line.what, "members": line.members, "each": line.entries_each,
+                                   "entries": line.entries} for line in ip.capacity.entries.lines]},
+            "podAddresses": {p.name: p.spec.pod_addresses for p in plan.pools},
+            "prefixOnNic": {"pools": [p.name for p in plan.pools if p.spec.pod_addresses == "prefixes"],
+                            "onboarding": spec.network.prefix_on_nic_onboarding},
         },
         "controlPlane": {
             "apiServers": {"count": cp.api.count, "vmSize": cp.api.size.name, "zones": list(cp.api.zones),
@@ -130,6 +178,8 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                   for q in plan.quota],
         "limits": [{"key": limit.key, "description": limit.description, "used": usage.get(limit.key),
                     "default": limit.default, "value": limit.value, "raised": limit.raised, "note": limit.note,
+                    "fixed": limit.fixed, "pastFixed": limit.past_fixed, "exception": limit.exception,
+                    "source": limit.source,
                     "exceedsDefault": (usage.get(limit.key) or 0) > limit.default}
                    for limit in plan.limits.by_key.values()],
         "egress": {"prefixLength": plan.egress.prefix_length, "publicIps": plan.egress.public_ips,

@@ -8,7 +8,13 @@ from rich.console import Console
 from rich.table import Table
 
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
-from components.offline.report_data import headroom_text, unpinned_text
+from components.offline.report_data import (
+    entries_text,
+    headroom_text,
+    limit_status_text,
+    prerequisite_text,
+    unpinned_text,
+)
 from components.offline.versions_report import print_versions
 
 Data = dict[str, Any]
@@ -75,10 +81,10 @@ def _ip_plan(data: Data) -> Table:
     for block in ip["blocks"]:
         table.add_row(block["name"] + (" (pinned)" if block["pinned"] else ""), block["cidr"], block["purpose"],
                       f"{block['ipsNeeded']:,}", f"{block['usable']:,}", headroom_text(block))
-    pods, private = ip["podIps"], ip["privateIps"]
-    table.caption = (f"pod IPs: {pods['needed']:,} needed, {pods['available']:,} available, headroom "
-                     f"{pods['headroom']:,} ({pods['headroomPct']:.0f}%); VNet private IPs: {private['needed']:,} "
-                     f"of {private['limit']:,}" + (f"\n{unpinned_text(ip)}" if ip["unpinned"] else ""))
+    pods = ip["podIps"]
+    table.caption = (f"pod IPs: {pods['needed']:,} needed, {ip['podIpsOnNodes']:,} on the nodes' NICs, "
+                     f"{pods['available']:,} available, headroom {pods['headroom']:,} ({pods['headroomPct']:.0f}%); "
+                     f"{entries_text(ip)}" + (f"\n{unpinned_text(ip)}" if ip["unpinned"] else ""))
     table.caption_justify = "left"
     return table
 
@@ -118,15 +124,15 @@ def _limits(data: Data) -> Table:
     table.columns[-1].justify = "left"
     for limit in data["limits"]:
         used = "n/a" if limit["used"] is None else f"{limit['used']:,}"
-        if limit["used"] is None:
-            status = "does not apply to this stack"
+        status = limit_status_text(limit)
+        if limit["pastFixed"]:
+            status = f"[bold red]{status}[/bold red]"
         elif limit["raised"]:
-            status = f"[yellow]relies on a raised limit[/yellow]: {limit['note']}"
+            status = f"[yellow]{status}[/yellow]"
         elif limit["exceedsDefault"]:
-            status = "[red]exceeds the default[/red]"
-        else:
-            status = "within the default"
-        table.add_row(limit["description"], used, f"{limit['default']:,}", f"{limit['value']:,}", status)
+            status = f"[red]{status}[/red]"
+        table.add_row(limit["description"], used, f"{limit['default']:,}" + (" (fixed)" if limit["fixed"] else ""),
+                      f"{limit['value']:,}", status)
     return table
 
 
@@ -148,6 +154,10 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     for table in tables:
         if table is not None:
             console.print(table)
+    prerequisite = prerequisite_text(data["ipPlan"])
+    if prerequisite:
+        colour = "green" if data["ipPlan"]["prefixOnNic"]["onboarding"] else "yellow"
+        console.print(f"[{colour}]{prerequisite}[/{colour}]", markup=True, soft_wrap=True)
     e = data["egress"]
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")

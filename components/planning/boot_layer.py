@@ -13,6 +13,8 @@ from components.kubernetes.objects.charts import gpu_operator_values
 from components.kubernetes.objects.common import on_system_nodes
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
+from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
+from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.first_boot import (
     BootStep,
@@ -33,15 +35,21 @@ CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "ope
                             "effect": "NoSchedule"}
 
 
-def chart_workloads() -> list[Workload]:
+POD_IPS = "pod-ips"
+"""A fact of pools whose CiliumNodes hold pod addresses: in `ipam: crd` (prefix mode) the prefix IPAM
+controller publishes them; Cilium's agent reports ready, and pods get a network, only after."""
+
+
+def chart_workloads(prefix_mode: bool = False) -> list[Workload]:
     """Pods the pinned charts deploy, with the values the library gives them."""
     op = gpu_operator_values()
     system = on_system_nodes("x")["nodeSelector"]
     daemonset_tolerations = tuple(op["daemonsets"]["tolerations"])
     return [
         Workload("cilium-agent", "DaemonSet", {}, ({"operator": "Exists"},), host_network=True,
-                 gives=("cni",),
-                 source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values"),
+                 gives=("cni",), gives_if=(("cni", POD_IPS),) if prefix_mode else (),
+                 source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values; with ipam: crd it "
+                        "waits for addresses in its CiliumNode's spec.ipam.pool"),
         Workload("cilium-operator", "Deployment", system, ({"operator": "Exists"},), host_network=True,
                  source="cilium Helm reference: operator.tolerations default [{operator: Exists}] in every release "
                         "read (1.20's own page not read); hostNetwork"),
@@ -82,7 +90,8 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
     azure = {"subscription_id": "", "tenant_id": "", "resource_group": "", "client_id": ""}
     objects = [*coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor),
                *autoscaler_objects(plan.spec.name, plan.nodes, 0.01, azure, plan.versions.minor),
-               *balloon_objects(plan.balloons), *health_objects(plan.pools)]
+               *balloon_objects(plan.balloons), *health_objects(plan.pools),
+               *(prefix_ipam_objects(azure, "api", 6443) if plan.prefix_mode else [])]
     found = []
     for o in objects:
         if o["kind"] not in ("Deployment", "DaemonSet"):
@@ -93,7 +102,8 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
         health = o["kind"] == "DaemonSet" and name.startswith("gpu-health-")
         # The health checks reach the operator's host engine by its Service name (objects/health.py).
         needs = ("dns:cluster", "dcgm:nvidia-dcgm") if health else ()
-        gives = (f"untaint:{PREFLIGHT_TAINT_KEY}",) if health else ("dns:cluster",) if name == "coredns" else ()
+        gives = (f"untaint:{PREFLIGHT_TAINT_KEY}",) if health else ("dns:cluster",) if name == "coredns" else (
+            (POD_IPS,) if name == PREFIX_IPAM_APP else ())
         cpu, memory = requests(pod)
         affinity = pod.get("affinity") or {}
         terms = ((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
@@ -156,7 +166,8 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
 def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None,
                charts: list[Workload] | None = None) -> FirstBoot:
     """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits."""
-    boot = simulate(pool_states(plan), [*(chart_workloads() if charts is None else charts), *own_workloads(plan),
+    boot = simulate(pool_states(plan), [*(chart_workloads(plan.prefix_mode) if charts is None else charts),
+                                        *own_workloads(plan),
                                         *(extra or [])])
     # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py).
     boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)), *boot.steps), boot.stuck)

@@ -46,6 +46,11 @@ class ClusterPlan:
         return sum(p.nodes for p in self.pools)
 
     @property
+    def prefix_mode(self) -> bool:
+        """Pods take /28 blocks on the NICs (every pool alike: the IP plan refuses a mix)."""
+        return any(p.spec.pod_addresses == "prefixes" for p in self.pools)
+
+    @property
     def gpus(self) -> int:
         return sum(p.gpus for p in self.pools)
 

@@ -1,7 +1,11 @@
 """The IP plan: deterministic, non-overlapping address blocks and the pod-IP capacity they give.
 
-Pods get VNet addresses as secondary IP configurations on the scale-set NICs ("alias-based", no
-overlay): a node with `podsPerNode` pods uses 1 + podsPerNode private IPs of its pool's subnet.
+Pods get VNet addresses on the scale-set NICs (no overlay), per pool (`podAddresses`): as secondary IP
+configurations (a node uses 1 + podsPerNode addresses of its pool's subnet and as many VNet entries), or as
+/28 blocks on the NIC (a node uses its primary address plus ceil(podsPerNode / 16) aligned /28s, and
+1 + blocks VNet entries; components/planning/pod_addresses.py). A prefix-mode subnet is counted in /28
+slots: its last /28 holds the broadcast address and is never a block; the primaries and Azure's first four
+reserved addresses pack into the lowest slots.
 
 Pinned blocks (`network.pinnedBlocks`) are the layout's lock: they are taken first and never move;
 a pool that outgrows its pin is a plan error naming the pool, the room left and the fix, never a
@@ -20,6 +24,8 @@ from ipaddress import IPv4Address, IPv4Network
 from components.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET, SCALE_SET_SUBNET_SPARE
 from components.errors import Problem, SpecError, pool_path
 from components.planning.limits import Limits
+from components.planning.pod_addresses import BLOCK_SIZE, PREFIX_LENGTH, node_addressing
+from components.planning.vnet_entries import VnetEntries, count_entries
 from components.spec import ClusterSpec
 
 RDMA = IPv4Network(RDMA_NETWORK)
@@ -48,9 +54,14 @@ class Block:
     pinned: bool
     ips_per_member: int = 1
     """Private IPs one more member takes: 1 + pods per node for a pool, 1 for the control plane."""
+    members: int = 0
+    blocks_per_member: int = 0
+    """/28 blocks per node of a prefix-mode pool; 0 where members take single addresses."""
 
     @property
     def usable(self) -> int:
+        if self.blocks_per_member:
+            return usable_in_prefix_mode(self.cidr)
         return self.cidr.num_addresses - RESERVED_IPS_PER_SUBNET
 
     @property
@@ -60,7 +71,31 @@ class Block:
     @property
     def headroom_members(self) -> int:
         """How many more VMs (or control-plane members) fit before the block is full."""
+        if self.blocks_per_member:
+            return max(0, members_fitting(self.cidr, self.blocks_per_member) - self.members)
         return max(0, self.headroom_ips) // self.ips_per_member
+
+
+def slots_needed(nodes: int, blocks: int) -> int:
+    """/28 slots a prefix-mode pool of `nodes` takes: its blocks, and the slots its primary addresses and
+    Azure's four leading reserved addresses pack into."""
+    return nodes * blocks + math.ceil((nodes + RESERVED_IPS_PER_SUBNET - 1) / BLOCK_SIZE)
+
+
+def usable_in_prefix_mode(cidr: IPv4Network) -> int:
+    """Addresses a prefix-mode subnet can hand out in whole /28 slots: all but the last slot (broadcast)."""
+    return max(0, cidr.num_addresses - BLOCK_SIZE)
+
+
+def members_fitting(cidr: IPv4Network, blocks: int) -> int:
+    """The most nodes with `blocks` /28s each that a subnet holds."""
+    slots = usable_in_prefix_mode(cidr) // BLOCK_SIZE
+    nodes = max(0, slots * BLOCK_SIZE // (blocks * BLOCK_SIZE + 1))
+    while nodes and slots_needed(nodes, blocks) > slots:
+        nodes -= 1
+    while slots_needed(nodes + 1, blocks) <= slots:
+        nodes += 1
+    return nodes
 
 
 @dataclass(frozen=True)
@@ -69,10 +104,20 @@ class IpCapacity:
     control_plane_ips: int
     pod_ips_needed: int
     private_ips_needed: int
+    """Addresses in use: nodes' primaries, pod addresses on their NICs, control-plane addresses."""
     private_ip_limit: int
+    """Azure's limit on address entries per VNet (fixed: 65,536)."""
     subnet_addresses: int
     pod_ip_capacity: int
-    """Pod IPs the plan can hand out: the pools' free subnet addresses, capped by the VNet limit."""
+    """Pod IPs the plan can hand out: the pools' free subnet addresses, capped by the VNet's entry limit."""
+    pod_ips_on_nodes: int
+    """Pod addresses the planned nodes' NICs carry: podsPerNode each, or 16 per /28 block."""
+    entries: VnetEntries
+    """Address entries Azure counts against the VNet and peered-group limits."""
+
+    @property
+    def vnet_entries(self) -> int:
+        return self.entries.vnet
 
     @property
     def headroom(self) -> int:
@@ -126,6 +171,15 @@ class _Request:
     ips_per_member: int
     unit: str
     """What one member is called in messages: `VMs` or `members`."""
+    members: int = 0
+    blocks_per_member: int = 0
+
+
+def prefix_for_blocks(nodes: int, blocks: int, spare: float = SCALE_SET_SUBNET_SPARE) -> int:
+    """The longest prefix whose /28 slots hold `nodes` with `blocks` each and keep `spare` free."""
+    addresses = (slots_needed(nodes, blocks) + 1) * BLOCK_SIZE  # + the last slot, which holds the broadcast
+    bits = max(0, math.ceil(math.log2(math.ceil(addresses / (1 - spare)))))
+    return min(PREFIX_LENGTH - 1, 32 - bits)
 
 
 def prefix_for(ips_needed: int, minimum: int = SMALLEST_SUBNET_PREFIX, spare: float = SCALE_SET_SUBNET_SPARE) -> int:
@@ -148,17 +202,37 @@ def _requests(spec: ClusterSpec) -> list[_Request]:
                  etcd_members, "cluster.controlPlane.etcd.members", 1, "members"),
     ]
     for index, pool in enumerate(spec.pools):
-        per_node = 1 + pool.pods_per_node
+        addressing = node_addressing(pool)
+        name, purpose = pool_block_name(pool.name), f"{pool.kind.value} pool {pool.name}"
+        if addressing.prefix_mode:
+            blocks = addressing.blocks
+            requests.append(_Request(name, purpose + f" (/28 blocks: {blocks} per node)",
+                                     prefix_for_blocks(pool.count, blocks, spare),
+                                     slots_needed(pool.count, blocks) * BLOCK_SIZE, pool_path(index),
+                                     addressing.subnet_addresses, "VMs", pool.count, blocks))
+            continue
+        per_node = addressing.subnet_addresses
         ips = pool.count * per_node
-        requests.append(_Request(pool_block_name(pool.name), f"{pool.kind.value} pool {pool.name}",
-                                 prefix_for(ips, spare=spare), ips, pool_path(index), per_node, "VMs"))
+        requests.append(_Request(name, purpose, prefix_for(ips, spare=spare), ips, pool_path(index), per_node, "VMs",
+                                 pool.count))
     return requests
+
+
+def _fits(request: _Request, cidr: IPv4Network) -> bool:
+    if request.blocks_per_member:
+        return (cidr.prefixlen <= PREFIX_LENGTH - 1
+                and slots_needed(request.members, request.blocks_per_member) * BLOCK_SIZE <= usable_in_prefix_mode(cidr))
+    return cidr.num_addresses - RESERVED_IPS_PER_SUBNET >= request.ips_needed
 
 
 def _outgrown_pin(request: _Request, cidr: IPv4Network) -> Problem:
     """A pinned block too small for what it must hold: the room left and the fixes that move nothing."""
-    usable = cidr.num_addresses - RESERVED_IPS_PER_SUBNET
-    fits = usable // request.ips_per_member
+    if request.blocks_per_member:
+        usable = usable_in_prefix_mode(cidr)
+        fits = members_fitting(cidr, request.blocks_per_member)
+    else:
+        usable = cidr.num_addresses - RESERVED_IPS_PER_SUBNET
+        fits = usable // request.ips_per_member
     if request.unit == "VMs":
         fix = (f"keep the pool at {fits:,} VMs or fewer and put the rest in a new pool (a new pool gets a new block; "
                "nothing moves), or lower podsPerNode")
@@ -190,12 +264,22 @@ def _check_inputs(spec: ClusterSpec, limits: Limits) -> list[Problem]:
                                     f"{service} overlaps addressSpace[{i}] ({space}); Services need a range outside the VNet"))
     if service.overlaps(RDMA):
         problems.append(Problem("cluster.network.serviceCidr", f"{service} overlaps {RDMA}, the InfiniBand/RDMA network"))
+    modes = {pool.pod_addresses for pool in spec.pools}
+    if len(modes) > 1:
+        first = spec.pools[0].pod_addresses
+        index = next(i for i, pool in enumerate(spec.pools) if pool.pod_addresses != first)
+        problems.append(Problem(pool_path(index, "podAddresses"),
+                                f"is {spec.pools[index].pod_addresses} but pool {spec.pools[0].name} uses {first}: "
+                                "Cilium's IPAM mode is cluster-wide (azure for secondary IPs, crd for /28 blocks), so "
+                                "every pool uses the same podAddresses"))
     nic_limit = limits["privateIpsPerNic"].value
     for index, pool in enumerate(spec.pools):
-        if 1 + pool.pods_per_node > nic_limit:
+        configurations = node_addressing(pool).ip_configurations
+        if configurations > nic_limit:
             problems.append(Problem(pool_path(index, "podsPerNode"),
-                                    f"{pool.pods_per_node} pods need {1 + pool.pods_per_node} IPs on one NIC; Azure allows "
-                                    f"{nic_limit} private IPs per NIC, so at most {nic_limit - 1} pods per node"))
+                                    f"{pool.pods_per_node} pods need {configurations} IP configurations on one NIC; "
+                                    f"Azure allows {nic_limit} private IPs per NIC, so at most {nic_limit - 1} pods per "
+                                    "node with secondary IPs"))
     return problems
 
 
@@ -253,7 +337,7 @@ def plan_ip(spec: ClusterSpec, limits: Limits) -> IpPlan:
     spare = net.block_spare
     for request in requests:
         cidr = placed.get(request.name)
-        if cidr is not None and cidr.num_addresses - RESERVED_IPS_PER_SUBNET < request.ips_needed:
+        if cidr is not None and not _fits(request, cidr):
             problems.append(_outgrown_pin(request, cidr))
             continue
         if cidr is None:
@@ -266,7 +350,7 @@ def plan_ip(spec: ClusterSpec, limits: Limits) -> IpPlan:
                 continue
             allocator.take(cidr)
         blocks.append(Block(request.name, cidr, request.purpose, request.ips_needed, request.name in placed,
-                            request.ips_per_member))
+                            request.ips_per_member, request.members, request.blocks_per_member))
     if problems:
         raise SpecError(problems)
 
@@ -278,33 +362,61 @@ def plan_ip(spec: ClusterSpec, limits: Limits) -> IpPlan:
                   net.service_cidr.network_address + 10, capacity)
 
 
+def _pool_pod_room(spec: ClusterSpec, blocks: list[Block]) -> tuple[int, int]:
+    """(pod addresses the pools' subnets can hand out, addresses per VNet entry at the margin)."""
+    room, per_entry = 0, 16
+    for pool in spec.pools:
+        block = next(b for b in blocks if b.name == pool_block_name(pool.name))
+        addressing = node_addressing(pool)
+        if addressing.prefix_mode:
+            slots = usable_in_prefix_mode(block.cidr) // BLOCK_SIZE
+            room += (slots - slots_needed(pool.count, addressing.blocks)) * BLOCK_SIZE + pool.count * addressing.pod_addresses
+        else:
+            room += block.usable - pool.count
+            per_entry = 1
+    return room, per_entry
+
+
 def _capacity(spec: ClusterSpec, blocks: list[Block], limits: Limits) -> IpCapacity:
     nodes = sum(p.count for p in spec.pools)
     pod_ips = sum(p.count * p.pods_per_node for p in spec.pools)
+    on_nodes = sum(p.count * node_addressing(p).pod_addresses for p in spec.pools)
     control_plane_ips = sum(b.ips_needed for b in blocks if not b.name.startswith("pool-"))
+    entries = count_entries(spec)
     limit = limits["privateIpsPerVnet"].value
-    pool_free = sum(b.usable for b in blocks if b.name.startswith("pool-")) - nodes
+    room, per_entry = _pool_pod_room(spec, blocks)
+    # Every pod address past the planned ones costs an entry (secondary IPs) or 1/16 of one (/28 blocks);
+    # with any secondary-IP pool the margin is one address per entry.
+    by_entries = on_nodes + max(0, limit - entries.vnet) * per_entry
     return IpCapacity(
         nodes=nodes,
         control_plane_ips=control_plane_ips,
         pod_ips_needed=pod_ips,
-        private_ips_needed=nodes + pod_ips + control_plane_ips,
+        private_ips_needed=nodes + on_nodes + control_plane_ips,
         private_ip_limit=limit,
         subnet_addresses=sum(b.usable for b in blocks),
-        pod_ip_capacity=max(0, min(pool_free, limit - nodes - control_plane_ips)),
+        pod_ip_capacity=max(0, min(room, by_entries)),
+        pod_ips_on_nodes=on_nodes,
+        entries=entries,
     )
 
 
 def _check_limits(spec: ClusterSpec, blocks: list[Block], capacity: IpCapacity, limits: Limits) -> list[Problem]:
     problems: list[Problem] = []
-    checks = [("privateIpsPerVnet", capacity.private_ips_needed)]
-    if spec.network.hub_vnet_id:
-        checks.append(("privateIpsPerPeeredGroup", capacity.private_ips_needed))
+    checks = [("privateIpsPerVnet", capacity.entries.vnet)]
+    if capacity.entries.peered_group is not None:
+        checks.append(("privateIpsPerPeeredGroup", capacity.entries.peered_group))
     checks.append(("subnetsPerVnet", len(blocks)))
     for key, need in checks:
         limit = limits[key]
-        if need > limit.value:
-            problems.append(Problem("cluster.network",
-                                    f"needs {need:,} {limit.description} but the limit is {limit.value:,}; "
-                                    f"ask Azure to raise it and declare the raised value at {limit.override_path}"))
+        if need <= limit.value:
+            continue
+        if limit.fixed:
+            fix = ("Azure documents it as fixed, so no support request raises it: put pod addresses in /28 blocks "
+                   "(cluster.pools[].podAddresses: prefixes) or plan fewer addresses (docs/ip-plan.md)"
+                   if key.startswith("privateIps") else "Azure documents it as fixed: plan fewer")
+        else:
+            fix = f"ask Azure to raise it and declare the raised value at {limit.override_path}"
+        problems.append(Problem("cluster.network", f"needs {need:,} {limit.description} but the limit is "
+                                                   f"{limit.value:,} ({limit.source}); {fix}"))
     return problems

@@ -152,6 +152,28 @@ def _confidential(resource: Resource, size: VmSize, sets: dict[str, Resource]) -
     return findings
 
 
+PREFIX_ON_NIC_COMPUTE_API = "2026-07-02"
+"""The first Microsoft.Compute API version whose VirtualMachineScaleSetIPConfigurationProperties carry
+privateIPAddressPrefixLength; azure-native 3.29's VirtualMachineScaleSet offers compute versions up to
+2026-03-01 (its docstring's "Other available API versions")."""
+
+
+def _prefix_on_nic(resource: Resource) -> list[Finding]:
+    """A scale set whose IP configurations ask for /28 blocks: the typed provider class cannot send the field."""
+    findings = []
+    for path, config in _nic_configs(resource):
+        blocks = [ip for ip in config.get("ipConfigurations") or [] if isinstance(ip, dict)
+                  and (ip.get("privateIPAddressPrefixLength") or dig(ip, "properties", "privateIPAddressPrefixLength"))]
+        if blocks:
+            findings.append(Finding(
+                "prefix-on-nic-api-version", resource.name, f"{path}.ipConfigurations",
+                f"{len(blocks)} IP configurations ask for /28 blocks (privateIPAddressPrefixLength), which scale sets "
+                f"take from Microsoft.Compute {PREFIX_ON_NIC_COMPUTE_API}; azure-native's typed VirtualMachineScaleSet "
+                "sends an older version: confirm the deployed API version carries it, and that the subscription is "
+                "onboarded to Prefix on NIC (docs/ip-plan.md), before `pulumi up`"))
+    return findings
+
+
 def check_machines(resources: list[Resource], ctx: Context, warnings: list[Finding]) -> list[Finding]:
     findings: list[Finding] = []
     sets = {str(r.inputs.get("diskEncryptionSetName", "")).lower(): r for r in resources if r.type == DES}
@@ -161,6 +183,7 @@ def check_machines(resources: list[Resource], ctx: Context, warnings: list[Findi
             continue
         if resource.type == VMSS:
             findings += _placement(resource, ctx)
+            warnings += _prefix_on_nic(resource)
         name = size_of(resource)
         size = ctx.sizes.get(name) if name else None
         if size is None:

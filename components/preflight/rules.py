@@ -75,4 +75,8 @@ WARNINGS: dict[str, Rule] = {r.id: r for r in (
          "(logical zones differ per subscription)", "az vm list-skus --zone, per subscription"),
     Rule("ephemeral-os-disk-placement", "an ephemeral OS disk placement other than ResourceDisk, which the "
          "catalogue cannot check (no cache or NVMe-placement sizes catalogued)", "azure-docs ephemeral-os-disks.md"),
+    Rule("prefix-on-nic-api-version", "scale-set IP configurations asking for /28 blocks "
+         "(privateIPAddressPrefixLength), a field Microsoft.Compute takes from 2026-07-02 and azure-native's typed "
+         "scale set does not send; and the subscription's onboarding to Prefix on NIC",
+         "azure-native 3.29 compute/virtual_machine_scale_set.py (API versions); docs/ip-plan.md"),
 )}

@@ -7,11 +7,20 @@ from pydantic import Field
 from components.spec.base import SpecModel, WholeNumber
 
 
+class AzureException(SpecModel):
+    """An exception Azure granted past a limit it documents as fixed, in writing."""
+
+    reference: str = Field(min_length=3, max_length=500)
+    """Where the grant is recorded: the support case or the written approval's reference."""
+
+
 class LimitOverride(SpecModel):
     """A raised Azure limit. `note` records the support request that raised it."""
 
     value: WholeNumber = Field(gt=0, le=10_000_000)
     note: str = Field(min_length=3, max_length=2000, description="support ticket or approval that raised the limit")
+    azure_exception: AzureException | None = None
+    """Required to raise a limit Azure documents as fixed (components/catalog/limits.py): a note is not enough."""
 
 
 class RegionZones(SpecModel):

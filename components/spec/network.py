@@ -27,6 +27,12 @@ class NetworkSpec(SpecModel):
     egress: EgressSpec = EgressSpec()
     hub_vnet_id: str | None = None
     """Resource id of a hub VNet to peer with (hub-and-spoke); its IPs then count toward the peered-group limit."""
+    hub_address_entries: WholeNumber = Field(default=0, ge=0, le=1_000_000)
+    """Address entries the hub and its other peered VNets hold (IP configurations, prefixes, frontends): with
+    this VNet's they count against the peered group's 128,000 (Azure documents it as fixed)."""
+    prefix_on_nic_onboarding: str | None = Field(default=None, min_length=3, max_length=500)
+    """Where the subscription's onboarding to "Prefix on NIC" is recorded (Microsoft enables the preview per
+    subscription). Pools with `podAddresses: prefixes` need it; the plan summary says whether it is recorded."""
     pinned_blocks: dict[str, Cidr] = Field(default_factory=dict, max_length=200)
     """Freeze a block where it is (block name from the plan output -> CIDR). A pinned block is kept as long as
     what it holds fits it (the spare is not required of a pin); a pool that outgrows its pin is a plan error."""

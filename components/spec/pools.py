@@ -82,6 +82,10 @@ class PoolSpec(SpecModel):
     infiniband: bool | None = None
     """Defaults to on where the size has InfiniBand."""
     pods_per_node: WholeNumber = Field(default=30, ge=1, le=MAX_PODS_PER_NODE)
+    pod_addresses: Literal["secondaryIps", "prefixes"] = "secondaryIps"
+    """How pods get VNet addresses (docs/ip-plan.md). `secondaryIps`: one secondary IP configuration per pod,
+    each an entry against the VNet's 65,536. `prefixes`: the NIC's primary address plus ceil(podsPerNode / 16)
+    /28 blocks ("Prefix on NIC"), each block one entry; needs the subscription's onboarding to the preview."""
     priority: Literal["regular", "spot"] = "regular"
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)

@@ -7,18 +7,27 @@ from typing import Any
 from components.kubernetes.objects.common import on_system_nodes
 
 
-def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[str, Any]) -> dict[str, Any]:
+def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[str, Any],
+                  prefix_mode: bool = False) -> dict[str, Any]:
     """`api_host` is the endpoint's name, not the load balancer's IP: the agent runs on the API servers too, which
     cannot reach their own internal load balancer; the name resolves to 127.0.0.1 there and to the load balancer
     elsewhere (the hosts entry every boot writes; the agent is host-network, so it reads the node's /etc/hosts).
     Pods get the secondary addresses of their node's NIC (the IP configurations the node pools
     declare), routed natively in the VNet: no overlay, no per-node route tables. kube-proxy is not
-    installed (kubeadm skips it); Cilium replaces it."""
+    installed (kubeadm skips it); Cilium replaces it.
+
+    With /28 blocks on the NICs (`podAddresses: prefixes`), Cilium's Azure IPAM cannot use them (it adds single
+    addresses; `IsPrefixDelegated()` is false, cilium#46072): the agents run `ipam.mode: crd` (the chart's
+    `ipam.mode` value; Cilium's CRD-backed IPAM, docs.cilium.io network/concepts/ipam/crd) and take the
+    addresses our prefix IPAM controller writes into each CiliumNode's `spec.ipam.pool` (objects/prefix_ipam.py).
+    Routing stays native in the VNet."""
     placement = on_system_nodes("cilium-operator")
-    return {
+    ipam: dict[str, Any] = {"ipam": {"mode": "crd"}} if prefix_mode else {
         "ipam": {"mode": "azure"},
         "azure": {"enabled": True, "resourceGroup": azure["resource_group"], "subscriptionID": azure["subscription_id"],
-                  "tenantID": azure["tenant_id"], "userAssignedIdentityID": azure["client_id"]},
+                  "tenantID": azure["tenant_id"], "userAssignedIdentityID": azure["client_id"]}}
+    return {
+        **ipam,
         "routingMode": "native",
         "ipv4NativeRoutingCIDR": native_cidr,
         "enableIPv4Masquerade": True,

@@ -1,0 +1,62 @@
+"""How a pool's pods get VNet addresses, and what that costs against Azure's address-entry limit.
+
+Azure counts private addresses per VNet (65,536) and per peered group (128,000) by entry: every IP
+configuration of a NIC is one, and an IP configuration carrying a /28 prefix ("Prefix on NIC",
+`privateIPAddressPrefixLength: 28`) is one too - "the block, rather than a single IP, counts against the
+Azure Vnet Private IP limit of 65K" (Azure/azure-rest-api-specs PR #27661; AKS static block allocation,
+learn.microsoft.com/azure/aks/configure-azure-cni-static-block-allocation). Microsoft documents /28 only.
+
+- `secondaryIps`: the primary address plus one secondary IP configuration per pod: 1 + podsPerNode entries.
+- `prefixes`: the primary address plus ceil(podsPerNode / 16) /28 blocks: 1 + blocks entries, 16 pod
+  addresses per block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from components.spec import PoolSpec
+
+PREFIX_LENGTH = 28
+"""The only prefix length Microsoft documents for IP configurations on NICs."""
+BLOCK_SIZE = 2 ** (32 - PREFIX_LENGTH)
+SECONDARY_IPS = "secondaryIps"
+PREFIXES = "prefixes"
+
+
+@dataclass(frozen=True)
+class NodeAddressing:
+    mode: str
+    pods_per_node: int
+    blocks: int
+    """/28 blocks per NIC (0 in secondary-IP mode)."""
+
+    @property
+    def prefix_mode(self) -> bool:
+        return self.mode == PREFIXES
+
+    @property
+    def ip_configurations(self) -> int:
+        """IP configurations on the node's NIC: the primary plus one per pod or per block."""
+        return 1 + (self.blocks if self.prefix_mode else self.pods_per_node)
+
+    @property
+    def entries(self) -> int:
+        """Entries one node takes against the VNet's private-address limit: one per IP configuration."""
+        return self.ip_configurations
+
+    @property
+    def pod_addresses(self) -> int:
+        """Pod addresses the node's NIC carries."""
+        return self.blocks * BLOCK_SIZE if self.prefix_mode else self.pods_per_node
+
+    @property
+    def subnet_addresses(self) -> int:
+        """Addresses of the pool's subnet one node takes."""
+        return 1 + self.pod_addresses
+
+
+def node_addressing(pool: PoolSpec) -> NodeAddressing:
+    blocks = math.ceil(pool.pods_per_node / BLOCK_SIZE) if pool.pod_addresses == PREFIXES else 0
+    return NodeAddressing(pool.pod_addresses, pool.pods_per_node, blocks)

@@ -1,0 +1,56 @@
+"""Address entries counted against Azure's per-VNet (65,536) and per-peered-group (128,000) limits.
+
+Azure counts what it maps, not the addresses a subnet spans: every IP configuration of a NIC is one entry,
+a /28 prefix on an IP configuration is one entry, and so are a load balancer's private frontend and every
+other private IP in the VNet (MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md; AKS names
+the same wall "an Azure address mapping limit", learn.microsoft.com/azure/aks/azure-cni-overlay). Both
+limits are fixed: no support request raises them (components/catalog/limits.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.planning.pod_addresses import node_addressing
+from components.spec import ClusterSpec
+
+
+@dataclass(frozen=True)
+class EntryLine:
+    what: str
+    members: int
+    entries_each: int
+
+    @property
+    def entries(self) -> int:
+        return self.members * self.entries_each
+
+
+@dataclass(frozen=True)
+class VnetEntries:
+    lines: tuple[EntryLine, ...]
+    hub_entries: int | None
+    """Entries the peered hub and its other spokes hold (`network.hubAddressEntries`); None without a hub."""
+
+    @property
+    def vnet(self) -> int:
+        return sum(line.entries for line in self.lines)
+
+    @property
+    def peered_group(self) -> int | None:
+        return None if self.hub_entries is None else self.vnet + self.hub_entries
+
+
+def count_entries(spec: ClusterSpec) -> VnetEntries:
+    cp = spec.control_plane
+    lines = [EntryLine(f"pool {pool.name} ({pool.pod_addresses})", pool.count, node_addressing(pool).entries)
+             for pool in spec.pools]
+    lines += [
+        EntryLine("API servers (one IP configuration each)", cp.api_servers.count, 1),
+        EntryLine("API load balancer private frontend", 1, 1),
+        EntryLine("etcd members", cp.etcd.members, 1),
+    ]
+    if cp.events_etcd:
+        lines.append(EntryLine("events-etcd members", cp.events_etcd.members, 1))
+    hub = spec.network.hub_address_entries if spec.network.hub_vnet_id else None
+    return VnetEntries(tuple(lines), hub)
