@@ -153,6 +153,14 @@ def _too_many_tags(steps: Steps) -> str:
     return "cpu-z1-00"
 
 
+def _long_tag_on_storage(steps: Steps) -> str:
+    """Storage accounts take tag names of at most 128 characters, other resources 512 (tag-resources, Limitations)."""
+    account = next(s["newState"] for s in steps if s["newState"]["type"] == "azure-native:storage:StorageAccount")
+    account["inputs"].setdefault("tags", {})["t" * 200] = "x"
+    _state(steps, "cpu-z1-00")["inputs"]["tags"]["t" * 200] = "x"  # fine on a scale set
+    return account["urn"].rsplit("::", 1)[-1]
+
+
 def _slash_in_tag(steps: Steps) -> str:
     _state(steps, "cpu-z1-00")["inputs"]["tags"]["k8s.io/role"] = "x"
     return "cpu-z1-00"
@@ -196,6 +204,7 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
     "hsm-key-in-standard-vault": ("key-vault-hsm-premium", _hsm_key_in_standard_vault),
     "51-tags": ("tags", _too_many_tags),
     "slash-in-tag-name": ("tags", _slash_in_tag),
+    "long-tag-name-on-storage": ("tags", _long_tag_on_storage),
     "zone-4": ("zones", _zone_four),
     "nd-h100-in-eastus": ("size-region", _nd_in_eastus),
 }
@@ -254,3 +263,10 @@ def test_docs_list_every_rule_with_its_source() -> None:
     text = (Path(__file__).resolve().parent.parent / "docs" / "azure-preflight.md").read_text()
     for rule in (*RULES.values(), *WARNINGS.values()):
         assert f"| `{rule.id}` | {rule.refuses} | {rule.source} |" in text, rule.id
+
+
+def test_long_tag_names_are_refused_only_where_azure_refuses_them(prod_steps: Steps, prod_context: Context) -> None:
+    steps = copy.deepcopy(prod_steps)
+    account = _long_tag_on_storage(steps)
+    flagged = {f.resource for f in preflight(steps, prod_context).errors if f.rule == "tags"}
+    assert any(r.startswith(account) for r in flagged) and not any(r.startswith("cpu-z1-00") for r in flagged)

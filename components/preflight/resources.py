@@ -7,11 +7,7 @@ from typing import Any
 from components.planning.security_rules import is_address_prefix
 from components.preflight.compute import VM, VMSS, size_of
 from components.preflight.model import Context, Finding, Resource, dig
-
-MAX_TAGS = 50
-MAX_TAG_NAME = 512
-MAX_TAG_VALUE = 256
-TAG_NAME_FORBIDDEN = set('<>%&\\?/')
+from components.spec.consumer_rules import MAX_TAG_NAME, MAX_TAG_NAME_STORAGE, MAX_TAG_VALUE, MAX_TAGS, TAG_NAME_FORBIDDEN
 
 
 def _security_rules(resource: Resource) -> list[tuple[str, dict[str, Any]]]:
@@ -59,10 +55,11 @@ def check_tags(resources: list[Resource]) -> list[Finding]:
         if len(tags) > MAX_TAGS:
             findings.append(Finding("tags", resource.name, "tags",
                                     f"{len(tags)} tags; Azure takes at most {MAX_TAGS} per resource: drop some"))
+        longest = MAX_TAG_NAME_STORAGE if resource.type == "azure-native:storage:StorageAccount" else MAX_TAG_NAME
         for name, value in tags.items():
-            if len(name) > MAX_TAG_NAME or TAG_NAME_FORBIDDEN & set(name):
+            if len(name) > longest or TAG_NAME_FORBIDDEN & set(name):
                 findings.append(Finding("tags", resource.name, f"tags[{name!r}]",
-                                        f"tag names take at most {MAX_TAG_NAME} characters and none of < > % & \\ ? /; "
+                                        f"tag names take at most {longest} characters and none of < > % & \\ ? /; "
                                         "rename it"))
             if isinstance(value, str) and len(value) > MAX_TAG_VALUE:
                 findings.append(Finding("tags", resource.name, f"tags[{name!r}]",

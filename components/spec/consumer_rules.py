@@ -102,9 +102,10 @@ def check_unique_taints(taints: Iterable[tuple[str, str]]) -> None:
 # tags a resource; names at most 512 characters (128 on storage accounts, which the library tags too), values
 # at most 256; names cannot contain < > % & \ ? /
 MAX_TAGS = 50
-MAX_TAG_NAME = 128
+MAX_TAG_NAME = 512
+MAX_TAG_NAME_STORAGE = 128
 MAX_TAG_VALUE = 256
-_TAG_NAME_FORBIDDEN = set('<>%&\\?/')
+TAG_NAME_FORBIDDEN = frozenset('<>%&\\?/')
 
 
 def check_tags(tags: Mapping[str, str], reserved: int) -> Mapping[str, str]:
@@ -113,9 +114,9 @@ def check_tags(tags: Mapping[str, str], reserved: int) -> Mapping[str, str]:
         raise ValueError(f"{len(tags)} tags plus the library's {reserved} exceed Azure's {MAX_TAGS} tags a resource; "
                          f"keep at most {MAX_TAGS - reserved}")
     for name, value in tags.items():
-        if not name or len(name) > MAX_TAG_NAME:
-            raise ValueError(f"tag name {name[:40]!r}... must be 1-{MAX_TAG_NAME} characters")
-        bad = sorted(_TAG_NAME_FORBIDDEN & set(name))
+        if not name or len(name) > MAX_TAG_NAME_STORAGE:  # these tags go on the storage account too
+            raise ValueError(f"tag name {name[:40]!r}... must be 1-{MAX_TAG_NAME_STORAGE} characters")
+        bad = sorted(TAG_NAME_FORBIDDEN & set(name))
         if bad:
             raise ValueError(f"tag name {name!r} contains {' '.join(bad)}, which Azure refuses in tag names")
         if len(value) > MAX_TAG_VALUE:

@@ -11,7 +11,6 @@ from components.spec import consumer_rules as rules
 from components.spec.base import SpecModel, WholeNumber
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
-LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 MAX_NODES = 65_536
 """Every node takes at least one private address in the VNet, and Azure allows 65,536 per VNet, a limit it
 documents as fixed (MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md): no pool, and no
