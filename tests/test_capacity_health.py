@@ -14,9 +14,9 @@ from components.kubernetes.objects.autoscaler import autoscaler_args, max_scale_
 from components.kubernetes.objects.balloons import balloon_deployment
 from components.kubernetes.objects.dns import coredns_replicas
 from components.kubernetes.objects.health import recheck_limit
-from components.planning.agents_image import CONTEXT
 from components.offline.engine import ProgramRun
 from components.offline.manifests import helm_releases, kubernetes_objects
+from components.planning.agents_image import CONTEXT
 from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
 from components.spec import ClusterSpec, load_stack_file

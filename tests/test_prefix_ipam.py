@@ -17,7 +17,6 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
-from components.planning.agents_image import CONTEXT, DOCKERFILE
 from components.kubernetes.scripts.prefix_ipam import (
     blocks_by_instance,
     expand,
@@ -26,6 +25,7 @@ from components.kubernetes.scripts.prefix_ipam import (
     pool_patch,
     sync_plan,
 )
+from components.planning.agents_image import CONTEXT, DOCKERFILE
 
 DATA = Path(__file__).resolve().parent / "data" / "prefix_ipam"
 SUB = "00000000-0000-0000-0000-000000000000"
@@ -101,7 +101,8 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
     from components.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
     from components.kubernetes.scripts import prefix_ipam
-    objects = {o["kind"]: o for o in prefix_ipam_objects({"client_id": "cid"}, "api.prod.internal", 6443, "acr.azurecr.io/gpucluster/agents:1")}
+    objects = {o["kind"]: o for o in prefix_ipam_objects({"client_id": "cid"}, "api.prod.internal", 6443,
+                                                                 "acr.azurecr.io/gpucluster/agents:1")}
     pod = objects["Deployment"]["spec"]["template"]["spec"]
     assert pod["hostNetwork"] and pod["serviceAccountName"] == objects["ServiceAccount"]["metadata"]["name"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}

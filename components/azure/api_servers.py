@@ -9,9 +9,9 @@ import pulumi_azure_native as azure
 
 from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
 from components.azure.pki import ClusterPki
+from components.azure.registry import RegistryAccess
 from components.azure.tags import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG, machine_tags
 from components.bootstrap.apiserver import render_apiserver_cloud_init
-from components.azure.registry import RegistryAccess
 from components.bootstrap.from_plan import (
     APISERVER_PKI_CAS,
     APISERVER_PKI_LEAVES,

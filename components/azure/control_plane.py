@@ -6,11 +6,11 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.api_servers import api_server_scale_set
-from components.azure.registry import RegistryAccess
 from components.azure.etcd_cluster import EtcdCluster
 from components.azure.network import NetworkRefs
 from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
+from components.azure.registry import RegistryAccess
 from components.azure.tags import base_tags
 from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
 from components.planning.azure_names import resource_group_name, storage_account_name

@@ -103,7 +103,8 @@ class ContainerRegistry(pulumi.ComponentResource):
             credentials = azure.containerregistry.CredentialSet(
                 f"{name}-{DOCKER_HUB_CREDENTIALS}", credential_set_name=DOCKER_HUB_CREDENTIALS,
                 registry_name=self.registry.name, resource_group_name=rg, login_server="docker.io",
-                identity=azure.containerregistry.IdentityPropertiesArgs(type="SystemAssigned"),
+                identity=azure.containerregistry.IdentityPropertiesArgs(
+                    type=azure.containerregistry.ResourceIdentityType.SYSTEM_ASSIGNED),
                 auth_credentials=[azure.containerregistry.AuthCredentialArgs(
                     name="Credential1",
                     username_secret_identifier=secret_uri(docker_hub.vault_name, docker_hub.username_secret),

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import yaml
 
 from components.bootstrap.cloud_config import dump_cloud_config
-from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.host_prep import (
     MODULES_FILE,
     RETRY_FUNCTION,
@@ -26,6 +25,7 @@ from components.bootstrap.host_prep import (
     provider_id_script,
     sysctl_text,
 )
+from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
 

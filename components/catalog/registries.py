@@ -63,7 +63,8 @@ def parse_image(reference: str) -> ImageRef:
     """A reference as containerd and the kubelet normalize it (distribution/reference `ParseNormalizedNamed`):
     the first component is a host when it holds a `.` or `:` or is `localhost`, else the image is Docker Hub's,
     and a one-component Docker Hub name lives under `library/`."""
-    name, digest = (reference.split("@", 1) + [None])[:2] if "@" in reference else (reference, None)
+    name, _, digest_text = reference.partition("@")
+    digest = digest_text or None
     tag = None
     last = name.rsplit("/", 1)[-1]
     if ":" in last:

@@ -44,8 +44,9 @@ class Networking(pulumi.ComponentResource):
         prefix_mode = plan.prefix_mode
         host = api_server_host(plan.spec.name)
         cni_identity = azure.settings(azure.cni_client_id) if azure.cni_client_id is not None else {}
-        self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", serve_chart_values("cilium", cilium_values(
-            host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode), plan.registry), child)
+        values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode)
+        self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system",
+                            serve_chart_values("cilium", values, plan.registry), child)
         if prefix_mode and azure.prefix_ipam_client_id is not None:
             # Cilium `ipam: crd` takes the /28 blocks this controller publishes (objects/prefix_ipam.py).
             self.prefix_ipam = declare_all(prefix_ipam_objects(
@@ -72,8 +73,9 @@ class GpuHealth(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        values = serve_chart_values("gpu-operator", gpu_operator_values(), plan.registry)
         self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
-                                 "gpu-operator", serve_chart_values("gpu-operator", gpu_operator_values(), plan.registry), child)
+                                 "gpu-operator", values, child)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
         self.checks = declare_all(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry),
                                   pulumi.ResourceOptions.merge(

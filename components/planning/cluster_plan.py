@@ -89,7 +89,8 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
-            or balloons is None or versions is None or registry is None or (spec.in_cluster.enabled and first_up is None) or problems):
+            or balloons is None or versions is None or registry is None
+            or (spec.in_cluster.enabled and first_up is None) or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
     if shortfall := quota_problems(quota, spec.location):
