@@ -13,6 +13,7 @@ from components.azure.control_plane import ControlPlane
 from components.azure.network import Network
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
+from components.azure.registry import ContainerRegistry
 from components.azure.tags import base_tags
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster
@@ -30,7 +31,12 @@ class GpuCluster(pulumi.ComponentResource):
         self.network = Network(name, plan, child)
         self.pki = ClusterPki(f"{name}-pki", spec.name, plan_certificates(spec.name, plan.ip, plan.control_plane), child)
         self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", spec.access.bootstrap_token.generation, child)
-        join = NodeJoin(plan=plan, bootstrap_token=self.bootstrap_token.token, ca_cert_hash=self.pki.ca_cert_hash)
+        # Every image comes from the cluster's registry, through its private endpoint (docs/registry.md).
+        self.registry = ContainerRegistry(f"{name}-registry", spec, plan.registry, self.network.refs,
+                                          base_tags(spec.name, spec.tags), child)
+        pull = self.registry.access
+        join = NodeJoin(plan=plan, bootstrap_token=self.bootstrap_token.token, ca_cert_hash=self.pki.ca_cert_hash,
+                        pull_client_id=pull.client_id, tenant_id=pull.tenant_id)
         keys: list[pulumi.Input[str]] = list(spec.access.ssh_public_keys)
         self.break_glass_key: tls.PrivateKey | None = None
         if not keys:
@@ -38,7 +44,7 @@ class GpuCluster(pulumi.ComponentResource):
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
         self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, self.bootstrap_token.token,
-                                          access, child)
+                                          access, pull, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
                                                 cluster=spec.name,
@@ -47,7 +53,8 @@ class GpuCluster(pulumi.ComponentResource):
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
                      self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child,
-                     identity_ids=self.addon_identities.identity_ids if pool.spec.kind is PoolKind.SYSTEM else None)
+                     identity_ids=[pull.identity_id, *(self.addon_identities.identity_ids
+                                                       if pool.spec.kind is PoolKind.SYSTEM else [])])
             for pool in plan.pools
         ]
         admin = self.pki.certificates["admin"]
@@ -62,7 +69,7 @@ class GpuCluster(pulumi.ComponentResource):
             self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, self.pki.ca_cert_pem,
                                         self.addon_identities.refs,
                                         pulumi.ResourceOptions(
-                parent=self, depends_on=[self.control_plane, *self.node_pools]))
+                parent=self, depends_on=[self.control_plane, *self.node_pools, self.registry.agents_image]))
         self.register_outputs({"vnetId": self.network.refs.vnet_id})
 
 

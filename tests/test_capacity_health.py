@@ -13,9 +13,10 @@ from components.errors import SpecError
 from components.kubernetes.objects.autoscaler import autoscaler_args, max_scale_down_parallelism
 from components.kubernetes.objects.balloons import balloon_deployment
 from components.kubernetes.objects.dns import coredns_replicas
-from components.kubernetes.objects.health import AGENT_SCRIPT, recheck_limit
+from components.kubernetes.objects.health import recheck_limit
 from components.offline.engine import ProgramRun
 from components.offline.manifests import helm_releases, kubernetes_objects
+from components.planning.agents_image import CONTEXT
 from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
 from components.spec import ClusterSpec, load_stack_file
@@ -23,7 +24,7 @@ from tests.conftest import small_spec
 from tests.manifest_validation import validate_object
 
 ROOT = project_root(Path(__file__).parent)
-spec = importlib.util.spec_from_file_location("health_agent", AGENT_SCRIPT)
+spec = importlib.util.spec_from_file_location("health_agent", CONTEXT / "health_agent.py")
 assert spec and spec.loader
 agent = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(agent)
@@ -149,5 +150,8 @@ def test_addon_identities_are_scoped_to_the_resource_group(prod_run: ProgramRun)
     assert wide == []
     system = next(r for r in prod_run.registrations if r.name == "system-z1-00")
     assert system.inputs["identity"]["type"] == "SystemAssigned, UserAssigned"
+    # Add-on identities only where the add-ons run; every machine has the registry pull identity alone besides.
     gpu = next(r for r in prod_run.registrations if r.name == "h100-z1-00")
-    assert gpu.inputs["identity"]["type"] == "SystemAssigned"
+    assert gpu.inputs["identity"]["type"] == "SystemAssigned, UserAssigned"
+    assert len(gpu.inputs["identity"]["userAssignedIdentities"]) == 1
+    assert len(system.inputs["identity"]["userAssignedIdentities"]) > 1

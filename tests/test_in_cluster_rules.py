@@ -73,7 +73,7 @@ def test_health_checks_share_the_operators_host_engine() -> None:
     assert gpu_operator_values()["dcgm"] == {"enabled": True}
     assert DCGM_IMAGE.endswith(":4.5.2-1-ubuntu22.04")  # the chart's dcgm.version
     plan = plan_cluster(stack_spec("dev"))
-    daemonsets = [o for o in health_objects(plan.pools) if o["kind"] == "DaemonSet"]
+    daemonsets = [o for o in health_objects(plan.pools, plan.registry.agents_image) if o["kind"] == "DaemonSet"]
     assert daemonsets
     for ds in daemonsets:
         pod = ds["spec"]["template"]["spec"]

@@ -283,7 +283,32 @@ def autoscaler_cutoff_raised(steps: Steps) -> State:
     return _deployment(steps, "balloon-cpu")
 
 
+def coredns_from_a_public_registry(steps: Steps) -> State:
+    state = _deployment(steps, "coredns")
+    state["inputs"]["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.k8s.io/coredns/coredns:v1.14.2"
+    return state
+
+
+def agent_on_docker_hub(steps: Steps) -> State:
+    state = next(s for s in _states(steps, type_suffix="apps/v1:DaemonSet")
+                 if s["inputs"]["metadata"]["name"].startswith("gpu-health-"))
+    state["inputs"]["spec"]["template"]["spec"]["initContainers"][0]["image"] = "python:3.12-slim"
+    return state
+
+
+def cilium_from_quay(steps: Steps) -> State:
+    return _set(_release(steps, "cilium"), "quay.io/cilium/cilium", "values", "image", "repository")
+
+
+def operator_operands_from_nvcr(steps: Steps) -> State:
+    return _set(_release(steps, "gpu-operator"), "nvcr.io/nvidia/k8s", "values", "toolkit", "repository")
+
+
 MUTATIONS: list[tuple[Callable[[Steps], State], str]] = [
+    (coredns_from_a_public_registry, "kubernetes-image-public-registry"),
+    (agent_on_docker_hub, "kubernetes-image-public-registry"),
+    (cilium_from_quay, "kubernetes-image-public-registry"),
+    (operator_operands_from_nvcr, "kubernetes-image-public-registry"),
     (etcd_in_one_zone, "azure-native-compute-virtualmachine-etcd-quorum-spread"),
     (etcd_even, "azure-native-compute-virtualmachine-etcd-quorum-spread"),
     (events_quorum_in_one_zone, "azure-native-compute-virtualmachine-etcd-quorum-spread"),

@@ -25,6 +25,7 @@ from components.kubernetes.scripts.prefix_ipam import (
     pool_patch,
     sync_plan,
 )
+from components.planning.agents_image import CONTEXT, DOCKERFILE
 
 DATA = Path(__file__).resolve().parent / "data" / "prefix_ipam"
 SUB = "00000000-0000-0000-0000-000000000000"
@@ -100,7 +101,8 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
     from components.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
     from components.kubernetes.scripts import prefix_ipam
-    objects = {o["kind"]: o for o in prefix_ipam_objects({"client_id": "cid"}, "api.prod.internal", 6443)}
+    objects = {o["kind"]: o for o in prefix_ipam_objects({"client_id": "cid"}, "api.prod.internal", 6443,
+                                                                 "acr.azurecr.io/gpucluster/agents:1")}
     pod = objects["Deployment"]["spec"]["template"]["spec"]
     assert pod["hostNetwork"] and pod["serviceAccountName"] == objects["ServiceAccount"]["metadata"]["name"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
@@ -112,9 +114,12 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     named = [r for r in objects["Role"]["rules"] if r.get("resourceNames")]
     assert named == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEASE],
                       "verbs": ["get", "update"]}]
-    script = objects["ConfigMap"]["data"]["prefix_ipam.py"]
-    assert script == Path(prefix_ipam.__file__).read_text()
-    assert pod["containers"][0]["command"][1] == "/controller/prefix_ipam.py"
+    # The controller ships in the agents image (images/agents/Dockerfile copies the script to /opt/gpucluster).
+    assert "ConfigMap" not in objects and "volumes" not in pod
+    assert pod["containers"][0]["image"] == "acr.azurecr.io/gpucluster/agents:1"
+    assert pod["containers"][0]["command"][1] == "/opt/gpucluster/prefix_ipam.py"
+    assert "COPY --chmod=0444 health_agent.py prefix_ipam.py /opt/gpucluster/" in DOCKERFILE.read_text()
+    assert Path(prefix_ipam.__file__).parent == CONTEXT
 
 
 def test_cilium_takes_crd_ipam_in_prefix_mode_and_azure_ipam_otherwise() -> None:

@@ -9,9 +9,16 @@ import pulumi_azure_native as azure
 
 from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
 from components.azure.pki import ClusterPki
+from components.azure.registry import RegistryAccess
 from components.azure.tags import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG, machine_tags
 from components.bootstrap.apiserver import render_apiserver_cloud_init
-from components.bootstrap.from_plan import APISERVER_PKI_CAS, APISERVER_PKI_LEAVES, apiserver_bootstrap, apiserver_pki_paths
+from components.bootstrap.from_plan import (
+    APISERVER_PKI_CAS,
+    APISERVER_PKI_LEAVES,
+    PullIdentity,
+    apiserver_bootstrap,
+    apiserver_pki_paths,
+)
 from components.bootstrap.node import install_script
 from components.catalog.images import UBUNTU_2204
 from components.planning.cluster_plan import ClusterPlan
@@ -38,18 +45,21 @@ def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
 def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str], subnet_id: pulumi.Input[str],
                          backend_pool_id: pulumi.Input[str], probe_id: pulumi.Input[str],
                          resource_group_name: pulumi.Input[str], pki: ClusterPki, token: pulumi.Output[str],
-                         access: NodeAccess, opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
+                         access: NodeAccess, registry: RegistryAccess,
+                         opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
     spec, cp = plan.spec, plan.control_plane
     files = _pki_outputs(pki)
     keys = sorted(files)
 
     def render(values: list[str]) -> str:
+        *pems, token_value, client_id, tenant = values
         text = render_apiserver_cloud_init(
-            apiserver_bootstrap(plan, dict(zip(keys, values[:-1], strict=True)), values[-1]),
+            apiserver_bootstrap(plan, dict(zip(keys, pems, strict=True)), token_value, PullIdentity(client_id, tenant)),
             install_script(spec.kubernetes_version))
         return base64.b64encode(text.encode()).decode()
 
-    custom_data = pulumi.Output.secret(pulumi.Output.all(*(files[k] for k in keys), token).apply(render))
+    custom_data = pulumi.Output.secret(pulumi.Output.all(
+        *(files[k] for k in keys), token, registry.client_id, registry.tenant_id).apply(render))
     return azure.compute.VirtualMachineScaleSet(
         name, vm_scale_set_name=API_SCALE_SET, resource_group_name=resource_group_name, location=spec.location,
         zones=list(cp.api.zones), zone_balance=True,
@@ -58,8 +68,10 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
         upgrade_policy=azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),
         # Stateless: a VM that fails the load balancer's /readyz probe is replaced.
         automatic_repairs_policy=azure.compute.AutomaticRepairsPolicyArgs(enabled=True, grace_period="PT30M"),
+        # The registry pull identity: the kubelet pulls kubeadm's control-plane images with it.
         identity=azure.compute.VirtualMachineScaleSetIdentityArgs(
-            type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED),
+            type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED_USER_ASSIGNED,
+            user_assigned_identities=[registry.identity_id]),
         virtual_machine_profile=azure.compute.VirtualMachineScaleSetVMProfileArgs(
             os_profile=azure.compute.VirtualMachineScaleSetOSProfileArgs(
                 computer_name_prefix=API_SCALE_SET, admin_username=access.admin_username, custom_data=custom_data,

@@ -12,7 +12,7 @@ import pulumi_azure_native as azure
 from components.azure.confidential_key import ConfidentialDiskKey
 from components.azure.network import NetworkRefs
 from components.azure.tags import base_tags
-from components.bootstrap.from_plan import node_bootstrap
+from components.bootstrap.from_plan import PullIdentity, node_bootstrap
 from components.bootstrap.node import render_cloud_init
 from components.catalog.images import UBUNTU_HPC_2204
 from components.planning.cluster_plan import ClusterPlan
@@ -29,6 +29,9 @@ class NodeJoin:
     plan: ClusterPlan
     bootstrap_token: pulumi.Output[str]
     ca_cert_hash: pulumi.Output[str]
+    pull_client_id: pulumi.Output[str]
+    """The registry pull identity every node carries (kubelet's acr-credential-provider uses it)."""
+    tenant_id: pulumi.Output[str]
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,13 @@ def linux_configuration(access: NodeAccess) -> azure.compute.LinuxConfigurationA
 
 def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin) -> pulumi.Output[str]:
     def render(args: list[str]) -> str:
-        token, ca_hash = args
-        text = render_cloud_init(node_bootstrap(join.plan, pool, scale_set, token, ca_hash))
+        token, ca_hash, client_id, tenant = args
+        text = render_cloud_init(node_bootstrap(join.plan, pool, scale_set, token, ca_hash,
+                                                PullIdentity(client_id, tenant)))
         return base64.b64encode(text.encode()).decode()
 
-    return pulumi.Output.secret(pulumi.Output.all(join.bootstrap_token, join.ca_cert_hash).apply(render))
+    return pulumi.Output.secret(pulumi.Output.all(join.bootstrap_token, join.ca_cert_hash, join.pull_client_id,
+                                                  join.tenant_id).apply(render))
 
 
 def _os_disk(pool: PoolPlan,

@@ -25,6 +25,7 @@ from components.bootstrap.host_prep import (
     provider_id_script,
     sysctl_text,
 )
+from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
 
@@ -75,6 +76,8 @@ class ApiServerBootstrap:
         return self.endpoint.rsplit(":", 1)[0]
     bootstrap_token_ttl_hours: int = 2160
     """kubeadm's `ttl` for the token; "0s" would make it never expire."""
+    registry: RegistryBoot | None = None
+    """The cluster's registry: kubeadm's control-plane images come from it, pulled with the machine's identity."""
 
 
 def _args(pairs: dict[str, str]) -> list[dict[str, str]]:
@@ -102,7 +105,8 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         "bootstrapTokens": [{"token": b.bootstrap_token, "ttl": f"{b.bootstrap_token_ttl_hours}h",
                              "usages": ["signing", "authentication"],
                              "groups": ["system:bootstrappers:kubeadm:default-node-token"]}],
-        "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
+        "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
+                             **({"kubeletExtraArgs": kubelet_args()} if b.registry else {})},
         "patches": {"directory": PATCHES_DIR},
         # etcd members boot in parallel with the API servers: give the first API server time to find a quorum.
         "timeouts": {"controlPlaneComponentHealthCheck": "15m0s"},
@@ -113,6 +117,9 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         "clusterName": b.cluster,
         "kubernetesVersion": f"v{b.kubernetes_version}",
         "controlPlaneEndpoint": b.endpoint,
+        # kubeadm names the static pods' images <imageRepository>/kube-apiserver:<version> (and so on): the
+        # registry's registry.k8s.io prefix. Preflight (which would pull without credentials) is skipped.
+        **({"imageRepository": f"{b.registry.login_server}/{_k8s_prefix(b.registry)}"} if b.registry else {}),
         "networking": {"serviceSubnet": b.service_cidr, "dnsDomain": "cluster.local"},
         "etcd": {"external": {"endpoints": list(b.etcd_endpoints), "caFile": "/etc/kubernetes/pki/etcd/ca.crt",
                               "certFile": "/etc/kubernetes/pki/apiserver-etcd-client.crt",
@@ -138,6 +145,10 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         },
     }
     return [init, cluster]
+
+
+def _k8s_prefix(registry: RegistryBoot) -> str:
+    return next(m.prefix for m in registry.mirrors if m.upstream == "registry.k8s.io")
 
 
 def boot_script(b: ApiServerBootstrap) -> str:
@@ -175,5 +186,7 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> s
         {"path": INSTALL_SCRIPT, "permissions": "0755", "content": install_script},
         {"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)},
     ]
+    if b.registry:
+        files += registry_files(b.registry)
     document = {"write_files": files, "runcmd": [[BOOT_SCRIPT]]}
     return dump_cloud_config(document)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from components.bootstrap.apiserver import ApiServerBootstrap
 from components.bootstrap.etcd import EtcdBootstrap, EtcdMember
 from components.bootstrap.node import NodeBootstrap
+from components.bootstrap.registry import Mirror, RegistryBoot
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan, Member
 from components.planning.node_template import node_labels, node_taints, registers_preflight
@@ -47,7 +48,23 @@ def _etcd_endpoints(etcd: EtcdPlan | None, addresses: dict[str, str]) -> tuple[s
     return tuple(EtcdMember(m.name, addresses[m.name]).client_url for m in etcd.members) if etcd else ()
 
 
-def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str], token: str) -> ApiServerBootstrap:
+@dataclass(frozen=True)
+class PullIdentity:
+    """The registry pull identity's client id and the tenant (Pulumi's values, or the offline plan's markers)."""
+
+    client_id: str
+    tenant_id: str
+
+
+def registry_boot(plan: ClusterPlan, identity: PullIdentity) -> RegistryBoot:
+    registry = plan.registry
+    return RegistryBoot(registry.login_server,
+                        tuple(Mirror(u.host, u.endpoint, u.prefix) for u in registry.upstreams),
+                        identity.client_id, identity.tenant_id)
+
+
+def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str], token: str,
+                        identity: PullIdentity | None = None) -> ApiServerBootstrap:
     spec, cp = plan.spec, plan.control_plane
     addresses = etcd_addresses(plan)
     return ApiServerBootstrap(
@@ -56,18 +73,20 @@ def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str], token: str
         events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), bootstrap_token=token, flags=cp.api.flags,
         pki_files=pki_files,
         cert_sans=api_server_cert_sans(spec.name, plan.ip),
-        bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours)
+        bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours,
+        registry=registry_boot(plan, identity) if identity else None)
 
 
 def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, token: str,
-                   ca_cert_hash: str) -> NodeBootstrap:
+                   ca_cert_hash: str, identity: PullIdentity | None = None) -> NodeBootstrap:
     spec = plan.spec
     return NodeBootstrap(
         kubernetes_version=spec.kubernetes_version, api_server_endpoint=api_server_endpoint(spec.name),
         bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=pool.spec.pods_per_node,
         cluster_dns=str(plan.ip.dns_service_ip), labels=node_labels(pool, scale_set, spec.location),
         taints=node_taints(pool), confidential_gpu=pool.confidential is not None,
-        api_server_address=str(plan.ip.api_server_ip), preflight=registers_preflight(pool))
+        api_server_address=str(plan.ip.api_server_ip), preflight=registers_preflight(pool),
+        registry=registry_boot(plan, identity) if identity else None)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from components.bootstrap.host_prep import (
     provider_id_script,
     sysctl_text,
 )
+from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.taints import NodeTaint
 
 PREFLIGHT_TAINT_KEY = "gpucluster.io/preflight"
@@ -63,6 +64,8 @@ class NodeBootstrap:
     api_server_address: str = ""
     """The internal load balancer's frontend IP, written to /etc/hosts for the endpoint's name."""
     join_attempts: int = 5
+    registry: RegistryBoot | None = None
+    """The cluster's registry: containerd mirrors every upstream there; the kubelet pulls with the VM's identity."""
 
 
 def zone_label(location: str, zone: str) -> str:
@@ -78,7 +81,8 @@ def _join_configuration(b: NodeBootstrap) -> dict[str, object]:
         "nodeRegistration": {
             "criSocket": "unix:///run/containerd/containerd.sock",
             "kubeletExtraArgs": [{"name": "node-labels",
-                                  "value": ",".join(f"{k}={v}" for k, v in sorted(b.labels.items()))}],
+                                  "value": ",".join(f"{k}={v}" for k, v in sorted(b.labels.items()))},
+                                 *(kubelet_args() if b.registry else [])],
         },
         "patches": {"directory": "/etc/kubernetes/patches"},
         # Nodes may boot before the API servers answer: keep looking for the cluster (default 5 minutes).
@@ -187,6 +191,8 @@ def render_cloud_init(b: NodeBootstrap) -> str:
     ]
     if b.confidential_gpu:
         files.append({"path": GATE_PATH, "permissions": "0755", "content": gate_script()})
+    if b.registry:
+        files += registry_files(b.registry)
     files.append({"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)})
     files.append({"path": f"/etc/systemd/system/{BOOT_UNIT}", "permissions": "0644", "content": boot_unit()})
     document = {"write_files": files,

@@ -13,3 +13,7 @@ KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER = "08bbd89e-9f13-488c-ac41-acfcb10c90ab"
 
 def role_definition_id(subscription: str, role: str) -> str:
     return f"/subscriptions/{subscription}/providers/Microsoft.Authorization/roleDefinitions/{role}"
+ACR_PULL = "7f951dda-4ed3-4680-a7ca-43fe172d538d"
+"""AcrPull: pull from a registry (container-registry-rbac-built-in-roles-overview.md)."""
+KEY_VAULT_SECRETS_USER = "4633458b-17de-408a-b874-0445c86b69e6"
+"""Read secret contents on an RBAC-authorized vault: what an ACR credential set's identity needs."""

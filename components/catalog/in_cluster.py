@@ -20,8 +20,8 @@ GPU_OPERATOR_VERSION = GPU_OPERATOR.version
 PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 """The dcgmi client, at the DCGM release the operator runs (gpu-operator v26.3.3 values.yaml `dcgm.version`)."""
-HEALTH_AGENT_IMAGE = "python:3.12-slim"
-"""Runs the library's health agent (stdlib only) that taints and untaints nodes through the API."""
+AGENTS_DIR = "/opt/gpucluster"
+"""Where the agents image (images/agents/Dockerfile) keeps the health agent and the prefix IPAM controller."""
 
 
 def cluster_autoscaler_image(minor: str) -> str:

@@ -21,6 +21,7 @@ from components.kubernetes.objects.balloons import balloon_objects
 from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
+from components.kubernetes.objects.images import serve_chart_values, serve_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
@@ -43,14 +44,15 @@ class Networking(pulumi.ComponentResource):
         prefix_mode = plan.prefix_mode
         host = api_server_host(plan.spec.name)
         cni_identity = azure.settings(azure.cni_client_id) if azure.cni_client_id is not None else {}
-        self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system", cilium_values(
-            host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode), child)
+        values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode)
+        self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system",
+                            serve_chart_values("cilium", values, plan.registry), child)
         if prefix_mode and azure.prefix_ipam_client_id is not None:
             # Cilium `ipam: crd` takes the /28 blocks this controller publishes (objects/prefix_ipam.py).
             self.prefix_ipam = declare_all(prefix_ipam_objects(
-                azure.settings(azure.prefix_ipam_client_id), host, API_SERVER_PORT), child)
-        self.dns = declare_all(coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip),
-                                                    plan.versions.minor), child)
+                azure.settings(azure.prefix_ipam_client_id), host, API_SERVER_PORT, plan.registry.agents_image), child)
+        self.dns = declare_all(serve_objects(coredns_objects(
+            plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor), plan.registry), child)
         self.register_outputs({})
 
 
@@ -59,11 +61,11 @@ class Capacity(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Capacity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.autoscaler = declare_all(autoscaler_objects(
+        self.autoscaler = declare_all(serve_objects(autoscaler_objects(
             plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
             azure.settings(azure.autoscaler_client_id), plan.versions.minor,
-            plan.control_plane.api.count), child)
-        self.balloons = declare_all(balloon_objects(plan.balloons), child)
+            plan.control_plane.api.count), plan.registry), child)
+        self.balloons = declare_all(serve_objects(balloon_objects(plan.balloons), plan.registry), child)
         self.register_outputs({})
 
 
@@ -71,9 +73,11 @@ class GpuHealth(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        values = serve_chart_values("gpu-operator", gpu_operator_values(), plan.registry)
         self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
-                                 "gpu-operator", gpu_operator_values(), child)
+                                 "gpu-operator", values, child)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
-        self.checks = declare_all(health_objects(plan.pools), pulumi.ResourceOptions.merge(
+        self.checks = declare_all(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry),
+                                  pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))
         self.register_outputs({})

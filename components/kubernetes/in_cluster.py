@@ -48,7 +48,8 @@ class InCluster(pulumi.ComponentResource):
             enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.api_ready]))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
         self.networking = Networking(f"{name}-networking", plan, azure, child)
-        self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, child)
+        self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, plan.registry,
+                                     child)
         self.capacity = Capacity(f"{name}-capacity", plan, azure, pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=self.scheduling.priority_classes)))
         self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, pulumi.ResourceOptions.merge(

@@ -7,14 +7,16 @@ import pulumi_kubernetes as k8s
 
 from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION
 from components.kubernetes.declare import declare_all
+from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.kueue import kueue_chart_values, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
+from components.planning.registry import RegistryPlan
 from components.planning.scheduling import SchedulingPlan
 from components.spec import InClusterSpec
 
 
 class Scheduling(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: SchedulingPlan, settings: InClusterSpec,
+    def __init__(self, name: str, plan: SchedulingPlan, settings: InClusterSpec, registry: RegistryPlan,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Scheduling", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -22,7 +24,7 @@ class Scheduling(pulumi.ComponentResource):
         self.kueue = k8s.helm.v3.Release(
             f"{name}-kueue", name="kueue", chart=KUEUE_CHART, version=KUEUE_VERSION, namespace=KUEUE_NAMESPACE,
             create_namespace=True, atomic=True, cleanup_on_fail=True, timeout=600,
-            values=kueue_chart_values(settings.pods_ready_timeout_minutes),
+            values=serve_chart_values("kueue", kueue_chart_values(settings.pods_ready_timeout_minutes), registry),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=self.priority_classes)))
         # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.
         self.queues = declare_all(kueue_objects(plan), pulumi.ResourceOptions.merge(

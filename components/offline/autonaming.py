@@ -42,6 +42,13 @@ NAME_PROPERTIES: dict[str, tuple[str, Strategy]] = {
     "azure-native:keyvault:Vault": ("vaultName", "random"),
     "azure-native:keyvault:Key": ("keyName", "random"),
     "azure-native:managedidentity:UserAssignedIdentity": ("resourceName", "random"),
+    "azure-native:containerregistry:Registry": ("registryName", "random"),
+    "azure-native:containerregistry:CacheRule": ("cacheRuleName", "random"),
+    "azure-native:containerregistry:CredentialSet": ("credentialSetName", "random"),
+    "azure-native:network:PrivateEndpoint": ("privateEndpointName", "random"),
+    "azure-native:network:PrivateDnsZoneGroup": ("privateDnsZoneGroupName", "random"),
+    "azure-native:privatedns:PrivateZone": ("privateZoneName", "random"),
+    "azure-native:privatedns:VirtualNetworkLink": ("virtualNetworkLinkName", "random"),
     "azure-native:authorization:RoleAssignment": ("roleAssignmentName", "uuid"),
     "azure-native:authorization:RoleDefinition": ("roleDefinitionId", "uuid"),
 }

@@ -15,6 +15,7 @@ from components.bootstrap.apiserver import render_apiserver_cloud_init
 from components.bootstrap.etcd import render_etcd_cloud_init
 from components.bootstrap.from_plan import (
     EtcdSecrets,
+    PullIdentity,
     apiserver_bootstrap,
     apiserver_pki_paths,
     etcd_bootstrap,
@@ -45,8 +46,9 @@ def boot_documents(plan: ClusterPlan) -> dict[str, str]:
     """File name -> #cloud-config text, for the API servers, each etcd member and each scale set."""
     spec = plan.spec
     token = secret("bootstrap token")
+    identity = PullIdentity(at_deploy("client id of the registry pull identity"), at_deploy("tenant id"))
     documents = {"apiserver.yaml": render_apiserver_cloud_init(
-        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, token),
+        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, token, identity),
         install_script(spec.kubernetes_version))}
     snapshot_url = at_deploy("https://<snapshot storage account>.blob.core.windows.net/etcd-snapshots")
     for etcd in (plan.control_plane.etcd, plan.control_plane.events):
@@ -64,7 +66,7 @@ def boot_documents(plan: ClusterPlan) -> dict[str, str]:
     for pool in plan.pools:
         for scale_set in pool.scale_sets:
             documents[f"pool-{pool.name}-{scale_set.name}.yaml"] = render_cloud_init(
-                node_bootstrap(plan, pool, scale_set, token, ca_hash))
+                node_bootstrap(plan, pool, scale_set, token, ca_hash, identity))
     return dict(sorted(documents.items()))
 
 

@@ -12,6 +12,13 @@ azure-docs articles/azure-resource-manager/management/resource-name-rules.md):
 - Microsoft.Storage/storageAccounts: 3-24, lowercase letters and numbers, globally unique.
 - Microsoft.KeyVault/vaults: 3-24, alphanumerics and hyphens, start with a letter, end with a letter or digit,
   no consecutive hyphens, globally unique.
+- Microsoft.ContainerRegistry/registries: 5-50, alphanumerics, globally unique (the login server
+  `<name>.azurecr.io` is a DNS name; Azure keeps the name's case but the login server is lowercase).
+
+The registry's name is needed before anything is deployed: every image reference in the manifests, chart values
+and boot documents names its login server, and the plan renders them offline. So it cannot hash the subscription
+(known only at deploy time) as storage and vault names do; it hashes the cluster, its resource group and its
+region, and `cluster.registry.name` overrides it when another tenant holds that name.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import uuid
 
 STORAGE_ACCOUNT_MAX = 24
 KEY_VAULT_MAX = 24
+REGISTRY_MIN = 5
+REGISTRY_MAX = 50
 SUFFIX_CHARS = 8
 
 
@@ -49,6 +58,12 @@ def key_vault_name(subscription: str, resource_group: str, cluster: str, purpose
     if not prefix or not prefix[0].isalpha():
         prefix = ("kv" + prefix)[:room].strip("-")
     return f"{prefix}-{stack_hash(subscription, resource_group, 'keyvault', purpose)}"
+
+
+def container_registry_name(cluster: str, location: str) -> str:
+    """`<cluster>` in lowercase letters and digits + `acr` + 8 hex of cluster/group/region: 5-50 alphanumerics."""
+    prefix = re.sub(r"[^a-z0-9]", "", cluster.lower())[: REGISTRY_MAX - SUFFIX_CHARS - 3]
+    return f"{prefix}acr{stack_hash(cluster, resource_group_name(cluster), location, 'registry')}"
 
 
 def deterministic_guid(*parts: str) -> str:

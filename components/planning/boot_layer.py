@@ -90,8 +90,8 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
     azure = {"subscription_id": "", "tenant_id": "", "resource_group": "", "client_id": ""}
     objects = [*coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor),
                *autoscaler_objects(plan.spec.name, plan.nodes, 0.01, azure, plan.versions.minor),
-               *balloon_objects(plan.balloons), *health_objects(plan.pools),
-               *(prefix_ipam_objects(azure, "api", 6443) if plan.prefix_mode else [])]
+               *balloon_objects(plan.balloons), *health_objects(plan.pools, plan.registry.agents_image),
+               *(prefix_ipam_objects(azure, "api", 6443, plan.registry.agents_image) if plan.prefix_mode else [])]
     found = []
     for o in objects:
         if o["kind"] not in ("Deployment", "DaemonSet"):

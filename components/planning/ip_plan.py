@@ -37,6 +37,10 @@ LARGEST_SERVICE_PREFIX = 12
 """kube-apiserver refuses a Service range larger than /12 (20 bits)."""
 API_SERVER_PORT = 6443
 CONTROL_PLANE_BLOCK = "controlplane"
+REGISTRY_ENDPOINT_IPS = 2
+"""The container registry's private endpoint in the control-plane subnet: the registry endpoint and the home
+region's dedicated data endpoint (azure-management-docs container-registry-private-endpoints.md, "Plan IP
+addresses": 2 for the initial private endpoint, +1 per geo-replica)."""
 ETCD_BLOCK = "etcd"
 
 
@@ -195,8 +199,9 @@ def _requests(spec: ClusterSpec) -> list[_Request]:
     etcd_members = cp.etcd.members + (cp.events_etcd.members if cp.events_etcd else 0)
     requests = [
         # API servers (replaced side by side in a rolling upgrade) plus the load balancer's frontend.
-        _Request(CONTROL_PLANE_BLOCK, "API servers and their internal load balancer",
-                 prefix_for(2 * cp.api_servers.count + 1, INFRA_PREFIX, spare), cp.api_servers.count + 1,
+        _Request(CONTROL_PLANE_BLOCK, "API servers, their internal load balancer and the registry's private endpoint",
+                 prefix_for(2 * cp.api_servers.count + 1 + REGISTRY_ENDPOINT_IPS, INFRA_PREFIX, spare),
+                 cp.api_servers.count + 1 + REGISTRY_ENDPOINT_IPS,
                  "cluster.controlPlane.apiServers.count", 1, "members"),
         _Request(ETCD_BLOCK, "etcd and events-etcd members", prefix_for(2 * etcd_members, INFRA_PREFIX, spare),
                  etcd_members, "cluster.controlPlane.etcd.members", 1, "members"),

@@ -75,6 +75,22 @@ NAMING: dict[str, NameRule] = {
     "azure-native:managedidentity:UserAssignedIdentity": NameRule(
         r"^[A-Za-z0-9][A-Za-z0-9_-]{2,127}$", "3-128 letters, digits, `-`, `_`, starting with a letter or digit",
         "resourceGroup"),
+    # Microsoft.ContainerRegistry: registries 5-50 alphanumerics, global (resource-name-rules.md). Cache rules and
+    # credential sets are not in that page; the ContainerRegistry REST spec's name parameters take 5-50 of
+    # letters, digits and `-` (as recalled from azure-rest-api-specs; not re-read here).
+    "azure-native:containerregistry:Registry": NameRule(
+        r"^[A-Za-z0-9]{5,50}$", "5-50 letters and digits, unique across Azure", "global"),
+    "azure-native:containerregistry:CacheRule": NameRule(
+        r"^[A-Za-z0-9-]{5,50}$", "5-50 letters, digits and `-`", "parent", "registryName"),
+    "azure-native:containerregistry:CredentialSet": NameRule(
+        r"^[A-Za-z0-9-]{5,50}$", "5-50 letters, digits and `-`", "parent", "registryName"),
+    # privateEndpoints and their zone groups are not in the page's table: the Microsoft.Network rule.
+    "azure-native:network:PrivateEndpoint": NameRule(_NET, _NET_TEXT, "resourceGroup"),
+    "azure-native:network:PrivateDnsZoneGroup": NameRule(_NET, _NET_TEXT, "parent", "privateEndpointName"),
+    "azure-native:privatedns:PrivateZone": NameRule(
+        r"^(?=.{1,63}$)[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+){1,33}$",
+        "1-63 characters, 2-34 labels of letters, digits, `_` and `-` separated by `.`", "resourceGroup"),
+    "azure-native:privatedns:VirtualNetworkLink": NameRule(_NET, _NET_TEXT, "parent", "privateZoneName"),
     "azure-native:authorization:RoleAssignment": NameRule(_GUID, "a GUID", "assignment"),
     "azure-native:authorization:RoleDefinition": NameRule(_GUID, "a GUID", "assignment"),
 }

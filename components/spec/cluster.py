@@ -11,6 +11,7 @@ from components.spec.day2 import AcknowledgedDeletions
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
+from components.spec.registry import RegistrySpec
 from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
 
 LIBRARY_TAGS = 5
@@ -94,6 +95,8 @@ class ClusterSpec(SpecModel):
     in_cluster: InClusterSpec = InClusterSpec()
     limits: LimitsSpec = LimitsSpec()
     access: AccessSpec = AccessSpec()
+    registry: RegistrySpec = RegistrySpec()
+    """The cluster's container registry: every image comes through it (docs/registry.md)."""
     vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict, max_length=100)
     size_regions: dict[str, SizeRegionsSpec] = Field(default_factory=dict, max_length=100)
     """Confirmed availability of sizes (regions, zones), overriding the catalogue's rows."""

@@ -5,16 +5,14 @@ GPU pool (nodes of a pool are alike; the recheck budget is per pool)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from components.bootstrap.node import LABEL_POOL, LABEL_ROLE
-from components.catalog.in_cluster import DCGM_IMAGE, HEALTH_AGENT_IMAGE
+from components.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
 from components.kubernetes.objects.common import LABEL_APP, SYSTEM_PRIORITY_CLASS, Object, obj
 from components.planning.placement import PoolPlan
 
 NAMESPACE = "gpucluster-health"
 ACCOUNT = "gpu-health"
-AGENT_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "health_agent.py"
 RECHECK_SHARE = 0.02
 """At most this share of a pool's nodes is taken out for re-checks per run."""
 RECHECK_SCHEDULE = "17 * * * *"
@@ -30,13 +28,13 @@ WATCH = (f"until dcgmi health -g 0 -s a --host {DCGM_HOST}; do sleep 5; done; "
          "&& mv /shared/health.tmp /shared/health.json; sleep 60; done")
 
 
-def _agent(args: list[str], on_node: bool = True) -> dict[str, object]:
-    """The agent container; on a node (DaemonSet) it is told which node it is on."""
+def _agent(image: str, args: list[str], on_node: bool = True) -> dict[str, object]:
+    """The agent container (the project's agents image, images/agents/Dockerfile); on a node (DaemonSet) it is
+    told which node it is on."""
     return {
-        "image": HEALTH_AGENT_IMAGE, "command": ["python3", "/agent/health_agent.py", *args],
+        "image": image, "command": ["python3", f"{AGENTS_DIR}/health_agent.py", *args],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}] if on_node else [],
-        "volumeMounts": [{"name": "agent", "mountPath": "/agent", "readOnly": True},
-                         {"name": "shared", "mountPath": "/shared"}],
+        "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "runAsNonRoot": True, "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}},
@@ -55,10 +53,10 @@ def agent_app(pool: PoolPlan) -> str:
     return f"gpu-health-{pool.name}"
 
 
-def health_daemonset(pool: PoolPlan) -> Object:
+def health_daemonset(pool: PoolPlan, image: str) -> Object:
     app = agent_app(pool)
     labels = {LABEL_APP: app, LABEL_POOL: pool.name}
-    gate = {"name": "gate", **_agent(["gate"])}
+    gate = {"name": "gate", **_agent(image, ["gate"])}
     pod = {
         "serviceAccountName": ACCOUNT,
         "priorityClassName": SYSTEM_PRIORITY_CLASS,
@@ -66,8 +64,8 @@ def health_daemonset(pool: PoolPlan) -> Object:
         # Runs where nothing else may: on preflight-tainted, pool-tainted and unhealthy nodes.
         "tolerations": [{"operator": "Exists"}],
         "initContainers": [gate, _dcgm("diagnostics", f"if [ \"$(cat /shared/run-diag)\" = yes ]; then {DIAG}; fi")],
-        "containers": [_dcgm("health-watch", WATCH), {"name": "agent", **_agent(["agent"])}],
-        "volumes": [{"name": "agent", "configMap": {"name": "gpu-health-agent"}}, {"name": "shared", "emptyDir": {}}],
+        "containers": [_dcgm("health-watch", WATCH), {"name": "agent", **_agent(image, ["agent"])}],
+        "volumes": [{"name": "shared", "emptyDir": {}}],
     }
     return obj("apps/v1", "DaemonSet", app, NAMESPACE, labels=labels, spec={
         "selector": {"matchLabels": {LABEL_APP: app}},
@@ -79,9 +77,9 @@ def recheck_limit(pool: PoolPlan) -> int:
     return max(1, math.floor(pool.nodes * RECHECK_SHARE))
 
 
-def recheck_cronjob(pool: PoolPlan) -> Object:
+def recheck_cronjob(pool: PoolPlan, image: str) -> Object:
     name = f"gpu-recheck-{pool.name}"
-    container = {"name": "recheck", **_agent(["recheck", pool.name, str(recheck_limit(pool)), NAMESPACE,
+    container = {"name": "recheck", **_agent(image, ["recheck", pool.name, str(recheck_limit(pool)), NAMESPACE,
                                               agent_app(pool)], on_node=False)}
     return obj("batch/v1", "CronJob", name, NAMESPACE, labels={LABEL_APP: name}, spec={
         "schedule": RECHECK_SCHEDULE, "concurrencyPolicy": "Forbid",
@@ -90,11 +88,11 @@ def recheck_cronjob(pool: PoolPlan) -> Object:
             "serviceAccountName": ACCOUNT, "restartPolicy": "Never", "priorityClassName": SYSTEM_PRIORITY_CLASS,
             "nodeSelector": {LABEL_ROLE: "system"},
             "containers": [container],
-            "volumes": [{"name": "agent", "configMap": {"name": "gpu-health-agent"}},
-                        {"name": "shared", "emptyDir": {}}]}}}}})
+            "volumes": [{"name": "shared", "emptyDir": {}}]}}}}})
 
 
-def health_objects(pools: tuple[PoolPlan, ...]) -> list[Object]:
+def health_objects(pools: tuple[PoolPlan, ...], image: str) -> list[Object]:
+    """`image` is the agents image as the cluster's registry serves it (RegistryPlan.agents_image)."""
     gpu_pools = [p for p in pools if p.size.gpus]
     if not gpu_pools:
         return []
@@ -114,6 +112,5 @@ def health_objects(pools: tuple[PoolPlan, ...]) -> list[Object]:
         obj("rbac.authorization.k8s.io/v1", "RoleBinding", "gpu-health-recheck", NAMESPACE,
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gpu-health-recheck"},
             subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]),
-        obj("v1", "ConfigMap", "gpu-health-agent", NAMESPACE, data={"health_agent.py": AGENT_SCRIPT.read_text()}),
     ]
-    return shared + [o for p in gpu_pools for o in (health_daemonset(p), recheck_cronjob(p))]
+    return shared + [o for p in gpu_pools for o in (health_daemonset(p, image), recheck_cronjob(p, image))]

@@ -4,30 +4,28 @@ system pool, on the host network, with the least Kubernetes rights its calls nee
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from components.catalog.in_cluster import HEALTH_AGENT_IMAGE
+from components.catalog.in_cluster import AGENTS_DIR
 from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes, pod_disruption_budget
 
 NAMESPACE = "kube-system"
 APP = "gpucluster-prefix-ipam"
 LEASE = APP
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "prefix_ipam.py"
 RBAC = "rbac.authorization.k8s.io/v1"
 
 
-def prefix_ipam_objects(azure: dict[str, Any], api_host: str, api_port: int) -> list[Object]:
-    """`azure` is AddonAzureRefs.settings() of the controller's identity."""
+def prefix_ipam_objects(azure: dict[str, Any], api_host: str, api_port: int, image: str) -> list[Object]:
+    """`azure` is AddonAzureRefs.settings() of the controller's identity; `image` the agents image as the
+    cluster's registry serves it (images/agents/Dockerfile)."""
     placement = on_system_nodes(APP)
     labels = {LABEL_APP: APP}
     container = {
-        "name": "controller", "image": HEALTH_AGENT_IMAGE,
-        "command": ["python3", "/controller/prefix_ipam.py", NAMESPACE, LEASE],
+        "name": "controller", "image": image,
+        "command": ["python3", f"{AGENTS_DIR}/prefix_ipam.py", NAMESPACE, LEASE],
         "env": [{"name": "AZURE_CLIENT_ID", "value": azure["client_id"]},
                 {"name": "KUBE_API", "value": f"https://{api_host}:{api_port}"},
                 {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-        "volumeMounts": [{"name": "controller", "mountPath": "/controller", "readOnly": True}],
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "runAsNonRoot": True, "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}},
@@ -39,7 +37,6 @@ def prefix_ipam_objects(azure: dict[str, Any], api_host: str, api_port: int) -> 
         # Before any pod address exists, nodes still carry the taints Cilium's agent tolerates: so does this.
         "tolerations": [{"operator": "Exists"}],
         "containers": [container],
-        "volumes": [{"name": "controller", "configMap": {"name": APP}}],
     }
     return [
         obj("v1", "ServiceAccount", APP, NAMESPACE),
@@ -58,7 +55,6 @@ def prefix_ipam_objects(azure: dict[str, Any], api_host: str, api_port: int) -> 
         obj(RBAC, "RoleBinding", APP, NAMESPACE, roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                                           "name": APP},
             subjects=[{"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}]),
-        obj("v1", "ConfigMap", APP, NAMESPACE, data={"prefix_ipam.py": SCRIPT.read_text()}),
         obj("apps/v1", "Deployment", APP, NAMESPACE, labels=labels, spec={
             "replicas": 2, "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": pod}}),

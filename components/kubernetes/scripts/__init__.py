@@ -1,1 +1,1 @@
-"""Scripts shipped into the cluster in ConfigMaps (stdlib only, so a stock Python image runs them)."""
+"""The project's agents (stdlib only), shipped as the agents image built from images/agents/Dockerfile."""

@@ -1,0 +1,138 @@
+"""The cluster's Azure Container Registry: Premium, zone-redundant, reachable only through a private endpoint in
+the VNet, with one artifact-cache rule per upstream (components/planning/registry.py), a pull identity the nodes
+use, and the project's agents image built into it. docs/registry.md has the sources.
+
+- Premium: private endpoints and zone redundancy are Premium features (container-registry-skus.md,
+  container-registry-private-endpoints.md, zone-redundancy.md).
+- publicNetworkAccess Disabled, a private endpoint (group `registry`) with the `privatelink.azurecr.io` zone
+  linked to the VNet; the dedicated data endpoint (`<name>.<region>.data.azurecr.io`) is on, as private endpoints
+  need it (container-registry-private-endpoints.md: "Dedicated data endpoints are automatically enabled when you
+  configure a private endpoint"; it is declared rather than left to Azure, so a diff never shows it flip).
+- Trusted services bypass (`AzureServices`, the default) stays on for `az acr import`
+  (allow-access-trusted-services.md); anonymous pull and the admin user stay off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_azure_native as azure
+import pulumi_command as command
+
+from components.azure.network import NetworkRefs
+from components.catalog.azure_roles import ACR_PULL, KEY_VAULT_SECRETS_USER, role_definition_id
+from components.planning import agents_image
+from components.planning.ip_plan import CONTROL_PLANE_BLOCK
+from components.planning.registry import DOCKER_HUB_CREDENTIALS, RegistryPlan
+from components.spec import ClusterSpec
+
+PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
+PRIVATE_LINK_GROUP = "registry"
+
+
+@dataclass(frozen=True)
+class RegistryAccess:
+    """What a machine needs to pull from the registry: the pull identity (attached to its scale set) and the tenant."""
+
+    identity_id: pulumi.Output[str]
+    client_id: pulumi.Output[str]
+    tenant_id: pulumi.Output[str]
+
+
+def secret_uri(vault: str, secret: str) -> str:
+    return f"https://{vault}.vault.azure.net/secrets/{secret}"
+
+
+def build_script() -> str:
+    """Runs where `pulumi up` runs (it reaches the VNet: README "With the real Pulumi CLI"): logs in with the
+    operator's own Azure login, builds the agents image from its Dockerfile on the served base, and pushes it.
+    An image already in the registry is not rebuilt (the tag is the content's hash)."""
+    return "\n".join([
+        "set -euo pipefail",
+        'az acr login --name "$REGISTRY_NAME"',
+        'if docker manifest inspect "$IMAGE" >/dev/null 2>&1; then echo "$IMAGE exists"; exit 0; fi',
+        'docker build --pull --file "$DOCKERFILE" --build-arg "BASE_IMAGE=$BASE_IMAGE" --tag "$IMAGE" "$CONTEXT"',
+        'docker push "$IMAGE"',
+    ])
+
+
+class ContainerRegistry(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: ClusterSpec, plan: RegistryPlan, network: NetworkRefs, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:azure:ContainerRegistry", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        rg = network.resource_group_name
+        client = azure.authorization.get_client_config_output()
+        self.registry = azure.containerregistry.Registry(
+            name, registry_name=plan.name, resource_group_name=rg, location=network.location,
+            sku=azure.containerregistry.SkuArgs(name="Premium"), zone_redundancy="Enabled",
+            public_network_access="Disabled", network_rule_bypass_options="AzureServices",
+            data_endpoint_enabled=True, admin_user_enabled=False, anonymous_pull_enabled=False, tags=tags,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True)))
+        registry_id = self.registry.id
+        zone = azure.privatedns.PrivateZone(f"{name}-dns", private_zone_name=PRIVATE_DNS_ZONE, resource_group_name=rg,
+                                            location="global", tags=tags, opts=child)
+        self.dns_link = azure.privatedns.VirtualNetworkLink(
+            f"{name}-dns-link", private_zone_name=zone.name, resource_group_name=rg, location="global",
+            virtual_network=azure.privatedns.SubResourceArgs(id=network.vnet_id), registration_enabled=False,
+            tags=tags, opts=child)
+        endpoint = azure.network.PrivateEndpoint(
+            f"{name}-endpoint", resource_group_name=rg, location=network.location,
+            subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]),
+            private_link_service_connections=[azure.network.PrivateLinkServiceConnectionArgs(
+                name=f"{name}-registry", private_link_service_id=registry_id, group_ids=[PRIVATE_LINK_GROUP])],
+            tags=tags, opts=child)
+        # The zone group writes the registry's and the data endpoint's A records into the zone.
+        self.dns_records = azure.network.PrivateDnsZoneGroup(
+            f"{name}-dns-records", private_endpoint_name=endpoint.name, resource_group_name=rg,
+            private_dns_zone_group_name="default",
+            private_dns_zone_configs=[azure.network.PrivateDnsZoneConfigArgs(name="acr", private_dns_zone_id=zone.id)],
+            opts=child)
+        # Nodes and API servers pull with this identity (kubelet's acr-credential-provider): AcrPull only.
+        self.pull_identity = azure.managedidentity.UserAssignedIdentity(
+            f"{name}-pull", resource_group_name=rg, location=network.location, tags=tags, opts=child)
+        azure.authorization.RoleAssignment(
+            f"{name}-pull-role", principal_id=self.pull_identity.principal_id, principal_type="ServicePrincipal",
+            role_definition_id=client.subscription_id.apply(lambda sub: role_definition_id(sub, ACR_PULL)),
+            scope=registry_id, opts=child)
+        credential_set_id: pulumi.Output[str] | None = None
+        waits: list[pulumi.Resource] = [self.dns_records, self.dns_link]
+        docker_hub = spec.registry.docker_hub
+        if any(rule.credential_set for rule in plan.cache_rules) and docker_hub is not None:
+            credentials = azure.containerregistry.CredentialSet(
+                f"{name}-{DOCKER_HUB_CREDENTIALS}", credential_set_name=DOCKER_HUB_CREDENTIALS,
+                registry_name=self.registry.name, resource_group_name=rg, login_server="docker.io",
+                identity=azure.containerregistry.IdentityPropertiesArgs(
+                    type=azure.containerregistry.ResourceIdentityType.SYSTEM_ASSIGNED),
+                auth_credentials=[azure.containerregistry.AuthCredentialArgs(
+                    name="Credential1",
+                    username_secret_identifier=secret_uri(docker_hub.vault_name, docker_hub.username_secret),
+                    password_secret_identifier=secret_uri(docker_hub.vault_name, docker_hub.password_secret))],
+                opts=child)
+            # The credential set reads the secrets with its own identity (artifact-cache-cli.md, "Assign
+            # permissions to Key Vault": Key Vault Secrets User on an RBAC vault).
+            secrets_reader = azure.authorization.RoleAssignment(
+                f"{name}-{DOCKER_HUB_CREDENTIALS}-secrets", principal_type="ServicePrincipal",
+                principal_id=credentials.identity.apply(lambda i: i.principal_id if i and i.principal_id else ""),
+                role_definition_id=client.subscription_id.apply(
+                    lambda sub: role_definition_id(sub, KEY_VAULT_SECRETS_USER)),
+                scope=docker_hub.key_vault_id, opts=child)
+            credential_set_id = credentials.id
+            waits.append(secrets_reader)
+        self.cache_rules = [
+            azure.containerregistry.CacheRule(
+                f"{name}-{rule.name}", cache_rule_name=rule.name, registry_name=self.registry.name,
+                resource_group_name=rg, source_repository=rule.source_repository,
+                target_repository=rule.target_repository,
+                credential_set_resource_id=credential_set_id if rule.credential_set else None, opts=child)
+            for rule in plan.cache_rules]
+        self.agents_image = command.local.Command(
+            f"{name}-agents-image", create=build_script(), interpreter=["/bin/bash", "-c"], triggers=[plan.agents_image],
+            environment={"REGISTRY_NAME": plan.name, "IMAGE": plan.agents_image,
+                         "BASE_IMAGE": plan.agents_base_image,
+                         "DOCKERFILE": str(agents_image.DOCKERFILE.relative_to(agents_image.ROOT)),
+                         "CONTEXT": str(agents_image.CONTEXT.relative_to(agents_image.ROOT))},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.cache_rules, *waits]))
+        self.access = RegistryAccess(self.pull_identity.id, self.pull_identity.client_id, client.tenant_id)
+        self.register_outputs({"loginServer": self.registry.login_server})
