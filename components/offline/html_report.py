@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from components.diff.render import diff_section
+from components.offline.policy_runner import Violation
 from components.offline.report_data import (
     entries_text,
     headroom_text,
@@ -15,6 +16,7 @@ from components.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
+from components.offline.summary import folded_text, folded_violations
 from components.preflight.report import html_section
 
 Data = dict[str, Any]
@@ -224,11 +226,11 @@ def _tables(data: Data) -> list[str]:
             left=3)]
     if data.get("diff"):
         out.append(diff_section(data["diff"]))
-    violations = data["policies"]["violations"]
+    violations = folded_violations([Violation(**v) for v in data["policies"]["violations"]])
     out += ["<h2>Policies</h2>", _table(
         ["severity", "level", "rule", "resource", "message", "fix"],
-        [[escape(v["severity"]), escape(v["enforcement"]), escape(v["policy"]), escape(v["urn"] or "(stack)"),
-          escape(v["message"]), escape(v["remediation"] or "")] for v in violations], left=6)
+        [[escape(v.severity), escape(v.enforcement), escape(v.policy), escape(folded_text(group)[1]),
+          escape(folded_text(group)[0]), escape(v.remediation or "")] for v, group in violations], left=6)
         if violations else '<p class="ok">No violations.</p>']
     return out + html_section(data)
 
