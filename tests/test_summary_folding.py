@@ -65,17 +65,17 @@ def _violation(policy: str, name: str, message: str, enforcement: str) -> Violat
 def test_advisory_violations_fold_per_policy_and_mandatory_ones_stay_apart(prod_data: dict) -> None:
     """An advisory note the runner raises per resource (\"can't run policy ... during preview\") is one line;
     each mandatory violation still names its resource, since each must be fixed."""
-    advisory = [_violation("capacity", f"h100-z1-{i:02d}", f"can't run: {i} unknown", "advisory") for i in range(6)]
+    advisory = [_violation("spare-capacity", f"h100-z1-{i:02d}", f"can't run: {i} unknown", "advisory") for i in range(6)]
     mandatory = [_violation("spread", name, "not spread", "mandatory") for name in ("a", "b")]
     violations = [*advisory, *mandatory]
     out = io.StringIO()
     print_violations(Console(file=out, width=2000), violations)
     lines = out.getvalue().splitlines()
-    assert sum("capacity" in line for line in lines) == 1
+    assert sum("spare-capacity" in line for line in lines) == 1
     assert "      resource: 6 resources: h100-z1-00, h100-z1-01, h100-z1-02 +3 more" in lines
-    assert any("capacity: can't run: {0|1|2|3|+2 more} unknown" in line for line in lines)
+    assert any("spare-capacity: can't run: {0|1|2|3|+2 more} unknown" in line for line in lines)
     assert sum("] spread:" in line for line in lines) == 2
     html = render_report(prod_data | {"policies": {"mandatory": 2, "advisory": 6,
                                                    "violations": [v.as_dict() for v in violations]}})
-    assert html.count(">capacity<") == 1 and html.count(">spread<") == 2
+    assert html.count(">spare-capacity<") == 1 and html.count(">spread<") == 2
     assert "6 resources: h100-z1-00, h100-z1-01, h100-z1-02 +3 more" in html
