@@ -44,12 +44,13 @@ def test_two_concurrent_plans_are_byte_identical(two_dev_plans: tuple[Path, Path
 
 
 def test_manifest_names_come_from_kind_namespace_and_name(two_dev_plans: tuple[Path, Path]) -> None:
-    """No registration counter: `<install rank>-<kind>-<namespace>-<name>.yaml`, namespaces first (kubectl
-    apply -f reads a folder in name order; Helm's kind_sorter.go InstallOrder ranks the kinds)."""
+    """No registration counter: `<install rank>-<kind>-<namespace>-<name>.yaml`, priority classes first (kubectl
+    apply -f reads a folder in name order; components/offline/manifests.py INSTALL_ORDER ranks the kinds, and
+    tests/test_manifest_order.py checks the order applies)."""
     names = sorted(p.name for p in (two_dev_plans[0] / "manifests").iterdir())
-    assert names[0].startswith("00-namespace-")
+    assert names[0].startswith("00-priorityclass-")
     assert all(name[:2].isdigit() and name[2] == "-" and not name[3].isdigit() for name in names)
-    assert "08-configmap-kube-system-coredns.yaml" in names
+    assert "10-configmap-kube-system-coredns.yaml" in names
 
 
 def _shuffled(run: ProgramRun, seed: int) -> ProgramRun:

@@ -1,6 +1,6 @@
 """Render out/<stack>/report.html in headless Chromium and save a screenshot.
 
-    python tools/render_report.py prod [--out docs/report-prod.png] [--width 1700 --height 1950]
+    python tools/render_report.py prod [--out docs/report-prod.png] [--width 1700 --height 2480]
 
 Needs a Chromium binary (Debian: `apt-get install chromium`). Exits 2 with one line when there is none or
 the report has not been planned yet; exits 1 when Chromium fails or writes no image.
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stack")
     parser.add_argument("--out", help="PNG path (default docs/report-<stack>.png)")
     parser.add_argument("--width", type=int, default=1700)
-    parser.add_argument("--height", type=int, default=1950)
+    parser.add_argument("--height", type=int, default=2480)
     args = parser.parse_args(argv)
     report = ROOT / "out" / args.stack / "report.html"
     browser = find_browser()

@@ -13,6 +13,7 @@ from components.errors import Problem, SpecError
 
 if TYPE_CHECKING:  # the CLI imports this module at start; the diff machinery loads when used
     from components.diff.compare import PlanDiff
+    from components.diff.sides import Side
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -22,20 +23,38 @@ def add_parser(sub: Any) -> None:
     diff.add_argument("base", help="the base: a `gpucluster plan --out` folder or a preview.json")
     diff.add_argument("head", help="the head, likewise")
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    diff.add_argument("--across-stacks", action="store_true",
+                      help="compare plans of different stacks or clusters anyway, matching resources by type and name")
+
+
+def _not_comparable(base: Side, head: Side, fix: str) -> SpecError | None:
+    from components.diff.comparable import why_not_comparable
+
+    why = why_not_comparable(base, head)
+    return None if why is None else SpecError.at(f"{base.label} -> {head.label}", f"not comparable: {why}; {fix}")
 
 
 def cmd_diff(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from components.diff.comparable import ANYWAY_FLAG, onto, why_not_comparable
     from components.diff.compare import diff_sides
     from components.diff.render import print_diff
     from components.diff.sides import load_side
+    from components.diff.visible import visible
 
     try:
         base, head = load_side(args.base), load_side(args.head)
+        if not args.across_stacks and (refused := _not_comparable(
+                base, head, f"diff two plans of one stack, or pass {ANYWAY_FLAG} to match resources by type and "
+                            "name anyway")):
+            raise refused
     except SpecError as error:
-        for problem in error.problems:
-            errors.print(f"error: {problem}", markup=False, highlight=False)
+        for problem in error.problems:  # names and paths from the documents: shown, never sent raw
+            errors.print(visible(f"error: {problem}"), markup=False, highlight=False, emoji=False, soft_wrap=True)
         return EXIT_BAD_INPUT
-    diff = diff_sides(base, head)
+    across = why_not_comparable(base, head)
+    diff = diff_sides(onto(base, head), head)
+    if across:
+        diff.notes.append(f"compared anyway ({ANYWAY_FLAG}): {across}; resources are matched by type and name")
     if args.json:
         print(json.dumps(diff.as_dict(), indent=2, sort_keys=True))
     else:
@@ -60,6 +79,9 @@ def diff_against_base(base_folder: str | None, document: dict[str, Any], data: d
         return None
     base = load_side(base_folder)
     head = side_from_document("this plan", document, data)
+    refused = _not_comparable(base, head, "give --base the plan folder of the same stack")
+    if refused is not None:
+        raise refused
     diff = diff_sides(base, head)
     data["diff"] = diff.as_dict()
     return diff

@@ -17,6 +17,7 @@ from typing import Any
 from components.diff.capacity import capacity_delta
 from components.diff.replacement import refused, replacing
 from components.diff.sides import Side
+from components.diff.values import ABSENT, JSON_VALUES, ValueChange, leaves
 from components.planning.scheduling import TEAM_LABEL
 from policies.rules.props import INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
 
@@ -36,10 +37,19 @@ class Change:
     paths: tuple[str, ...] = ()
     replace_reasons: tuple[str, ...] = ()
     """`path (source)` for each change that forces the replacement."""
+    values: tuple[ValueChange, ...] = ()
+    """Old -> new of each changed path (updates and replacements)."""
 
     @property
     def name(self) -> str:
         return self.urn.rsplit("::", 1)[-1]
+
+    def as_dict(self) -> dict[str, Any]:
+        shown = [v.as_dict() for v in self.values[:JSON_VALUES]]
+        omitted = max(0, len(self.values) - JSON_VALUES)
+        return {"action": self.action, "urn": self.urn, "type": self.type, "name": self.name,
+                "paths": list(self.paths), "replace_reasons": list(self.replace_reasons), "values": shown} | (
+                    {"valuesOmitted": omitted} if omitted else {})
 
 
 @dataclass(frozen=True)
@@ -83,33 +93,13 @@ class PlanDiff:
                 "summary": {a: self.count(a) for a in ("create", "update", "replace", "delete")}
                 | {"errors": len(self.errors), "warnings": len(self.flags) - len(self.errors),
                    "bootDocuments": len(self.boot)},
-                "changes": [asdict(c) | {"name": c.name} for c in self.changes],
+                "changes": [c.as_dict() for c in self.changes],
                 "flags": [asdict(f) for f in self.flags], "boot": [asdict(b) for b in self.boot],
                 "bootFiles": self.boot_files, "capacity": self.capacity, "notes": self.notes}
 
 
-def _leaves(value: Any, path: str, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for key, item in value.items():
-            _leaves(item, f"{path}.{key}" if path else key, out)
-    elif isinstance(value, list) and value:
-        for index, item in enumerate(value):
-            _leaves(item, f"{path}[{index}]", out)
-    else:
-        out[path] = value
-
-
 def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
-
-
-def changed_paths(old: dict[str, Any], new: dict[str, Any], ignored: list[str]) -> list[str]:
-    before: dict[str, Any] = {}
-    after: dict[str, Any] = {}
-    _leaves(old, "", before)
-    _leaves(new, "", after)
-    return sorted(p for p in set(before) | set(after)
-                  if before.get(p, ...) != after.get(p, ...) and not any(_under(p, i) for i in ignored))
 
 
 def _tags(state: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +110,9 @@ def _tags(state: dict[str, Any]) -> dict[str, Any]:
 def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, head: Side,
              result: PlanDiff) -> Change | None:
     ignored = [str(i) for i in new.get("ignoreChanges") or []]
-    paths = changed_paths(old.get("inputs") or {}, new.get("inputs") or {}, ignored)
+    before, after = leaves(old.get("inputs") or {}), leaves(new.get("inputs") or {})
+    paths = sorted(p for p in set(before) | set(after)
+                   if before.get(p, ABSENT) != after.get(p, ABSENT) and not any(_under(p, i) for i in ignored))
     old_digests, new_digests = base.secret_digests.get(urn, {}), head.secret_digests.get(urn, {})
     # A real preview, or a plan from before digests existed, has none: then masked inputs cannot be compared,
     # and a missing digest is no evidence of a change (it would read as replacing every certificate).
@@ -135,7 +127,8 @@ def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, hea
     if not paths:
         return None
     reasons = tuple(f"{p} ({source})" for p in paths if (source := replacing(new["type"], p)) is not None)
-    return Change("replace" if reasons else "update", urn, new["type"], tuple(paths), reasons)
+    values = tuple(ValueChange(p, before.get(p, ABSENT), after.get(p, ABSENT), p in secret_changes) for p in paths)
+    return Change("replace" if reasons else "update", urn, new["type"], tuple(paths), reasons, values)
 
 
 def _acknowledged(head: Side, kind: str) -> list[str] | None:
@@ -249,7 +242,8 @@ def _boot_files(base: Side, head: Side, result: PlanDiff) -> None:
     changed = {}
     for name in sorted(set(base.boot) & set(head.boot)):
         if base.boot[name] != head.boot[name]:
-            lines = list(difflib.unified_diff(base.boot[name].splitlines(), head.boot[name].splitlines(),
+            # split at newlines only: a CR, NEL or U+2028 stays in its line, where the terminal shows it escaped
+            lines = list(difflib.unified_diff(base.boot[name].split("\n"), head.boot[name].split("\n"),
                                               f"base/{name}", f"head/{name}", lineterm="", n=1))
             changed[name] = lines[:MAX_DIFF_LINES] + ([f"... {len(lines) - MAX_DIFF_LINES} more lines"]
                                                      if len(lines) > MAX_DIFF_LINES else [])

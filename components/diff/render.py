@@ -7,11 +7,15 @@ from typing import Any
 
 from rich.console import Console
 
-from components.diff.compare import PlanDiff
+from components.diff.compare import Change, PlanDiff
+from components.diff.values import ValueChange
+from components.diff.visible import visible
 
 ACTIONS = (("replace", "~+", "replaced"), ("delete", "-", "deleted"), ("create", "+", "created"),
            ("update", "~", "updated"))
 MAX_PATHS = 4
+MAX_VALUES = 8
+"""Old -> new lines per resource in the terminal; `--json` lists more."""
 
 
 def _number(value: float) -> str:
@@ -62,9 +66,19 @@ def _paths(paths: tuple[str, ...] | list[str]) -> str:
     return shown + (f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else "")
 
 
+def value_lines(change: Change, limit: int = MAX_VALUES) -> list[str]:
+    """`path: old -> new` for the first `limit` changed paths, and how many more there are."""
+    lines = [v.text() for v in change.values[:limit]]
+    if len(change.values) > limit:
+        lines.append(f"... and {len(change.values) - limit} more changed paths (`gpucluster diff --json` lists them)")
+    return lines
+
+
 def print_diff(console: Console, diff: PlanDiff) -> None:
     def say(text: str) -> None:
-        console.print(text, markup=False, highlight=False, soft_wrap=True)
+        # Names, values and boot lines come from the plan folders: control characters are shown, not sent
+        # (components/diff/visible.py); no markup, highlighting or :emoji: codes are interpreted.
+        console.print(visible(text), markup=False, highlight=False, emoji=False, soft_wrap=True)
 
     counts = ", ".join(f"{diff.count(a)} {word}" for a, _, word in ACTIONS)
     say(f"gpucluster diff {diff.base} -> {diff.head}: {counts}; {len(diff.errors)} errors, "
@@ -84,6 +98,8 @@ def print_diff(console: Console, diff: PlanDiff) -> None:
             elif change.paths:
                 detail = f": {_paths(change.paths)}"
             say(f"  {mark} {change.type} {change.name}{detail}")
+            for line in value_lines(change):
+                say(f"      {line}")
     applied = [b.resource for b in diff.boot if b.applied]
     kept = [b.resource for b in diff.boot if not b.applied]
     if applied:
@@ -107,6 +123,13 @@ def print_diff(console: Console, diff: PlanDiff) -> None:
         say(f"note: {note}")
 
 
+def _html_values(change: dict[str, Any]) -> str:
+    values = [ValueChange.from_dict(v).text() for v in change.get("values") or []]
+    more = len(values) - MAX_VALUES + int(change.get("valuesOmitted") or 0)
+    return "<br>".join(escape(visible(v)) for v in values[:MAX_VALUES]) + (
+        f"<br>... and {more} more" if more > 0 else "")
+
+
 def diff_section(diff: dict[str, Any]) -> str:
     """The report.html section for the diff against the base plan (`gpucluster plan --base`)."""
     s = diff["summary"]
@@ -119,12 +142,15 @@ def diff_section(diff: dict[str, Any]) -> str:
                        f"<td>{escape(f['fix'] or '')}</td></tr>" for f in diff["flags"])
         parts.append("<table><tr><th>severity</th><th>kind</th><th>resource</th><th>what</th><th>fix</th></tr>"
                      f"{rows}</table>")
-    rows = "".join(f"<tr><td>{escape(c['action'])}</td><td>{escape(c['type'])}</td><td>{escape(c['name'])}</td>"
-                   f"<td>{escape(_paths(c['replace_reasons'] or c['paths']))}</td></tr>"
+    rows = "".join(f"<tr><td class=l>{escape(c['action'])}</td><td class=l>{escape(c['type'])}</td>"
+                   f"<td class=l>{escape(c['name'])}</td>"
+                   f"<td class=l>{escape(_paths(c['replace_reasons'] or c['paths']))}</td>"
+                   f"<td class=l>{_html_values(c)}</td></tr>"
                    for c in diff["changes"] if c["action"] != "create")
     created = sum(c["action"] == "create" for c in diff["changes"])
     if rows:
-        parts.append(f"<table><tr><th>action</th><th>type</th><th>resource</th><th>inputs</th></tr>{rows}</table>")
+        parts.append("<table><tr><th>action</th><th>type</th><th>resource</th><th>inputs</th><th>old -&gt; new</th>"
+                     f"</tr>{rows}</table>")
     if created:
         parts.append(f"<p>{created} resources created: "
                      f"{escape(', '.join(c['name'] for c in diff['changes'] if c['action'] == 'create'))}</p>")

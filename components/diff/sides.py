@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.diff.plan_folder import check_plan_folder
 from components.errors import SpecError
 from components.offline.preview import read_preview
 from components.offline.preview_steps import steps_from_preview
@@ -44,7 +45,7 @@ def _boot_files(folder: Path) -> dict[str, str] | None:
     for path in sorted(boot.rglob("*")):
         if path.is_file():
             try:
-                files[str(path.relative_to(boot))] = path.read_text(encoding="utf-8")
+                files[str(path.relative_to(boot))] = path.read_bytes().decode("utf-8")  # CRs kept, as written
             except (OSError, UnicodeDecodeError):
                 files[str(path.relative_to(boot))] = f"(unreadable: {path.stat().st_size} bytes)"
     return files
@@ -54,6 +55,7 @@ def load_side(location: str) -> Side:
     """A plan folder (preview.json, summary.json, boot/ when present) or a preview.json file."""
     path = Path(location)
     if path.is_dir():
+        path = check_plan_folder(path, ("preview.json", "summary.json", BOOT_FOLDER))  # links refused: exit 2
         preview = path / "preview.json"
         if not preview.is_file():
             raise SpecError.at(location, "no preview.json in this folder; give a `gpucluster plan --out` folder or "

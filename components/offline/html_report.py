@@ -8,6 +8,9 @@ from html import escape
 from typing import Any
 
 from components.diff.render import diff_section
+from components.offline.html_sections import balloons_section, control_plane_section, egress_section, teams_section
+from components.offline.html_table import n, table
+from components.offline.policy_runner import Violation
 from components.offline.report_data import (
     entries_text,
     headroom_text,
@@ -15,6 +18,7 @@ from components.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
+from components.offline.summary import folded_text, folded_violations
 from components.preflight.report import html_section
 
 Data = dict[str, Any]
@@ -36,19 +40,8 @@ svg text{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif}
 """
 
 
-def _n(value: int) -> str:
-    return f"{value:,}"
-
-
-def _table(headers: list[str], rows: list[list[str]], left: int = 1, left_last: bool = False) -> str:
-    """Numbers right-aligned; the first `left` columns (and the last with `left_last`) are text."""
-    def is_text(i: int) -> bool:
-        return i < left or (left_last and i == len(headers) - 1)
-
-    head = "".join(f"<th{' class=l' if is_text(i) else ''}>{escape(h)}</th>" for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(f"<td{' class=l' if is_text(i) else ''}>{cell}</td>" for i, cell in enumerate(row))
-                   + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+_n = n
+_table = table
 
 
 def _pool_sections(data: Data, zone: str) -> list[tuple[Data, list[Data]]]:
@@ -187,6 +180,7 @@ def _tables(data: Data) -> list[str]:
           str(len(p["scaleSets"])), _n(p["nodes"]), _n(p["gpus"]), _n(p["vcpus"]), _n(p["memoryGib"]),
           *(f'{_n(p["zones"][z]["nodes"])} / {_n(p["zones"][z]["gpus"])}' for z in zones)] for p in data["pools"]],
         left=3)]
+    out += control_plane_section(data) + teams_section(data) + balloons_section(data)
     out += ["<h2>If a zone is lost</h2>", _table(
         ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left", "API servers left"],
         [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),
@@ -203,6 +197,7 @@ def _tables(data: Data) -> list[str]:
         out.append(f'<p class="{cls}">{escape(prerequisite)}</p>')
     if data["ipPlan"]["unpinned"]:
         out.append(f'<p class="warn">{escape(unpinned_text(data["ipPlan"]))}</p>')
+    out += egress_section(data)
     out += ["<h2>Azure limits and quota</h2>", _table(
         ["limit", "used", "default", "in force", "status"],
         [[escape(limit["description"]), "n/a" if limit["used"] is None else _n(limit["used"]),
@@ -222,13 +217,11 @@ def _tables(data: Data) -> list[str]:
             ["step", "workload", "pools"],
             [[str(s["step"]), escape(s["workload"]), escape(", ".join(s["pools"]))] for s in data["firstBoot"]],
             left=3)]
-    if data.get("diff"):
-        out.append(diff_section(data["diff"]))
-    violations = data["policies"]["violations"]
+    violations = folded_violations([Violation(**v) for v in data["policies"]["violations"]])
     out += ["<h2>Policies</h2>", _table(
         ["severity", "level", "rule", "resource", "message", "fix"],
-        [[escape(v["severity"]), escape(v["enforcement"]), escape(v["policy"]), escape(v["urn"] or "(stack)"),
-          escape(v["message"]), escape(v["remediation"] or "")] for v in violations], left=6)
+        [[escape(v.severity), escape(v.enforcement), escape(v.policy), escape(folded_text(group)[1]),
+          escape(folded_text(group)[0]), escape(v.remediation or "")] for v, group in violations], left=6)
         if violations else '<p class="ok">No violations.</p>']
     return out + html_section(data)
 
@@ -242,6 +235,7 @@ def render_report(data: Data) -> str:
         f"<h1>gpucluster plan: {escape(data['stack'])}</h1>",
         f'<div class="sub">cluster {escape(c["name"])} in {escape(c["location"])}, zones {escape(", ".join(c["zones"]))}, '
         f'Kubernetes {escape(c["kubernetesVersion"])}</div>',
+        diff_section(data["diff"]) if data.get("diff") else "",  # what the change does comes first
         _cards(data),
         f'<h2>The cluster</h2><div class="legend">{legend}<span style="background:#0f766e"></span>API servers'
         f'<span style="background:#b45309"></span>etcd</div>',

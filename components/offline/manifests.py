@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from components.offline.crds import crds_for
 from components.offline.engine import Registration
 
 _SKIP_SUFFIXES = ("List",)
@@ -53,14 +54,19 @@ def kubernetes_objects(registrations: list[Registration]) -> list[dict[str, Any]
 
 
 INSTALL_ORDER = (
-    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
-    "ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
-    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "DaemonSet",
-    "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job",
-    "CronJob", "IngressClass", "Ingress", "APIService",
+    "PriorityClass", "Namespace", "CustomResourceDefinition",
+    "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget", "ServiceAccount",
+    "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "DaemonSet", "Pod", "ReplicationController",
+    "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress",
+    "APIService",
 )
-"""Helm's install order (helm/helm `pkg/releaseutil/kind_sorter.go`, InstallOrder): namespaces and CRDs before
-what lives in them. Kinds it does not list (custom resources) come last, as Helm puts them."""
+"""The order manifests/ applies in: Helm's install order (helm/helm `pkg/releaseutil/kind_sorter.go`, InstallOrder)
+with three kinds moved to the front, because what comes after cannot be admitted without them:
+PriorityClasses (kube-apiserver's Priority admission plugin refuses a pod whose priorityClassName does not
+exist, kubernetes/kubernetes plugin/pkg/admission/priority/admission.go), Namespaces (a namespaced object in a
+missing namespace is refused) and CustomResourceDefinitions (a custom object of an undefined kind is refused).
+Kinds it does not list (custom resources) come last, by kind, as Helm puts them."""
 
 
 def _slug(*parts: str) -> str:
@@ -70,7 +76,7 @@ def _slug(*parts: str) -> str:
 def _file_name(obj: dict[str, Any]) -> str:
     """`<install rank>-<kind>-<namespace>-<name>.yaml`: from the object's identity only, so a name never
     depends on what else the program declares. `kubectl apply -f <dir>` reads files in name order, so the
-    rank (a function of the kind) puts namespaces and CRDs first."""
+    rank (a function of the kind) puts priority classes, namespaces and CRDs first."""
     meta = obj["metadata"]
     kind = obj["kind"]
     rank = INSTALL_ORDER.index(kind) if kind in INSTALL_ORDER else len(INSTALL_ORDER)
@@ -78,7 +84,10 @@ def _file_name(obj: dict[str, Any]) -> str:
 
 
 def write_manifests(objects: list[dict[str, Any]], directory: Path) -> list[Path]:
+    """Every object, and the vendored definition of each custom kind among them (components/offline/crds.py),
+    one file each, named so that `kubectl apply -f <dir>` applies them in a working order."""
     directory.mkdir(parents=True, exist_ok=True)
+    objects = [*crds_for(objects), *objects]
     names = [_file_name(obj) for obj in objects]
     paths = []
     for obj, name in sorted(zip(objects, names, strict=True), key=lambda pair: pair[1]):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from components.offline.cluster_data import balloons_data, scheduling_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
 from components.planning.cluster_plan import ClusterPlan
@@ -49,7 +50,10 @@ def _etcd(etcd: EtcdPlan | None) -> dict[str, Any] | None:
     if etcd is None:
         return None
     return {"role": etcd.role, "members": [{"name": m.name, "zone": m.zone} for m in etcd.members],
-            "quorum": etcd.quorum, "vmSize": etcd.size.name, "reasoning": etcd.reasoning}
+            "quorum": etcd.quorum, "vmSize": etcd.size.name, "reasoning": etcd.reasoning,
+            "vcpus": etcd.size.vcpus, "memoryGib": etcd.size.memory_gib,
+            "memoryNeededGib": round(etcd.memory_needed_gib, 1), "quotaBackendGib": etcd.quota_backend_bytes / 2**30,
+            "dataOnNvme": etcd.data_on_nvme, "overridden": etcd.overridden}
 
 
 def _etcd_left(etcd: EtcdPlan | None, zone: str) -> dict[str, Any] | None:
@@ -167,7 +171,10 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         },
         "controlPlane": {
             "apiServers": {"count": cp.api.count, "vmSize": cp.api.size.name, "zones": list(cp.api.zones),
-                           "perZone": {z: cp.api.in_zone(z) for z in zones}, "reasoning": cp.api.reasoning},
+                           "perZone": {z: cp.api.in_zone(z) for z in zones}, "reasoning": cp.api.reasoning,
+                           "vcpus": cp.api.size.vcpus, "memoryGib": cp.api.size.memory_gib,
+                           "heapGb": round(cp.api.heap_gb, 1), "memoryNeededGib": round(cp.api.memory_needed_gib, 1),
+                           "vcpusNeeded": cp.api.vcpus_needed, "overridden": cp.api.overridden},
             "etcd": _etcd(cp.etcd), "eventsEtcd": _etcd(cp.events),
         },
         "zoneLoss": [{"zone": z, "gpusLost": sum(p["zones"][z]["gpus"] for p in pools),
@@ -184,7 +191,11 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                    for limit in plan.limits.by_key.values()],
         "egress": {"prefixLength": plan.egress.prefix_length, "publicIps": plan.egress.public_ips,
                    "snatPorts": plan.egress.snat_ports, "nodes": plan.egress.nodes,
-                   "snatPortsPerNode": plan.egress.snat_ports_per_node},
+                   "snatPortsPerNode": plan.egress.snat_ports_per_node,
+                   "publicIpsNeeded": plan.egress.public_ips_needed,
+                   "idleTimeoutMinutes": plan.egress.idle_timeout_minutes},
+        "scheduling": scheduling_data(plan),
+        "balloons": balloons_data(plan),
         "policies": {"mandatory": sum(v.mandatory for v in violations),
                      "advisory": sum(not v.mandatory for v in violations),
                      "violations": [v.as_dict() for v in violations]},

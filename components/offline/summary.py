@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from components.offline.fold import merged_message, names_text
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.offline.report_data import (
     entries_text,
@@ -166,6 +167,31 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     print_violations(console, violations)
 
 
+def folded_violations(violations: list[Violation]) -> list[tuple[Violation, list[Violation]]]:
+    """Each mandatory violation on its own (each must be fixed); advisory ones of one policy folded into the
+    first, with all of them alongside: one line per rule however many resources repeat it."""
+    out: list[tuple[Violation, list[Violation]]] = []
+    advisory: dict[str, list[Violation]] = {}
+    for v in violations:
+        if v.mandatory:
+            out.append((v, [v]))
+        elif v.policy in advisory:
+            advisory[v.policy].append(v)
+        else:
+            advisory[v.policy] = [v]
+            out.append((v, advisory[v.policy]))
+    return out
+
+
+def folded_text(group: list[Violation]) -> tuple[str, str]:
+    """(message, resources) of a group: one violation as it is; several as the merged message and
+    `43 resources: a, b, c +40 more` (by resource name)."""
+    if len(group) == 1:
+        return group[0].message, group[0].urn or "(stack)"
+    names = [v.urn.rsplit("::", 1)[-1] if v.urn else "(stack)" for v in group]
+    return merged_message([v.message for v in group]), f"{len(group)} resources: {names_text(names)}"
+
+
 def print_violations(console: Console, violations: list[Violation]) -> None:
     if not violations:
         console.print("[green]Policies: no violations[/green]")
@@ -174,10 +200,11 @@ def print_violations(console: Console, violations: list[Violation]) -> None:
     for severity in sorted({v.severity for v in violations}, key=lambda s: order.index(s) if s in order else 9):
         group = [v for v in violations if v.severity == severity]
         console.print(f"[bold red]{severity.upper()}[/bold red] ({len(group)})")
-        for v in group:
+        for v, repeats in folded_violations(group):
+            message, resources = folded_text(repeats)
             # soft_wrap: one line per fact, so CI logs stay greppable
-            console.print(f"  [{v.enforcement}] {v.policy}: {v.message}", markup=False, soft_wrap=True)
-            console.print(f"      resource: {v.urn or '(stack)'}", markup=False, soft_wrap=True)
+            console.print(f"  [{v.enforcement}] {v.policy}: {message}", markup=False, soft_wrap=True)
+            console.print(f"      resource: {resources}", markup=False, soft_wrap=True)
             if v.remediation:
                 console.print(f"      fix: {v.remediation}", markup=False, soft_wrap=True)
     mandatory = sum(v.mandatory for v in violations)

@@ -7,7 +7,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from components.offline.fold import Folded, fold
 from components.preflight.model import Finding
 
 KEY = "preflightWarnings"
@@ -17,23 +19,34 @@ def warning_rows(findings: list[Finding]) -> list[dict[str, str]]:
     return [{"rule": f.rule, "resource": f.resource, "field": f.field, "message": f.message} for f in findings]
 
 
+def folded_warnings(data: dict[str, Any]) -> list[Folded]:
+    """One entry per rule: a warning the preflight raises on each of 43 scale sets is one line, with the count."""
+    return fold((r["rule"], r["resource"], r["message"]) for r in data.get(KEY) or [])
+
+
+def _title(data: dict[str, Any], folded: list[Folded]) -> str:
+    return (f"{len(data[KEY])} warnings from {len(folded)} rules, one line per rule (summary.json lists each "
+            "resource)")
+
+
 def print_warnings(console: Console, data: dict[str, Any]) -> None:
-    rows = data.get(KEY) or []
-    if not rows:
+    folded = folded_warnings(data)
+    if not folded:
         return
-    table = Table(title="Azure preflight warnings (what no public source settles)", title_justify="left")
-    for column in ("rule", "resource", "what to confirm"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(row["rule"], row["resource"], row["message"])
+    table = Table(title=f"Azure preflight warnings (what no public source settles): {_title(data, folded)}",
+                  title_justify="left")
+    for column in ("rule", "count", "resources", "what to confirm"):
+        table.add_column(column, overflow="fold", justify="right" if column == "count" else "left")
+    for f in folded:
+        table.add_row(Text(f.rule), str(f.count), Text(f.names), Text(f.message))  # Text: no markup in messages
     console.print(table)
 
 
 def html_section(data: dict[str, Any]) -> list[str]:
-    rows = data.get(KEY) or []
-    if not rows:
+    folded = folded_warnings(data)
+    if not folded:
         return []
-    body = "".join(f"<tr><td>{escape(r['rule'])}</td><td>{escape(r['resource'])}</td><td>{escape(r['field'])}</td>"
-                   f"<td>{escape(r['message'])}</td></tr>" for r in rows)
-    return ["<h2>Azure preflight warnings</h2>",
-            "<table><tr><th>rule</th><th>resource</th><th>field</th><th>what to confirm</th></tr>" + body + "</table>"]
+    body = "".join(f"<tr><td class=l>{escape(f.rule)}</td><td>{f.count}</td><td class=l>{escape(f.names)}</td>"
+                   f"<td class=l>{escape(f.message)}</td></tr>" for f in folded)
+    return ["<h2>Azure preflight warnings</h2>", f"<p>{escape(_title(data, folded))}</p>",
+            "<table><tr><th>rule</th><th>count</th><th>resources</th><th>what to confirm</th></tr>" + body + "</table>"]
