@@ -182,9 +182,9 @@ def _zone_four(steps: Steps) -> str:
     return "cpu-z1-00"
 
 
-def _nd_in_eastus(steps: Steps) -> str:
-    _state(steps, "h100-z1-00")["inputs"]["location"] = "eastus"
-    return "h100-z1-00"
+def _ncc_in_eastus(steps: Steps) -> str:
+    _state(steps, "confidential-z1-00")["inputs"]["location"] = "eastus"
+    return "confidential-z1-00"
 
 
 def _long_prefix(steps: Steps) -> str:
@@ -219,7 +219,7 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
     "slash-in-tag-name": ("tags", _slash_in_tag),
     "long-tag-name-on-storage": ("tags", _long_tag_on_storage),
     "zone-4": ("zones", _zone_four),
-    "nd-h100-in-eastus": ("size-region", _nd_in_eastus),
+    "ncc-h100-in-eastus": ("size-region", _ncc_in_eastus),
 }
 
 
@@ -278,7 +278,19 @@ def test_docs_list_every_rule_with_its_source() -> None:
         assert f"| `{rule.id}` | {rule.azure} | {rule.what} | {rule.source} |" in text, rule.id
     for rule in WARNINGS.values():
         assert f"| `{rule.id}` | {rule.what} | {rule.source} |" in text, rule.id
+    for row in AVAILABILITY.values():
+        assert f"| `{row.size}` | {', '.join(row.regions)} | {row.source} | {row.as_of} |" in text, row.size
 
+
+def test_an_unconfirmed_availability_row_refuses_no_region(prod_steps: Steps, prod_context: Context) -> None:
+    """The ND H100 v5 row rests on no Microsoft source: a region it leaves out is a warning, not a plan error."""
+    assert not AVAILABILITY["Standard_ND96isr_H100_v5"].primary
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
+    result = preflight(steps, prod_context)
+    assert not [f for f in result.errors if f.rule == "size-region" and f.resource == "h100-z1-00"]
+    assert any(w.rule == "size-region-secondary" and "does not list southcentralus" in w.message
+               for w in result.warnings)
 
 def test_rules_azure_accepts_are_labelled_so() -> None:
     """Azure builds a scale set with singlePlacementGroup false (without InfiniBand: placement-groups.md), and a second

@@ -88,14 +88,15 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "with < > % & \\ ? /", "azure-docs articles/azure-resource-manager/management/tag-resources.md (limitations)"),
     Rule("zones", "a zone the region does not have", "azure-docs articles/reliability/availability-zones-region-support.md "
          "(components/catalog/regions.py; a stack declares others under cluster.limits.regionZones)"),
-    Rule("size-region", "a VM size placed in a region its availability row does not list",
+    Rule("size-region", "a VM size placed in a region its availability row, from Microsoft's own word, does not list",
          "components/catalog/availability.py (each row's source and date) or the stack's cluster.sizeRegions"),
 )}
 
 WARNINGS: dict[str, Rule] = {r.id: r for r in (
     Rule("size-region-uncatalogued", "a size with no availability row: the plan cannot tell whether the region "
          "offers it", "components/catalog/availability.py"),
-    Rule("size-region-secondary", "an availability row from a third-party page", "components/catalog/availability.py"),
+    Rule("size-region-secondary", "a size whose availability row no Microsoft source confirms: the plan neither "
+         "refuses a region nor vouches for one on it", "components/catalog/availability.py"),
     Rule("size-zones-unknown", "zones offering the size in the region not established by a public source "
          "(logical zones differ per subscription)", "az vm list-skus --zone, per subscription"),
     Rule("ephemeral-os-disk-placement", "an ephemeral OS disk placement other than ResourceDisk, which the "
