@@ -96,6 +96,17 @@ def _ib_without_spg(steps: Steps) -> str:
     return "h100-z1-00"
 
 
+def _max_spreading_single_group(steps: Steps) -> str:
+    _state(steps, "h100-z1-00")["inputs"]["platformFaultDomainCount"] = 1
+    return "h100-z1-00"
+
+
+def _default_spreading_single_group(steps: Steps) -> str:
+    """A zonal set that leaves the fault-domain count out gets Azure's default: 1 (max spreading)."""
+    del _state(steps, "h100-z2-00")["inputs"]["platformFaultDomainCount"]
+    return "h100-z2-00"
+
+
 def _placement_group_too_big(steps: Steps) -> str:
     _state(steps, "h100-z1-00")["inputs"]["sku"]["capacity"] = 101
     return "h100-z1-00"
@@ -171,9 +182,9 @@ def _zone_four(steps: Steps) -> str:
     return "cpu-z1-00"
 
 
-def _nd_in_eastus(steps: Steps) -> str:
-    _state(steps, "h100-z1-00")["inputs"]["location"] = "eastus"
-    return "h100-z1-00"
+def _ncc_in_eastus(steps: Steps) -> str:
+    _state(steps, "confidential-z1-00")["inputs"]["location"] = "eastus"
+    return "confidential-z1-00"
 
 
 def _long_prefix(steps: Steps) -> str:
@@ -193,6 +204,8 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
     "tag-in-plural-prefix-field": ("nsg-tag-in-plural-field", _tag_in_plural),
     "infiniband-without-single-placement-group": ("infiniband-single-placement-group", _ib_without_spg),
     "placement-group-over-100": ("placement-group-capacity", _placement_group_too_big),
+    "max-spreading-with-single-placement-group": ("fault-domains-placement-group", _max_spreading_single_group),
+    "default-spreading-with-single-placement-group": ("fault-domains-placement-group", _default_spreading_single_group),
     "ephemeral-disk-larger-than-resource-disk": ("ephemeral-os-disk", _ephemeral_too_big),
     "ephemeral-disk-read-write": ("ephemeral-os-disk", _ephemeral_read_write),
     "accelerated-networking-on-ncc": ("accelerated-networking", _accelerated_on_ncc),
@@ -206,7 +219,7 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
     "slash-in-tag-name": ("tags", _slash_in_tag),
     "long-tag-name-on-storage": ("tags", _long_tag_on_storage),
     "zone-4": ("zones", _zone_four),
-    "nd-h100-in-eastus": ("size-region", _nd_in_eastus),
+    "ncc-h100-in-eastus": ("size-region", _ncc_in_eastus),
 }
 
 
@@ -261,8 +274,30 @@ def test_docs_list_every_rule_with_its_source() -> None:
     from pathlib import Path
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "azure-preflight.md").read_text()
-    for rule in (*RULES.values(), *WARNINGS.values()):
-        assert f"| `{rule.id}` | {rule.refuses} | {rule.source} |" in text, rule.id
+    for rule in RULES.values():
+        assert f"| `{rule.id}` | {rule.azure} | {rule.what} | {rule.source} |" in text, rule.id
+    for rule in WARNINGS.values():
+        assert f"| `{rule.id}` | {rule.what} | {rule.source} |" in text, rule.id
+    for row in AVAILABILITY.values():
+        assert f"| `{row.size}` | {', '.join(row.regions)} | {row.source} | {row.as_of} |" in text, row.size
+
+
+def test_an_unconfirmed_availability_row_refuses_no_region(prod_steps: Steps, prod_context: Context) -> None:
+    """The ND H100 v5 row rests on no Microsoft source: a region it leaves out is a warning, not a plan error."""
+    assert not AVAILABILITY["Standard_ND96isr_H100_v5"].primary
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
+    result = preflight(steps, prod_context)
+    assert not [f for f in result.errors if f.rule == "size-region" and f.resource == "h100-z1-00"]
+    assert any(w.rule == "size-region-secondary" and "does not list southcentralus" in w.message
+               for w in result.warnings)
+
+def test_rules_azure_accepts_are_labelled_so() -> None:
+    """Azure builds a scale set with singlePlacementGroup false (without InfiniBand: placement-groups.md), and a second
+    PUT to the same resource id updates the first resource: neither is refused."""
+    assert RULES["infiniband-single-placement-group"].azure == "accepts, deploys wrong"
+    assert RULES["name-unique"].azure == "accepts, deploys wrong"
+    assert RULES["fault-domains-placement-group"].azure == "refuses"
 
 
 def test_long_tag_names_are_refused_only_where_azure_refuses_them(prod_steps: Steps, prod_context: Context) -> None:
@@ -270,3 +305,13 @@ def test_long_tag_names_are_refused_only_where_azure_refuses_them(prod_steps: St
     account = _long_tag_on_storage(steps)
     flagged = {f.resource for f in preflight(steps, prod_context).errors if f.rule == "tags"}
     assert any(r.startswith(account) for r in flagged) and not any(r.startswith("cpu-z1-00") for r in flagged)
+
+
+def test_infiniband_sets_keep_one_placement_group_over_five_fault_domains(prod_steps: Steps) -> None:
+    """InfiniBand needs a single placement group (setup-infiniband.md); max spreading (1) needs several
+    (virtual-machine-scale-sets-use-availability-zones.md); a zonal Uniform set takes 1 or 5: so 5."""
+    sets = [s["newState"]["inputs"] for s in prod_steps if s["newState"]["type"].endswith("VirtualMachineScaleSet")]
+    infiniband = [i for i in sets if i["tags"].get("gpucluster-infiniband") == "true"]
+    assert len(infiniband) == 32
+    assert {(i["singlePlacementGroup"], i["platformFaultDomainCount"]) for i in infiniband} == {(True, 5)}
+    assert {(i["singlePlacementGroup"], i["platformFaultDomainCount"]) for i in sets if i not in infiniband} == {(False, 1)}

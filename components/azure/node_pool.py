@@ -140,7 +140,7 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
         sku=azure.compute.SkuArgs(name=pool.size.name, tier="Standard", capacity=plan.capacity),
         orchestration_mode="Uniform",
         single_placement_group=plan.single_placement_group,
-        platform_fault_domain_count=1,
+        platform_fault_domain_count=plan.platform_fault_domain_count,
         overprovision=False,
         upgrade_policy=azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),
         identity=azure.compute.VirtualMachineScaleSetIdentityArgs(

@@ -1,30 +1,22 @@
 """What each in-cluster add-on calls on Azure, and so the least privilege its identity needs.
 
-Derived from the add-ons' own source at the versions the cluster runs (components/catalog/in_cluster.py):
-- Cilium's Azure IPAM operator (cilium `pkg/azure/api/api.go`, v1.18 line, read at commit 00ac069b): lists the
-  resource group's scale sets, their VMs' NICs and the group's NICs, gets and updates a scale-set VM to add IP
-  configurations, and lists every virtual network of the subscription (`VirtualNetworks.ListAll`, "lists all
-  VPCs, not just those in c.resourcegroup"). It only touches standalone-VM NICs (`Interfaces.Get`,
-  `Interfaces.CreateOrUpdate`) for nodes outside scale sets; every node here is in a scale set, so those
-  writes are not granted.
-- cluster-autoscaler with `ARM_VM_TYPE=vmss`, read at kubernetes/autoscaler tag cluster-autoscaler-1.34.0 and
-  again at cluster-autoscaler-1.36.1, the version the cluster runs (`cluster-autoscaler/cloudprovider/azure/`):
-  `azure_cache.go` lists scale sets and VMs of the group, `azure_scale_set.go` gets a scale set, writes its
-  `sku.capacity`, lists its VMs and deletes instances. 1.36 makes the same ARM calls through the track-2 SDK
-  (`BeginCreateOrUpdate`; `BeginDeleteInstances` in `azure_vmss_delete_client.go` and
-  `azure_force_delete_scale_set.go`; `ListVMInstanceView`, the VM list with `$expand=instanceView`). SKU
-  listing (`AZURE_ENABLE_DYNAMIC_INSTANCE_LIST`, off by default), deployments (vmType standard) and AKS agent
-  pools are not used.
-- No cloud-controller-manager runs in this cluster, so no identity is made for one.
+Each action below is what one of the add-on's ARM requests needs (components/catalog/arm_operations.py lists the
+requests, read from each add-on's source at the version the cluster runs, and derives each action from the request's
+method and path), or a linked access check one of its writes triggers. tests/test_addon_roles.py checks both ways
+against Azure's operations list (MicrosoftDocs/azure-docs `articles/role-based-access-control/permissions/`, rows
+vendored in tests/data/azure_rbac_operations.md): every request's action exists there and is granted, and every
+granted action is some request's.
 
-Action names are Azure RBAC operations (Microsoft Learn "Azure resource provider operations"); the scale-set NIC
-read is spelled as kubernetes-sigs/cloud-provider-azure `site/content/en/topics/azure-permissions.md` lists it.
-A write that places NICs in a subnet (new scale-set VMs, new IP configurations) also passes ARM's linked access
-check on the subnet (`Microsoft.Network/virtualNetworks/subnets/join/action`, azure-docs
-`articles/virtual-network/virtual-network-manage-subnet.md`, permissions), and growing a scale set that carries
-user-assigned identities assigns them to the new VMs
-(`Microsoft.ManagedIdentity/userAssignedIdentities/assign/action`, the Managed Identity Operator role, azure-docs
-`articles/active-directory/managed-identities-azure-resources/how-manage-user-assigned-managed-identities.md`).
+- Cilium's Azure IPAM operator (secondary IPs; prod's /28 blocks run Cilium with `ipam: crd`, calling nothing):
+  lists the group's scale sets, every scale set's NICs (`GET .../virtualMachineScaleSets/{vmss}/networkInterfaces`:
+  `Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read`, not the per-VM action), one VM's NICs on a
+  per-instance resync, the group's NICs and each subnet in use, and gets and updates (a full-body PUT) a scale-set
+  VM to add IP configurations. Since cilium PR #41555 it no longer lists the subscription's virtual networks, so
+  nothing is granted at subscription scope.
+- cluster-autoscaler 1.36.1 with `ARM_VM_TYPE=vmss`: lists scale sets and VMs of the group, gets a scale set,
+  writes its `sku.capacity` (a sparse PUT), lists its VMs with their instance view and deletes instances.
+- the prefix IPAM controller: one NIC list per scale set.
+- No cloud-controller-manager runs in this cluster, so no identity is made for one.
 """
 
 from __future__ import annotations
@@ -36,7 +28,8 @@ Scope = Literal["resourceGroup", "subscription"]
 
 _CILIUM = "cilium pkg/azure/api/api.go"
 _CA = "kubernetes/autoscaler cluster-autoscaler-1.36.1 cluster-autoscaler/cloudprovider/azure/"
-_SUBNET_JOIN = "linked access check on the subnet (azure-docs virtual-network-manage-subnet.md, permissions)"
+_SUBNET_JOIN = "linked access check on the pool subnet (azure-docs virtual-network-manage-subnet.md, permissions)"
+_VMSS_NICS = "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read"
 
 
 @dataclass(frozen=True)
@@ -49,19 +42,23 @@ class Permission:
 
 CNI: tuple[Permission, ...] = (
     Permission("Microsoft.Compute/virtualMachineScaleSets/read", "resourceGroup",
-               f"VirtualMachineScaleSets.List ({_CILIUM}, listVirtualMachineScaleSets)"),
+               f"VirtualMachineScaleSets.List ({_CILIUM} listVirtualMachineScaleSets)"),
+    Permission(_VMSS_NICS, "resourceGroup",
+               f"Interfaces.ListVirtualMachineScaleSetNetworkInterfaces ({_CILIUM}), every full resync"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read", "resourceGroup",
-               f"Interfaces.ListVirtualMachineScaleSetNetworkInterfaces ({_CILIUM})"),
+               f"Interfaces.ListVirtualMachineScaleSetVMNetworkInterfaces ({_CILIUM}), each per-instance resync"),
     Permission("Microsoft.Network/networkInterfaces/read", "resourceGroup",
-               f"Interfaces.List ({_CILIUM}, vmNetworkInterfaces)"),
+               f"Interfaces.List ({_CILIUM} vmNetworkInterfaces)"),
+    Permission("Microsoft.Network/virtualNetworks/subnets/read", "resourceGroup",
+               f"Subnets.Get per subnet in use ({_CILIUM} GetSubnetsByIDs)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", "resourceGroup",
-               f"VirtualMachineScaleSetVMs.Get ({_CILIUM}, AssignPrivateIpAddressesVMSS)"),
+               f"VirtualMachineScaleSetVMs.Get ({_CILIUM} AssignPrivateIpAddressesVMSS)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write", "resourceGroup",
-               f"VirtualMachineScaleSetVMs.BeginUpdate ({_CILIUM}, AssignPrivateIpAddressesVMSS)"),
+               f"VirtualMachineScaleSetVMs.BeginUpdate ({_CILIUM} AssignPrivateIpAddressesVMSS)"),
     Permission("Microsoft.Network/virtualNetworks/subnets/join/action", "resourceGroup",
                f"new IP configurations in the pool subnet: {_SUBNET_JOIN}"),
-    Permission("Microsoft.Network/virtualNetworks/read", "subscription",
-               f"VirtualNetworks.ListAll at subscription scope ({_CILIUM}, listAllVPCs)"),
+    Permission("Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", "resourceGroup",
+               "the VM update re-sends the user-assigned identities the system pool's VMs carry (linked check)"),
 )
 
 AUTOSCALER: tuple[Permission, ...] = (
@@ -72,7 +69,7 @@ AUTOSCALER: tuple[Permission, ...] = (
     Permission("Microsoft.Compute/virtualMachineScaleSets/delete/action", "resourceGroup",
                f"VirtualMachineScaleSets.BeginDeleteInstances ({_CA}azure_force_delete_scale_set.go)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", "resourceGroup",
-               f"VirtualMachineScaleSetVMs.List/ListVMInstanceView ({_CA}azure_scale_set.go)"),
+               f"VirtualMachineScaleSetVMs.ListVMInstanceView ({_CA}azure_scale_set.go)"),
     Permission("Microsoft.Compute/virtualMachines/read", "resourceGroup",
                f"VirtualMachines.List ({_CA}azure_cache.go fetchVirtualMachines, always called)"),
     Permission("Microsoft.Network/virtualNetworks/subnets/join/action", "resourceGroup",
@@ -84,10 +81,8 @@ AUTOSCALER: tuple[Permission, ...] = (
 _PREFIX_IPAM = "components/kubernetes/scripts/prefix_ipam.py"
 
 PREFIX_IPAM: tuple[Permission, ...] = (
-    # The one ARM call the controller makes: Microsoft.Network NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces,
-    # spelled as cloud-provider-azure's permission list spells the scale-set NIC read (as for Cilium above).
-    Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read", "resourceGroup",
-               f"ListVirtualMachineScaleSetNetworkInterfaces, one per scale set ({_PREFIX_IPAM})"),
+    # Microsoft.Network NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces: the scale-set-wide NIC list.
+    Permission(_VMSS_NICS, "resourceGroup", f"ListVirtualMachineScaleSetNetworkInterfaces, one per scale set ({_PREFIX_IPAM})"),
 )
 
 ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI,

@@ -5,8 +5,10 @@ machine-readable, subscription-independent list; the authority for one subscript
 `az vm list-skus --location <region> --size <size> --zone` (zones are logical and differ per subscription,
 so no public page settles a size's zones: every row leaves them unknown and the plan warns).
 
-A size placed in a region its row does not list fails the plan, naming the regions that do. A size without
-a row, a row from a secondary source, and unknown zones are warnings in the report. A stack that has
+A size placed in a region its row does not list fails the plan, naming the regions that do, when the row rests on
+Microsoft's own word (docs, Azure's repositories, an API capture). A row no Microsoft source confirms is kept as the
+claim it is: the plan neither refuses a region it leaves out nor vouches for one it lists, and warns either way. A
+size without a row and unknown zones are warnings too. A stack that has
 confirmed availability itself (list-skus, a capacity reservation) declares it under
 `cluster.sizeRegions.<size>` with its source; that row replaces the catalogue's.
 """
@@ -24,7 +26,8 @@ class Availability:
     as_of: str
     """The date the source states or was last changed (YYYY-MM or YYYY-MM-DD)."""
     primary: bool
-    """From Microsoft (docs, Azure's own repositories); False for a third-party page (the plan warns)."""
+    """From Microsoft (docs, Azure's own repositories, an API capture); False: unconfirmed, a claim the plan only
+    reports (it refuses nothing on it)."""
     zones: dict[str, tuple[str, ...]] | None = None
     """Region -> zones offering the size, where a source settles it; None: not established."""
 
@@ -37,8 +40,11 @@ _ROWS: tuple[Availability, ...] = (
         "2026-04-23", primary=True),
     Availability(
         "Standard_ND96isr_H100_v5", ("eastus2", "westeurope", "southeastasia", "japaneast"),
-        "theneuralbase.com \"Azure: NDv5 / ND H100\" (\"as of April 2026, NDv5 is available in only 4 Azure regions "
-        "(East US 2, West Europe, Southeast Asia, Japan East)\"); Microsoft's size page lists no regions",
+        "unconfirmed: no Microsoft page or API capture found lists its regions (azure-compute-docs "
+        "sizes/gpu-accelerated/ndh100v5-series.md and azure-docs ndv5-series.md give none). The only public list "
+        "found is a third-party page, theneuralbase.com \"Azure: NDv5 / ND H100\" (\"as of April 2026, NDv5 is "
+        "available in only 4 Azure regions (East US 2, West Europe, Southeast Asia, Japan East)\"), which also "
+        "gives the InfiniBand as 200 Gbps where Microsoft's ndv5-series.md says 400 Gb/s per GPU: not to be relied on",
         "2026-04", primary=False),
 )
 

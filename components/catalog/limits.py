@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 _NET_LIMITS = "azure-docs includes/azure-virtual-network-limits.md"
 _PLACEMENT = "azure-compute-docs articles/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups.md"
+_SETUP_INFINIBAND = ("azure-compute-docs articles/virtual-machines/setup-infiniband.md (ms.date 09/25/2026): \"capped at "
+                     "100 VMs by default ... The limit on the number of VMs in a single scale set can be increased to 300\"")
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ DEFAULT_LIMITS: dict[str, DefaultLimit] = {
         DefaultLimit("subnetsPerVnet", 3_000, "subnets per virtual network", _NET_LIMITS, fixed=True),
         DefaultLimit("vmsPerInfinibandDomain", 100,
                      "VMs in a scale set with singlePlacementGroup: true (one InfiniBand domain); "
-                     "a support request raises it to 300", _PLACEMENT),
+                     "a support request raises it to 300", f"{_PLACEMENT} (100); {_SETUP_INFINIBAND}"),
         DefaultLimit("vmsPerLargeScaleSet", 1_000,
                      "VMs in a scale set with singlePlacementGroup: false (marketplace image)", _PLACEMENT),
         DefaultLimit("natGatewayPublicIps", 16, "public IP addresses on one NAT gateway",
@@ -50,7 +52,8 @@ DEFAULT_LIMITS: dict[str, DefaultLimit] = {
 
 # Hard ceilings a stack override cannot pass: Azure does not raise these by ticket.
 # Hard limits no support request raises (a NAT gateway takes at most 16 public IPs).
-# A scale set holds at most 1,000 VMs however it is configured (_PLACEMENT: "up to 1,000 VMs").
+# A scale set holds at most 1,000 VMs however it is configured (_PLACEMENT: "up to 1,000 VMs"); an InfiniBand set
+# (single placement group) at most 300 after a support request (_SETUP_INFINIBAND; the placement-groups page says 100).
 OVERRIDE_CEILINGS: dict[str, int] = {"vmsPerInfinibandDomain": 300, "privateIpsPerNic": 256, "natGatewayPublicIps": 16,
                                      "vmsPerLargeScaleSet": 1_000}
 

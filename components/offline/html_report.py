@@ -12,6 +12,7 @@ from components.offline.html_sections import balloons_section, control_plane_sec
 from components.offline.html_table import n, table
 from components.offline.policy_runner import Violation
 from components.offline.report_data import (
+    count_status_text,
     entries_text,
     headroom_text,
     limit_status_text,
@@ -205,7 +206,14 @@ def _tables(data: Data) -> list[str]:
          for limit in data["limits"]], left=1, left_last=True),
         _table(["family", "vCPUs needed", "declared", "short by"],
                [[escape(q["family"]), _n(q["vcpus"]), "not declared" if q["declared"] is None else _n(q["declared"]),
-                 _n(q["shortBy"]) if q["shortBy"] else ""] for q in data["quota"]])]
+                 _n(q["shortBy"]) if q["shortBy"] else ""] for q in data["quota"]]),
+        _table(["per-subscription count", "needed", "declared", "Azure's default or limit", "status"],
+               [[escape(r["description"]), _n(r["needed"]),
+                 _n(r["declared"]) if r["declared"] is not None
+                 else "-" if r["fixed"] or r["azureDefault"] is None else "not declared",
+                 "none" if r["azureDefault"] is None else _n(r["azureDefault"]) + (" (fixed)" if r["fixed"] else ""),
+                 (f'<span class="warn">{escape(count_status_text(r))}</span>' if r["exceedsDefault"]
+                  else escape(count_status_text(r)))] for r in data["resourceQuota"]], left=1, left_last=True)]
     if "versions" in data:
         k = data["versions"]["kubernetes"]
         out += [f'<h2>Versions: Kubernetes {escape(k["version"])}, end of life {escape(k["endOfLife"])}</h2>', _table(

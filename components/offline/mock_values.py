@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import string
 import uuid
 from typing import Any
 
+from components.catalog.arm_types import ARM_TYPES
 from components.offline.autonaming import name_property
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
@@ -49,16 +51,26 @@ def _azure_name(typ: str, name: str, inputs: dict[str, Any]) -> str:
 
 
 def _azure_id(typ: str, name: str, inputs: dict[str, Any]) -> str:
-    _, module, kind = typ.split(":", 2)
-    provider = "Microsoft." + module.capitalize()
-    rg = inputs.get("resourceGroupName") or name
-    if kind == "ResourceGroup":
-        return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}"
-    parent = inputs.get("virtualNetworkName")
-    middle = f"virtualNetworks/{parent}/" if parent and kind != "VirtualNetwork" else ""
-    plural = kind[0].lower() + kind[1:] + "s"
+    """The resource's ARM id, from its type's path template (components/catalog/arm_types.py) filled from its inputs:
+    the provider's namespace casing and plural, parents and scope as Azure builds the id."""
+    row = ARM_TYPES.get(typ)
     leaf = _azure_name(typ, name, inputs)
-    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/{provider}/{middle}{plural}/{leaf}"
+    if row is None:  # an uncatalogued type: the preflight names it (name-type-catalogued)
+        return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{inputs.get('resourceGroupName') or name}/{typ}/{leaf}"
+    prop = name_property(typ)
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key == "subscriptionId":
+            return SUBSCRIPTION
+        if key == "scope":
+            return str(inputs.get("scope") or f"/subscriptions/{SUBSCRIPTION}").lstrip("/")
+        if key == prop:
+            return leaf
+        value = inputs.get(key)
+        return value if isinstance(value, str) and value else leaf if key == "resourceGroupName" else key
+
+    return re.sub(r"\{([^}]+)\}", fill, row.path)
 
 
 TENANT = "11111111-1111-1111-1111-111111111111"

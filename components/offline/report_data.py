@@ -100,6 +100,20 @@ def prerequisite_text(ip: dict[str, Any]) -> str | None:
 FIXED_TEXT = "Azure documents this limit as fixed"
 
 
+def count_status_text(row: dict[str, Any]) -> str:
+    """The status of one per-subscription count row, without markup (summary and report colour it)."""
+    if row["azureDefault"] is None:
+        return "no limit of its own"
+    if row["fixed"]:
+        return "within Azure's limit (fixed)"
+    if row["declared"] is not None:
+        return "within the declared quota"
+    if row["exceedsDefault"]:
+        return (f"past Azure's default of {row['azureDefault']:,} (it varies by offer): check `az network list-usages` "
+                f"and declare cluster.resourceQuota.{row['key']}")
+    return "within Azure's default"
+
+
 def limit_status_text(limit: dict[str, Any]) -> str:
     """The status of one limit row, without markup (summary and report colour it)."""
     if limit["pastFixed"]:
@@ -183,6 +197,10 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                       "apiServers": {"left": cp.api.count - cp.api.in_zone(z), "of": cp.api.count}} for z in zones],
         "quota": [{"family": q.family, "vcpus": q.vcpus, "declared": q.declared, "shortBy": q.short_by}
                   for q in plan.quota],
+        "resourceQuota": [{"key": c.quota.key, "description": c.quota.description, "needed": c.needed,
+                           "declared": c.declared, "azureDefault": c.quota.default, "fixed": c.quota.fixed,
+                           "shortBy": c.short_by, "exceedsDefault": c.exceeds_default, "source": c.quota.source}
+                          for c in plan.counts],
         "limits": [{"key": limit.key, "description": limit.description, "used": usage.get(limit.key),
                     "default": limit.default, "value": limit.value, "raised": limit.raised, "note": limit.note,
                     "fixed": limit.fixed, "pastFixed": limit.past_fixed, "exception": limit.exception,

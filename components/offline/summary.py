@@ -10,6 +10,7 @@ from rich.table import Table
 from components.offline.fold import merged_message, names_text
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.offline.report_data import (
+    count_status_text,
     entries_text,
     headroom_text,
     limit_status_text,
@@ -146,12 +147,27 @@ def _quota(data: Data) -> Table:
     return table
 
 
+def _counts(data: Data) -> Table:
+    table = _table(f"Per-subscription counts in {data['cluster']['location']}",
+                   ["what", "needed", "declared quota", "Azure's default or limit", "status"])
+    table.columns[-1].justify = "left"
+    for row in data["resourceQuota"]:
+        declared = (f"{row['declared']:,}" if row["declared"] is not None
+                    else "-" if row["fixed"] or row["azureDefault"] is None else "not declared")
+        default = "none" if row["azureDefault"] is None else f"{row['azureDefault']:,}" + (
+            " (fixed)" if row["fixed"] else "")
+        status = count_status_text(row)
+        table.add_row(row["description"], f"{row['needed']:,}", declared, default,
+                      f"[yellow]{status}[/yellow]" if row["exceedsDefault"] else status)
+    return table
+
+
 def print_summary(console: Console, data: Data, violations: list[Violation]) -> None:
     c = data["cluster"]
     console.print(f"[bold]gpucluster plan[/bold] stack [bold]{data['stack']}[/bold]: cluster {c['name']} in "
                   f"{c['location']} zones {', '.join(c['zones'])}, Kubernetes {c['kubernetesVersion']}")
     tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _ip_plan(data), _control_plane(data),
-              _zone_loss(data), _limits(data), _quota(data)]
+              _zone_loss(data), _limits(data), _quota(data), _counts(data)]
     for table in tables:
         if table is not None:
             console.print(table)

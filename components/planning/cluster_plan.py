@@ -15,7 +15,7 @@ from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.placement import PoolPlan, plan_pools
-from components.planning.quota import QuotaNeed, plan_quota, quota_problems
+from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
 from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.planning.tag_limits import tag_count_problems
@@ -43,6 +43,8 @@ class ClusterPlan:
     first_up: FirstUpPlan | None = None
     """Where `pulumi up` reaches the API server from and its readiness wait (None when the layer is off)."""
     """The simulated first boot of the in-cluster layer (None when the layer is off)."""
+    counts: tuple[CountNeed, ...] = ()
+    """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
 
     @property
     def nodes(self) -> int:
@@ -93,10 +95,11 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
             or (spec.in_cluster.enabled and first_up is None) or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
-    if shortfall := quota_problems(quota, spec.location):
+    counts = plan_counts(pools, control_plane, egress, spec.resource_quota)
+    if shortfall := quota_problems(quota, spec.location) + count_problems(counts, spec.location):
         raise SpecError(shortfall)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
-                       registry)
+                       registry, counts=counts)
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).

@@ -33,6 +33,14 @@ class ScaleSetPlan:
     single_placement_group: bool
     infiniband: bool
 
+    @property
+    def platform_fault_domain_count(self) -> int:
+        """Max spreading (1) needs multiple placement groups ("If you use max spreading, you must use multiple
+        placement groups", azure-compute-docs virtual-machine-scale-sets-use-availability-zones.md), and a zonal
+        Uniform set takes 1 or 5 (virtual-machine-scale-sets-manage-fault-domains.md): a set that keeps a single
+        placement group (InfiniBand) spreads over 5 fixed fault domains, every other set over as many as Azure can."""
+        return 5 if self.single_placement_group else 1
+
 
 @dataclass(frozen=True)
 class PoolPlan:

@@ -53,6 +53,25 @@ def _placement(resource: Resource, ctx: Context) -> list[Finding]:
     return findings
 
 
+def _fault_domains(resource: Resource) -> list[Finding]:
+    """Max spreading (platformFaultDomainCount 1) with a single placement group. Where the request leaves either
+    out, Azure's default applies: zonal Uniform sets default to 1 fault domain and (API 2017-12-01 on) multiple
+    placement groups; regional ones to 5 and a single placement group."""
+    if resource.inputs.get("orchestrationMode", "Uniform") != "Uniform":
+        return []
+    zonal = bool(resource.inputs.get("zones"))
+    spg, fds = resource.inputs.get("singlePlacementGroup"), resource.inputs.get("platformFaultDomainCount")
+    spg = spg if isinstance(spg, bool) else not zonal
+    fds = fds if isinstance(fds, int) else 1 if zonal else 5
+    if not (spg and fds == 1):
+        return []
+    return [Finding("fault-domains-placement-group", resource.name, "platformFaultDomainCount",
+                    "platformFaultDomainCount 1 (max spreading) needs multiple placement groups, and this set keeps a "
+                    "single one (singlePlacementGroup true, as an InfiniBand set must); set platformFaultDomainCount "
+                    "5 (fixed spreading; a zonal Uniform set takes 1 or 5), or singlePlacementGroup false where no "
+                    "InfiniBand is needed")]
+
+
 def _os_disk(resource: Resource, size: VmSize, ctx: Context, warnings: list[Finding]) -> list[Finding]:
     field = ("virtualMachineProfile." if resource.type == VMSS else "") + "storageProfile.osDisk"
     disk = dig(_profile(resource), "storageProfile", "osDisk")
@@ -183,6 +202,7 @@ def check_machines(resources: list[Resource], ctx: Context, warnings: list[Findi
             continue
         if resource.type == VMSS:
             findings += _placement(resource, ctx)
+            findings += _fault_domains(resource)
             warnings += _prefix_on_nic(resource)
         name = size_of(resource)
         size = ctx.sizes.get(name) if name else None

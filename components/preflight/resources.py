@@ -102,17 +102,20 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
                                         f"no availability row for {size}: confirm `az vm list-skus -l {location} --size "
                                         f"{size}` and declare it under cluster.sizeRegions"))
             continue
-        if location not in row.regions:
+        if not row.primary:
+            if (size, f"secondary {location}") not in warned:
+                warned.add((size, f"secondary {location}"))
+                listed = "lists" if location in row.regions else "does not list"
+                warnings.append(Finding("size-region-secondary", resource.name, field,
+                                        f"whether {location} offers {size} is not confirmed by Microsoft (its row "
+                                        f"{listed} {location}: {row.source}, {row.as_of}); confirm with `az vm list-skus "
+                                        f"-l {location} --size {size}` and record it under cluster.sizeRegions"))
+        elif location not in row.regions:
             findings.append(Finding("size-region", resource.name, field,
                                     f"{size} is not offered in {location}; it is in {', '.join(row.regions)} "
                                     f"({row.source}, {row.as_of}): move the stack or the pool there, or confirm "
                                     "otherwise under cluster.sizeRegions with the source"))
             continue
-        if not row.primary and (size, "secondary") not in warned:
-            warned.add((size, "secondary"))
-            warnings.append(Finding("size-region-secondary", resource.name, field,
-                                    f"{size} in {location} rests on a third-party page ({row.source}, {row.as_of}); "
-                                    "confirm with `az vm list-skus` and record it under cluster.sizeRegions"))
         zones = [str(z) for z in resource.inputs.get("zones") or []]
         known = (row.zones or {}).get(location)
         if known is None and zones and (size, "zones") not in warned:

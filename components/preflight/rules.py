@@ -1,20 +1,33 @@
-"""Every preflight rule: its id, what Azure refuses, and where that is written. docs/azure-preflight.md lists them."""
+"""Every preflight rule: its id, what it stops, what Azure itself does with that request, and where that is written.
+docs/azure-preflight.md lists them.
+
+Every rule is a plan error either way; the label says why. "refuses": ARM answers the request with an error, so the
+plan fails before `pulumi up` does, half-way through. "accepts, deploys wrong": ARM takes the request and builds
+something other than the plan says (VMs without InfiniBand to each other, one resource where two were declared), which
+no later step reports. "library": a check of the library's own (nothing is sent to Azure that way).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+AzureDoes = Literal["refuses", "accepts, deploys wrong", "library"]
 
 NAME_RULES_PAGE = ("Microsoft Learn \"Naming rules and restrictions for Azure resources\" "
                    "(azure-docs articles/azure-resource-manager/management/resource-name-rules.md)")
 SDK = "pulumi_azure_native 3.29 docstrings (generated from the Azure REST API specs)"
 PLACEMENT = "azure-compute-docs articles/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups.md"
+ZONES_PAGE = "azure-compute-docs articles/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones.md"
 
 
 @dataclass(frozen=True)
 class Rule:
     id: str
-    refuses: str
+    what: str
     source: str
+    azure: AzureDoes = "refuses"
+    """What Azure does with a request that breaks the rule (see the module docstring)."""
 
 
 RULES: dict[str, Rule] = {r.id: r for r in (
@@ -22,12 +35,17 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "components/preflight/naming.py)", f"{NAME_RULES_PAGE}; {SDK} for storage accounts, blob containers, "
          "disk encryption sets, resource groups; Key Vault REST spec `vaultName` pattern `^[a-zA-Z0-9-]{3,24}$`"),
     Rule("name-type-catalogued", "an azure-native type with no naming rule here (so nothing judges its names)",
-         "this library: every declared type must have a row in NAMING and in the offline engine's autonaming table"),
+         "this library: every declared type must have a row in NAMING and in the offline engine's autonaming table",
+         "library"),
     Rule("name-unique", "two resources of a type with the same name in the same scope (resource group, parent, "
-         "or all of Azure for storage accounts and key vaults)", NAME_RULES_PAGE + " (Scope column)"),
+         "or all of Azure for storage accounts and key vaults)", NAME_RULES_PAGE + " (Scope column); ARM's PUT "
+         "creates or updates the resource at its id (Azure REST API specs: every resource's CreateOrUpdate), so the "
+         "second declaration rewrites the first", "accepts, deploys wrong"),
     Rule("name-global-explicit", "a globally unique name (storage account, key vault) left to azure-native's "
          "autoname: logical name + 8 random hex, too long for both types and different on every replacement",
-         "pulumi-azure-native provider/pkg/provider/provider.go getDefaultName; " + NAME_RULES_PAGE),
+         "pulumi-azure-native provider/pkg/provider/provider.go getDefaultName; " + NAME_RULES_PAGE + "; a name "
+         "short enough passes, and a replacement then gets a new account or vault beside the old one's data",
+         "accepts, deploys wrong"),
     Rule("computer-name", "a VM host name over 64 characters or a scale-set computer-name prefix over 58 "
          "(Linux: Uniform scale sets append a 6-character instance suffix to the prefix)",
          f"{SDK}: osProfile.computerName \"Max-length (Linux): 64 characters\"; Uniform instance names "
@@ -36,7 +54,14 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "ARM SecurityRuleParameterContainsUnsupportedValue (terraform-provider-azurerm#5617); "
          f"{SDK}: only `source_address_prefix` documents tags"),
     Rule("infiniband-single-placement-group", "an InfiniBand scale set with singlePlacementGroup false: its VMs "
-         "get no InfiniBand to each other", f"{PLACEMENT}; azure-docs articles/virtual-machines/setup-infiniband.md"),
+         "get no InfiniBand to each other", f"{PLACEMENT} (\"Large scale (SPG=false) does not support InfiniBand "
+         "networking\": the set is built, without it); azure-compute-docs articles/virtual-machines/setup-infiniband.md",
+         "accepts, deploys wrong"),
+    Rule("fault-domains-placement-group", "a Uniform scale set with platformFaultDomainCount 1 (max spreading, the "
+         "zonal default) and a single placement group", f"{ZONES_PAGE} (\"If you use max spreading, you must use "
+         "multiple placement groups\"); Azure/azure-cli#5920 (Compute's rule as the CLI team quotes it: with 1 fault "
+         "domain a single placement group \"will cause an error\"); supported counts: azure-compute-docs "
+         "articles/virtual-machine-scale-sets/virtual-machine-scale-sets-manage-fault-domains.md"),
     Rule("placement-group-capacity", "more VMs in a scale set than its placement mode allows (100 with "
          "singlePlacementGroup true, 1,000 without, unless the stack's limits raise them)", PLACEMENT),
     Rule("ephemeral-os-disk", "an ephemeral OS disk on a size without a resource disk large enough for it, "
@@ -63,14 +88,15 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "with < > % & \\ ? /", "azure-docs articles/azure-resource-manager/management/tag-resources.md (limitations)"),
     Rule("zones", "a zone the region does not have", "azure-docs articles/reliability/availability-zones-region-support.md "
          "(components/catalog/regions.py; a stack declares others under cluster.limits.regionZones)"),
-    Rule("size-region", "a VM size placed in a region its availability row does not list",
+    Rule("size-region", "a VM size placed in a region its availability row, from Microsoft's own word, does not list",
          "components/catalog/availability.py (each row's source and date) or the stack's cluster.sizeRegions"),
 )}
 
 WARNINGS: dict[str, Rule] = {r.id: r for r in (
     Rule("size-region-uncatalogued", "a size with no availability row: the plan cannot tell whether the region "
          "offers it", "components/catalog/availability.py"),
-    Rule("size-region-secondary", "an availability row from a third-party page", "components/catalog/availability.py"),
+    Rule("size-region-secondary", "a size whose availability row no Microsoft source confirms: the plan neither "
+         "refuses a region nor vouches for one on it", "components/catalog/availability.py"),
     Rule("size-zones-unknown", "zones offering the size in the region not established by a public source "
          "(logical zones differ per subscription)", "az vm list-skus --zone, per subscription"),
     Rule("ephemeral-os-disk-placement", "an ephemeral OS disk placement other than ResourceDisk, which the "

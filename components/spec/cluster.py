@@ -11,6 +11,7 @@ from components.spec.day2 import AcknowledgedDeletions
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
+from components.spec.quota import ResourceQuotaSpec
 from components.spec.registry import RegistrySpec
 from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
 
@@ -102,6 +103,8 @@ class ClusterSpec(SpecModel):
     """Confirmed availability of sizes (regions, zones), overriding the catalogue's rows."""
     vcpu_quota: dict[str, WholeNumber] = Field(default_factory=dict, max_length=100)
     """vCPU quota per family the subscription has in this region; the plan compares the need against it."""
+    resource_quota: ResourceQuotaSpec = ResourceQuotaSpec()
+    """Other per-subscription counts the subscription has in this region (components/catalog/quotas.py)."""
     tags: dict[str, str] = Field(default_factory=dict)
     """Tags on the network and control-plane resources, beside the library's own (at most 5 on a resource)."""
     acknowledge_deletions: AcknowledgedDeletions = AcknowledgedDeletions()

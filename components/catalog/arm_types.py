@@ -1,0 +1,87 @@
+"""The ARM resource id of every azure-native type the library declares, as a path template.
+
+Each template is the resource's id as azure-native documents it for `pulumi import` (its resource docs, "Import"
+section, generated from the Azure REST API specs' PUT paths): the provider namespace as Azure spells it
+(`Microsoft.ManagedIdentity`, `Microsoft.KeyVault`), the resource provider's own plural (`publicIPPrefixes`,
+`userAssignedIdentities`), child resources under their parents (a blob container is
+`storageAccounts/{accountName}/blobServices/default/containers/{containerName}`), and extension resources under
+their scope (`/{scope}/providers/Microsoft.Authorization/roleAssignments/...`). The placeholders are the type's
+input names, so the offline engine fills them from a resource's inputs (components/offline/mock_values.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_RG = "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}"
+_DOCS = "pulumi-azure-native resource docs, Import section ({token})"
+_LB_SPEC = ("Azure/azure-rest-api-specs specification/network/resource-manager/Microsoft.Network/stable/*/"
+            "loadBalancer.json ({operation})")
+
+
+@dataclass(frozen=True)
+class ArmType:
+    path: str
+    source: str
+
+
+def _row(token: str, path: str) -> tuple[str, ArmType]:
+    return token, ArmType(path, _DOCS.format(token=token))
+
+
+ARM_TYPES: dict[str, ArmType] = dict((
+    _row("azure-native:resources:ResourceGroup", _RG),
+    _row("azure-native:network:NetworkSecurityGroup",
+         f"{_RG}/providers/Microsoft.Network/networkSecurityGroups/{{networkSecurityGroupName}}"),
+    _row("azure-native:network:PublicIPPrefix", f"{_RG}/providers/Microsoft.Network/publicIPPrefixes/{{publicIpPrefixName}}"),
+    _row("azure-native:network:NatGateway", f"{_RG}/providers/Microsoft.Network/natGateways/{{natGatewayName}}"),
+    _row("azure-native:network:VirtualNetwork", f"{_RG}/providers/Microsoft.Network/virtualNetworks/{{virtualNetworkName}}"),
+    _row("azure-native:network:Subnet",
+         f"{_RG}/providers/Microsoft.Network/virtualNetworks/{{virtualNetworkName}}/subnets/{{subnetName}}"),
+    _row("azure-native:network:VirtualNetworkPeering",
+         f"{_RG}/providers/Microsoft.Network/virtualNetworks/{{virtualNetworkName}}/virtualNetworkPeerings/"
+         "{virtualNetworkPeeringName}"),
+    _row("azure-native:network:LoadBalancer", f"{_RG}/providers/Microsoft.Network/loadBalancers/{{loadBalancerName}}"),
+    _row("azure-native:network:NetworkInterface",
+         f"{_RG}/providers/Microsoft.Network/networkInterfaces/{{networkInterfaceName}}"),
+    _row("azure-native:storage:StorageAccount", f"{_RG}/providers/Microsoft.Storage/storageAccounts/{{accountName}}"),
+    _row("azure-native:storage:BlobContainer",
+         f"{_RG}/providers/Microsoft.Storage/storageAccounts/{{accountName}}/blobServices/default/containers/"
+         "{containerName}"),
+    _row("azure-native:compute:VirtualMachine", f"{_RG}/providers/Microsoft.Compute/virtualMachines/{{vmName}}"),
+    _row("azure-native:compute:VirtualMachineScaleSet",
+         f"{_RG}/providers/Microsoft.Compute/virtualMachineScaleSets/{{vmScaleSetName}}"),
+    _row("azure-native:compute:DiskEncryptionSet",
+         f"{_RG}/providers/Microsoft.Compute/diskEncryptionSets/{{diskEncryptionSetName}}"),
+    _row("azure-native:keyvault:Vault", f"{_RG}/providers/Microsoft.KeyVault/vaults/{{vaultName}}"),
+    _row("azure-native:keyvault:Key", f"{_RG}/providers/Microsoft.KeyVault/vaults/{{vaultName}}/keys/{{keyName}}"),
+    _row("azure-native:managedidentity:UserAssignedIdentity",
+         f"{_RG}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{{resourceName}}"),
+    _row("azure-native:authorization:RoleAssignment",
+         "/{scope}/providers/Microsoft.Authorization/roleAssignments/{roleAssignmentName}"),
+    _row("azure-native:authorization:RoleDefinition",
+         "/{scope}/providers/Microsoft.Authorization/roleDefinitions/{roleDefinitionId}"),
+))
+
+SUB_RESOURCES: dict[str, ArmType] = {
+    "subscription": ArmType("/subscriptions/{subscriptionId}", "ARM: a subscription's id, the scope of "
+                            "subscription-wide role assignments"),
+    "loadBalancerFrontendIPConfiguration": ArmType(
+        f"{_RG}/providers/Microsoft.Network/loadBalancers/{{loadBalancerName}}/frontendIPConfigurations/"
+        "{frontendIPConfigurationName}", _LB_SPEC.format(operation="LoadBalancerFrontendIPConfigurations_Get")),
+    "loadBalancerBackendAddressPool": ArmType(
+        f"{_RG}/providers/Microsoft.Network/loadBalancers/{{loadBalancerName}}/backendAddressPools/"
+        "{backendAddressPoolName}", _LB_SPEC.format(operation="LoadBalancerBackendAddressPools_Get")),
+    "loadBalancerProbe": ArmType(f"{_RG}/providers/Microsoft.Network/loadBalancers/{{loadBalancerName}}/probes/{{probeName}}",
+                                 _LB_SPEC.format(operation="LoadBalancerProbes_Get")),
+}
+"""Ids the program builds or references that are not resources of their own type: parts of a load balancer (which
+azure-native declares inline), and a subscription as a role's scope."""
+
+
+def id_pattern(path: str) -> re.Pattern[str]:
+    """A template as a regex: `{scope}` spans segments, every other placeholder is one segment."""
+    parts = re.split(r"(\{[^}]+\})", path)
+    return re.compile("^" + "".join(
+        ".+" if p == "{scope}" else "[^/]+" if p.startswith("{") else re.escape(p) for p in parts if p) + "$")
