@@ -72,8 +72,8 @@ def output_path(given: str | None, stack: str) -> Path:
     folder holding it or one of its parents (`.`, `..`, an empty name), as a stack name even with `--out`."""
     if stack in ("", ".", "..") or "/" in stack or "\0" in stack:
         raise SpecError.at("stack", f"the stack name {stack!r} cannot name its output folder out/<stack> (it would be "
-                                    "out/ itself or a parent); name the stack file Pulumi.<name>.yaml with a name of "
-                                    "letters, digits, '-', '_' or '.'")
+                                    "out/ itself or a parent); rename the stack file to Pulumi.<name>.yaml with a name "
+                                    "of its own, such as Pulumi.dev.yaml")
     if given is None:
         return Path("out") / stack
     trimmed = given.rstrip("/")
