@@ -43,7 +43,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
-    from components.offline.output import check_output_folder, write_output
+    from components.offline.output import check_output_folder, output_path, write_output
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
     from components.offline.progress import Progress
@@ -59,9 +59,9 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     progress = Progress(errors, enabled=not (args.quiet or args.json))
     root = project_root()
     name, path = resolve_stack_path(args.stack, root / "stacks")
-    out = Path(args.out) if args.out else Path("out") / name
     try:
-        check_output_folder(out)
+        out = output_path(args.out, name)
+        check_output_folder(out)  # before the plan runs: what is there, writable, not held by another process
         policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
         check_base(args.base)
     except SpecError as error:
@@ -106,7 +106,10 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
     progress.stage(f"writing {out}")
-    write_output(out, write)
+    try:
+        write_output(out, write)
+    except SpecError as error:
+        return _fail(error, errors)
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
     elif args.quiet:
@@ -202,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
     handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff}[args.command]
-    signal.signal(signal.SIGINT, _interrupted)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        # A SIGINT ignored on entry stays ignored: a shell without job control starts background jobs that way so
+        # that Ctrl-C at the terminal stops only the foreground (POSIX, Shell Command Language 2.11).
+        signal.signal(signal.SIGINT, _interrupted)
     return handler(args, console, errors)
 
 

@@ -1,5 +1,6 @@
 """The output folder contract: never remove what the tool did not write; the old complete folder or the new
-complete one, never anything else, under SIGKILL, SIGINT and concurrent runs."""
+complete one, never anything else, under SIGKILL, SIGINT and concurrent runs. The hostile cases are in
+test_hostile_out.py, the faults in test_output_faults.py, many concurrent writers in test_output_race.py."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from components.cli import _interrupted, main
 from components.errors import SpecError
-from components.offline.output import MARKER, check_output_folder, store_of, write_output
+from components.offline.output import check_output_folder, store_of, write_output
+from components.offline.output_marker import MARKER
 from tests.conftest import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -55,16 +59,14 @@ def test_refuses_folders_it_did_not_write(tmp_path: Path, name: str) -> None:
     assert sorted(p.relative_to(project).as_posix() for p in project.rglob("*")) == before
 
 
-def test_replaces_its_own_folder_and_an_earlier_releases(tmp_path: Path) -> None:
-    legacy = tmp_path / "out"
-    (legacy / "manifests").mkdir(parents=True)
-    (legacy / "preview.json").write_text("{}")
-    write_output(legacy, _writer("new"))
-    assert legacy.is_symlink() and _complete(legacy) == "new"
-    write_output(legacy, _writer("newer"))
-    assert _complete(legacy) == "newer"
+def test_replaces_its_own_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_output(out, _writer("new"))
+    assert out.is_symlink() and _complete(out) == "new"
+    write_output(out, _writer("newer"))
+    assert _complete(out) == "newer"
     # the current version and the one before it, nothing else
-    assert len([p for p in store_of(legacy).iterdir() if p.is_dir()]) == 2
+    assert len([p for p in store_of(out).iterdir() if p.is_dir()]) == 2
     foreign = tmp_path / "link"
     foreign.symlink_to(tmp_path)
     with pytest.raises(SpecError, match="did not make"):
@@ -98,6 +100,25 @@ def test_a_reader_always_sees_a_complete_folder(tmp_path: Path) -> None:
     assert not errors and len(seen) > 10 and _complete(out) == "59"
 
 
+@pytest.fixture(params=["default", "ignored"])
+def inherited_sigint(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Run the test with SIGINT at its default, and ignored, as this process and the children it starts inherit it
+    under `make test &` in a shell without job control (bash(1), SIGNALS: "asynchronous commands ignore SIGINT")."""
+    previous = signal.getsignal(signal.SIGINT)
+    if request.param == "ignored":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _as_in_the_foreground() -> None:
+    """preexec_fn: SIGINT at its default in the child, as for a command run in the foreground of a terminal, where
+    Ctrl-C reaches it; the child's Python then turns it into KeyboardInterrupt, and the CLI into exit 130."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 _KILLED_WRITER = """
 import os, signal, sys
 from pathlib import Path
@@ -110,11 +131,12 @@ write_output(Path(sys.argv[1]), write)
 
 
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGINT"])
-def test_killed_mid_write_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_path: Path, sig: str) -> None:
+def test_killed_mid_write_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_path: Path, sig: str,
+                                                                         inherited_sigint: None) -> None:
     out = tmp_path / "out"
     write_output(out, _writer("old"))
     result = subprocess.run([sys.executable, "-c", _KILLED_WRITER.format(sig=sig), str(out)], env=ENV,
-                            capture_output=True, text=True, timeout=60)
+                            preexec_fn=_as_in_the_foreground, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert _complete(out) == "old"
     write_output(out, _writer("new"))
@@ -124,10 +146,11 @@ def test_killed_mid_write_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_p
     assert not [n for n in leftovers if n.startswith("link-")], leftovers
 
 
-def test_ctrl_c_during_a_plan_exits_130_quietly(tmp_path: Path) -> None:
+def test_ctrl_c_during_a_plan_exits_130_quietly(tmp_path: Path, inherited_sigint: None) -> None:
     out = tmp_path / "out"
     process = subprocess.Popen([sys.executable, "-m", "components.cli", "plan", "dev", "--out", str(out)], cwd=ROOT,
-                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=ENV, preexec_fn=_as_in_the_foreground, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     line = process.stderr.readline()  # the first progress line: planning has started
     assert "planning stack dev" in line
@@ -137,6 +160,23 @@ def test_ctrl_c_during_a_plan_exits_130_quietly(tmp_path: Path) -> None:
     assert process.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "interrupted" in err
     assert not out.exists() or _complete(out)
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_the_cli_leaves_an_ignored_sigint_ignored(tmp_path: Path, inherited: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A SIGINT ignored on entry stays ignored (a background job of a shell without job control: Ctrl-C at the
+    terminal is meant for the foreground only, bash(1) SIGNALS, POSIX XCU 2.11); at its default, Ctrl-C exits 130."""
+    (tmp_path / "afile").write_text("mine")
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.SIG_IGN if inherited == "ignored" else signal.default_int_handler)
+    try:
+        code = main(["plan", "dev", "--out", str(tmp_path / "afile")])  # refused at once: a file
+        handler = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert code == 2 and "is a file" in capsys.readouterr().err
+    assert handler is (signal.SIG_IGN if inherited == "ignored" else _interrupted)
 
 
 def test_two_concurrent_plans_to_one_folder_both_finish(tmp_path: Path) -> None:
