@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 from components.offline.html_table import n, table
+from components.offline.report_data import load_text
 
 Data = dict[str, Any]
 
@@ -31,9 +32,12 @@ def control_plane_section(data: Data) -> list[str]:
                          escape(etcd["vmSize"]), n(etcd["vcpus"]), n(etcd["memoryGib"]), "-",
                          f"{etcd['memoryNeededGib']:.0f}", f"quota-backend {etcd['quotaBackendGib']:g} GiB",
                          "local NVMe" if etcd["dataOnNvme"] else "Premium SSD v2", escape(etcd["reasoning"])])
-    return ["<h2>Control plane sizing</h2>", table(
+    out = ["<h2>Control plane sizing</h2>", table(
         ["tier", "members", "size", "vCPUs", "memory GiB", "vCPUs needed", "memory needed GiB", "sized for", "data",
          "why this size"], rows, left=3, left_last=True)]
+    if cp.get("load"):
+        out.append(f"<p>{escape(load_text(cp['load']))}</p>")
+    return out
 
 
 def teams_section(data: Data) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 from components.offline.cluster_data import balloons_data, scheduling_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
+from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
 from components.planning.node_template import node_taints
@@ -53,7 +54,18 @@ def _etcd(etcd: EtcdPlan | None) -> dict[str, Any] | None:
             "quorum": etcd.quorum, "vmSize": etcd.size.name, "reasoning": etcd.reasoning,
             "vcpus": etcd.size.vcpus, "memoryGib": etcd.size.memory_gib,
             "memoryNeededGib": round(etcd.memory_needed_gib, 1), "quotaBackendGib": etcd.quota_backend_bytes / 2**30,
-            "dataOnNvme": etcd.data_on_nvme, "overridden": etcd.overridden}
+            "dataGib": round(etcd.db_bytes / 2**30, 3), "dataOnNvme": etcd.data_on_nvme, "overridden": etcd.overridden}
+
+
+def _load(load: ApiLoad | None) -> dict[str, Any] | None:
+    if load is None:
+        return None
+    return {"nodes": load.nodes, "heapGb": round(load.heap_gb, 1), "objectsGb": round(load.cached_bytes / 1e9, 2),
+            "servingMbPerNode": round(load.serving_bytes_per_node / 1e6, 2), "anchor": ANCHOR_SOURCE,
+            "kinds": [{"kind": k.kind, "count": k.count, "bytesEach": k.bytes_each,
+                       "writesPerWindow": k.writes_per_window, "eventsStore": k.events_store, "why": k.why}
+                      for k in load.kinds],
+            "pastEnvelope": load.envelope_notes(), "envelope": ENVELOPE_SOURCE}
 
 
 def _etcd_left(etcd: EtcdPlan | None, zone: str) -> dict[str, Any] | None:
@@ -189,7 +201,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                            "vcpus": cp.api.size.vcpus, "memoryGib": cp.api.size.memory_gib,
                            "heapGb": round(cp.api.heap_gb, 1), "memoryNeededGib": round(cp.api.memory_needed_gib, 1),
                            "vcpusNeeded": cp.api.vcpus_needed, "overridden": cp.api.overridden},
-            "etcd": _etcd(cp.etcd), "eventsEtcd": _etcd(cp.events),
+            "etcd": _etcd(cp.etcd), "eventsEtcd": _etcd(cp.events), "load": _load(cp.load),
         },
         "zoneLoss": [{"zone": z, "gpusLost": sum(p["zones"][z]["gpus"] for p in pools),
                       "nodesLost": sum(p["zones"][z]["nodes"] for p in pools),
@@ -223,3 +235,11 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},
     }
+
+
+def load_text(load: dict[str, Any]) -> str:
+    """The sizing model's inputs in one paragraph: objects per kind, the serving cost per node, its sources."""
+    kinds = ", ".join(f"{k['kind']} {k['count']:,} x {k['bytesEach']:,} B" for k in load["kinds"])
+    past = f"; past the tested envelope: {', '.join(load['pastEnvelope'])}" if load["pastEnvelope"] else ""
+    return (f"API-server heap ~{load['heapGb']:.0f} GB = {load['objectsGb']:.1f} GB of objects ({kinds}) + "
+            f"{load['servingMbPerNode']:.1f} MB x {load['nodes']:,} nodes (from {load['anchor']}){past}")

@@ -14,6 +14,7 @@ from components.offline.report_data import (
     entries_text,
     headroom_text,
     limit_status_text,
+    load_text,
     prerequisite_text,
     unpinned_text,
 )
@@ -102,7 +103,11 @@ def _control_plane(data: Data) -> Table:
         if etcd:
             table.add_row(etcd["role"], f"{len(etcd['members'])} (quorum {etcd['quorum']})", etcd["vmSize"],
                           *(str(sum(m["zone"] == z for m in etcd["members"])) for z in zones), etcd["reasoning"])
+    if cp.get("load"):
+        table.caption = load_text(cp["load"])
+        table.caption_justify = "left"
     return table
+
 
 
 def _left(entry: Data | None) -> str:

@@ -6,7 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
+from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
+from components.planning.azure_names import resource_group_name
 from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
@@ -14,6 +17,7 @@ from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
+from components.planning.node_template import node_labels, node_taints
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
 from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
@@ -73,6 +77,27 @@ def _attempt(planner: Callable[[], T], problems: list[Problem]) -> T | None:
         return None
 
 
+KUBELET_DEFAULT_MAX_PODS = 110
+"""The API servers' kubelets keep kubelet's default maxPods (k8s.io/kubelet config/v1beta1 types.go MaxPods)."""
+
+
+def api_load(spec: ClusterSpec, pools: tuple[PoolPlan, ...], registry: RegistryPlan) -> ApiLoad:
+    """Each pool's nodes as they register (labels and taints of its first scale set), the API servers' own
+    kubelets shaped as kubeadm registers a control-plane node, and the images the cluster's registry serves."""
+    shapes = [NodeShape(p.name, p.nodes, node_labels(p, p.scale_sets[0], spec.location), node_taints(p),
+                        p.size.vcpus, p.size.memory_gib, p.size.gpus, p.spec.pods_per_node) for p in pools]
+    largest = max(pools, key=lambda p: p.size.memory_gib)
+    shapes.append(NodeShape("apiserver", spec.control_plane.api_servers.count,
+                            {"node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-"
+                             "load-balancers": ""}, (NodeTaint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),),
+                            largest.size.vcpus, largest.size.memory_gib, 0, 0))
+    provider = (f"azure:///subscriptions/{'0' * 8}-0000-0000-0000-{'0' * 12}/resourceGroups/"
+                f"{resource_group_name(spec.name)}/providers/Microsoft.Compute/virtualMachineScaleSets/"
+                f"{largest.scale_sets[0].name}/virtualMachines/0")
+    images = tuple(registry.serve(i) for i in cluster_upstream_images(spec))
+    return plan_api_load(tuple(shapes), images, provider)
+
+
 def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     """Run every planner; problems from independent planners are reported together."""
     limits = effective_limits(spec)
@@ -80,12 +105,12 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     ip = _attempt(lambda: plan_ip(spec, limits), problems)
     egress = _attempt(lambda: plan_egress(spec, limits), problems)
     pools = _attempt(lambda: plan_pools(spec, limits), problems)
-    nodes = sum(p.count for p in spec.pools)
-    control_plane = _attempt(lambda: plan_control_plane(spec, nodes), problems)
     scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
     balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
     versions = _attempt(lambda: plan_versions(spec), problems)
     registry = _attempt(lambda: plan_registry(spec, cluster_upstream_images(spec)), problems)
+    control_plane = (_attempt(lambda: plan_control_plane(spec, api_load(spec, pools, registry)), problems)
+                     if pools is not None and registry is not None else None)
     first_up = (_attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems)
                 if spec.in_cluster.enabled and ip is not None else None)
     if pools is not None:
