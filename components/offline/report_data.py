@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from components.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
 from components.offline.cluster_data import balloons_data, scheduling_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
+from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
@@ -55,6 +57,18 @@ def _etcd(etcd: EtcdPlan | None) -> dict[str, Any] | None:
             "vcpus": etcd.size.vcpus, "memoryGib": etcd.size.memory_gib,
             "memoryNeededGib": round(etcd.memory_needed_gib, 1), "quotaBackendGib": etcd.quota_backend_bytes / 2**30,
             "dataGib": round(etcd.db_bytes / 2**30, 3), "dataOnNvme": etcd.data_on_nvme, "overridden": etcd.overridden}
+
+
+def _agent_load(load: AgentLoadPlan | None) -> dict[str, Any] | None:
+    if load is None:
+        return None
+    return {"level": load.level, "shares": load.shares, "serverConcurrency": load.server_concurrency,
+            "seatsPerServer": load.seats_per_server, "servers": load.servers, "seats": load.seats,
+            "seatsNeeded": round(load.seats_needed, 1), "seatsSource": APF_SEATS_SOURCE, "latencySource": SLO_SOURCE,
+            "agents": [{"name": a.name, "namespace": a.namespace, "serviceAccount": a.service_account,
+                        "nodes": a.nodes, "callsPerMinute": a.calls_per_minute,
+                        "requestsPerSecond": None if a.requests_per_second is None else round(a.requests_per_second, 1),
+                        "source": a.source} for a in load.agents]}
 
 
 def _load(load: ApiLoad | None) -> dict[str, Any] | None:
@@ -203,6 +217,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                            "vcpusNeeded": cp.api.vcpus_needed, "overridden": cp.api.overridden},
             "etcd": _etcd(cp.etcd), "eventsEtcd": _etcd(cp.events), "load": _load(cp.load),
         },
+        "agentLoad": _agent_load(plan.agent_load),
         "zoneLoss": [{"zone": z, "gpusLost": sum(p["zones"][z]["gpus"] for p in pools),
                       "nodesLost": sum(p["zones"][z]["nodes"] for p in pools),
                       "etcd": _etcd_left(cp.etcd, z), "eventsEtcd": _etcd_left(cp.events, z),

@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
+from components.planning.agent_load import AgentLoadPlan, plan_agent_load
 from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
 from components.planning.azure_names import resource_group_name
 from components.planning.balloons import BalloonPlan, plan_balloons
@@ -49,6 +50,8 @@ class ClusterPlan:
     """The simulated first boot of the in-cluster layer (None when the layer is off)."""
     counts: tuple[CountNeed, ...] = ()
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
+    agent_load: AgentLoadPlan | None = None
+    """The node agents' API load against their APF level's seats (None when the layer is off)."""
 
     @property
     def nodes(self) -> int:
@@ -128,5 +131,11 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
+    from components.kubernetes.objects.flowcontrol import NODE_AGENTS, NODE_AGENTS_SHARES
+    from components.kubernetes.objects.node_agents import node_agent_loads
     from components.planning.boot_layer import first_boot
-    return replace(plan, first_boot=first_boot(plan), first_up=first_up)
+    api = control_plane.api
+    agents = plan_agent_load(NODE_AGENTS, NODE_AGENTS_SHARES,
+                             api.flags.max_requests_inflight + api.flags.max_mutating_requests_inflight,
+                             max(1, api.count - max(api.in_zone(z) for z in api.zones)), node_agent_loads(plan))
+    return replace(plan, first_boot=first_boot(plan), first_up=first_up, agent_load=agents)

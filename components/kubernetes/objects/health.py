@@ -9,10 +9,16 @@ import math
 from components.bootstrap.node import LABEL_POOL, LABEL_ROLE
 from components.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
 from components.kubernetes.objects.common import LABEL_APP, SYSTEM_PRIORITY_CLASS, Object, obj
+from components.kubernetes.scripts.health_agent import API_CALLS_PER_MINUTE
 from components.planning.placement import PoolPlan
 
 NAMESPACE = "gpucluster-health"
 ACCOUNT = "gpu-health"
+"""The node agent's account: its own node, read and patched by name; no list, no watch."""
+RECHECK_ACCOUNT = "gpu-health-recheck"
+"""The hourly CronJob's: lists a pool's nodes and the running pods, deletes agent pods in its namespace."""
+ANNOTATION_API_CALLS = "gpucluster.io/api-calls-per-minute"
+"""A node agent's steady API requests per pod per minute, read by the plan's load check."""
 RECHECK_SHARE = 0.02
 """At most this share of a pool's nodes is taken out for re-checks per run."""
 RECHECK_SCHEDULE = "17 * * * *"
@@ -67,10 +73,12 @@ def health_daemonset(pool: PoolPlan, image: str) -> Object:
         "containers": [_dcgm("health-watch", WATCH), {"name": "agent", **_agent(image, ["agent"])}],
         "volumes": [{"name": "shared", "emptyDir": {}}],
     }
-    return obj("apps/v1", "DaemonSet", app, NAMESPACE, labels=labels, spec={
+    daemonset = obj("apps/v1", "DaemonSet", app, NAMESPACE, labels=labels, spec={
         "selector": {"matchLabels": {LABEL_APP: app}},
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
         "template": {"metadata": {"labels": labels}, "spec": pod}})
+    daemonset["metadata"]["annotations"] = {ANNOTATION_API_CALLS: f"{API_CALLS_PER_MINUTE:g}"}
+    return daemonset
 
 
 def recheck_limit(pool: PoolPlan) -> int:
@@ -85,7 +93,8 @@ def recheck_cronjob(pool: PoolPlan, image: str) -> Object:
         "schedule": RECHECK_SCHEDULE, "concurrencyPolicy": "Forbid",
         "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 3,
         "jobTemplate": {"spec": {"backoffLimit": 1, "activeDeadlineSeconds": 600, "template": {"spec": {
-            "serviceAccountName": ACCOUNT, "restartPolicy": "Never", "priorityClassName": SYSTEM_PRIORITY_CLASS,
+            "serviceAccountName": RECHECK_ACCOUNT, "restartPolicy": "Never",
+            "priorityClassName": SYSTEM_PRIORITY_CLASS,
             "nodeSelector": {LABEL_ROLE: "system"},
             "containers": [container],
             "volumes": [{"name": "shared", "emptyDir": {}}]}}}}})
@@ -99,18 +108,26 @@ def health_objects(pools: tuple[PoolPlan, ...], image: str) -> list[Object]:
     shared = [
         obj("v1", "Namespace", NAMESPACE),
         obj("v1", "ServiceAccount", ACCOUNT, NAMESPACE),
-        # Nodes: read and change taints; pods: find idle nodes. Nothing else.
+        obj("v1", "ServiceAccount", RECHECK_ACCOUNT, NAMESPACE),
+        # The agent on every node: its own node by name (RBAC cannot name "this node"; it never lists or watches).
         obj("rbac.authorization.k8s.io/v1", "ClusterRole", "gpucluster:gpu-health", rules=[
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]),
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]),
         obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "gpucluster:gpu-health",
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpucluster:gpu-health"},
             subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]),
+        # The hourly re-check (one pod): a pool's nodes and the running pods, to find idle nodes.
+        obj("rbac.authorization.k8s.io/v1", "ClusterRole", "gpucluster:gpu-health-recheck", rules=[
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "gpucluster:gpu-health-recheck",
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "gpucluster:gpu-health-recheck"},
+            subjects=[{"kind": "ServiceAccount", "name": RECHECK_ACCOUNT, "namespace": NAMESPACE}]),
         # Deleting agent pods (to re-run active checks) only in its own namespace.
         obj("rbac.authorization.k8s.io/v1", "Role", "gpu-health-recheck", NAMESPACE, rules=[
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]}]),
         obj("rbac.authorization.k8s.io/v1", "RoleBinding", "gpu-health-recheck", NAMESPACE,
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gpu-health-recheck"},
-            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]),
+            subjects=[{"kind": "ServiceAccount", "name": RECHECK_ACCOUNT, "namespace": NAMESPACE}]),
     ]
     return shared + [o for p in gpu_pools for o in (health_daemonset(p, image), recheck_cronjob(p, image))]

@@ -18,6 +18,10 @@ import time
 import urllib.request
 from typing import Any
 
+HEALTH_INTERVAL_S = 60
+API_CALLS_PER_MINUTE = 2 * 60 / HEALTH_INTERVAL_S
+"""At most, per node: a GET and a PATCH of its own node each round while DCGM reports a problem (the taint is
+applied again every round); nothing while healthy. The plan counts it (components/planning/agent_load.py)."""
 PREFLIGHT = "gpucluster.io/preflight"
 UNHEALTHY = "gpucluster.io/gpu-unhealthy"
 SHARED = os.environ.get("SHARED_DIR", "/shared")
@@ -142,7 +146,7 @@ def agent(node_name: str) -> int:
         if problem:
             _set_taints(node_name, lambda t, p=problem: with_taint(t, UNHEALTHY, p))
             print(f"{node_name}: DCGM health {problem}, tainted {UNHEALTHY}")
-        time.sleep(60)
+        time.sleep(HEALTH_INTERVAL_S)
 
 
 def recheck(pool: str, limit: int, namespace: str, app: str) -> int:
