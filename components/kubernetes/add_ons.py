@@ -22,6 +22,7 @@ from components.kubernetes.objects.charts import cilium_values, gpu_operator_val
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
 from components.kubernetes.objects.images import serve_chart_values, serve_objects
+from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
@@ -53,6 +54,8 @@ class Networking(pulumi.ComponentResource):
                 azure.settings(azure.prefix_ipam_client_id), host, API_SERVER_PORT, plan.registry.agents_image), child)
         self.dns = declare_all(serve_objects(coredns_objects(
             plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor), plan.registry), child)
+        self.node_local_dns = declare_all(serve_objects(node_local_dns_objects(str(plan.ip.dns_service_ip)),
+                                                        plan.registry), child)
         self.register_outputs({})
 
 

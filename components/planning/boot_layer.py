@@ -13,6 +13,8 @@ from components.kubernetes.objects.charts import gpu_operator_values
 from components.kubernetes.objects.common import on_system_nodes
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
+from components.kubernetes.objects.nodelocaldns import APP as NODE_LOCAL_DNS_APP
+from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.planning.cluster_plan import ClusterPlan
@@ -35,6 +37,8 @@ CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "ope
                             "effect": "NoSchedule"}
 
 
+DNS_NODE_LOCAL = "dns:node-local"
+"""A fact of pools whose NodeLocal DNSCache answers (objects/nodelocaldns.py)."""
 POD_IPS = "pod-ips"
 """A fact of pools whose CiliumNodes hold pod addresses: in `ipam: crd` (prefix mode) the prefix IPAM
 controller publishes them; Cilium's agent reports ready, and pods get a network, only after."""
@@ -91,6 +95,7 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
     objects = [*coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor),
                *autoscaler_objects(plan.spec.name, plan.nodes, 0.01, azure, plan.versions.minor),
                *balloon_objects(plan.balloons), *health_objects(plan.pools, plan.registry.agents_image),
+               *node_local_dns_objects(str(plan.ip.dns_service_ip)),
                *(prefix_ipam_objects(azure, "api", 6443, plan.registry.agents_image) if plan.prefix_mode else [])]
     found = []
     for o in objects:
@@ -100,10 +105,13 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
         gpus = any(GPU_KEY in (c.get("resources", {}).get("requests") or {}) for c in pod["containers"])
         name = o["metadata"]["name"]
         health = o["kind"] == "DaemonSet" and name.startswith("gpu-health-")
-        # The health checks reach the operator's host engine by its Service name (objects/health.py).
-        needs = ("dns:cluster", "dcgm:nvidia-dcgm") if health else ()
+        # The health checks reach the operator's host engine by its Service name (objects/health.py), through
+        # their node's NodeLocal DNSCache (the kubelets' clusterDNS), which forwards to CoreDNS's ClusterIP: a
+        # service address only Cilium's agent translates (kube-proxy replacement).
+        needs = (("dns:cluster", DNS_NODE_LOCAL, "dcgm:nvidia-dcgm") if health else
+                 ("cni",) if name == NODE_LOCAL_DNS_APP else ())
         gives = (f"untaint:{PREFLIGHT_TAINT_KEY}",) if health else ("dns:cluster",) if name == "coredns" else (
-            (POD_IPS,) if name == PREFIX_IPAM_APP else ())
+            (POD_IPS,) if name == PREFIX_IPAM_APP else (DNS_NODE_LOCAL,) if name == NODE_LOCAL_DNS_APP else ())
         cpu, memory = requests(pod)
         affinity = pod.get("affinity") or {}
         terms = ((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
@@ -169,8 +177,11 @@ def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None,
     boot = simulate(pool_states(plan), [*(chart_workloads(plan.prefix_mode) if charts is None else charts),
                                         *own_workloads(plan),
                                         *(extra or [])])
-    # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py).
-    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)), *boot.steps), boot.stuck)
+    # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py), and
+    # the flow-control objects are applied first (objects/flowcontrol.py), so no agent starts outside its level.
+    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)),
+                      BootStep(0, "API Priority and Fairness: gpucluster-node-agents, gpucluster-breakglass",
+                               ("control plane",)), *boot.steps), boot.stuck)
     if boot.stuck:
         raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
                                  f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])

@@ -37,6 +37,9 @@ LARGEST_SERVICE_PREFIX = 12
 """kube-apiserver refuses a Service range larger than /12 (20 bits)."""
 API_SERVER_PORT = 6443
 CONTROL_PLANE_BLOCK = "controlplane"
+NODE_LOCAL_DNS_IP = "169.254.20.10"
+"""Where NodeLocal DNSCache answers on every node (link-local: never in the VNet or the service range), the
+address the Kubernetes docs use (tasks/administer-cluster/nodelocaldns.md); the kubelets' clusterDNS."""
 REGISTRY_ENDPOINT_IPS = 2
 """The container registry's private endpoint in the control-plane subnet: the registry endpoint and the home
 region's dedicated data endpoint (azure-management-docs container-registry-private-endpoints.md, "Plan IP

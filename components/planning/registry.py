@@ -16,6 +16,7 @@ from components.catalog.in_cluster import (
     DCGM_IMAGE,
     KUEUE_IMAGE,
     KUEUE_VERSION,
+    NODE_CACHE_IMAGE,
     PAUSE_IMAGE,
     cluster_autoscaler_image,
     coredns_image,
@@ -105,7 +106,7 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
         refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", cluster_autoscaler_image(minor),
-                 coredns_image(minor)]
+                 coredns_image(minor), NODE_CACHE_IMAGE]
         refs += [image.upstream for images in CHART_IMAGES.values() for image in images]
     return tuple(refs)
 

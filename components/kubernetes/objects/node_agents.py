@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from components.catalog.flowcontrol import CHART_AGENTS
 from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.health import ANNOTATION_API_CALLS, health_objects
+from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.planning.agent_load import AgentLoad
 
 if TYPE_CHECKING:
@@ -17,15 +18,20 @@ if TYPE_CHECKING:
 def layer_daemonsets(plan: ClusterPlan) -> list[Object]:
     """Every DaemonSet the layer itself renders (before the registry rewrites images: only accounts and
     selectors are read here)."""
-    return [o for o in health_objects(plan.pools, plan.registry.agents_image) if o["kind"] == "DaemonSet"]
+    objects = [*health_objects(plan.pools, plan.registry.agents_image),
+               *node_local_dns_objects(str(plan.ip.dns_service_ip))]
+    return [o for o in objects if o["kind"] == "DaemonSet"]
 
 
 def _nodes_selected(plan: ClusterPlan, daemonset: Object) -> int:
     """Nodes whose pool's labels match the DaemonSet's nodeSelector (every pool when it has none)."""
     from components.planning.node_template import node_labels
 
-    selector = daemonset["spec"]["template"]["spec"].get("nodeSelector") or {}
-    return sum(p.nodes for p in plan.pools
+    pod = daemonset["spec"]["template"]["spec"]
+    selector = pod.get("nodeSelector") or {}
+    everywhere = not selector and any(t.get("operator") == "Exists" and not t.get("key") for t in pod.get(
+        "tolerations") or [])
+    return (plan.spec.control_plane.api_servers.count if everywhere else 0) + sum(p.nodes for p in plan.pools
                if all(node_labels(p, p.scale_sets[0], plan.spec.location).get(k) == v for k, v in selector.items()))
 
 
