@@ -63,7 +63,8 @@ class Network(pulumi.ComponentResource):
                 network_security_group_name=f"{spec.name}-{tier}",
                 security_rules=[_security_rule(r) for r in rules], opts=child)
             for tier, rules in plan_security_rules(plan.ip, spec.network.admin_cidrs, tuple(
-                p.name for p in plan.pools if p.role == "system")).items()
+                p.name for p in plan.pools if p.role == "system"),
+                spec.access.break_glass.admin_cidrs if spec.access.break_glass else None).items()
         }
 
         egress_prefix = azure.network.PublicIPPrefix(

@@ -65,8 +65,8 @@ def _deny_rest() -> list[SecurityRule]:
     ]
 
 
-def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network],
-                        system_pools: tuple[str, ...] = ()) -> dict[str, tuple[SecurityRule, ...]]:
+def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network], system_pools: tuple[str, ...] = (),
+                        break_glass_cidrs: list[IPv4Network] | None = None) -> dict[str, tuple[SecurityRule, ...]]:
     """Inbound rules for each tier (`nodes`, `controlplane`, `etcd`); outbound stays Azure's default.
     `system_pools`: where cluster add-ons run, a metrics scraper among them (etcd's metrics port)."""
     nodes = _cidrs([b.cidr for b in ip.blocks if b.name.startswith("pool-")])
@@ -87,6 +87,10 @@ def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network],
     ]
     if admin:
         api_rules.append(SecurityRule("allow-apiserver-from-admin", 130, "Allow", "Tcp", admin, str(API_SERVER_PORT)))
+    if break_glass_cidrs:
+        # The break-glass frontend's callers, by their own rule: an incident never depends on the normal path's.
+        api_rules.append(SecurityRule("allow-apiserver-breakglass", 140, "Allow", "Tcp", _cidrs(break_glass_cidrs),
+                                      str(API_SERVER_PORT)))
     etcd_rules = [
         SecurityRule("allow-etcd-from-apiservers", 100, "Allow", "Tcp", control_plane, ETCD_CLIENT_PORT),
         SecurityRule("allow-etcd-peers", 110, "Allow", "Tcp", etcd, ETCD_PORTS),

@@ -22,6 +22,7 @@ from typing import Any
 
 from components.catalog.flowcontrol import CHART_AGENTS
 from components.kubernetes.objects.common import Object, obj
+from components.planning.pki import BREAK_GLASS_GROUP
 
 API = "flowcontrol.apiserver.k8s.io/v1"
 NODE_AGENTS = "gpucluster-node-agents"
@@ -36,7 +37,7 @@ QUEUING = {"queues": 64, "handSize": 6, "queueLengthLimit": 50}
 """As the built-in `system` level: 64 queues, hands of 6 (shuffle sharding keeps one flow from filling them),
 50 requests a queue."""
 BREAKGLASS = "gpucluster-breakglass"
-BREAKGLASS_GROUP = "gpucluster:breakglass"
+BREAKGLASS_GROUP = BREAK_GLASS_GROUP
 BREAKGLASS_PRECEDENCE = 2
 """Right after the mandatory `exempt` (1, which only that schema may use); `probes` shares 2 but matches only
 the health endpoints."""
