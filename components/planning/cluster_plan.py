@@ -89,14 +89,17 @@ def api_load(spec: ClusterSpec, pools: tuple[PoolPlan, ...], registry: RegistryP
     kubelets shaped as kubeadm registers a control-plane node, and the images the cluster's registry serves."""
     shapes = [NodeShape(p.name, p.nodes, node_labels(p, p.scale_sets[0], spec.location), node_taints(p),
                         p.size.vcpus, p.size.memory_gib, p.size.gpus, p.spec.pods_per_node) for p in pools]
-    largest = max(pools, key=lambda p: p.size.memory_gib)
+    # The API servers' capacity is the largest pool's as an estimate (their size is picked from this very load);
+    # the capacity fields are a few bytes of a node object either way.
+    largest = max(pools, key=lambda p: p.size.memory_gib, default=None)
     shapes.append(NodeShape("apiserver", spec.control_plane.api_servers.count,
                             {"node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-"
                              "load-balancers": ""}, (NodeTaint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),),
-                            largest.size.vcpus, largest.size.memory_gib, 0, 0))
+                            largest.size.vcpus if largest else 0, largest.size.memory_gib if largest else 0, 0, 0))
+    # The providerID the cloud provider sets, at the length of the real one (the API servers' scale set).
     provider = (f"azure:///subscriptions/{'0' * 8}-0000-0000-0000-{'0' * 12}/resourceGroups/"
                 f"{resource_group_name(spec.name)}/providers/Microsoft.Compute/virtualMachineScaleSets/"
-                f"{largest.scale_sets[0].name}/virtualMachines/0")
+                "apiserver/virtualMachines/0")
     images = tuple(registry.serve(i) for i in cluster_upstream_images(spec))
     return plan_api_load(tuple(shapes), images, provider)
 
