@@ -40,6 +40,22 @@ def control_plane_section(data: Data) -> list[str]:
     return out
 
 
+def agent_load_section(data: Data) -> list[str]:
+    load = data.get("agentLoad")
+    if not load:
+        return []
+    rows = [[escape(f"{a['namespace']}/{a['name']}"), escape(a["serviceAccount"]), n(a["nodes"]),
+             "not modelled" if a["callsPerMinute"] is None else f"{a['callsPerMinute']:g}",
+             "-" if a["requestsPerSecond"] is None else f"{a['requestsPerSecond']:,.1f}", escape(a["source"])]
+            for a in load["agents"]]
+    return [f"<h2>Node agents and API Priority and Fairness</h2><p>Level {escape(load['level'])}: "
+            f"{load['seatsNeeded']:,.0f} of {n(load['seats'])} seats ({load['seatsPerServer']} on each of "
+            f"{load['servers']} API servers left after losing a zone). Seats: {escape(load['seatsSource'])}; a request "
+            f"holds its seat up to 1 s: {escape(load['latencySource'])}.</p>",
+            table(["agent", "service account", "nodes", "calls/min per pod", "requests/s", "rate from"], rows,
+                  left=2, left_last=True)]
+
+
 def teams_section(data: Data) -> list[str]:
     s = data["scheduling"]
     if not s["teams"]:
