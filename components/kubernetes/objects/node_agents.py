@@ -10,6 +10,7 @@ from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.health import ANNOTATION_API_CALLS, health_objects
 from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.planning.agent_load import AgentLoad
+from components.planning.node_template import node_labels
 
 if TYPE_CHECKING:
     from components.planning.cluster_plan import ClusterPlan
@@ -24,9 +25,8 @@ def layer_daemonsets(plan: ClusterPlan) -> list[Object]:
 
 
 def _nodes_selected(plan: ClusterPlan, daemonset: Object) -> int:
-    """Nodes whose pool's labels match the DaemonSet's nodeSelector (every pool when it has none)."""
-    from components.planning.node_template import node_labels
-
+    """Nodes whose pool's labels match the DaemonSet's nodeSelector (every pool when it has none); a DaemonSet
+    that tolerates every taint runs on the API servers' nodes too."""
     pod = daemonset["spec"]["template"]["spec"]
     selector = pod.get("nodeSelector") or {}
     everywhere = not selector and any(t.get("operator") == "Exists" and not t.get("key") for t in pod.get(
