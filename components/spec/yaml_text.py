@@ -26,7 +26,7 @@ MAX_NODES = 200_000
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Composer(_Loader):  # type: ignore[valid-type,misc]
+class Composer(_Loader):  # type: ignore[valid-type,misc]
     """libyaml's parser and composer only: every scalar keeps its text and style, and `_Reader` decides what
     it means as gopkg.in/yaml.v3 does."""
 
@@ -48,7 +48,7 @@ class _Reader:
         self._count(node, depth)
         if isinstance(node, yaml.ScalarNode):
             try:
-                tag, value = self._scalar(node)
+                tag, value = scalar(node)
                 return yaml_go.program_value(tag, value)
             except yaml_go.GoYamlError as error:
                 raise _ReadError(str(error), node) from None
@@ -71,13 +71,6 @@ class _Reader:
             raise _ReadError(f"expands to more than {MAX_NODES:,} values (aliases?); write it out plainly", node)
         if depth > MAX_DEPTH:
             raise _ReadError(f"is nested more than {MAX_DEPTH} levels deep", node)
-
-    @staticmethod
-    def _scalar(node: yaml.ScalarNode) -> tuple[str, Any]:
-        if node.style not in (None, "") and node.tag in ("", "!"):
-            return yaml_go.STR, node.value  # quoted or block scalar, untagged: text (Node.indicatedString)
-        tag, value = yaml_go.resolve(node.tag, node.value)
-        return (yaml_go.STR, yaml_go.binary_text(value)) if tag == yaml_go.BINARY else (tag, value)
 
     @staticmethod
     def _is_merge(key: yaml.Node) -> bool:
@@ -105,7 +98,7 @@ class _Reader:
             if not isinstance(key, yaml.ScalarNode):
                 raise _ReadError("a mapping key must be a scalar (text or a number), not a list or mapping", key)
             try:
-                tag, raw = self._scalar(key)
+                tag, raw = scalar(key)
             except yaml_go.GoYamlError as error:
                 raise _ReadError(str(error), key) from None
             identity = (tag, raw)
@@ -134,6 +127,14 @@ class _Reader:
                 self._fill(source, out, merged, depth + 1)
             finally:
                 self.expanding.discard(id(source))
+
+
+def scalar(node: yaml.ScalarNode) -> tuple[str, Any]:
+    """A scalar node as yaml.v3's decoder reads it into `any` (decode.go scalar()): (resolved tag, Go value)."""
+    if node.style not in (None, "") and node.tag in ("", "!"):
+        return yaml_go.STR, node.value  # quoted or block scalar, untagged: text (Node.indicatedString)
+    tag, value = yaml_go.resolve(node.tag, node.value)
+    return (yaml_go.STR, yaml_go.binary_text(value)) if tag == yaml_go.BINARY else (tag, value)
 
 
 class _ReadError(Exception):
@@ -190,7 +191,7 @@ def load_yaml(data: bytes, where: str) -> Any:
     text = _decode(data, where)
     try:
         _check_depth(text, where)
-        root = yaml.compose(text, Loader=_Composer)
+        root = yaml.compose(text, Loader=Composer)
         document = None if root is None else _Reader().value(root)
     except (yaml.YAMLError, _ReadError, yaml_go.GoYamlError) as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "mark", None)
