@@ -114,3 +114,16 @@ def test_plan_end_to_end_exits_2_with_one_line(case: dict[str, Any], tmp_path: P
 def test_every_case_names_its_source() -> None:
     for case in CASES["refused"] + CASES["accepted"]:
         assert len(case.get("source", "")) > 10, case["case"]
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    ("name", "dev"), ("location", "eastus2"), ("pools[0].name", "system"), ("pools[0].vmSize", "Standard_D4s_v5"),
+    ("teams[0].name", "research"), ("access", {"adminUsername": "azureuser\n"}),
+    ("controlPlane.apiServers", {"count": 1, "vmSize": "Standard_D4s_v5\n"}),
+])
+def test_pattern_fields_refuse_a_trailing_newline(path: str, value: Any, tmp_path: Path) -> None:
+    """Field patterns run on pydantic-core's Rust regex (components/spec/base.py), whose `$` ends the text as Go's
+    does: a value with a final newline is refused, not matched before it."""
+    given = value + "\n" if isinstance(value, str) else value
+    with pytest.raises(SpecError, match="does not match the required form"):
+        load_stack_file(_write({"case": path, "set": {path: given}}, tmp_path), "dev")

@@ -83,6 +83,7 @@ def test_the_program_receives_what_encoding_json_and_json_loads_make_of_it(docum
     ("v: !!float 1.5.1", "cannot decode !!str `1.5.1` as a !!float"),
     ("v: !!binary '%%%'", "!!binary value contains invalid base64 data"),
     ("a: &a {b: *a}", "anchor value contains itself"),
+    ("a: &a {<<: *a}", "anchor value contains itself"),
     ("a: 1\na: 2", "duplicate key 'a'"),
     ("{1: a, '1': b}", "duplicate key '1'"),
     ("{1: a, 0x1: b}", "keys '1' collide"),
