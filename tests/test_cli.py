@@ -116,7 +116,8 @@ def _write_stack(tmp_path: Path, cluster: object) -> Path:
         (lambda c: c["pools"].append({"name": "cgpu", "kind": "confidential", "vmSize": "Standard_NCC40ads_H100_v5",
                                       "count": 1, "confidential": {"osDiskEncryption": "VMGuestStateOnly",
                                                                    "customerManagedKey": {
-                                                                       "orchestratorObjectId": "0" * 36}}}),
+                                                                       "orchestratorObjectId": "0" * 8 + "-0000" * 3
+                                                                                               + "-" + "0" * 12}}}),
          "cluster.pools[2].confidential.osDiskEncryption: a customer-managed key requires DiskWithVMGuestState"),
     ],
 )

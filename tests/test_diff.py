@@ -54,7 +54,7 @@ def _pinned(raw: dict[str, Any], layout_of: dict[str, Any]) -> dict[str, Any]:
 
 def _scenario(name: str) -> dict[str, Any]:
     raw = stack_raw("dev")
-    if name == "version-bump":
+    if name == "previous-patch":
         major, minor, patch = raw["kubernetesVersion"].split(".")
         raw["kubernetesVersion"] = f"{major}.{minor}.{int(patch) - 1}"  # another released patch of the minor
     elif name == "zones-reordered":
@@ -108,7 +108,7 @@ def _kinds(result: PlanDiff, severity: str) -> set[str]:
 
 def test_a_version_bump_shows_every_boot_document_that_changes() -> None:
     """The boot text is a secret (masked in preview.json); its digest shows the change per scale set."""
-    result = diff("dev", "version-bump")
+    result = diff("previous-patch", "dev")  # a patch upgrade
     scale_sets = {name for name, s in ((u.rsplit("::", 1)[-1], s) for u, s in side("dev").resources.items())
                   if s["type"] == "azure-native:compute:VirtualMachineScaleSet"}
     assert {b.resource for b in result.boot} == scale_sets
@@ -237,8 +237,10 @@ def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
     stack = tmp_path / "Pulumi.dev.yaml"
     text = (Path(__file__).parent.parent / "stacks" / "Pulumi.dev.yaml").read_text()
     current = re.search(r'kubernetesVersion: "(\d+\.\d+)\.(\d+)"', text)
-    assert current is not None  # a patch release of the shipped minor
-    stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{current.group(1)}.{int(current.group(2)) - 1}"'))
+    assert current is not None  # the next patch of the shipped minor, confirmed in the stack (docs/versions.md)
+    newer = f"{current.group(1)}.{int(current.group(2)) + 1}"
+    stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{newer}"\n    kubernetesPatchVerified: '
+                                                    f'{{version: "{newer}", source: "kubernetes.io/releases"}}'))
     head = tmp_path / "head"
     result = plan_stack(stack, head, "--base", str(dev_out))
     assert result.returncode == 0, result.stderr

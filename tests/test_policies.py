@@ -171,7 +171,7 @@ def test_pack_config_is_checked_against_the_rules_schemas() -> None:
     text = "\n".join(str(p) for p in error.value.problems)
     assert "cfg.json: no-such-rule: unknown policy" in text
     assert "gpu-zone-share.maxGpuShare: 2 is greater than the maximum of 1" in text
-    assert "gpu-zone-share.maxShare: unknown setting (settings: maxGpuShare)" in text
+    assert "gpu-zone-share.maxShare: unknown setting (settings: maxGpuShare, zoneCount)" in text
     assert "'sometimes' is not one of" in text
 
 

@@ -377,10 +377,11 @@ def test_one_broken_property_is_caught(prod_steps: Steps, mutate: Callable[[Step
 
 def test_thresholds_come_from_the_pack_config(prod_steps: Steps) -> None:
     # prod's busiest zone holds a third of the GPUs, give or take a domain: fine at the default 40%, not at 30%
-    strict = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"maxGpuShare": 0.3}}
+    # of four zones' even shares (three zones' even share is always allowed: whole machines can do no better)
+    strict = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"maxGpuShare": 0.3, "zoneCount": 4}}
     caught = _mandatory(run_policies(prod_steps, strict))
     assert {v.policy for v in caught} == {"azure-native-compute-virtualmachinescaleset-gpu-zone-share"}
     assert "at most 30% allowed" in caught[0].message
     advisory = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"enforcementLevel": "advisory",
-                                                                              "maxGpuShare": 0.3}}
+                                                                              "maxGpuShare": 0.3, "zoneCount": 4}}
     assert _mandatory(run_policies(prod_steps, advisory)) == []

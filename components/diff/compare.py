@@ -2,8 +2,8 @@
 
 Errors are changes that would break running capacity or that Azure refuses (moved address blocks,
 renamed scale sets, in-place changes Azure rejects, deleting or replacing a protected resource, unacknowledged
-deletion of a team namespace or an InfiniBand domain); warnings are changes to look at twice (acknowledged
-deletions, control-plane resizes).
+deletion of a team namespace or an InfiniBand domain, a Kubernetes downgrade or skipped minor); warnings are
+changes to look at twice (acknowledged deletions, control-plane resizes).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from components.diff.capacity import capacity_delta
 from components.diff.replacement import refused, replacing
 from components.diff.sides import Side
 from components.diff.values import ABSENT, JSON_VALUES, ValueChange, leaves
+from components.diff.versions import version_flags
 from components.planning.scheduling import TEAM_LABEL
 from policies.rules.props import INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
 
@@ -214,6 +215,8 @@ def _flags(result: PlanDiff, base: Side, head: Side) -> None:
                                   "renaming a pool deletes and recreates every scale set and VM in it",
                                   f"keep the name {old_pool!r}; to retire the pool on purpose, remove it in one change "
                                   "and add the new one in another"))
+    flags.extend(Flag("error", "kubernetes-version", resource, message, fix)
+                 for resource, message, fix in version_flags(base, head))
     flags.sort(key=lambda f: (f.severity != "error", f.kind, f.resource, f.message))
 
 

@@ -83,11 +83,24 @@ class AccessSpec(SpecModel):
         return keys
 
 
+class PatchVerification(SpecModel):
+    """A Kubernetes patch release newer than the version table knows, confirmed by hand (docs/versions.md)."""
+
+    version: str = Field(max_length=20)
+    """The patch confirmed: it must be the stack's kubernetesVersion, so a later bump needs a new confirmation."""
+    source: str = Field(min_length=3, max_length=2000)
+    """Where the release and its kubelet/kubeadm packages were seen, with the date: e.g. `kubernetes.io/releases
+    lists 1.36.5; apt-cache madison kubeadm on pkgs.k8s.io core:/stable:/v1.36 shows 1.36.5-1.1, 2026-12-12`."""
+
+
 class ClusterSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
     location: str = Field(pattern=r"^[a-z0-9]{1,40}$")
     zones: list[str] = Field(min_length=1, max_length=3)
-    kubernetes_version: str = Field(pattern=r"^1\.\d{2}\.\d{1,3}$")
+    kubernetes_version: str = Field(max_length=20)
+    """MAJOR.MINOR.PATCH: any released patch of a minor the version table supports (components/catalog/versions.py);
+    a patch newer than the table's needs kubernetesPatchVerified."""
+    kubernetes_patch_verified: PatchVerification | None = None
     network: NetworkSpec
     pools: list[PoolSpec] = Field(default_factory=list, max_length=100)
     control_plane: ControlPlaneSpec = ControlPlaneSpec()
@@ -115,6 +128,11 @@ class ClusterSpec(SpecModel):
     def _zones(cls, zones: list[str]) -> list[str]:
         return rules.check_unique(zones)
 
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, version: str) -> str:
+        return rules.check_kubernetes_version(version)
+
     @field_validator("tags")
     @classmethod
     def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
@@ -127,6 +145,14 @@ class ClusterSpec(SpecModel):
             if not 0 <= value <= 100_000_000:
                 raise ValueError(f"{family}: {value} is not a vCPU quota (0 to 100,000,000)")
         return quota
+
+    @model_validator(mode="after")
+    def _patch_verified_for_this_version(self) -> ClusterSpec:
+        verified = self.kubernetes_patch_verified
+        if verified is not None and verified.version != self.kubernetes_version:
+            raise ValueError(f"kubernetesPatchVerified confirms {verified.version!r} but kubernetesVersion is "
+                             f"{self.kubernetes_version!r}: confirm the new patch and update both, or remove it")
+        return self
 
     @model_validator(mode="after")
     def _bounded(self) -> ClusterSpec:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 from components.errors import Problem, SpecError
 from components.spec.cluster import ClusterSpec
 from components.spec.errors import problems_from
-from components.spec.yaml_text import load_yaml
+from components.spec.yaml_text import MAX_DEPTH, check_size, load_yaml
 
 CONFIG_KEY = "gpucluster:cluster"
 
@@ -60,8 +61,26 @@ def load_stack_file(path: Path, name: str) -> StackFile:
     config: dict[str, Any] = document["config"]
     if CONFIG_KEY not in config:
         raise SpecError.at("cluster", f"missing: add the structured key `{CONFIG_KEY}` under `config:` in {path}")
-    _reject_secrets(config[CONFIG_KEY], "cluster")
-    return StackFile(name=name, path=path, config=config, spec=parse_cluster(config[CONFIG_KEY]))
+    raw = config[CONFIG_KEY]
+    if isinstance(raw, str):
+        raw = _json_text(raw, str(path))
+    _reject_secrets(raw, "cluster")
+    return StackFile(name=name, path=path, config=config, spec=parse_cluster(raw))
+
+
+def _json_text(text: str, where: str) -> Any:
+    """`pulumi config set gpucluster:cluster '{...}'` (without --path) stores the object as a JSON string, and
+    the program's `Config.require_object` reads it with json.loads (pulumi/config.py): read it the same way."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SpecError.at("cluster", f"is text, not a mapping, and not JSON either ({error.msg} at character "
+                                      f"{error.pos}); write the keys under `{CONFIG_KEY}:` as YAML, or give "
+                                      "valid JSON") from None
+    except RecursionError:
+        raise SpecError.at("cluster", f"its JSON is nested more than {MAX_DEPTH} levels deep") from None
+    check_size(value, where)
+    return value
 
 
 def _reject_secrets(value: Any, path: str) -> None:

@@ -47,16 +47,26 @@ class ImageRef(SpecModel):
     allow_latest: bool = False
     """Opt in to `version: latest` (never for InfiniBand pools: a policy rule refuses mixed builds there)."""
 
+    @field_validator("version")
+    @classmethod
+    def _azure_accepts_version(cls, version: str) -> str:
+        return rules.check_image_version(version)
+
 
 class CustomerManagedKeySpec(SpecModel):
     """Customer-managed key for confidential OS disks: a Key Vault (Premium) RSA-HSM key behind a
     confidential disk encryption set."""
 
-    orchestrator_object_id: str = Field(pattern=r"^[0-9a-fA-F-]{36}$")
+    orchestrator_object_id: str = Field(max_length=100)
     """Object id of the "Confidential VM Orchestrator" service principal in the tenant
     (`az ad sp show --id bf7b6499-ff71-4aa2-97a4-f372087be7f0 --query id -o tsv`); it is granted key release."""
     attestation_authority: str | None = Field(default=None, pattern=r"^https://[a-z0-9.-]+/?$")
     """Microsoft Azure Attestation endpoint the key-release policy trusts; defaults to the region's shared one."""
+
+    @field_validator("orchestrator_object_id")
+    @classmethod
+    def _guid(cls, value: str) -> str:
+        return rules.check_guid(value)
 
 
 class ConfidentialSpec(SpecModel):
