@@ -1,0 +1,27 @@
+"""NodeScaleSet: one node scale set, declared through the capacity-free route (components/azure/scale_set_provider.py).
+
+Its inputs are azure-native's `VirtualMachineScaleSet` inputs (same camelCase names and shapes), plus `armType`,
+`apiVersion` and `subscriptionId`. Going back to azure-native's typed class once a release carries
+`privateIPAddressPrefixLength` is an `aliases` entry naming this type (pulumi-python:dynamic:Resource) on the
+typed resource; docs/architecture.md, "Node scale sets".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi.dynamic
+
+from components.azure.scale_set_provider import ScaleSetProvider
+from components.catalog.arm_routes import SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
+
+
+class NodeScaleSet(pulumi.dynamic.Resource):
+    """A Microsoft.Compute/virtualMachineScaleSets resource whose update never sends sku."""
+
+    def __init__(self, name: str, subscription_id: pulumi.Input[str], inputs: dict[str, Any],
+                 opts: pulumi.ResourceOptions | None = None, provider: ScaleSetProvider | None = None) -> None:
+        props: dict[str, Any] = {"armType": SCALE_SET_ARM_TYPE, "apiVersion": SCALE_SET_API_VERSION,
+                                 "subscriptionId": subscription_id, **inputs}
+        super().__init__(provider or ScaleSetProvider(), name, props, opts)
