@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from policies.rules.props import resource_kind
-from tests.scale_sets import as_typed_class
 from components.offline.policy_runner import Violation, run_policies
 from components.offline.preview import preview_document
 from policies.rules import ALL_POLICIES
+from policies.rules.props import resource_kind
+from tests.scale_sets import as_typed_class
 
 State = dict[str, Any]
 Steps = list[dict[str, Any]]

@@ -16,6 +16,8 @@ import pulumi.dynamic
 from components.azure.scale_set_provider import ScaleSetProvider
 from components.catalog.arm_routes import SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
 
+TYPED_SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
+
 
 class NodeScaleSet(pulumi.dynamic.Resource):
     """A Microsoft.Compute/virtualMachineScaleSets resource whose update never sends sku."""
@@ -24,4 +26,8 @@ class NodeScaleSet(pulumi.dynamic.Resource):
                  opts: pulumi.ResourceOptions | None = None, provider: ScaleSetProvider | None = None) -> None:
         props: dict[str, Any] = {"armType": SCALE_SET_ARM_TYPE, "apiVersion": SCALE_SET_API_VERSION,
                                  "subscriptionId": subscription_id, **inputs}
-        super().__init__(provider or ScaleSetProvider(), name, props, opts)
+        # A stack whose scale sets were created through the typed class keeps them: the engine matches the old
+        # URN, this provider diffs the old state (pulumi/pulumi step_generator.go providerChanged: a provider
+        # without DiffConfig asks for no replacement) and the first `up` is a PATCH, never a re-create.
+        moved = pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=TYPED_SCALE_SET)])
+        super().__init__(provider or ScaleSetProvider(), name, props, pulumi.ResourceOptions.merge(opts, moved))

@@ -26,43 +26,17 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 
 from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
 from components.catalog.arm_routes import (
-    CAPACITY_PATH,
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
     SCALE_SET_ARM_TYPE,
     api_version_at_least,
-    scale_set_replacement,
+    leaves,
+    scale_set_diff,
 )
 
 ARM_ENDPOINT = "https://management.azure.com"
 ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT)
 """Inputs that name the resource or the route; not part of the ARM body."""
-
-
-def _leaves(value: Any, path: str, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for key, item in value.items():
-            _leaves(item, f"{path}.{key}" if path else key, out)
-    elif isinstance(value, list) and value:
-        for index, item in enumerate(value):
-            _leaves(item, f"{path}[{index}]", out)
-    else:
-        out[path] = value
-
-
-def _under(path: str, prefix: str) -> bool:
-    return path == prefix or path.startswith((prefix + ".", prefix + "["))
-
-
-def changed_paths(olds: dict[str, Any], news: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(changed leaf paths, the ones among them the new inputs set), capacity and the provider left out."""
-    before: dict[str, Any] = {}
-    after: dict[str, Any] = {}
-    _leaves(olds, "", before)
-    _leaves(news, "", after)
-    changed = sorted(p for p in set(before) | set(after) if before.get(p, ...) != after.get(p, ...)
-                     and not _under(p, CAPACITY_PATH) and not _under(p, PROVIDER_INPUT))
-    return changed, [p for p in changed if p in after]
 
 
 def body(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -142,9 +116,7 @@ class ScaleSetProvider(ResourceProvider):
         failures = []
         if news.get("armType") != SCALE_SET_ARM_TYPE:
             failures.append(CheckFailure("armType", f"this provider manages {SCALE_SET_ARM_TYPE} only"))
-        leaves: dict[str, Any] = {}
-        _leaves(news, "", leaves)
-        prefix_asked = any(p.endswith("privateIPAddressPrefixLength") for p in leaves)
+        prefix_asked = any(p.endswith("privateIPAddressPrefixLength") for p in leaves(news))
         if prefix_asked and not api_version_at_least(news.get("apiVersion"), PREFIX_ON_NIC_COMPUTE_API):
             failures.append(CheckFailure("apiVersion", f"privateIPAddressPrefixLength needs Microsoft.Compute "
                                                        f"{PREFIX_ON_NIC_COMPUTE_API} or later"))
@@ -155,10 +127,10 @@ class ScaleSetProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed, set_by_news = changed_paths(olds, news)
-        replaces = sorted({p.split(".")[0].split("[")[0] for p in set_by_news if scale_set_replacement(p)})
-        return DiffResult(changes=bool(changed), replaces=replaces, stables=[],
-                          delete_before_replace=bool(replaces))
+        changed, replacing = scale_set_diff(olds, news)
+        replaces = sorted({p.split(".")[0].split("[")[0] for p in replacing})
+        # The name is fixed, so a replacement must delete first (the create also refuses an existing name).
+        return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         from azure.core import MatchConditions

@@ -9,6 +9,8 @@ preflight, the policy pack and `gpucluster diff` read it as they read the typed 
 
 from __future__ import annotations
 
+from typing import Any
+
 SCALE_SET_ARM_TYPE = "Microsoft.Compute/virtualMachineScaleSets"
 
 PREFIX_ON_NIC_COMPUTE_API = "2026-07-02"
@@ -121,3 +123,33 @@ def scale_set_replacement(path: str) -> str | None:
 def api_version_at_least(declared: str | None, needed: str) -> bool:
     """ARM api-versions are dates (`2026-07-02`, optionally `-preview`): compare the date part."""
     return isinstance(declared, str) and declared[:10] >= needed[:10]
+
+
+def _leaves(value: Any, path: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            _leaves(item, f"{path}.{key}" if path else key, out)
+    elif isinstance(value, list) and value:
+        for index, item in enumerate(value):
+            _leaves(item, f"{path}[{index}]", out)
+    else:
+        out[path] = value
+
+
+def leaves(value: Any) -> dict[str, Any]:
+    """Dotted leaf path (`[i]` for list items) -> value."""
+    out: dict[str, Any] = {}
+    _leaves(value, "", out)
+    return out
+
+
+def scale_set_diff(olds: dict[str, Any], news: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """(changed leaf paths, {path: why} for those that replace) between a node scale set's old state and new
+    inputs. Capacity and the serialized provider are never changes. Only a value that exists on both sides and
+    differs replaces: a key the old state lacks (a state written by another provider, after an `aliases` move)
+    is set by the update, never a reason to delete the scale set."""
+    before, after = leaves(olds), leaves(news)
+    changed = sorted(p for p in set(before) | set(after) if before.get(p, ...) != after.get(p, ...)
+                     and not _under(p, CAPACITY_PATH) and not _under(p, PROVIDER_INPUT))
+    replaces = {p: why for p in changed if p in before and p in after and (why := scale_set_replacement(p))}
+    return changed, replaces
