@@ -109,7 +109,7 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
 
 def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_: Any) -> None:
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def _reply(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
