@@ -11,6 +11,7 @@ import yaml
 from components.cli import project_root
 from components.offline.engine import ProgramRun, Registration, run_program
 from components.offline.manifests import kubernetes_objects
+from policies.rules.props import resource_kind
 from tests.conftest import small_cluster
 
 ROOT = project_root(Path(__file__).parent)
@@ -22,7 +23,8 @@ def small_run() -> ProgramRun:
 
 
 def _of(run: ProgramRun, typ: str) -> list[Registration]:
-    return [r for r in run.registrations if r.type == typ]
+    """Registrations judged as `typ` (node scale sets are dynamic resources read as the typed scale set)."""
+    return [r for r in run.registrations if resource_kind(r.type, r.inputs) == typ]
 
 
 def test_resource_count_follows_scale_sets_not_nodes(small_run: ProgramRun) -> None:
