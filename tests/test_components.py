@@ -143,6 +143,20 @@ def test_api_servers_are_a_self_healing_zone_spanning_scale_set(small_run: Progr
     assert inputs["virtualMachineProfile"]["osProfile"]["customData"] == "[secret]"
 
 
+def test_only_node_scale_sets_have_an_autoscaler_and_they_never_resend_capacity(small_run: ProgramRun) -> None:
+    """docs/capacity.md: node scale sets' capacity is the autoscaler's, and their route's update sends no sku
+    (tests/test_scale_set_provider.py). The control plane's capacity is the plan's: the API-server set is
+    azure-native's typed class, whose full-body PUT sends the planned count (the value it must keep), with no
+    autoscaler on it; etcd members are single VMs, with no capacity at all."""
+    sets = _of(small_run, "azure-native:compute:VirtualMachineScaleSet")
+    autoscaled = {r.name for r in sets if r.inputs["tags"].get("cluster-autoscaler-enabled") == "true"}
+    assert autoscaled == {r.name for r in sets if r.type == "pulumi-python:dynamic:Resource"} != set()
+    [api] = [r for r in sets if r.type == "azure-native:compute:VirtualMachineScaleSet"]
+    assert api.name.endswith("apiserver") and api.inputs["sku"]["capacity"] == 3 and not api.ignore_changes
+    etcd = _of(small_run, "azure-native:compute:VirtualMachine")
+    assert etcd and not any("sku" in r.inputs for r in etcd)
+
+
 def test_bootstrap_token_rotates_with_its_generation(small_run: ProgramRun) -> None:
     """pulumi-random replaces a resource whose `keepers` change: raising the generation makes a new token."""
     parts = [r for r in small_run.registrations if r.type in ("random:index/randomString:RandomString",
