@@ -19,7 +19,8 @@ PREFIX_ON_NIC_COMPUTE_API = "2026-07-02"
 specification/compute/resource-manager/Microsoft.Compute/Compute/stable/<version>/ComputeRP.json):
 2026-07-02 (commit fd0a0943) has it in both `VirtualMachineScaleSetIPConfigurationProperties` and
 `VirtualMachineScaleSetUpdateIPConfigurationProperties`; 2026-04-01 (commits c6b9f819 and 030174c7) has it
-in neither, nor does any earlier folder. azure-mgmt-compute 39.0.0 (PyPI) has the field in both models
+in neither, 2026-03-01 (commit 592911f3) not in the update model; the index holds no stable folder between
+2026-04-01 and 2026-07-02. azure-mgmt-compute 39.0.0 (PyPI) has the field in both models
 (`private_ip_address_prefix_length`, "the service will allocate a CIDR block instead of a single IP
 address") but sends api-version 2026-04-01 by default (operations/_operations.py), a version whose
 schema lacks it: the provider passes the version below on every call."""
