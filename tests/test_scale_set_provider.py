@@ -169,3 +169,19 @@ def test_the_state_holds_a_reference_to_the_provider_not_its_code() -> None:
     assert len(serialized) < 400
     provider = dill.loads(base64.b64decode(serialized))
     assert isinstance(provider, ScaleSetProvider) and provider.credential is None
+
+
+def test_a_state_another_provider_wrote_is_read_and_deleted_by_its_id(tmp_path: Path,
+                                                                      h100_inputs: dict[str, Any]) -> None:
+    """After an `aliases` move off the typed class the old state has no route keys (azure-native's outputs):
+    the provider finds the scale set from its id and talks at its own api-version."""
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        path = provider.create(copy.deepcopy(h100_inputs)).id
+        typed_state = {k: v for k, v in h100_inputs.items()
+                       if k not in ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName")}
+        read = provider.read(path, typed_state)
+        assert read.id == path and read.outs is not None and read.outs["vmScaleSetName"] == "h100-z1-00"
+        provider.delete(path, typed_state)
+        assert arm.stored(path) is None
+        assert {r.api_version for r in arm.requests if "/operation" not in r.path} == {"2026-07-02"}

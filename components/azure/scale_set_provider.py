@@ -28,6 +28,7 @@ from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError,
 from components.catalog.arm_routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
+    SCALE_SET_API_VERSION,
     SCALE_SET_ARM_TYPE,
     api_version_at_least,
     leaves,
@@ -83,6 +84,18 @@ def _parse_id(id_: str) -> dict[str, str]:
     except (ValueError, IndexError):
         raise ValueError(f"{id_!r} is not a scale-set id (/subscriptions/S/resourceGroups/G/providers/"
                          f"{SCALE_SET_ARM_TYPE}/NAME)") from None
+
+
+def _where(id_: str, props: dict[str, Any]) -> dict[str, str]:
+    """Subscription, resource group and name: from the state when it has them (a state another provider wrote,
+    before an `aliases` move, may not), else from the id."""
+    return {**_parse_id(id_), **{k: props[k] for k in ("subscriptionId", "resourceGroupName", "vmScaleSetName")
+                                 if isinstance(props.get(k), str)}}
+
+
+def _api_version(props: dict[str, Any]) -> str:
+    version = props.get("apiVersion")
+    return version if isinstance(version, str) else SCALE_SET_API_VERSION
 
 
 class ScaleSetProvider(ResourceProvider):
@@ -154,25 +167,25 @@ class ScaleSetProvider(ResourceProvider):
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         from azure.core.exceptions import ResourceNotFoundError
 
-        where = {**_parse_id(id_), **{k: props[k] for k in ("subscriptionId", "resourceGroupName", "vmScaleSetName")
-                                      if isinstance(props.get(k), str)}}
+        where = _where(id_, props)
         declared = {**props, **where}
         client = self._client(where["subscriptionId"])
         try:
             found = client.virtual_machine_scale_sets.get(
-                where["resourceGroupName"], where["vmScaleSetName"], api_version=props.get("apiVersion"))
+                where["resourceGroupName"], where["vmScaleSetName"], api_version=_api_version(props))
         except ResourceNotFoundError:
             return ReadResult("", {})
         outputs = self._outputs(from_wire(found.as_dict()), declared)
         return ReadResult(id_, outputs, outputs)
 
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         from azure.core.exceptions import ResourceNotFoundError
 
-        client = self._client(props["subscriptionId"])
+        where = _where(id_, props)
+        client = self._client(where["subscriptionId"])
         try:
             client.virtual_machine_scale_sets.begin_delete(
-                props["resourceGroupName"], props["vmScaleSetName"], api_version=props["apiVersion"]).result()
+                where["resourceGroupName"], where["vmScaleSetName"], api_version=_api_version(props)).result()
         except ResourceNotFoundError:
             return
 
