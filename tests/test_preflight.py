@@ -285,3 +285,15 @@ def test_long_tag_names_are_refused_only_where_azure_refuses_them(prod_steps: St
     account = _long_tag_on_storage(steps)
     flagged = {f.resource for f in preflight(steps, prod_context).errors if f.rule == "tags"}
     assert any(r.startswith(account) for r in flagged) and not any(r.startswith("cpu-z1-00") for r in flagged)
+
+
+def test_a_warning_repeated_per_resource_is_one_row_with_the_names_folded() -> None:
+    from components.preflight.model import Finding
+    from components.preflight.report import warning_rows
+
+    same = [Finding("size-zones-unknown", f"h100-z1-{i:02d}", "zones", "confirm the zones") for i in range(43)]
+    rows = warning_rows([*same, Finding("size-region-uncatalogued", "etcd-0", "sku.name", "no row")])
+    assert len(rows) == 2
+    assert rows[0]["count"] == 43 and rows[0]["resource"] == "h100-z1-00, h100-z1-01, h100-z1-02 and 40 more (43 resources)"
+    assert rows[1] == {"rule": "size-region-uncatalogued", "resource": "etcd-0", "field": "sku.name",
+                       "message": "no row", "count": 1}

@@ -11,10 +11,29 @@ from rich.table import Table
 from components.preflight.model import Finding
 
 KEY = "preflightWarnings"
+SHOWN = 3
+"""Resource names a folded row spells out before it counts the rest."""
 
 
-def warning_rows(findings: list[Finding]) -> list[dict[str, str]]:
-    return [{"rule": f.rule, "resource": f.resource, "field": f.field, "message": f.message} for f in findings]
+def fold(names: list[str]) -> str:
+    """`a, b, c and 40 more (43 resources)`: one warning row however many resources repeat it."""
+    if len(names) <= SHOWN:
+        return ", ".join(names)
+    return f"{', '.join(names[:SHOWN])} and {len(names) - SHOWN} more ({len(names)} resources)"
+
+
+def warning_rows(findings: list[Finding]) -> list[dict[str, Any]]:
+    """One row per distinct warning (rule and message), with the resources it applies to folded and counted."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault((finding.rule, finding.message), []).append(finding)
+    rows = []
+    for (rule, message), group in groups.items():
+        names = sorted({f.resource for f in group})
+        fields = sorted({f.field for f in group})
+        rows.append({"rule": rule, "resource": fold(names), "field": fields[0] if len(fields) == 1 else
+                     f"{fields[0]} (and {len(fields) - 1} more)", "message": message, "count": len(names)})
+    return rows
 
 
 def print_warnings(console: Console, data: dict[str, Any]) -> None:
