@@ -1,5 +1,6 @@
 # The two commands: `make plan STACK=<name>` and `make test`. Both set up .venv on a fresh machine:
-# `make plan` installs only what planning needs (the Pulumi SDKs, pydantic, rich, PyYAML, jsonschema, cryptography);
+# `make plan` installs the runtime dependencies (the Pulumi SDKs, pydantic, rich, PyYAML, jsonschema, cryptography,
+# and the Azure SDK the node scale sets' provider runs on);
 # `make test` adds the dev tools (pytest, hypothesis, ruff, pyright with its Node.js, kubernetes-validate).
 PYTHON ?= python3
 VENV := .venv

@@ -22,6 +22,7 @@ import pytest
 from components.errors import SpecError
 from components.offline.preview_steps import deleted_states, stack_name, steps_from_preview
 from tests.conftest import ROOT
+from tests.scale_sets import as_typed_class, is_scale_set
 
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
@@ -87,8 +88,17 @@ def test_check_accepts_a_real_preview_with_deletes_and_picks_up_the_stack_config
     path.write_text(json.dumps(real_preview(dev_preview)))
     result = gpucluster("check", str(path))
     assert result.returncode == 0, result.stdout + result.stderr
-    # a saved preview's states carry no ignoreChanges: the rule that needs it says so instead of failing
-    assert "does not record the resource option `ignoreChanges`" in result.stdout
+    # A saved preview's states carry no ignoreChanges, and no rule needs them: the capacity rule reads the route
+    # a scale set is declared through, which the state does carry. An autoscaled set on the typed class fails it.
+    assert "does not record the resource option" not in result.stdout
+    document = real_preview(dev_preview)
+    step = next(s for s in document["steps"] if s["op"] == "same" and is_scale_set(s["newState"])
+                and s["newState"]["inputs"]["tags"].get("cluster-autoscaler-enabled") == "true")
+    step["urn"] = as_typed_class(step["newState"])["urn"]
+    step["oldState"] = step["newState"]
+    path.write_text(json.dumps(document))
+    typed = gpucluster("check", str(path))
+    assert typed.returncode == 1 and "virtualmachinescaleset-capacity-ignored" in typed.stdout
     strict = tmp_path / "strict.json"
     strict.write_text("{}")
     assert gpucluster("check", str(path), "--policy-config", str(strict)).returncode == 1

@@ -19,6 +19,7 @@ from components.offline.engine import ProgramRun, Registration, run_program
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import autoscaler_tags, node_labels, node_taints
 from components.spec import ClusterSpec
+from policies.rules.props import resource_kind
 from tests.conftest import small_cluster, small_spec
 
 ROOT = project_root(Path(__file__).parent)
@@ -176,7 +177,8 @@ def _run(raw: dict[str, Any]) -> ProgramRun:
 
 
 def _of(run: ProgramRun, typ: str) -> list[Registration]:
-    return [r for r in run.registrations if r.type == typ]
+    """Registrations judged as `typ` (node scale sets are dynamic resources read as the typed scale set)."""
+    return [r for r in run.registrations if resource_kind(r.type, r.inputs) == typ]
 
 
 @pytest.fixture(scope="module")

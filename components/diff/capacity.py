@@ -8,7 +8,7 @@ from typing import Any
 
 from components.diff.sides import Side
 from components.planning.scheduling import TEAM_LABEL
-from policies.rules.props import GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
+from policies.rules.props import GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET, resource_kind
 
 NOT_NODES = ("apiserver", "etcd", "etcd-events")
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -49,7 +49,7 @@ def _team_quotas(resources: dict[str, dict[str, Any]], by_flavor: bool = False) 
 def capacity(side: Side) -> dict[str, Any]:
     pools: dict[str, dict[str, int]] = defaultdict(lambda: {"nodes": 0, "gpus": 0, "infinibandDomains": 0})
     for state in side.resources.values():
-        if state.get("type") != SCALE_SET:
+        if resource_kind(str(state.get("type", "")), state.get("inputs") or {}) != SCALE_SET:
             continue
         inputs = state.get("inputs") or {}
         tags = inputs.get("tags") or {}

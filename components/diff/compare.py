@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from components.catalog.arm_routes import PROVIDER_INPUT
 from components.diff.capacity import capacity_delta
-from components.diff.replacement import refused, replacing
+from components.diff.replacement import refused, replacements
 from components.diff.sides import Side
 from components.diff.values import ABSENT, JSON_VALUES, ValueChange, leaves
 from components.diff.versions import version_flags
 from components.planning.scheduling import TEAM_LABEL
-from policies.rules.props import INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
+from policies.rules.props import DYNAMIC_RESOURCE, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET, resource_kind
 
 SUBNET = "azure-native:network:Subnet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -103,18 +104,33 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
 
 
+def _changed(before: dict[str, Any], after: dict[str, Any], ignored: list[str]) -> list[str]:
+    return sorted(p for p in set(before) | set(after)
+                  if before.get(p, ABSENT) != after.get(p, ABSENT) and not any(_under(p, i) for i in ignored))
+
+
+def changed_paths(old: dict[str, Any], new: dict[str, Any], ignored: list[str]) -> list[str]:
+    """The input paths whose leaves differ, outside the ignored ones."""
+    return _changed(leaves(old), leaves(new), ignored)
+
+
 def _tags(state: dict[str, Any]) -> dict[str, Any]:
     tags = (state.get("inputs") or {}).get("tags")
     return tags if isinstance(tags, dict) else {}
 
 
+def _kind(state: dict[str, Any]) -> str:
+    """The type a state is judged as (node scale sets' dynamic resources read as the typed scale set)."""
+    return resource_kind(str(state.get("type", "")), state.get("inputs") or {})
+
+
 def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, head: Side,
-             result: PlanDiff) -> Change | None:
-    ignored = [str(i) for i in new.get("ignoreChanges") or []]
+             result: PlanDiff, old_urn: str | None = None) -> Change | None:
+    # The serialized dynamic provider is code, not the resource: never a change.
+    ignored = [str(i) for i in new.get("ignoreChanges") or []] + [PROVIDER_INPUT]
     before, after = leaves(old.get("inputs") or {}), leaves(new.get("inputs") or {})
-    paths = sorted(p for p in set(before) | set(after)
-                   if before.get(p, ABSENT) != after.get(p, ABSENT) and not any(_under(p, i) for i in ignored))
-    old_digests, new_digests = base.secret_digests.get(urn, {}), head.secret_digests.get(urn, {})
+    paths = _changed(before, after, ignored)
+    old_digests, new_digests = base.secret_digests.get(old_urn or urn, {}), head.secret_digests.get(urn, {})
     # A real preview, or a plan from before digests existed, has none: then masked inputs cannot be compared,
     # and a missing digest is no evidence of a change (it would read as replacing every certificate).
     comparable = bool(base.secret_digests) and bool(head.secret_digests)
@@ -122,14 +138,15 @@ def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, hea
                             if comparable and old_digests.get(p) != new_digests.get(p))
     for path in secret_changes:
         if path in BOOT_PATHS:
-            result.boot.append(BootChange(urn.rsplit("::", 1)[-1], new["type"],
+            result.boot.append(BootChange(urn.rsplit("::", 1)[-1], _kind(new),
                                           not any(_under(path, i) for i in ignored)))
     paths = sorted(set(paths) | {p for p in secret_changes if not any(_under(p, i) for i in ignored)})
     if not paths:
         return None
-    reasons = tuple(f"{p} ({source})" for p in paths if (source := replacing(new["type"], p)) is not None)
+    reasons = tuple(f"{p} ({source})" for p, source in replacements(new["type"], paths, old.get("inputs") or {},
+                                                                     new.get("inputs") or {}))
     values = tuple(ValueChange(p, before.get(p, ABSENT), after.get(p, ABSENT), p in secret_changes) for p in paths)
-    return Change("replace" if reasons else "update", urn, new["type"], tuple(paths), reasons, values)
+    return Change("replace" if reasons else "update", urn, _kind(new), tuple(paths), reasons, values)
 
 
 def _acknowledged(head: Side, kind: str) -> list[str] | None:
@@ -148,12 +165,12 @@ def _deletion_flag(kind: str, resource: str, what: str, acknowledged: list[str] 
                 f"drain it first, then add {resource!r} to cluster.acknowledgeDeletions.{key}")
 
 
-def _flags(result: PlanDiff, base: Side, head: Side) -> None:
+def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> None:
     flags = result.flags
     created: dict[str, list[str]] = defaultdict(list)
     deleted: dict[str, list[str]] = defaultdict(list)
     for change in result.changes:
-        old, new = base.resources.get(change.urn), head.resources.get(change.urn)
+        old, new = base.resources.get(moved.get(change.urn, change.urn)), head.resources.get(change.urn)
         state = new or old or {}
         if change.type == SCALE_SET and change.action in ("create", "delete"):
             pool = str(_tags(state).get(POOL_TAG, "?"))
@@ -221,12 +238,12 @@ def _flags(result: PlanDiff, base: Side, head: Side) -> None:
 
 
 def _pools(side: Side) -> set[str]:
-    return {str(_tags(s).get(POOL_TAG)) for s in side.resources.values() if s.get("type") == SCALE_SET}
+    return {str(_tags(s).get(POOL_TAG)) for s in side.resources.values() if _kind(s) == SCALE_SET}
 
 
 def _pool_sizes(side: Side, pool: str) -> set[str]:
     return {str((s["inputs"].get("sku") or {}).get("name")) for s in side.resources.values()
-            if s.get("type") == SCALE_SET and str(_tags(s).get(POOL_TAG)) == pool}
+            if _kind(s) == SCALE_SET and str(_tags(s).get(POOL_TAG)) == pool}
 
 
 def _get(inputs: dict[str, Any], path: str) -> Any:
@@ -254,19 +271,36 @@ def _boot_files(base: Side, head: Side, result: PlanDiff) -> None:
                          "removed": sorted(set(base.boot) - set(head.boot)), "changed": changed}
 
 
+def _moved(base: Side, head: Side) -> dict[str, str]:
+    """head URN -> base URN for node scale sets that moved from azure-native's typed class to the dynamic route:
+    NodeScaleSet declares `aliases` with the typed type (components/azure/node_scale_set.py), so the engine takes
+    the old resource as this one."""
+    moved = {}
+    for urn, state in head.resources.items():
+        old_urn = urn.replace(f"${DYNAMIC_RESOURCE}::", f"${SCALE_SET}::")
+        if state.get("type") == DYNAMIC_RESOURCE and _kind(state) == SCALE_SET and urn not in base.resources \
+                and old_urn in base.resources and old_urn not in head.resources:
+            moved[urn] = old_urn
+    return moved
+
+
 def diff_sides(base: Side, head: Side) -> PlanDiff:
     result = PlanDiff(base.label, head.label)
-    for urn in sorted(set(base.resources) | set(head.resources)):
-        old, new = base.resources.get(urn), head.resources.get(urn)
+    moved = _moved(base, head)
+    if moved:
+        result.notes.append(f"{len(moved)} scale sets move from azure-native's typed class to the capacity-free route "
+                            "(an `aliases` move: the same Azure resources, updated in place)")
+    for urn in sorted((set(base.resources) - set(moved.values())) | set(head.resources)):
+        old, new = base.resources.get(moved.get(urn, urn)), head.resources.get(urn)
         if old is None and new is not None:
-            result.changes.append(Change("create", urn, new["type"]))
+            result.changes.append(Change("create", urn, _kind(new)))
         elif new is None and old is not None:
-            result.changes.append(Change("delete", urn, old["type"]))
+            result.changes.append(Change("delete", urn, _kind(old)))
         elif old is not None and new is not None:
-            change = _compare(urn, old, new, base, head, result)
+            change = _compare(urn, old, new, base, head, result, moved.get(urn))
             if change is not None:
                 result.changes.append(change)
-    _flags(result, base, head)
+    _flags(result, base, head, moved)
     _boot_files(base, head, result)
     result.boot.sort(key=lambda b: (b.type, b.resource))
     result.capacity = capacity_delta(base, head)

@@ -11,6 +11,9 @@ The providers decide, not this file; each rule names where its provider says so:
   `.metadata.namespace` on every kind, plus a per-kind list.
 - tls and random are bridged Terraform providers whose arguments are RequiresReplace
   (hashicorp/terraform-provider-tls `internal/provider/resource_*.go`; only `early_renewal_hours` updates).
+- node scale sets' dynamic provider (components/azure/scale_set_provider.py) decides by
+  `components/catalog/arm_routes.py` scale_set_diff: what the update model lacks, the resource id, zones and sku
+  replace; capacity never changes anything.
 
 "Refused" changes are ones the provider sends as an in-place update that Azure rejects on an existing
 resource: the update fails mid-`pulumi up`. The plan refuses them instead (with a base plan) and names the
@@ -21,6 +24,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from components.catalog.arm_routes import scale_set_diff
+from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
 
 _AZ_DIFF = "pulumi-azure-native provider/pkg/provider/diff.go (PUT path parameters replace)"
 _AZ_FORCE_NEW = "pulumi-azure-native provider/pkg/gen/replacement.go (forceNewMap)"
@@ -151,6 +158,18 @@ def replacing(resource_type: str, path: str) -> str | None:
     if provider == "random":
         return _RANDOM
     return None
+
+
+_ROUTE = "NodeScaleSet provider, components/catalog/arm_routes.py"
+
+
+def replacements(resource_type: str, paths: list[str], old_inputs: dict[str, Any],
+                 new_inputs: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, source) for each changed path that replaces the resource, as its provider decides."""
+    if resource_type == DYNAMIC_RESOURCE and resource_kind(resource_type, new_inputs) == SCALE_SET:
+        _, replacing_paths = scale_set_diff(old_inputs, new_inputs)
+        return [(p, f"{why}; {_ROUTE}") for p, why in sorted(replacing_paths.items()) if p in paths]
+    return [(p, source) for p in paths if (source := replacing(resource_type, p)) is not None]
 
 
 def refused(resource_type: str, path: str) -> Refusal | None:

@@ -15,6 +15,7 @@ from .props import (
     POOL_TAG,
     SCALE_SET,
     gpus_per_machine,
+    kind,
     machines_per_zone,
     of_roles,
     tags,
@@ -77,7 +78,7 @@ def apiserver_zone_spread(args: StackValidationArgs, report: ReportViolation, co
     for server in servers:
         placed = machines_per_zone(server)
         where.update(placed)
-        if server.resource_type == SCALE_SET and len(zones(server.props)) > 1 and NO_ZONE in placed:
+        if kind(server) == SCALE_SET and len(zones(server.props)) > 1 and NO_ZONE in placed:
             report("the API-server scale set spans zones without zoneBalance: Azure may stack them in one zone",
                    server.urn)
     count = sum(where.values())
