@@ -35,7 +35,7 @@ def project_root(start: Path | None = None) -> Path:
 
 def _fail(problems: SpecError, console: Console) -> int:
     for problem in problems.problems:
-        console.print(f"error: {problem}", markup=False, highlight=False)
+        console.print(f"error: {problem}", markup=False, highlight=False, emoji=False)  # `:key:` stays text
     return EXIT_BAD_INPUT
 
 
@@ -79,7 +79,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         plan = plan_cluster(stack.spec)
         config_path = stack_policy_config(stack.config, name, root)
     except SpecError as error:
-        errors.print(f"{path}:", markup=False, highlight=False)
+        errors.print(f"{path}:", markup=False, highlight=False, emoji=False)
         return _fail(error, errors)
     try:
         policy_config = given if given is not None else read_policy_config(config_path) if config_path else {}

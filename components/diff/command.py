@@ -33,7 +33,7 @@ def cmd_diff(args: argparse.Namespace, console: Console, errors: Console) -> int
         base, head = load_side(args.base), load_side(args.head)
     except SpecError as error:
         for problem in error.problems:
-            errors.print(f"error: {problem}", markup=False, highlight=False)
+            errors.print(f"error: {problem}", markup=False, highlight=False, emoji=False)
         return EXIT_BAD_INPUT
     diff = diff_sides(base, head)
     if args.json:

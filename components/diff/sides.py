@@ -9,7 +9,7 @@ from typing import Any
 from components.errors import SpecError
 from components.input_files import KIB, MIB, load_json, read_bounded
 from components.offline.preview import read_preview
-from components.offline.preview_steps import steps_from_preview
+from components.offline.preview_steps import preview_stack, steps_from_preview
 
 BOOT_FOLDER = "boot"
 MAX_SUMMARY_BYTES = 4 * MIB
@@ -39,6 +39,7 @@ class Side:
 def side_from_document(label: str, document: dict[str, Any], summary: dict[str, Any] | None = None,
                        boot: dict[str, str] | None = None) -> Side:
     states = steps_from_preview(document, label)
+    preview_stack(document, label, None)  # one stack, and the one the document says it is of
     digests = document.get("secretDigests")
     return Side(label, {s["urn"]: s for s in states if s.get("custom")},
                 digests if isinstance(digests, dict) else {}, summary, boot)

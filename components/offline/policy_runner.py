@@ -127,7 +127,8 @@ def check_config(config: dict[str, Any], where: str, policies: list[Policy] | No
             try:
                 jsonschema.validate(value, schema[key], format_checker=FORMAT_CHECKER)
             except jsonschema.ValidationError as error:
-                problems.append(Problem(f"{where}: {name}.{key}", _short(error.message)))
+                shown = error.message.replace(repr(error.instance), _short(repr(error.instance), 60))
+                problems.append(Problem(f"{where}: {name}.{key}", _short(shown)))
     if problems:
         raise SpecError(problems)
 
@@ -147,6 +148,10 @@ def _settings(policy: Policy, config: dict[str, Any]) -> tuple[EnforcementLevel,
     elif isinstance(entry, dict):
         level = EnforcementLevel(entry.get("enforcementLevel", level.value))
         values.update({k: v for k, v in entry.items() if k != "enforcementLevel"})
+    if level is EnforcementLevel.REMEDIATE:
+        # The analyzer reports a violation of a validating policy at "remediate" as mandatory (pulumi_policy
+        # policy.py, Analyze and AnalyzeStack: "downgrade the level we report from remediate to mandatory").
+        level = EnforcementLevel.MANDATORY
     return level, values
 
 
