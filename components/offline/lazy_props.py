@@ -1,7 +1,7 @@
 """pulumi_policy's unknown-checking proxy (pulumi_policy/proxy.py, pulumi-policy 1.21.0), built as rules read it.
 
 `unknown_checking_proxy` copies the whole value up front and gives every object and list its own copy of the
-path to it, so memory grows with (objects and lists) x depth: a 5 MB preview of nested lists took 2.3 GB. These
+path to it, so memory grows with (objects and lists) x depth: a 5 MB preview of nested lists reached 2.3 GB. These
 subclasses of its `_DictProxy` and `_ListProxy` wrap a child only when a rule reads it and link to their parent
 instead of copying the path. A rule sees the same types (Mapping and Sequence, the proxy classes), the same values
 and the same UnknownValueError with the same property path; the document itself is never copied or changed.
