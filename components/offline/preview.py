@@ -77,11 +77,12 @@ def write_preview(document: dict[str, Any], path: Path) -> None:
 
 MAX_PREVIEW_BYTES = 32 * MIB
 """The largest stack planned (prod x4 in bench/, 30,000 nodes) writes a 1.5 MB preview, prod 0.7 MB. A real
-`pulumi preview --json --show-sames` carries both old and new state with outputs, about 5x that: 7.5 MB for
-x4. 32 MiB is over 4x that and bounds what reading costs (docs/operations.md, "Input bounds")."""
+`pulumi preview --json --show-sames` carries both old and new state with outputs: an estimated 5x, 7.5 MB for x4
+(not measured here: there is no Pulumi CLI offline). 32 MiB is over 4x that and bounds what reading costs
+(docs/operations.md, "Input bounds")."""
 MAX_VALUES = 1_000_000
 """Objects, lists and values, counted before parsing as the bytes `{`, `[` and `,` (an upper bound: they can sit
-in strings too). prod's preview has 12,175 such bytes; its real preview about 70,000. Parsed JSON costs up to
+in strings too). prod's preview has 12,175 such bytes; its real preview an estimated 70,000. Parsed JSON costs up to
 30 bytes of memory per byte of text when it is all small containers (`[[],[],...]`); this count keeps a document
 at the byte cap to a few hundred megabytes."""
 MAX_DEPTH = 64
