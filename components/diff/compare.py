@@ -9,6 +9,7 @@ changes to look at twice (acknowledged deletions, control-plane resizes).
 from __future__ import annotations
 
 import difflib
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
@@ -18,7 +19,7 @@ from components.catalog.arm_routes import PROVIDER_INPUT
 from components.diff.capacity import capacity_delta
 from components.diff.replacement import refused, replacements
 from components.diff.sides import Side
-from components.diff.values import ABSENT, JSON_VALUES, ValueChange, leaves
+from components.diff.values import ABSENT, JSON_VALUES, ValueChange
 from components.diff.versions import version_flags
 from components.planning.scheduling import TEAM_LABEL
 from policies.rules.props import DYNAMIC_RESOURCE, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET, resource_kind
@@ -100,18 +101,82 @@ class PlanDiff:
                 "bootFiles": self.boot_files, "capacity": self.capacity, "notes": self.notes}
 
 
-def _under(path: str, prefix: str) -> bool:
-    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
+MAX_CHANGED_PATHS = 1_000
+"""Changed input paths listed per resource; a real change touches a few. Past it the list stops (the walk too),
+so two large documents that differ everywhere cost what 1,000 paths cost, not a path string per value."""
+_MISSING = object()
 
 
-def _changed(before: dict[str, Any], after: dict[str, Any], ignored: list[str]) -> list[str]:
-    return sorted(p for p in set(before) | set(after)
-                  if before.get(p, ABSENT) != after.get(p, ABSENT) and not any(_under(p, i) for i in ignored))
+def _path(parts: list[str | int]) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
 
 
 def changed_paths(old: dict[str, Any], new: dict[str, Any], ignored: list[str]) -> list[str]:
-    """The input paths whose leaves differ, outside the ignored ones."""
-    return _changed(leaves(old), leaves(new), ignored)
+    """Leaf paths (`a.b[0].c`) whose values differ between `old` and `new`, outside the `ignored` paths."""
+    return sorted(changed_values(old, new, ignored))
+
+
+def changed_values(old: dict[str, Any], new: dict[str, Any], ignored: list[str]) -> dict[str, tuple[Any, Any]]:
+    """Leaf path (`a.b[0].c`) -> (old, new) for the values that differ between `old` and `new` (ABSENT on the side
+    without one), outside the `ignored` paths (and all below them). Both are walked side by side and a path string
+    is built only for what differs, or for a node as shallow as an ignored path (the reader bounded the depth); an
+    empty object or list is a value."""
+    skip = set(ignored)
+    skip_depth = max((len(re.findall(r"[.\[]", i)) + 1 for i in skip), default=0)
+    found: dict[str, tuple[Any, Any]] = {}
+    parts: list[str | int] = []
+
+    def skipped() -> bool:
+        return len(found) >= MAX_CHANGED_PATHS or (0 < len(parts) <= skip_depth and _path(parts) in skip)
+
+    def one_side(value: Any, old_side: bool) -> None:
+        if skipped():
+            return
+        if isinstance(value, dict | list) and value:
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                parts.append(key)
+                one_side(item, old_side)
+                parts.pop()
+        elif value is not _MISSING:
+            found[_path(parts)] = (value, ABSENT) if old_side else (ABSENT, value)
+
+    def walk(before: Any, after: Any) -> None:
+        if skipped() or (before is not _MISSING and after is not _MISSING and before == after):
+            return
+        if isinstance(before, dict) and isinstance(after, dict) and before and after:
+            pairs: Any = ((key, before.get(key, _MISSING), after.get(key, _MISSING))
+                          for key in sorted(set(before) | set(after), key=str))
+        elif isinstance(before, list) and isinstance(after, list) and before and after:
+            pairs = ((index, before[index] if index < len(before) else _MISSING,
+                      after[index] if index < len(after) else _MISSING)
+                     for index in range(max(len(before), len(after))))
+        else:
+            if _is_leaf(before) and _is_leaf(after):
+                if before is _MISSING or after is _MISSING or before != after:
+                    found[_path(parts)] = (ABSENT if before is _MISSING else before,
+                                           ABSENT if after is _MISSING else after)
+            elif before != after:  # an object or list on one side only: each side's leaves
+                one_side(before, True)
+                one_side(after, False)
+            return
+        for key, old_item, new_item in pairs:
+            parts.append(key)
+            walk(old_item, new_item)
+            parts.pop()
+
+    walk(old, new)
+    return found
+
+
+def _is_leaf(value: Any) -> bool:
+    return not (isinstance(value, dict | list) and value)
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
 
 
 def _tags(state: dict[str, Any]) -> dict[str, Any]:
@@ -128,8 +193,8 @@ def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, hea
              result: PlanDiff, old_urn: str | None = None) -> Change | None:
     # The serialized dynamic provider is code, not the resource: never a change.
     ignored = [str(i) for i in new.get("ignoreChanges") or []] + [PROVIDER_INPUT]
-    before, after = leaves(old.get("inputs") or {}), leaves(new.get("inputs") or {})
-    paths = _changed(before, after, ignored)
+    changed = changed_values(old.get("inputs") or {}, new.get("inputs") or {}, ignored)
+    paths = sorted(changed)
     old_digests, new_digests = base.secret_digests.get(old_urn or urn, {}), head.secret_digests.get(urn, {})
     # A real preview, or a plan from before digests existed, has none: then masked inputs cannot be compared,
     # and a missing digest is no evidence of a change (it would read as replacing every certificate).
@@ -145,7 +210,7 @@ def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, hea
         return None
     reasons = tuple(f"{p} ({source})" for p, source in replacements(new["type"], paths, old.get("inputs") or {},
                                                                      new.get("inputs") or {}))
-    values = tuple(ValueChange(p, before.get(p, ABSENT), after.get(p, ABSENT), p in secret_changes) for p in paths)
+    values = tuple(ValueChange(p, *changed.get(p, (ABSENT, ABSENT)), p in secret_changes) for p in paths)
     return Change("replace" if reasons else "update", urn, _kind(new), tuple(paths), reasons, values)
 
 
@@ -206,14 +271,14 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                                   f"{role} resized {before} -> {_get(new['inputs'], size_path)}: the VMs restart", fix))
         if change.action == "delete" and old:
             if change.type == SCALE_SET and _tags(old).get(INFINIBAND_TAG) == "true":
-                capacity = (old["inputs"].get("sku") or {}).get("capacity")
+                capacity = _get(old["inputs"], "sku.capacity")
                 flags.append(_deletion_flag("deleted-infiniband-domain", change.name,
                                             f"InfiniBand domain deleted with its {capacity} VMs and the jobs on them",
                                             _acknowledged(head, "infinibandDomains"), "infinibandDomains"))
-            labels = ((old["inputs"].get("metadata") or {}).get("labels") or {})
-            if change.type == NAMESPACE and TEAM_LABEL in labels:
+            labels = _get(old["inputs"], "metadata.labels") or {}
+            if change.type == NAMESPACE and isinstance(labels, dict) and TEAM_LABEL in labels:
                 team = str(labels[TEAM_LABEL])
-                namespace = (old["inputs"].get("metadata") or {}).get("name", change.name)
+                namespace = _get(old["inputs"], "metadata.name") or change.name
                 flags.append(_deletion_flag("deleted-team-namespace", team,
                                             f"namespace {namespace} of team {team} is deleted with every workload in it",
                                             _acknowledged(head, "teams"), "teams"))
@@ -222,28 +287,32 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                           f"pool {pool}: scale sets {', '.join(sorted(deleted[pool]))} are deleted while "
                           f"{', '.join(sorted(created[pool]))} are created: a renamed scale set replaces its VMs",
                           "scale-set names come from (pool, zone, index); keep zones and pools as they were"))
-    gone = {p for p in deleted if p not in _pools(head)}
-    new_pools = {p for p in created if p not in _pools(base)}
-    for old_pool in sorted(gone):
-        for new_pool in sorted(new_pools):
-            if _pool_sizes(base, old_pool) & _pool_sizes(head, new_pool):
-                flags.append(Flag("error", "renamed-scale-set", old_pool,
-                                  f"pool {old_pool} disappears while pool {new_pool} of the same VM size appears: "
-                                  "renaming a pool deletes and recreates every scale set and VM in it",
-                                  f"keep the name {old_pool!r}; to retire the pool on purpose, remove it in one change "
-                                  "and add the new one in another"))
+    head_pools, base_pools = _pool_sizes(head), _pool_sizes(base)
+    new_by_size: dict[str, set[str]] = defaultdict(set)  # size -> pools that appear with it: no pool x pool loop
+    for pool in (p for p in created if p not in base_pools):
+        for size in head_pools.get(pool, set()):
+            new_by_size[size].add(pool)
+    for old_pool in sorted(p for p in deleted if p not in head_pools):
+        twins = sorted(set().union(*(new_by_size.get(size, set()) for size in base_pools.get(old_pool, set()))))
+        if twins:
+            shown = ", ".join(twins[:5]) + (f" and {len(twins) - 5} more" if len(twins) > 5 else "")
+            flags.append(Flag("error", "renamed-scale-set", old_pool,
+                              f"pool {old_pool} disappears while pool {shown} of the same VM size appears: "
+                              "renaming a pool deletes and recreates every scale set and VM in it",
+                              f"keep the name {old_pool!r}; to retire the pool on purpose, remove it in one change "
+                              "and add the new one in another"))
     flags.extend(Flag("error", "kubernetes-version", resource, message, fix)
                  for resource, message, fix in version_flags(base, head))
     flags.sort(key=lambda f: (f.severity != "error", f.kind, f.resource, f.message))
 
 
-def _pools(side: Side) -> set[str]:
-    return {str(_tags(s).get(POOL_TAG)) for s in side.resources.values() if _kind(s) == SCALE_SET}
-
-
-def _pool_sizes(side: Side, pool: str) -> set[str]:
-    return {str((s["inputs"].get("sku") or {}).get("name")) for s in side.resources.values()
-            if _kind(s) == SCALE_SET and str(_tags(s).get(POOL_TAG)) == pool}
+def _pool_sizes(side: Side) -> dict[str, set[str]]:
+    """Pool -> the VM sizes of its scale sets, in one pass over the side (not one per pool)."""
+    sizes: dict[str, set[str]] = defaultdict(set)
+    for state in side.resources.values():
+        if _kind(state) == SCALE_SET:
+            sizes[str(_tags(state).get(POOL_TAG))].add(str(_get(state["inputs"], "sku.name")))
+    return sizes
 
 
 def _get(inputs: dict[str, Any], path: str) -> Any:
