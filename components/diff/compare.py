@@ -210,6 +210,9 @@ def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, hea
         return None
     reasons = tuple(f"{p} ({source})" for p, source in replacements(new["type"], paths, old.get("inputs") or {},
                                                                      new.get("inputs") or {}))
+    for path in secret_changes:  # a masked value that reads the same on both sides, changed by its digest
+        if path not in changed:
+            changed[path] = (_masked(old.get("inputs") or {}, path), _masked(new.get("inputs") or {}, path))
     values = tuple(ValueChange(p, *changed.get(p, (ABSENT, ABSENT)), p in secret_changes) for p in paths)
     return Change("replace" if reasons else "update", urn, _kind(new), tuple(paths), reasons, values)
 
@@ -313,6 +316,11 @@ def _pool_sizes(side: Side) -> dict[str, set[str]]:
         if _kind(state) == SCALE_SET:
             sizes[str(_tags(state).get(POOL_TAG))].add(str(_get(state["inputs"], "sku.name")))
     return sizes
+
+
+def _masked(inputs: dict[str, Any], path: str) -> Any:
+    value = _get(inputs, path)
+    return ABSENT if value is None else value
 
 
 def _get(inputs: dict[str, Any], path: str) -> Any:
