@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import io
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from components.verify import expected, nccl
 from components.verify.command import verify_command
 from components.verify.connect import AzureAccess, kube_api_client
 from components.verify.readonly import WriteRefusedError
+from tests.conftest import ROOT
 from tests.manifest_validation import validate_object
 from tests.verify_fakes import SUBSCRIPTION, FakeApi, Tls, arm_routes, kube_routes, kubeconfig, self_signed, serve
 
@@ -272,19 +275,20 @@ def test_each_check_fails_on_its_fixture_and_only_there(live: World, check: str,
 
 
 def test_the_serving_certificate_is_read_from_the_handshake(world: World) -> None:
-    """An API server whose certificate expires in 5 days fails; the kubeconfig's CA (the same short-lived
-    certificate here) fails with it."""
+    """An API server whose certificate expires in 5 days fails; the kubeconfig's CA and client certificate (the
+    same short-lived certificate here) fail with it."""
     world.reset()
     short = self_signed(days=5)
     with serve(FakeApi(routes=kube_routes(world.plan), not_found=KUBE_404), short, world.folder) as kube:
         folder = world.folder / "short"
         folder.mkdir(exist_ok=True)
-        code, doc = world.run("--json", kubeconfig=kubeconfig(folder, kube.url, short))
+        code, doc = world.run("--json", kubeconfig=kubeconfig(folder, kube.url, short, client=short))
         assert kube.received and all(m == "GET" for m, _ in kube.received)
     failed = verdicts(doc, "fail")
     assert code == 1
     assert {r["check"] for r in failed} == {"cluster.certificates"}
-    assert {r["subject"].split(" (")[0] for r in failed} == {"API server serving certificate", "kubeconfig CA"}
+    assert {r["subject"].split(" (")[0] for r in failed} == {"API server serving certificate", "kubeconfig CA",
+                                                             "kubeconfig client certificate"}
     assert all("expires in 4 day(s)" in r["detail"] for r in failed)
 
 
@@ -330,6 +334,7 @@ def test_a_write_the_sdk_makes_on_its_own_is_refused_before_it_is_sent(live: Wor
     assert [r["check"] for r in failed] == ["azure.sizes"]
     assert "refused a write before it was sent: POST" in failed[0]["detail"]
     assert "/providers/Microsoft.Compute/register" in failed[0]["detail"]
+    assert "az provider register --namespace Microsoft.Compute" in failed[0]["fix"]
     assert live.writes() == []
 
 
@@ -407,6 +412,27 @@ def test_no_azure_credentials_is_one_line_and_exit_2(live: World, tmp_path: Path
     assert live.arm.received == [] and live.kube.received == []
 
 
+def test_the_plan_command_does_not_load_the_cloud_clients() -> None:
+    """`make plan` pays nothing for verify: the command line imports neither the Azure SDKs nor the Kubernetes client."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, components.cli; print(sorted({m.split('.')[0] for m in "
+                             "sys.modules if m.startswith(('azure', 'kubernetes', 'msal'))}))"],
+                            capture_output=True, text=True, check=True, cwd=ROOT)
+    assert loaded.stdout.strip() == "[]"
+
+
+NAMESPACES = {"compute": "Microsoft.Compute", "network": "Microsoft.Network", "privatedns": "Microsoft.Network",
+              "storage": "Microsoft.Storage", "managedidentity": "Microsoft.ManagedIdentity",
+              "containerregistry": "Microsoft.ContainerRegistry", "keyvault": "Microsoft.KeyVault"}
+"""azure-native module -> the ARM namespace of its resource types (Microsoft.Resources and Microsoft.Authorization
+are the platform's own: registered in every subscription)."""
+
+
+def test_every_provider_the_program_declares_is_checked(prod_run: Any, prod_spec: Any) -> None:
+    modules = {r.type.split(":")[1] for r in prod_run.registrations if r.type.startswith("azure-native:")}
+    assert modules - {"resources", "authorization"} <= set(NAMESPACES), modules
+    assert {NAMESPACES[m] for m in modules if m in NAMESPACES} <= set(expected.providers(plan_cluster(prod_spec)))
+
+
 def test_the_image_choice_matches_the_node_pools(prod_spec: Any, dev_spec: Any) -> None:
     """expected.pool_image mirrors components/azure/node_pool.py `_image` (which imports the Pulumi SDK)."""
     from components.azure.node_pool import _image  # pyright: ignore[reportPrivateUsage]
@@ -433,22 +459,31 @@ def test_the_nccl_job_is_a_valid_two_node_run_in_one_domain(live: World) -> None
         spec["tolerations"]
 
 
-def test_nccl_is_the_only_writer_and_cleans_up(live: World, monkeypatch: pytest.MonkeyPatch) -> None:
+NCCL_OVER_IB = ("NCCL INFO NET/IB : Using [0]mlx5_ib0:1/IB\n"
+                "nccl-allreduce ranks=16 bytes=1073741824 busbw_GBps=361.2 exact=True\n")
+NCCL_OVER_SOCKETS = ("NCCL INFO NET/Socket : Using [0]eth0:10.80.1.5<0>\n"
+                     "nccl-allreduce ranks=16 bytes=1073741824 busbw_GBps=2.1 exact=True\n")
+
+
+@pytest.mark.parametrize(("log", "status", "detail"), [
+    (NCCL_OVER_IB, "pass", "bus bandwidth 361.2 GB/s"),
+    (NCCL_OVER_SOCKETS, "fail", "NCCL did not use InfiniBand"),
+], ids=["infiniband", "sockets"])
+def test_nccl_is_the_only_writer_and_cleans_up(live: World, monkeypatch: pytest.MonkeyPatch, log: str, status: str,
+                                               detail: str) -> None:
     monkeypatch.setattr(nccl, "POLL_SECONDS", 0.0)
     jobs, health = "/apis/batch/v1/namespaces/gpucluster-health/jobs", "/api/v1/namespaces/gpucluster-health"
     live.kube.routes.update({
         f"POST {health}/services": (201, {"kind": "Service"}), f"POST {jobs}": (201, {"kind": "Job"}),
         f"{jobs}/*": {"kind": "Job", "status": {"succeeded": 2}},
         f"{health}/pods": {"metadata": {}, "items": [{"metadata": {"name": "gpucluster-nccl-0-abc"}}]},
-        f"{health}/pods/gpucluster-nccl-0-abc/log": "NCCL INFO NET/IB : Using [0]mlx5_ib0:1/IB\n"
-                                                     "nccl-allreduce ranks=16 bytes=1073741824 busbw_GBps=361.2 "
-                                                     "exact=True\n",
+        f"{health}/pods/gpucluster-nccl-0-abc/log": log,
         f"DELETE {jobs}/*": {"kind": "Status"}, f"DELETE {health}/services/*": {"kind": "Status"},
     })
     code, doc = live.run("--json", "--nccl")
-    assert code == 0, verdicts(doc, "fail")
     [result] = [r for r in doc["results"] if r["check"] == "cluster.nccl"]
-    assert result["status"] == "pass" and "361.2 GB/s" in result["detail"]
+    assert (code, result["status"]) == ((0, "pass") if status == "pass" else (1, "fail"))
+    assert detail in result["detail"]
     writes = [(m, p.split("?")[0].rsplit("/", 1)[0] if m == "DELETE" else p) for m, p in live.writes()]
     assert writes == [("POST", f"{health}/services"), ("POST", jobs), ("DELETE", jobs), ("DELETE", f"{health}/services")]
     assert live.arm.received and all(m == "GET" for m, _ in live.arm.received)

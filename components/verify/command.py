@@ -51,17 +51,24 @@ class Options:
     now: datetime
 
 
-def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: Options) -> list[Result]:
-    """Every read-only check, in order; one check's failure to read does not stop the others."""
+def _unreachable() -> tuple[type[Exception], ...]:
+    """What a service that does not answer, or refuses the credentials, raises."""
     from azure.core.exceptions import AzureError
     from urllib3.exceptions import HTTPError
 
+    from components.verify.kube import KubeError
+
+    return AzureError, KubeError, HTTPError, OSError
+
+
+def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: Options) -> list[Result]:
+    """Every read-only check, in order; one check's failure to read does not stop the others."""
     from components.verify import check_addons, check_capacity, check_expiry, check_images, check_nics, check_nodes
     from components.verify import check_registrations as registrations
     from components.verify.arm import Arm
     from components.verify.check_registry import check_registry
     from components.verify.check_scale_sets import check_scale_sets
-    from components.verify.kube import Kube, KubeError
+    from components.verify.kube import Kube
     from components.verify.readonly import WriteRefusedError
     from components.verify.results import guarded
 
@@ -82,8 +89,7 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
         ("cluster.bootstrap-token", lambda: check_expiry.check_tokens(kube, options.now, options.window)),
         ("cluster.certificates", lambda: check_expiry.check_certificates(kube, options.now, options.window)),
     ]
-    unreachable = (AzureError, KubeError, HTTPError, OSError)
-    return [result for name, check in checks for result in guarded(name, check, WriteRefusedError, unreachable)]
+    return [result for name, check in checks for result in guarded(name, check, WriteRefusedError, _unreachable())]
 
 
 def _plan(stack: str) -> tuple[str, ClusterPlan]:
@@ -105,7 +111,8 @@ def verify_command(args: argparse.Namespace, console: Console, errors: Console,
                    azure_factory: Callable[[str | None, str | None], AzureAccess] = _default_azure) -> int:
     from components.verify import report
     from components.verify.connect import kube_api_client, kubeconfig_path
-    from components.verify.results import failures
+    from components.verify.readonly import WriteRefusedError
+    from components.verify.results import failures, guarded
 
     try:
         bad = [Problem("--feature", f"{f!r}: give it as Microsoft.<Namespace>/<FeatureName>")
@@ -124,9 +131,11 @@ def verify_command(args: argparse.Namespace, console: Console, errors: Console,
     options = Options(args.feature, timedelta(days=args.expiry_days), datetime.now(UTC))
     results = run_checks(plan, azure, api_client, options)
     if args.nccl:
-        from components.verify.nccl import run_nccl
+        from components.verify.nccl import NcclError, run_nccl
 
-        results += run_nccl(plan, kubeconfig_path(args.kubeconfig), args.context, api_client)
+        config = kubeconfig_path(args.kubeconfig)
+        results += guarded("cluster.nccl", lambda: run_nccl(plan, config, args.context, api_client),
+                           WriteRefusedError, (*_unreachable(), NcclError))
     cluster = str(api_client.configuration.host)
     if args.json:
         report.print_json(console, name, azure.subscription, cluster, results)

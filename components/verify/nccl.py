@@ -103,6 +103,10 @@ def pick_domain(plan: ClusterPlan, nodes: list[dict[str, Any]]) -> tuple[str, Po
     return None
 
 
+class NcclError(Exception):
+    """The API server refused one of the run's writes."""
+
+
 class Writer:
     """The writes of one run, through an unguarded client of their own."""
 
@@ -119,7 +123,7 @@ class Writer:
         response = self._api.call_api(*serialized, _request_timeout=60)
         response.read()
         if response.status >= 400 and not (method == "DELETE" and response.status == 404):
-            raise RuntimeError(f"{method} {path}: HTTP {response.status}")
+            raise NcclError(f"{method} {path}: HTTP {response.status}")
         return json.loads(response.data) if response.data and response.data[:1] in (b"{", b"[") else response.data
 
 

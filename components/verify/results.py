@@ -55,8 +55,13 @@ def guarded(name: str, run: Callable[[], list[Result]], refused: type[Exception]
     try:
         return run()
     except refused as error:
-        return [Result(name, "read-only guard", "fail", f"refused a write before it was sent: {error}",
-                       "nothing was changed; report this (a check must only read)", "components/verify/readonly.py")]
+        fix = "nothing was changed; report this (a check must only read)"
+        if "/register" in str(error):
+            namespace = str(error).split("/providers/")[-1].split("/register")[0]
+            fix = (f"nothing was changed: the ARM SDK answers MissingSubscriptionRegistration by registering the "
+                   f"provider itself; register it: az provider register --namespace {namespace} --wait")
+        return [Result(name, "read-only guard", "fail", f"refused a write before it was sent: {error}", fix,
+                       "components/verify/readonly.py")]
     except unreachable as error:
         text = " ".join(str(error).split())[:400]
         return [Result(name, "request", "fail", f"could not read: {type(error).__name__}: {text}",
