@@ -139,6 +139,24 @@ def test_a_deployed_stack_passes_every_check_with_reads_only(live: World) -> Non
         f"{s.name}/networkInterfaces?api-version=2018-10-01" for _, s in expected.scale_sets(live.plan))
 
 
+def test_the_dev_stack_verifies_with_secondary_addresses(live: World) -> None:
+    """dev takes single secondary addresses (Cilium's Azure IPAM) and has no InfiniBand: no NIC list to read, no
+    prefix IPAM controller, nothing for the InfiniBand check."""
+    dev = ROOT / "stacks" / "Pulumi.dev.yaml"
+    original = live.stack, live.plan
+    live.stack, live.plan = dev, plan_cluster(load_stack_file(dev, "dev").spec)
+    try:
+        live.reset()
+        code, doc = live.run("--json")
+    finally:
+        live.stack, live.plan = original
+    assert (code, verdicts(doc, "fail")) == (0, [])
+    assert [(r["check"], r["subject"]) for r in verdicts(doc, "skip")] == [("azure.nics", "every pool"),
+                                                                           ("cluster.infiniband", "every pool")]
+    assert not any("networkInterfaces" in p for _, p in live.arm.received)
+    assert live.writes() == []
+
+
 def _arm(world: World, path_end: str) -> Any:
     return next(v for k, v in world.arm.routes.items() if k.endswith(path_end))
 
@@ -290,6 +308,15 @@ def test_the_serving_certificate_is_read_from_the_handshake(world: World) -> Non
     assert {r["subject"].split(" (")[0] for r in failed} == {"API server serving certificate", "kubeconfig CA",
                                                              "kubeconfig client certificate"}
     assert all("expires in 4 day(s)" in r["detail"] for r in failed)
+
+
+def test_an_answer_of_an_unexpected_shape_fails_its_check_only(live: World) -> None:
+    _kube(live, "/apis/apps/v1/namespaces/kube-system/daemonsets/cilium")["status"]["numberReady"] = "most"
+    code, doc = live.run("--json")
+    assert code == 1
+    assert [(r["check"], r["detail"]) for r in verdicts(doc, "fail")] == [
+        ("cluster.cni", "the check could not interpret what it read: ValueError: invalid literal for int() with base "
+                        "10: 'most'")]
 
 
 def test_a_prefix_stack_without_a_feature_name_says_what_it_could_not_read(live: World, tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ def _infiniband(plan: ClusterPlan, groups: dict[str, Group]) -> list[Result]:
         else:
             results.append(INFINIBAND.passed(f"pool {pool.name}", f"{len(nodes)} node(s): RDMA devices and verbs "
                                                                   "modules seen from the NFD worker pod"))
-    return results
+    return results or [INFINIBAND.skipped("every pool", "no InfiniBand pool in the plan")]
 
 
 def _confidential(plan: ClusterPlan, groups: dict[str, Group]) -> list[Result]:
@@ -165,4 +165,4 @@ def _confidential(plan: ClusterPlan, groups: dict[str, Group]) -> list[Result]:
         else:
             results.append(CONFIDENTIAL.passed(f"pool {pool.name}", f"{len(nodes)} node(s) attested, CC on, "
                                                                     f"{FDE_KERNEL_SUFFIX} kernel"))
-    return results
+    return results or [CONFIDENTIAL.skipped("every pool", "no confidential pool in the plan")]

@@ -22,7 +22,7 @@ def check_providers(arm: Arm, plan: ClusterPlan) -> list[Result]:
     results = []
     for namespace in expected.providers(plan):
         try:
-            state = arm.resources.providers.get(namespace).registration_state
+            state = arm.resources.providers.get(namespace).registration_state or "unknown"
         except not_found():
             state = "NotFound"
         if state == "Registered":
@@ -41,7 +41,7 @@ def wanted_features(plan: ClusterPlan, given: list[str]) -> tuple[list[tuple[str
     for text in given:
         match = FEATURE_NAME.match(text)
         if match is None:  # the command line refuses these before any check runs
-            continue
+            raise ValueError(f"--feature {text!r} is not Microsoft.<Namespace>/<FeatureName>")
         wanted.append((match["namespace"], match["name"], "--feature"))
     if plan.prefix_mode:
         record = plan.spec.network.prefix_on_nic_onboarding
@@ -68,7 +68,8 @@ def check_features(arm: Arm, plan: ClusterPlan, given: list[str]) -> list[Result
     for namespace, name, origin in wanted:
         subject = f"{namespace}/{name}"
         try:
-            state = arm.features.features.get(namespace, name).properties.state
+            properties = arm.features.features.get(namespace, name).properties
+            state = (properties.state if properties is not None else None) or "unknown"
         except not_found():
             state = "NotFound"
         source = f"feature name from {origin}"

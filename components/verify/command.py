@@ -6,7 +6,6 @@ Imported by the command line for its parser; the Azure SDKs and the Kubernetes c
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
     from components.verify.results import Result
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-FEATURE = re.compile(r"^Microsoft\.[A-Za-z]+/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def add_parser(sub: Any) -> None:
@@ -110,13 +108,14 @@ def _default_azure(subscription: str | None, endpoint: str | None) -> AzureAcces
 def verify_command(args: argparse.Namespace, console: Console, errors: Console,
                    azure_factory: Callable[[str | None, str | None], AzureAccess] = _default_azure) -> int:
     from components.verify import report
+    from components.verify.check_registrations import FEATURE_NAME
     from components.verify.connect import kube_api_client, kubeconfig_path
     from components.verify.readonly import WriteRefusedError
     from components.verify.results import failures, guarded
 
     try:
         bad = [Problem("--feature", f"{f!r}: give it as Microsoft.<Namespace>/<FeatureName>")
-               for f in args.feature if not FEATURE.match(f)]
+               for f in args.feature if not FEATURE_NAME.match(f)]
         if args.expiry_days < 0:
             bad.append(Problem("--expiry-days", f"must be >= 0 (got {args.expiry_days})"))
         if bad:

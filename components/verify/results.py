@@ -67,3 +67,7 @@ def guarded(name: str, run: Callable[[], list[Result]], refused: type[Exception]
         return [Result(name, "request", "fail", f"could not read: {type(error).__name__}: {text}",
                        "check the credentials' read access and the network path to the service, then run again",
                        "")]
+    except Exception as error:  # an answer of a shape the check does not expect: its verdict, not a traceback
+        text = " ".join(str(error).split())[:400]
+        return [Result(name, "check", "fail", f"the check could not interpret what it read: {type(error).__name__}: "
+                       f"{text}", "report this with the --json output", "")]
