@@ -16,8 +16,10 @@ from components.verify.results import Check, Result
 DNS = Check("cluster.dns", "components/kubernetes/objects/dns.py (Deployment coredns, Service kube-dns at the plan's "
                            "dns_service_ip, the kubelets' clusterDNS); EndpointSlices' conditions.ready "
                            "(discovery.k8s.io/v1)")
-CNI = Check("cluster.cni", "Cilium 1.20 chart: DaemonSet kube-system/cilium, Deployment cilium-operator "
-                           "(components/kubernetes/add_ons.py); prefix mode: components/kubernetes/objects/prefix_ipam.py")
+CNI = Check("cluster.cni", "cilium/cilium install/kubernetes/cilium/templates/cilium-agent/daemonset.yaml (DaemonSet "
+                           "cilium) and cilium-operator/deployment.yaml (Deployment cilium-operator), released in the "
+                           "release's namespace, kube-system (components/kubernetes/add_ons.py); prefix mode: "
+                           "components/kubernetes/objects/prefix_ipam.py")
 IMAGES = Check("cluster.images", "components/planning/registry.py (every rendered image is served by the cluster's "
                                  "registry); kubelet's image-pull waiting reasons (ErrImagePull, ImagePullBackOff, "
                                  "InvalidImageName)")
