@@ -15,7 +15,7 @@ PIP := $(BIN)/pip install --disable-pip-version-check --progress-bar on
 $(RUNTIME): pyproject.toml
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "==> [2/2] installing what planning needs (pulumi, pulumi-azure-native, ...: about 560 MB, a few minutes on a fresh machine)"
+	@echo "==> [2/2] installing what planning needs (pulumi, pulumi-azure-native, ...: about 730 MB, a few minutes on a fresh machine)"
 	$(PIP) -e .
 	@touch $@
 	@echo "==> ready: $(BIN)/gpucluster"

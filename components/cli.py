@@ -1,4 +1,5 @@
-"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack, `diff` two plans."""
+"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack, `diff` two plans,
+`verify` a deployed stack against its plan."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from rich.console import Console
 from components.diff.command import add_parser as add_diff_parser
 from components.diff.command import cmd_diff
 from components.errors import Problem, SpecError
+from components.verify.command import add_parser as add_verify_parser
+from components.verify.command import cmd_verify
 
 if TYPE_CHECKING:
     from components.spec import StackFile
@@ -212,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
                                            "(default: the pack's defaults, no preflight)")
     judged_by.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
     add_diff_parser(sub)
+    add_verify_parser(sub)
     return top
 
 
@@ -219,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
-    handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff}[args.command]
+    handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff, "verify": cmd_verify}[args.command]
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         # A SIGINT ignored on entry stays ignored: a shell without job control starts background jobs that way so
         # that Ctrl-C at the terminal stops only the foreground (POSIX, Shell Command Language 2.11).
