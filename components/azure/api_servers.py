@@ -7,16 +7,14 @@ import base64
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
+from components.azure.node_images import ImageIds
+from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG, machine_tags
 from components.bootstrap.apiserver import render_apiserver_cloud_init
 from components.bootstrap.from_plan import APISERVER_PKI_CAS, APISERVER_PKI_LEAVES, apiserver_bootstrap, apiserver_pki_paths
-from components.bootstrap.node import install_script
-from components.catalog.images import UBUNTU_2204
 from components.planning.cluster_plan import ClusterPlan
-
-API_SCALE_SET = "apiserver"
+from components.planning.node_images import API_SCALE_SET
 
 
 def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
@@ -38,15 +36,15 @@ def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
 def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str], subnet_id: pulumi.Input[str],
                          backend_pool_id: pulumi.Input[str], probe_id: pulumi.Input[str],
                          resource_group_name: pulumi.Input[str], pki: ClusterPki, token: pulumi.Output[str],
-                         access: NodeAccess, opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
+                         access: NodeAccess, images: ImageIds,
+                         opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
     spec, cp = plan.spec, plan.control_plane
     files = _pki_outputs(pki)
     keys = sorted(files)
 
     def render(values: list[str]) -> str:
         text = render_apiserver_cloud_init(
-            apiserver_bootstrap(plan, dict(zip(keys, values[:-1], strict=True)), values[-1]),
-            install_script(spec.kubernetes_version))
+            apiserver_bootstrap(plan, dict(zip(keys, values[:-1], strict=True)), values[-1]))
         return base64.b64encode(text.encode()).decode()
 
     custom_data = pulumi.Output.secret(pulumi.Output.all(*(files[k] for k in keys), token).apply(render))
@@ -65,7 +63,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                 computer_name_prefix=API_SCALE_SET, admin_username=access.admin_username, custom_data=custom_data,
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=image_reference(UBUNTU_2204),
+                image_reference=gallery_image(images.of(plan.images.machines[API_SCALE_SET])),
                 os_disk=azure.compute.VirtualMachineScaleSetOSDiskArgs(
                     create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=128,
                     managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(

@@ -60,6 +60,29 @@ class BootChange:
     """False when the resource ignores changes to its boot document (it keeps the one it was created with)."""
 
 
+@dataclass(frozen=True)
+class ImageChange:
+    """A scale set or VM whose node image version changes between the plans."""
+
+    resource: str
+    type: str
+    before: str
+    after: str
+    applies: str
+    """How Azure applies it, in words (docs/images.md, "Rolling out a new version")."""
+
+
+IMAGE_PATHS = {SCALE_SET: "virtualMachineProfile.storageProfile.imageReference.id",
+               "azure-native:compute:VirtualMachine": "storageProfile.imageReference.id"}
+NEW_INSTANCES_ONLY = ("new and reimaged instances only: the scale set's upgradePolicy is Manual (\"Nothing happens "
+                      "automatically to the existing virtual machines when changes occur to the scale set model. New "
+                      "instances added to the scale set use the most update-to-date model available\", azure-compute-docs "
+                      "articles/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-policy.md); roll the pool "
+                      "by docs/images.md")
+NOT_APPLIED = ("not applied: the member keeps the image it was created with (Azure refuses to change a VM's image, "
+               "so the member ignores it); replace members one at a time (docs/operations.md)")
+
+
 @dataclass
 class PlanDiff:
     base: str
@@ -67,6 +90,7 @@ class PlanDiff:
     changes: list[Change] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     boot: list[BootChange] = field(default_factory=list)
+    images: list[ImageChange] = field(default_factory=list)
     boot_files: dict[str, Any] | None = None
     capacity: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -82,9 +106,10 @@ class PlanDiff:
         return {"base": self.base, "head": self.head,
                 "summary": {a: self.count(a) for a in ("create", "update", "replace", "delete")}
                 | {"errors": len(self.errors), "warnings": len(self.flags) - len(self.errors),
-                   "bootDocuments": len(self.boot)},
+                   "bootDocuments": len(self.boot), "nodeImages": len(self.images)},
                 "changes": [asdict(c) | {"name": c.name} for c in self.changes],
                 "flags": [asdict(f) for f in self.flags], "boot": [asdict(b) for b in self.boot],
+                "images": [asdict(i) for i in self.images],
                 "bootFiles": self.boot_files, "capacity": self.capacity, "notes": self.notes}
 
 
@@ -257,6 +282,28 @@ def _boot_files(base: Side, head: Side, result: PlanDiff) -> None:
                          "removed": sorted(set(base.boot) - set(head.boot)), "changed": changed}
 
 
+def image_of(state: dict[str, Any]) -> str | None:
+    """`<definition> <version>` of a gallery image version id (`.../images/<definition>/versions/<version>`)."""
+    path = IMAGE_PATHS.get(str(state.get("type")))
+    value = _get(state.get("inputs") or {}, path) if path else None
+    if not isinstance(value, str) or "/images/" not in value or "/versions/" not in value:
+        return None
+    definition, _, version = value.rsplit("/images/", 1)[1].partition("/versions/")
+    return f"{definition} {version}"
+
+
+def _images(base: Side, head: Side, result: PlanDiff) -> None:
+    for urn in sorted(set(base.resources) & set(head.resources)):
+        old, new = base.resources[urn], head.resources[urn]
+        before, after = image_of(old), image_of(new)
+        if before is None or after is None or before == after:
+            continue
+        ignored = [str(i) for i in new.get("ignoreChanges") or []]
+        applied = not any(_under(IMAGE_PATHS[new["type"]], i) for i in ignored)
+        result.images.append(ImageChange(urn.rsplit("::", 1)[-1], new["type"], before, after,
+                                          NEW_INSTANCES_ONLY if applied and new["type"] == SCALE_SET else NOT_APPLIED))
+
+
 def diff_sides(base: Side, head: Side) -> PlanDiff:
     result = PlanDiff(base.label, head.label)
     for urn in sorted(set(base.resources) | set(head.resources)):
@@ -270,6 +317,7 @@ def diff_sides(base: Side, head: Side) -> PlanDiff:
             if change is not None:
                 result.changes.append(change)
     _flags(result, base, head)
+    _images(base, head, result)
     _boot_files(base, head, result)
     result.boot.sort(key=lambda b: (b.type, b.resource))
     result.capacity = capacity_delta(base, head)

@@ -50,6 +50,9 @@ _PATH_PARAMETERS: dict[str, tuple[str, ...]] = {
     "authorization:RoleAssignment": ("scope", "roleAssignmentName"),
     "keyvault:Vault": ("resourceGroupName", "vaultName"),
     "keyvault:Key": ("resourceGroupName", "vaultName", "keyName"),
+    "compute:Gallery": ("resourceGroupName", "galleryName"),
+    "compute:GalleryImage": ("resourceGroupName", "galleryName", "galleryImageName"),
+    "virtualmachineimages:VirtualMachineImageTemplate": ("resourceGroupName", "imageTemplateName"),
 }
 
 # Body properties that replace: forceNewMap entries and create-only top-level properties.
@@ -90,6 +93,12 @@ _VMSS_IMAGE_IDENTITY = tuple(Refusal(
     f"Azure refuses to change a scale set's image {key} (\"Changing property 'imageReference.{key}' is not allowed\", "
     "MicrosoftDocs/azure-docs#50063); only the version may change",
     "put the new image in a new pool, move the workloads, then remove the old pool") for key in ("publisher", "offer", "sku"))
+_IMAGE_TEMPLATE = tuple(Refusal(
+    key, "Image Builder refuses to change an image template (\"Conflict. Details: Update/Upgrade of image templates is "
+    "currently not supported\", azure-compute-docs articles/virtual-machines/linux/image-builder-troubleshoot.md), and "
+    "the version it distributed already exists in the gallery: a version is built once",
+    "name a new version for the changed bake: cluster.images.<definition>.version (docs/images.md, \"Building an "
+    "image\")") for key in ("customize", "source", "distribute"))
 _DAEMONSET_SELECTOR = Refusal(
     "spec.selector", "a DaemonSet's selector is immutable (kube-apiserver ValidateDaemonSetUpdate), and "
     "pulumi-kubernetes' forceNew table lists the kind as `Daemonset`, so the change is sent as an update",
@@ -98,6 +107,7 @@ _DAEMONSET_SELECTOR = Refusal(
 REFUSED: dict[str, tuple[Refusal, ...]] = {
     "azure-native:compute:VirtualMachine": (_VM_ZONE, _VM_OS_PROFILE, _VM_IMAGE),
     "azure-native:compute:VirtualMachineScaleSet": (_VM_ZONE, *_VMSS_IMAGE_IDENTITY),
+    "azure-native:virtualmachineimages:VirtualMachineImageTemplate": _IMAGE_TEMPLATE,
     "kubernetes:apps/v1:DaemonSet": (_DAEMONSET_SELECTOR,),
 }
 

@@ -21,7 +21,7 @@ from components.bootstrap.from_plan import (
     etcd_member_certificates,
     node_bootstrap,
 )
-from components.bootstrap.node import install_script, render_cloud_init
+from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan
 
 BOOT_DIR = "boot"
@@ -43,11 +43,9 @@ def _pki_marker(path: str) -> str:
 
 def boot_documents(plan: ClusterPlan) -> dict[str, str]:
     """File name -> #cloud-config text, for the API servers, each etcd member and each scale set."""
-    spec = plan.spec
     token = secret("bootstrap token")
     documents = {"apiserver.yaml": render_apiserver_cloud_init(
-        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, token),
-        install_script(spec.kubernetes_version))}
+        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, token))}
     snapshot_url = at_deploy("https://<snapshot storage account>.blob.core.windows.net/etcd-snapshots")
     for etcd in (plan.control_plane.etcd, plan.control_plane.events):
         if etcd is None:

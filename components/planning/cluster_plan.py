@@ -14,6 +14,7 @@ from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
+from components.planning.node_images import NodeImagesPlan, plan_node_images
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import QuotaNeed, plan_quota, quota_problems
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
@@ -36,6 +37,7 @@ class ClusterPlan:
     scheduling: SchedulingPlan
     balloons: tuple[BalloonPlan, ...]
     versions: VersionPlan
+    images: NodeImagesPlan
     first_boot: FirstBoot | None = None
     first_up: FirstUpPlan | None = None
     """Where `pulumi up` reaches the API server from and its readiness wait (None when the layer is off)."""
@@ -80,17 +82,20 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
     balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
     versions = _attempt(lambda: plan_versions(spec), problems)
+    images = (_attempt(lambda: plan_node_images(spec, pools, control_plane), problems)
+              if pools is not None and control_plane is not None else None)
     first_up = (_attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems)
                 if spec.in_cluster.enabled and ip is not None else None)
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
-            or balloons is None or versions is None or (spec.in_cluster.enabled and first_up is None) or problems):
+            or balloons is None or versions is None or images is None
+            or (spec.in_cluster.enabled and first_up is None) or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
     if shortfall := quota_problems(quota, spec.location):
         raise SpecError(shortfall)
-    plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions)
+    plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions, images)
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
