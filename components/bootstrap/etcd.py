@@ -249,7 +249,7 @@ def snapshot_script(b: EtcdBootstrap) -> str:
         "token_answer() {",
         f"  curl -fsS --connect-timeout 10 -H Metadata:true '{IMDS_TOKEN}'",
         "}",
-        "token=$(retry 5 token_answer | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')",
+        "token=$(retry 5 token_answer | sed -E 's/.*\"access_token\"[[:space:]]*:[[:space:]]*\"([^\"]+)\".*/\\1/')",
         "put_block() {",
         f'  curl -fsS --connect-timeout 10 --upload-file "$1" {auth} "{blob}?comp=block&blockid=$2"',
         "}",
