@@ -166,7 +166,10 @@ class NodeImages(pulumi.ComponentResource):
             build_timeout_in_minutes=BUILD_TIMEOUT_MINUTES,
             auto_run=azure.virtualmachineimages.ImageTemplateAutoRunArgs(state="Enabled"),
             tags={**tags, BUNDLE_TAG: bundle.sha256},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on))
+            # The replica count is planned from the VMs that boot the version at its build; later pool sizes must not
+            # touch a built template. Raise replicas of a built version with `az sig image-version update` (docs/images.md).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on,
+                                        ignore_changes=["distribute[0].targetRegions[0].replicaCount"]))
         return command.local.Command(
             f"{name}-{image.definition}-built", create=WAIT_SCRIPT, interpreter=["/bin/bash", "-c"],
             environment=pulumi.Output.all(resource_group_name, self.gallery.name).apply(lambda args: {

@@ -202,9 +202,11 @@ def _flags(result: PlanDiff, base: Side, head: Side) -> None:
                                   f"pin it where it is: cluster.network.pinnedBlocks.{block}: {before} "
                                   "(docs/ip-plan.md)"))
         if change.action == "update":
+            reported: set[str] = set()
             for path in change.paths:
                 refusal = refused(change.type, path)
-                if refusal is not None:
+                if refusal is not None and refusal.prefix not in reported:
+                    reported.add(refusal.prefix)  # one line per refused property, however many leaves it has
                     flags.append(Flag("error", "refused-by-azure", change.name, f"{path}: {refusal.why}",
                                       refusal.procedure))
         if change.action in ("update", "replace") and old and new:

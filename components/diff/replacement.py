@@ -9,6 +9,10 @@ The providers decide, not this file; each rule names where its provider says so:
   `provider/pkg/gen/replacement.go`). A create-only property nested in a type does not replace.
 - kubernetes (pulumi/pulumi-kubernetes `provider/pkg/provider/diff.go`, forceNew): `.metadata.name` and
   `.metadata.namespace` on every kind, plus a per-kind list.
+- command (pulumi/pulumi-command, `local.Command`): with no `update` command, as the library declares them, any
+  changed input replaces the resource, running `create` again (SDK 1.2.1 `local/command.py`, `triggers`: "If the
+  `update` command was provided the resource will be updated, otherwise it will be replaced using the `create`
+  command").
 - tls and random are bridged Terraform providers whose arguments are RequiresReplace
   (hashicorp/terraform-provider-tls `internal/provider/resource_*.go`; only `early_renewal_hours` updates).
 
@@ -28,6 +32,7 @@ _COMPUTE_LOCATION = ("azure-rest-api-specs Microsoft.Compute ComputeRP common Re
                      "x-ms-mutability [read, create] -> ForceNew (pulumi-azure-native gen/properties.go)")
 _K8S = "pulumi-kubernetes provider/pkg/provider/diff.go (forceNew)"
 _TLS = "terraform-provider-tls internal/provider/resource_*.go (RequiresReplace)"
+_COMMAND = "pulumi-command local.Command without `update`: a changed input replaces it (SDK 1.2.1 local/command.py)"
 _RANDOM = "terraform-provider-random internal/provider/resource_*.go (RequiresReplace; `keepers` among them)"
 
 # PUT path parameters as the SDK names them, per azure-native type (module:Kind).
@@ -160,6 +165,8 @@ def replacing(resource_type: str, path: str) -> str | None:
         return None if path.startswith("earlyRenewalHours") else _TLS
     if provider == "random":
         return _RANDOM
+    if provider == "command":
+        return _COMMAND
     return None
 
 
