@@ -215,3 +215,25 @@ def test_every_scale_set_and_vm_boots_its_gallery_version_after_the_build(prod_r
                   f"Microsoft.Compute/galleries/prod.node.images/images/{image.definition}/versions/{image.version}"}
         # The scale set waits for the build: Image Builder returns before the version exists.
         assert any(d.endswith(f"::prod-images-{image.definition}-built") for d in machine.dependencies), name
+
+
+def test_image_builders_identity_holds_exactly_the_image_creation_role(prod_run: ProgramRun) -> None:
+    """Image Builder distributes with the template's user-assigned identity: the custom role of
+    image-builder-permissions-cli.md (Azure/azvmimagebuilder solutions/12_Creating_AIB_Security_Roles/
+    aibRoleImageCreation.json), scoped to the resource group that holds the gallery, and assigned to that identity."""
+    (role,) = [r for r in _of(prod_run, "azure-native:authorization:RoleDefinition") if "-images-" in r.name]
+    assert role.inputs["permissions"] == [{"actions": [
+        "Microsoft.Compute/galleries/read", "Microsoft.Compute/galleries/images/read",
+        "Microsoft.Compute/galleries/images/versions/read", "Microsoft.Compute/galleries/images/versions/write",
+        "Microsoft.Compute/images/write", "Microsoft.Compute/images/read", "Microsoft.Compute/images/delete"]}]
+    scope = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/gpucluster-prod"
+    assert role.inputs["scope"] == scope and role.inputs["assignableScopes"] == [scope]
+    (identity,) = [r for r in _of(prod_run, "azure-native:managedidentity:UserAssignedIdentity")
+                   if r.name == "prod-images-builder"]
+    (assignment,) = [r for r in _of(prod_run, "azure-native:authorization:RoleAssignment") if "-images-" in r.name]
+    assert assignment.inputs["roleDefinitionId"].endswith(role.inputs["roleDefinitionId"])
+    assert assignment.inputs["scope"] == scope
+    for template in _of(prod_run, TEMPLATE):
+        (used,) = template.inputs["identity"]["userAssignedIdentities"]
+        assert "/prod-images-builder" in used, used  # the mock id carries the resource name
+        assert identity.urn in template.dependencies

@@ -35,7 +35,8 @@ IMAGE_BUILDER_ACTIONS = (
     "Microsoft.Compute/images/delete",
 )
 """The custom role Image Builder's identity needs to distribute to a gallery (image-builder-permissions-cli.md,
-"Azure Image Builder Service Image Creation Role")."""
+"Azure Image Builder Service Image Creation Role"; the same actions in Azure/azvmimagebuilder
+solutions/12_Creating_AIB_Security_Roles/aibRoleImageCreation.json)."""
 BUILD_TIMEOUT_MINUTES = 240
 BUNDLE_TAG = "gpucluster-bake-sha256"
 WAIT_SCRIPT = r"""#!/usr/bin/env bash
