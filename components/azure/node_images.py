@@ -165,7 +165,8 @@ class NodeImages(pulumi.ComponentResource):
                     name=location, replica_count=version.replicas, storage_account_type="Standard_ZRS")])],
             vm_profile=azure.virtualmachineimages.ImageTemplateVmProfileArgs(vm_size=definition.build_vm_size),
             build_timeout_in_minutes=BUILD_TIMEOUT_MINUTES,
-            auto_run=azure.virtualmachineimages.ImageTemplateAutoRunArgs(state="Enabled"),
+            auto_run=azure.virtualmachineimages.ImageTemplateAutoRunArgs(
+                state=azure.virtualmachineimages.AutoRunState.AUTO_RUN_ENABLED),
             tags={**tags, BUNDLE_TAG: bundle.sha256},
             # The replica count is planned from the VMs that boot the version at its build; later pool sizes must not
             # touch a built template. Raise replicas of a built version with `az sig image-version update` (docs/images.md).

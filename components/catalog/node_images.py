@@ -38,9 +38,11 @@ NVIDIA_BRANCH = "580"
 """R580, a production branch and NVIDIA's long-term support branch (docs.nvidia.com/datacenter/tesla/drivers/
 driver-lifecycle.html: "Every LTSB is a production branch"; LTSBs get fixes for 3 years). CUDA 13.0 needs
 driver >= 580.65.06 and CUDA 12.x runs on it by minor-version compatibility (CUDA Toolkit release notes, table
-"CUDA Toolkit and Corresponding Driver Versions"). The GPU image takes it with DKMS-built open modules from NVIDIA's
-CUDA repository, as Azure/azhpc-images does; the confidential image takes Canonical's signed precompiled modules
-for the -azure-fde kernel, as Azure/az-cgpu-onboarding does (docs/confidential.md)."""
+"CUDA Toolkit and Corresponding Driver Versions"). The GPU image takes Ubuntu's `-server-open` build with
+DKMS-built modules for the base image's held kernel, and Ubuntu's fabric manager, which depends on
+nvidia-kernel-common-580-server at the driver's exact version (Launchpad bug 2129682); the confidential image takes
+Canonical's signed precompiled modules for the -azure-fde kernel, as Azure/az-cgpu-onboarding does
+(docs/confidential.md)."""
 
 GALLERY_PUBLISHER = "gpucluster"
 GALLERY_OFFER = "node-images"
