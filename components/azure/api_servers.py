@@ -7,7 +7,8 @@ import base64
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
+from components.azure.node_images import ImageIds
+from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
 from components.azure.tags import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG, machine_tags
@@ -19,11 +20,8 @@ from components.bootstrap.from_plan import (
     apiserver_bootstrap,
     apiserver_pki_paths,
 )
-from components.bootstrap.node import install_script
-from components.catalog.images import UBUNTU_2204
 from components.planning.cluster_plan import ClusterPlan
-
-API_SCALE_SET = "apiserver"
+from components.planning.node_images import API_SCALE_SET
 
 
 def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
@@ -45,7 +43,7 @@ def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
 def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str], subnet_id: pulumi.Input[str],
                          backend_pool_id: pulumi.Input[str], probe_id: pulumi.Input[str],
                          resource_group_name: pulumi.Input[str], pki: ClusterPki, token: pulumi.Output[str],
-                         access: NodeAccess, registry: RegistryAccess,
+                         access: NodeAccess, registry: RegistryAccess, images: ImageIds,
                          opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
     spec, cp = plan.spec, plan.control_plane
     files = _pki_outputs(pki)
@@ -54,8 +52,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
     def render(values: list[str]) -> str:
         *pems, token_value, client_id, tenant = values
         text = render_apiserver_cloud_init(
-            apiserver_bootstrap(plan, dict(zip(keys, pems, strict=True)), token_value, PullIdentity(client_id, tenant)),
-            install_script(spec.kubernetes_version))
+            apiserver_bootstrap(plan, dict(zip(keys, pems, strict=True)), token_value, PullIdentity(client_id, tenant)))
         return base64.b64encode(text.encode()).decode()
 
     custom_data = pulumi.Output.secret(pulumi.Output.all(
@@ -77,7 +74,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                 computer_name_prefix=API_SCALE_SET, admin_username=access.admin_username, custom_data=custom_data,
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=image_reference(UBUNTU_2204),
+                image_reference=gallery_image(images.of(plan.images.machines[API_SCALE_SET])),
                 os_disk=azure.compute.VirtualMachineScaleSetOSDiskArgs(
                     create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=128,
                     managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(

@@ -11,16 +11,15 @@ import pulumi_azure_native as azure
 
 from components.azure.confidential_key import ConfidentialDiskKey
 from components.azure.network import NetworkRefs
+from components.azure.node_images import ImageIds
 from components.azure.node_scale_set import NodeScaleSet
 from components.azure.tags import base_tags
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
 from components.bootstrap.node import render_cloud_init
-from components.catalog.images import UBUNTU_HPC_2204
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_template import scale_set_tags, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
-from components.spec import ImageRef
 
 
 @dataclass(frozen=True)
@@ -41,9 +40,9 @@ class NodeAccess:
     ssh_public_keys: list[pulumi.Input[str]]
 
 
-def image_reference(image: ImageRef) -> azure.compute.ImageReferenceArgs:
-    return azure.compute.ImageReferenceArgs(publisher=image.publisher, offer=image.offer, sku=image.sku,
-                                            version=image.version)
+def gallery_image(version_id: pulumi.Input[str]) -> azure.compute.ImageReferenceArgs:
+    """A version of one of the cluster's own gallery images (components/azure/node_images.py)."""
+    return azure.compute.ImageReferenceArgs(id=version_id)
 
 
 def linux_configuration(access: NodeAccess) -> azure.compute.LinuxConfigurationArgs:
@@ -118,14 +117,8 @@ def _security_profile(pool: PoolPlan) -> azure.compute.SecurityProfileArgs | Non
                                                      v_tpm_enabled=pool.confidential.vtpm))
 
 
-def _image(pool: PoolPlan) -> ImageRef:
-    if pool.confidential is not None:
-        return pool.confidential.image
-    return pool.spec.image or UBUNTU_HPC_2204
-
-
 def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
-              subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess,
+              subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess, images: ImageIds,
               opts: pulumi.ResourceOptions, subscription_id: pulumi.Input[str],
               disk_encryption_set_id: pulumi.Input[str] | None = None,
               identity_ids: list[pulumi.Input[str]] | None = None) -> NodeScaleSet:
@@ -161,7 +154,7 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
                 custom_data=_custom_data(pool, plan, join),
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=image_reference(_image(pool)),
+                image_reference=gallery_image(images.of(join.plan.images.machines[plan.name])),
                 os_disk=_os_disk(pool, disk_encryption_set_id)),
             network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(
                 network_interface_configurations=[azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
@@ -181,7 +174,7 @@ class NodePool(pulumi.ComponentResource):
     """One logical pool: a scale set per InfiniBand domain (or large scale set), spread over zones."""
 
     def __init__(self, name: str, cluster: str, plan: PoolPlan, network: NetworkRefs, subnet_id: pulumi.Input[str],
-                 join: NodeJoin, access: NodeAccess, opts: pulumi.ResourceOptions | None = None,
+                 join: NodeJoin, access: NodeAccess, images: ImageIds, opts: pulumi.ResourceOptions | None = None,
                  identity_ids: list[pulumi.Input[str]] | None = None) -> None:
         super().__init__("gpucluster:azure:NodePool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -196,8 +189,8 @@ class NodePool(pulumi.ComponentResource):
             child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.disk_key]))
         subscription_id = azure.authorization.get_client_config_output().subscription_id
         self.scale_sets = [
-            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, child, subscription_id, des_id,
-                      identity_ids)
+            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, images, child, subscription_id,
+                      des_id, identity_ids)
             for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
         ]
         self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})

@@ -15,16 +15,7 @@ from dataclasses import dataclass
 import yaml
 
 from components.bootstrap.cloud_config import dump_cloud_config
-from components.bootstrap.host_prep import (
-    MODULES_FILE,
-    RETRY_FUNCTION,
-    SYSCTL_FILE,
-    hosts_entry,
-    kernel_prerequisites,
-    modules_text,
-    provider_id_script,
-    sysctl_text,
-)
+from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
@@ -48,11 +39,12 @@ PATCHES_DIR = "/etc/kubernetes/patches"
 """kubeadm's patches (`target[suffix][+patchtype].extension`): the kubelet's providerID patch lands here at boot."""
 KUBEADM_CONFIG = "/etc/kubernetes/kubeadm.yaml"
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-apiserver-boot"
-INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-install-kubernetes"
 SKIP_PHASES = "preflight,etcd,addon/kube-proxy,addon/coredns,upload-certs"
 """kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones. etcd is external.
 The certs phase runs: it issues this VM's serving certificate."""
 INIT_ATTEMPTS = 3
+BOOT_SPREAD_SECONDS = 30
+"""A random wait before the first network fetch (IMDS, then etcd and the other API servers)."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +144,8 @@ def _k8s_prefix(registry: RegistryBoot) -> str:
 
 
 def boot_script(b: ApiServerBootstrap) -> str:
-    """Everything the VM does at first boot, under `set -euo pipefail` (a failed step stops the boot).
+    """Everything the VM does at first boot, under `set -euo pipefail` (a failed step stops the boot). The image
+    carries kubelet, kubeadm, containerd and the control-plane images (docs/images.md): nothing is installed.
 
     The scheduler is kubeadm's stock kube-scheduler static pod, which runs as root (kubeadm's
     RootlessControlPlane feature gate is off by default), so the 0600 root kubeconfig kubeadm writes is readable
@@ -161,9 +154,9 @@ def boot_script(b: ApiServerBootstrap) -> str:
         "#!/bin/bash",
         "set -euo pipefail",
         RETRY_FUNCTION,
-        *kernel_prerequisites(),
+        *kernel_checks(),
         *hosts_entry("127.0.0.1", b.endpoint_host),
-        f"retry 5 {INSTALL_SCRIPT}",
+        boot_jitter(BOOT_SPREAD_SECONDS),
         *provider_id_script(),
         f"retry {INIT_ATTEMPTS} kubeadm init --config {KUBEADM_CONFIG} --skip-phases={SKIP_PHASES}",
         'echo "gpucluster: API server initialised at $(date -u +%FT%TZ)"',
@@ -171,19 +164,16 @@ def boot_script(b: ApiServerBootstrap) -> str:
     ])
 
 
-def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> str:
+def render_apiserver_cloud_init(b: ApiServerBootstrap) -> str:
     files = [{"path": f"/etc/kubernetes/pki/{path}", "permissions": "0600" if path.endswith(".key") else "0644",
               "content": pem} for path, pem in sorted(b.pki_files.items())]
     files += [
-        {"path": MODULES_FILE, "permissions": "0644", "content": modules_text()},
-        {"path": SYSCTL_FILE, "permissions": "0644", "content": sysctl_text()},
         {"path": KUBEADM_CONFIG, "permissions": "0600",
          "content": yaml.safe_dump_all(kubeadm_config(b), sort_keys=False)},
         {"path": "/etc/kubernetes/audit-policy.yaml", "permissions": "0644",
          "content": yaml.safe_dump(AUDIT_POLICY, sort_keys=False)},
         {"path": SCHEDULER_CONFIG_PATH, "permissions": "0644",
          "content": yaml.safe_dump(scheduler_configuration(), sort_keys=False)},
-        {"path": INSTALL_SCRIPT, "permissions": "0755", "content": install_script},
         {"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)},
     ]
     if b.registry:

@@ -73,6 +73,29 @@ class BootChange:
     """False when the resource ignores changes to its boot document (it keeps the one it was created with)."""
 
 
+@dataclass(frozen=True)
+class ImageChange:
+    """A scale set or VM whose node image version changes between the plans."""
+
+    resource: str
+    type: str
+    before: str
+    after: str
+    applies: str
+    """How Azure applies it, in words (docs/images.md, "Rolling out a new version")."""
+
+
+IMAGE_PATHS = {SCALE_SET: "virtualMachineProfile.storageProfile.imageReference.id",
+               "azure-native:compute:VirtualMachine": "storageProfile.imageReference.id"}
+NEW_INSTANCES_ONLY = ("new and reimaged instances only: the scale set's upgradePolicy is Manual (\"Nothing happens "
+                      "automatically to the existing virtual machines when changes occur to the scale set model. New "
+                      "instances added to the scale set use the most update-to-date model available\", azure-compute-docs "
+                      "articles/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-policy.md); roll the pool "
+                      "by docs/images.md")
+NOT_APPLIED = ("not applied: the member keeps the image it was created with (Azure refuses to change a VM's image, "
+               "so the member ignores it); replace members one at a time (docs/operations.md)")
+
+
 @dataclass
 class PlanDiff:
     base: str
@@ -80,6 +103,7 @@ class PlanDiff:
     changes: list[Change] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     boot: list[BootChange] = field(default_factory=list)
+    images: list[ImageChange] = field(default_factory=list)
     boot_files: dict[str, Any] | None = None
     capacity: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -95,9 +119,10 @@ class PlanDiff:
         return {"base": self.base, "head": self.head,
                 "summary": {a: self.count(a) for a in ("create", "update", "replace", "delete")}
                 | {"errors": len(self.errors), "warnings": len(self.flags) - len(self.errors),
-                   "bootDocuments": len(self.boot)},
+                   "bootDocuments": len(self.boot), "nodeImages": len(self.images)},
                 "changes": [c.as_dict() for c in self.changes],
                 "flags": [asdict(f) for f in self.flags], "boot": [asdict(b) for b in self.boot],
+                "images": [asdict(i) for i in self.images],
                 "bootFiles": self.boot_files, "capacity": self.capacity, "notes": self.notes}
 
 
@@ -256,9 +281,11 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                                   f"pin it where it is: cluster.network.pinnedBlocks.{block}: {before} "
                                   "(docs/ip-plan.md)"))
         if change.action == "update":
+            reported: set[str] = set()
             for path in change.paths:
                 refusal = refused(change.type, path)
-                if refusal is not None:
+                if refusal is not None and refusal.prefix not in reported:
+                    reported.add(refusal.prefix)  # one line per refused property, however many leaves it has
                     flags.append(Flag("error", "refused-by-azure", change.name, f"{path}: {refusal.why}",
                                       refusal.procedure))
         if change.action in ("update", "replace") and old and new:
@@ -361,6 +388,28 @@ def _moved(base: Side, head: Side) -> dict[str, str]:
     return moved
 
 
+def image_of(state: dict[str, Any]) -> str | None:
+    """`<definition> <version>` of a gallery image version id (`.../images/<definition>/versions/<version>`)."""
+    path = IMAGE_PATHS.get(_kind(state))
+    value = _get(state.get("inputs") or {}, path) if path else None
+    if not isinstance(value, str) or "/images/" not in value or "/versions/" not in value:
+        return None
+    definition, _, version = value.rsplit("/images/", 1)[1].partition("/versions/")
+    return f"{definition} {version}"
+
+
+def _images(base: Side, head: Side, result: PlanDiff) -> None:
+    for urn in sorted(set(base.resources) & set(head.resources)):
+        old, new = base.resources[urn], head.resources[urn]
+        before, after = image_of(old), image_of(new)
+        if before is None or after is None or before == after:
+            continue
+        ignored = [str(i) for i in new.get("ignoreChanges") or []]
+        applied = not any(_under(IMAGE_PATHS[_kind(new)], i) for i in ignored)
+        result.images.append(ImageChange(urn.rsplit("::", 1)[-1], _kind(new), before, after,
+                                          NEW_INSTANCES_ONLY if applied and _kind(new) == SCALE_SET else NOT_APPLIED))
+
+
 def diff_sides(base: Side, head: Side) -> PlanDiff:
     result = PlanDiff(base.label, head.label)
     moved = _moved(base, head)
@@ -378,6 +427,7 @@ def diff_sides(base: Side, head: Side) -> PlanDiff:
             if change is not None:
                 result.changes.append(change)
     _flags(result, base, head, moved)
+    _images(base, head, result)
     _boot_files(base, head, result)
     result.boot.sort(key=lambda b: (b.type, b.resource))
     result.capacity = capacity_delta(base, head)

@@ -9,6 +9,10 @@ The providers decide, not this file; each rule names where its provider says so:
   `provider/pkg/gen/replacement.go`). A create-only property nested in a type does not replace.
 - kubernetes (pulumi/pulumi-kubernetes `provider/pkg/provider/diff.go`, forceNew): `.metadata.name` and
   `.metadata.namespace` on every kind, plus a per-kind list.
+- command (pulumi/pulumi-command, `local.Command`): with no `update` command, as the library declares them, any
+  changed input replaces the resource, running `create` again (SDK 1.2.1 `local/command.py`, `triggers`: "If the
+  `update` command was provided the resource will be updated, otherwise it will be replaced using the `create`
+  command").
 - tls and random are bridged Terraform providers whose arguments are RequiresReplace
   (hashicorp/terraform-provider-tls `internal/provider/resource_*.go`; only `early_renewal_hours` updates).
 - node scale sets' dynamic provider (components/azure/scale_set_provider.py) decides by
@@ -35,6 +39,7 @@ _COMPUTE_LOCATION = ("azure-rest-api-specs Microsoft.Compute ComputeRP common Re
                      "x-ms-mutability [read, create] -> ForceNew (pulumi-azure-native gen/properties.go)")
 _K8S = "pulumi-kubernetes provider/pkg/provider/diff.go (forceNew)"
 _TLS = "terraform-provider-tls internal/provider/resource_*.go (RequiresReplace)"
+_COMMAND = "pulumi-command local.Command without `update`: a changed input replaces it (SDK 1.2.1 local/command.py)"
 _RANDOM = "terraform-provider-random internal/provider/resource_*.go (RequiresReplace; `keepers` among them)"
 
 # PUT path parameters as the SDK names them, per azure-native type (module:Kind).
@@ -57,6 +62,9 @@ _PATH_PARAMETERS: dict[str, tuple[str, ...]] = {
     "authorization:RoleAssignment": ("scope", "roleAssignmentName"),
     "keyvault:Vault": ("resourceGroupName", "vaultName"),
     "keyvault:Key": ("resourceGroupName", "vaultName", "keyName"),
+    "compute:Gallery": ("resourceGroupName", "galleryName"),
+    "compute:GalleryImage": ("resourceGroupName", "galleryName", "galleryImageName"),
+    "virtualmachineimages:VirtualMachineImageTemplate": ("resourceGroupName", "imageTemplateName"),
 }
 
 # Body properties that replace: forceNewMap entries and create-only top-level properties.
@@ -97,6 +105,12 @@ _VMSS_IMAGE_IDENTITY = tuple(Refusal(
     f"Azure refuses to change a scale set's image {key} (\"Changing property 'imageReference.{key}' is not allowed\", "
     "MicrosoftDocs/azure-docs#50063); only the version may change",
     "put the new image in a new pool, move the workloads, then remove the old pool") for key in ("publisher", "offer", "sku"))
+_IMAGE_TEMPLATE = tuple(Refusal(
+    key, "Image Builder refuses to change an image template (\"Conflict. Details: Update/Upgrade of image templates is "
+    "currently not supported\", azure-compute-docs articles/virtual-machines/linux/image-builder-troubleshoot.md), and "
+    "the version it distributed already exists in the gallery: a version is built once",
+    "name a new version for the changed bake: cluster.images.<definition>.version (docs/images.md, \"Building an "
+    "image\")") for key in ("customize", "source", "distribute"))
 _DAEMONSET_SELECTOR = Refusal(
     "spec.selector", "a DaemonSet's selector is immutable (kube-apiserver ValidateDaemonSetUpdate), and "
     "pulumi-kubernetes' forceNew table lists the kind as `Daemonset`, so the change is sent as an update",
@@ -105,6 +119,7 @@ _DAEMONSET_SELECTOR = Refusal(
 REFUSED: dict[str, tuple[Refusal, ...]] = {
     "azure-native:compute:VirtualMachine": (_VM_ZONE, _VM_OS_PROFILE, _VM_IMAGE),
     "azure-native:compute:VirtualMachineScaleSet": (_VM_ZONE, *_VMSS_IMAGE_IDENTITY),
+    "azure-native:virtualmachineimages:VirtualMachineImageTemplate": _IMAGE_TEMPLATE,
     "kubernetes:apps/v1:DaemonSet": (_DAEMONSET_SELECTOR,),
 }
 
@@ -157,6 +172,8 @@ def replacing(resource_type: str, path: str) -> str | None:
         return None if path.startswith("earlyRenewalHours") else _TLS
     if provider == "random":
         return _RANDOM
+    if provider == "command":
+        return _COMMAND
     return None
 
 

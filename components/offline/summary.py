@@ -76,6 +76,19 @@ def _confidential(data: Data) -> Table | None:
     return table
 
 
+def _node_images(data: Data) -> Table | None:
+    """Which image version every scale set and VM boots: one row per version, the machines in it."""
+    images = data.get("nodeImages")
+    if not images:
+        return None
+    table = _table("Node images (docs/images.md)", ["image", "version", "built by this stack",
+                                                     "scale sets and VMs that boot it", "VMs", "gallery replicas"], left=4)
+    for v in images["versions"]:
+        table.add_row(v["definition"], v["version"], "yes" if v["builtHere"] else "no (already in the gallery)",
+                      ", ".join(v["machines"]), f"{v['vms']:,}", str(v["replicas"]) if v["replicas"] is not None else "-")
+    return table
+
+
 def _ip_plan(data: Data) -> Table:
     ip = data["ipPlan"]
     table = _table(f"IP plan: {', '.join(ip['addressSpace'])}; services {ip['serviceCidr']} (DNS {ip['dnsServiceIp']})",
@@ -166,8 +179,8 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     c = data["cluster"]
     console.print(f"[bold]gpucluster plan[/bold] stack [bold]{data['stack']}[/bold]: cluster {c['name']} in "
                   f"{c['location']} zones {', '.join(c['zones'])}, Kubernetes {c['kubernetesVersion']}")
-    tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _ip_plan(data), _control_plane(data),
-              _zone_loss(data), _limits(data), _quota(data), _counts(data)]
+    tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _node_images(data), _ip_plan(data),
+              _control_plane(data), _zone_loss(data), _limits(data), _quota(data), _counts(data)]
     for table in tables:
         if table is not None:
             console.print(table)

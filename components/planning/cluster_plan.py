@@ -14,6 +14,7 @@ from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
+from components.planning.node_images import NodeImagesPlan, plan_node_images
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
 from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
@@ -39,6 +40,7 @@ class ClusterPlan:
     versions: VersionPlan
     registry: RegistryPlan
     """The cluster's container registry: every image reference is served through it."""
+    images: NodeImagesPlan
     first_boot: FirstBoot | None = None
     first_up: FirstUpPlan | None = None
     """Where `pulumi up` reaches the API server from and its readiness wait (None when the layer is off)."""
@@ -86,12 +88,14 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
     versions = _attempt(lambda: plan_versions(spec), problems)
     registry = _attempt(lambda: plan_registry(spec, cluster_upstream_images(spec)), problems)
+    images = (_attempt(lambda: plan_node_images(spec, pools, control_plane), problems)
+              if pools is not None and control_plane is not None else None)
     first_up = (_attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems)
                 if spec.in_cluster.enabled and ip is not None else None)
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
-            or balloons is None or versions is None or registry is None
+            or balloons is None or versions is None or registry is None or images is None
             or (spec.in_cluster.enabled and first_up is None) or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
@@ -99,7 +103,7 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     if shortfall := quota_problems(quota, spec.location) + count_problems(counts, spec.location):
         raise SpecError(shortfall)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
-                       registry, counts=counts)
+                       registry, images, counts=counts)
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).

@@ -8,6 +8,7 @@ from components.spec import consumer_rules as rules
 from components.spec.base import SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
 from components.spec.day2 import AcknowledgedDeletions
+from components.spec.images import ImagesSpec
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
@@ -104,6 +105,8 @@ class ClusterSpec(SpecModel):
     network: NetworkSpec
     pools: list[PoolSpec] = Field(default_factory=list, max_length=100)
     control_plane: ControlPlaneSpec = ControlPlaneSpec()
+    images: ImagesSpec = ImagesSpec()
+    """The version of each node image this stack builds (docs/images.md)."""
     teams: list[TeamSpec] = Field(default_factory=list, max_length=500)
     balloons: list[BalloonSpec] = Field(default_factory=list, max_length=100)
     in_cluster: InClusterSpec = InClusterSpec()

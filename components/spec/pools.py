@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.spec import consumer_rules as rules
 from components.spec.base import SpecModel, WholeNumber
+from components.spec.images import NodeImageSpec
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 MAX_NODES = 65_536
@@ -38,14 +39,12 @@ class Taint(SpecModel):
 
 
 class ImageRef(SpecModel):
+    """A marketplace image: the source a node image is baked from (components/catalog/images.py)."""
+
     publisher: str = Field(min_length=1, max_length=128)
     offer: str = Field(min_length=1, max_length=128)
     sku: str = Field(min_length=1, max_length=128)
-    version: str = Field(default="latest", min_length=1, max_length=64)
-    """A pinned version (`az vm image list --publisher P --offer O --sku S --all`). `latest` lets VMs created
-    later boot a newer build than the running ones (drivers, OFED), so it is refused unless `allowLatest`."""
-    allow_latest: bool = False
-    """Opt in to `version: latest` (never for InfiniBand pools: a policy rule refuses mixed builds there)."""
+    version: str = Field(min_length=1, max_length=64)
 
     @field_validator("version")
     @classmethod
@@ -101,7 +100,8 @@ class PoolSpec(SpecModel):
     team: str | None = Field(default=None, max_length=63)
     cost_centre: str | None = Field(default=None, min_length=1, max_length=256)
     """Becomes the scale sets' `cost-centre` tag (Azure tag values: at most 256 characters)."""
-    image: ImageRef | None = None
+    image: NodeImageSpec = NodeImageSpec()
+    """The node image version the pool's machines boot (docs/images.md)."""
     accelerated_networking: bool | None = None
     """Defaults to what the size supports. Confidential (NCC) sizes have none."""
     confidential: ConfidentialSpec | None = None

@@ -1,0 +1,24 @@
+#!/bin/bash
+# The CPU image (CPU and system pools): Ubuntu 22.04 with containerd 2, kubelet and kubeadm, the kernel and sysctl
+# settings every node needs, and the images the system pool's add-ons run. docs/images.md says what and why.
+set -euo pipefail
+# shellcheck source=../lib/bake.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib/bake.sh"
+
+main() {
+  wait_for_first_boot
+  add_kubernetes_repository
+  apt_update
+  install_kubernetes
+  install_files
+  strip_sysctl_conf
+  systemctl enable containerd.service kubelet.service
+  prepull_images
+  disable_package_timers
+  record_image
+  finish
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  main "$@"
+fi
