@@ -16,13 +16,10 @@ from components.catalog.in_cluster import (
     GPU_OPERATOR_VERSION,
 )
 from components.kubernetes.declare import declare_all
-from components.kubernetes.objects.autoscaler import autoscaler_objects
-from components.kubernetes.objects.balloons import balloon_objects
 from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
-from components.kubernetes.objects.dns import coredns_objects
-from components.kubernetes.objects.health import health_objects
-from components.kubernetes.objects.images import serve_chart_values, serve_objects
-from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
+from components.kubernetes.objects.images import serve_chart_values
+from components.kubernetes.objects.layer import capacity_objects, gpu_health_objects, networking_objects
+from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
@@ -47,12 +44,11 @@ class Networking(pulumi.ComponentResource):
         values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode)
         self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system",
                             serve_chart_values("cilium", values, plan.registry), child)
-        if prefix_mode and azure.prefix_ipam_client_id is not None:
-            # Cilium `ipam: crd` takes the /28 blocks this controller publishes (objects/prefix_ipam.py).
-            self.prefix_ipam = declare_all(prefix_ipam_objects(
-                azure.settings(azure.prefix_ipam_client_id), host, API_SERVER_PORT, plan.registry.agents_image), child)
-        self.dns = declare_all(serve_objects(coredns_objects(
-            plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor), plan.registry), child)
+        # With `ipam: crd` Cilium takes the /28 blocks the prefix IPAM controller publishes (objects/prefix_ipam.py).
+        ipam = azure.settings(azure.prefix_ipam_client_id) if azure.prefix_ipam_client_id is not None else None
+        objects = networking_objects(plan, ipam)
+        self.prefix_ipam = declare_all([o for o in objects if o["metadata"]["name"] == PREFIX_IPAM_APP], child)
+        self.dns = declare_all([o for o in objects if o["metadata"]["name"] != PREFIX_IPAM_APP], child)
         self.register_outputs({})
 
 
@@ -61,11 +57,9 @@ class Capacity(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Capacity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.autoscaler = declare_all(serve_objects(autoscaler_objects(
-            plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
-            azure.settings(azure.autoscaler_client_id), plan.versions.minor,
-            plan.control_plane.api.count), plan.registry), child)
-        self.balloons = declare_all(serve_objects(balloon_objects(plan.balloons), plan.registry), child)
+        scaler, balloons = capacity_objects(plan, azure.settings(azure.autoscaler_client_id))
+        self.autoscaler = declare_all(scaler, child)
+        self.balloons = declare_all(balloons, child)
         self.register_outputs({})
 
 
@@ -77,7 +71,6 @@ class GpuHealth(pulumi.ComponentResource):
         self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
                                  "gpu-operator", values, child)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
-        self.checks = declare_all(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry),
-                                  pulumi.ResourceOptions.merge(
+        self.checks = declare_all(gpu_health_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))
         self.register_outputs({})
