@@ -3,8 +3,8 @@ what order things become possible. A workload that can land nowhere (or waits on
 on it) is a plan error naming the workload and what blocks it.
 
 Pure. Nodes: each pool's registered labels and taints (what the kubelet registers: node_labels,
-node_taints and the preflight taint). Workloads: the layer's own Deployments and DaemonSets (their pod
-specs) plus the pods the pinned charts deploy (`chart_workloads` in components/planning/boot_layer.py, a sourced table). Facts
+node_taints and the preflight taint). Workloads: the layer's own Deployments and DaemonSets and the pods the
+pinned charts deploy, their needs read from the pod specs (components/planning/boot_layer.py). Facts
 appear as workloads start: a CNI agent on a pool makes its pods routable, NFD labels GPU nodes, the
 operator's toolkit brings the `nvidia` runtime, the device plugin makes GPUs allocatable, the health
 checks remove the preflight taint. A pod lands where its nodeSelector and required node affinity match,
