@@ -20,17 +20,20 @@ from components.kubernetes.objects.charts import cilium_values, gpu_operator_val
 from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.layer import capacity_objects, gpu_health_objects, networking_objects
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
+from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
 
 
-def _release(name: str, chart: str, repo: str, version: str, namespace: str, values: dict[str, object],
-             opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+def release(name: str, options: ReleaseOptions, chart: str, version: str, namespace: str, values: dict[str, object],
+            opts: pulumi.ResourceOptions, repo: str | None = None) -> k8s.helm.v3.Release:
+    """A Helm release installed as `options` says (objects/releases.py): never atomic, waiting only where the
+    chart's readiness rule can be met at the cluster's size."""
     return k8s.helm.v3.Release(
-        name, name=chart, chart=chart, version=version, namespace=namespace, create_namespace=True,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo), values=values, atomic=True,
-        cleanup_on_fail=True, timeout=900, opts=opts)
+        name, name=options.chart, chart=chart, version=version, namespace=namespace, create_namespace=True,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None, values=values,
+        atomic=options.atomic, skip_await=not options.wait, timeout=options.timeout_seconds, opts=opts)
 
 
 class Networking(pulumi.ComponentResource):
@@ -42,8 +45,8 @@ class Networking(pulumi.ComponentResource):
         host = api_server_host(plan.spec.name)
         cni_identity = azure.settings(azure.cni_client_id) if azure.cni_client_id is not None else {}
         values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode)
-        self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system",
-                            serve_chart_values("cilium", values, plan.registry), child)
+        self.cni = release(f"{name}-cilium", CILIUM_RELEASE, CILIUM_CHART, CILIUM_VERSION, "kube-system",
+                           serve_chart_values("cilium", values, plan.registry), child, CILIUM_REPO)
         # With `ipam: crd` Cilium takes the /28 blocks the prefix IPAM controller publishes (objects/prefix_ipam.py).
         ipam = azure.settings(azure.prefix_ipam_client_id) if azure.prefix_ipam_client_id is not None else None
         objects = networking_objects(plan, ipam)
@@ -68,8 +71,8 @@ class GpuHealth(pulumi.ComponentResource):
         super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         values = serve_chart_values("gpu-operator", gpu_operator_values(), plan.registry)
-        self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
-                                 "gpu-operator", values, child)
+        self.operator = release(f"{name}-gpu-operator", GPU_OPERATOR_RELEASE, GPU_OPERATOR_CHART, GPU_OPERATOR_VERSION,
+                                "gpu-operator", values, child, GPU_OPERATOR_REPO)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
         self.checks = declare_all(gpu_health_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))

@@ -23,15 +23,18 @@ from components.bootstrap.node import PREFLIGHT_TAINT_KEY
 from components.bootstrap.taints import NodeTaint
 from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
 from components.errors import Problem, SpecError
-from components.kubernetes.objects.charts import gpu_operator_values
+from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT, OK_TOTAL_UNREADY_COUNT
+from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
 from components.kubernetes.objects.common import Object, on_system_nodes
 from components.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
 from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
+from components.kubernetes.objects.releases import RELEASES, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.first_boot import BootStep, FirstBoot, PoolState, Workload, simulate
+from components.planning.first_boot import BootStep, FirstBoot, PoolState, Stuck, Workload, simulate
 from components.planning.node_template import node_labels, node_taints, registers_preflight
 from components.planning.pod_needs import needs_cluster_dns
+from components.planning.release_readiness import ReleaseProblem, release_problems
 
 NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 NFD_KEY = "label:feature.node.kubernetes.io/pci-10de.present=true"
@@ -103,25 +106,33 @@ class ChartPod:
 
 
 def _workload_object(kind: str, name: str, namespace: str, pod: dict[str, Any],
-                     labels: dict[str, str] | None = None) -> Object:
+                     labels: dict[str, str] | None = None, **spec: Any) -> Object:
     template = {"metadata": {"labels": labels or {"app.kubernetes.io/name": name}}, "spec": pod}
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace},
-            "spec": {"template": template}}
+            "spec": {**spec, "template": template}}
 
 
-def chart_objects() -> list[ChartPod]:
+NFD_DNS_POLICY = "ClusterFirstWithHostNet"
+"""NFD 0.18.3 deployment/helm/node-feature-discovery/values.yaml: master, worker and gc `dnsPolicy`, rendered by
+their templates (worker.yaml `dnsPolicy: {{ .Values.worker.dnsPolicy }}`); hostNetwork false."""
+
+
+def chart_objects(prefix_mode: bool = False) -> list[ChartPod]:
     """The pods the pinned charts deploy, as their templates render them with the library's values."""
     op = gpu_operator_values()
     system = on_system_nodes("x")["nodeSelector"]
     operand = {"tolerations": list(op["daemonsets"]["tolerations"])}
     nfd = op["node-feature-discovery"]
     every = [{"operator": "Exists"}]
+    identity = {k: "[at deploy]" for k in ("resource_group", "subscription_id", "tenant_id", "client_id")}
+    cilium = cilium_values("", 0, "", identity, prefix_mode)
     return [
         ChartPod(_workload_object("DaemonSet", "cilium-agent", "kube-system", {"hostNetwork": True,
-                                                                               "tolerations": every}),
+                                                                               "tolerations": cilium["tolerations"]},
+                                  updateStrategy=cilium["updateStrategy"]),
                  f"cilium {CILIUM.version} templates/cilium-agent/daemonset.yaml: hostNetwork true; dnsPolicy only "
                  "from values.dnsPolicy (unset: ClusterFirst, the node's resolver on the host network); "
-                 "tolerations from values"),
+                 "tolerations and updateStrategy from values"),
         ChartPod(_workload_object("Deployment", "cilium-operator", "kube-system", {
             "hostNetwork": True, "nodeSelector": system, "tolerations": every}),
                  f"cilium {CILIUM.version} templates/cilium-operator/deployment.yaml: hostNetwork from "
@@ -135,13 +146,15 @@ def chart_objects() -> list[ChartPod]:
             "nodeSelector": dict(op["operator"]["nodeSelector"]), "tolerations": [CONTROL_PLANE_TOLERATION]}),
                  f"gpu-operator {GPU_OPERATOR.version} values.yaml operator.tolerations: control-plane only"),
         ChartPod(_workload_object("Deployment", "nfd-master", "gpu-operator", {
-            "nodeSelector": dict(nfd["master"]["nodeSelector"]), "tolerations": [CONTROL_PLANE_TOLERATION]}),
-                 "NFD 0.18.3 chart master.tolerations: control-plane"),
+            "nodeSelector": dict(nfd["master"]["nodeSelector"]), "tolerations": [CONTROL_PLANE_TOLERATION],
+            "dnsPolicy": NFD_DNS_POLICY}), "NFD 0.18.3 chart master.tolerations: control-plane; master.dnsPolicy"),
         ChartPod(_workload_object("Deployment", "nfd-gc", "gpu-operator", {
-            "nodeSelector": dict(nfd["gc"]["nodeSelector"])}), "NFD 0.18.3 chart gc.tolerations: []"),
+            "nodeSelector": dict(nfd["gc"]["nodeSelector"]), "dnsPolicy": NFD_DNS_POLICY}),
+                 "NFD 0.18.3 chart gc.tolerations: []; gc.dnsPolicy"),
         ChartPod(_workload_object("DaemonSet", "nfd-worker", "gpu-operator", {
-            "tolerations": list(nfd["worker"]["tolerations"])}),
-                 f"gpu-operator {GPU_OPERATOR.version} values.yaml node-feature-discovery.worker.tolerations (ours)"),
+            "tolerations": list(nfd["worker"]["tolerations"]), "dnsPolicy": NFD_DNS_POLICY}),
+                 f"gpu-operator {GPU_OPERATOR.version} values.yaml node-feature-discovery.worker.tolerations (ours); "
+                 "NFD 0.18.3 worker.dnsPolicy, worker.updateStrategy {} (the apps/v1 default)"),
         ChartPod(_workload_object("DaemonSet", "nvidia-container-toolkit", "gpu-operator", {
             "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"}, **operand}),
                  "gpu-operator: operands get daemonsets.tolerations (templates/clusterpolicy.yaml)"),
@@ -239,7 +252,7 @@ def read_workloads(objects: list[Object], plan: ClusterPlan, sources: dict[str, 
 
 def chart_workloads(plan: ClusterPlan) -> list[Workload]:
     """Pods the pinned charts deploy, with the values the library gives them."""
-    pods = chart_objects()
+    pods = chart_objects(plan.prefix_mode)
     return read_workloads([p.obj for p in pods], plan, {p.obj["metadata"]["name"]: p.source for p in pods})
 
 
@@ -294,14 +307,27 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
     return states
 
 
+def releases_at_size(plan: ClusterPlan, boot: FirstBoot,
+                     options: tuple[ReleaseOptions, ...]) -> list[ReleaseProblem]:
+    """Each release judged with its chart DaemonSets on the nodes the simulation placed them on."""
+    nodes = {p.name: p.nodes for p in plan.pools}
+    placed = boot.placements()
+    daemonsets = {p.obj["metadata"]["name"]: (p.obj, sum(nodes.get(pool, 0) for pool in placed.get(
+        p.obj["metadata"]["name"], ()))) for p in chart_objects(plan.prefix_mode) if p.obj["kind"] == "DaemonSet"}
+    return release_problems(options, daemonsets, OK_TOTAL_UNREADY_COUNT, MAX_UNREADY_PERCENT)
+
+
 def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: list[Workload] | None = None,
                objects: list[Object] | None = None) -> FirstBoot:
     """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits.
     `objects`: the layer's own objects (default: as declared)."""
     boot = simulate(pool_states(plan), [*(chart_workloads(plan) if charts is None else charts),
                                         *own_workloads(plan, objects), *(extra or [])])
+    releases = [Stuck(f"helm release {p.release}", None, p.reason)
+                for p in releases_at_size(plan, boot, RELEASES)]
     # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py).
-    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)), *boot.steps), boot.stuck)
+    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)), *boot.steps),
+                     (*boot.stuck, *releases))
     if boot.stuck:
         raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
                                  f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])

@@ -15,6 +15,8 @@ APP = "cluster-autoscaler"
 MAX_UNREADY_PERCENT = 10
 """Above this share of unready nodes the autoscaler stops acting: a network or control-plane fault
 makes healthy nodes look unready, and deleting them is how a partial outage becomes a full one."""
+OK_TOTAL_UNREADY_COUNT = 3
+"""Unready nodes always tolerated, whatever the share (the flag's default)."""
 
 
 def max_scale_down_parallelism(nodes: int, share: float) -> int:
@@ -45,7 +47,7 @@ def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes:
         f"--max-scale-down-parallelism={parallel}",
         f"--max-drain-parallelism={parallel}",
         f"--max-total-unready-percentage={MAX_UNREADY_PERCENT}",
-        "--ok-total-unready-count=3",
+        f"--ok-total-unready-count={OK_TOTAL_UNREADY_COUNT}",
         "--max-node-provision-time=25m",
         # Every registered node counts, the API servers' kubelets included.
         f"--max-nodes-total={nodes + control_plane_nodes}",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.kubernetes.objects.autoscaler import autoscaler_objects
-from components.kubernetes.objects.balloons import balloon_objects
+from components.kubernetes.objects.balloons import COMPONENT as BALLOON
+from components.kubernetes.objects.balloons import LABEL_COMPONENT, balloon_objects
 from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
@@ -18,6 +19,8 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
 
+SKIP_AWAIT = "pulumi.com/skipAwait"
+"""pulumi-kubernetes reads this annotation to create the object without waiting for it to become ready."""
 AzureSettings = dict[str, Any]
 """subscription_id, tenant_id, resource_group, client_id of one add-on identity (Pulumi outputs when declared)."""
 
@@ -26,6 +29,19 @@ def at_deploy(identity: str) -> AzureSettings:
     """An identity's settings before deployment: what exists only once Azure created it, marked as such."""
     return {"subscription_id": "[at deploy: subscription id]", "tenant_id": "[at deploy: tenant id]",
             "resource_group": "[at deploy: resource group]", "client_id": f"[at deploy: {identity} client id]"}
+
+
+def without_await(objects: list[Object]) -> list[Object]:
+    """DaemonSets and the balloons marked not to be awaited. pulumi-kubernetes waits for a DaemonSet until kstatus
+    calls it Current (provider/pkg/await/daemonset.go, 10 minutes by default): every desired pod available
+    (sigs.k8s.io/cli-utils kstatus/status core.go), on every node of a pool of thousands, GPU diagnostics
+    included. Balloons are ready only once their nodes have passed those checks. Neither is something the rest of
+    the layer waits on; the first-boot simulation orders them."""
+    for o in objects:
+        component = (o["metadata"].get("labels") or {}).get(LABEL_COMPONENT)
+        if o["kind"] == "DaemonSet" or (o["kind"] == "Deployment" and component == BALLOON):
+            o["metadata"].setdefault("annotations", {})[SKIP_AWAIT] = "true"
+    return objects
 
 
 def networking_objects(plan: ClusterPlan, prefix_ipam: AzureSettings | None) -> list[Object]:
@@ -46,11 +62,12 @@ def capacity_objects(plan: ClusterPlan, autoscaler: AzureSettings) -> tuple[list
     """cluster-autoscaler, and the balloons."""
     scaler = autoscaler_objects(plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
                                 autoscaler, plan.versions.minor, plan.control_plane.api.count)
-    return serve_objects(scaler, plan.registry), serve_objects(balloon_objects(plan.balloons), plan.registry)
+    return (serve_objects(scaler, plan.registry),
+            without_await(serve_objects(balloon_objects(plan.balloons), plan.registry)))
 
 
 def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
-    return serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry)
+    return without_await(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry))
 
 
 def layer_objects(plan: ClusterPlan) -> list[Object]:
