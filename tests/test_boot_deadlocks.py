@@ -62,7 +62,7 @@ def test_the_prefix_ipam_controller_on_cluster_dns_is_a_cycle(prod: ClusterPlan)
     line = problems["gpucluster-prefix-ipam"]
     assert "gpucluster-prefix-ipam waits: waits for dns:cluster" in line
     assert "cilium-agent runs but gives cni only after pod-ips" in line
-    assert "a cycle (gpucluster-prefix-ipam -> coredns -> gpucluster-prefix-ipam)" in line
+    assert "a cycle (gpucluster-prefix-ipam -> coredns -> cilium-agent -> gpucluster-prefix-ipam)" in line
 
 
 def test_needs_are_read_from_the_objects(prod: ClusterPlan) -> None:

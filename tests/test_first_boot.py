@@ -40,7 +40,7 @@ def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
         first_boot(plan, charts=charts)
     line = next(p.message for p in error.value.problems if p.message.startswith("nfd-worker cannot start on pool t4"))
     assert "nfd-worker waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in line
-    assert "a cycle (nfd-worker -> gpu-health-t4 -> nvidia-dcgm -> nfd-worker)" in line
+    assert "a cycle (nfd-worker -> gpu-health-t4 -> nvidia-dcgm -> gpu-operator -> nfd-worker)" in line
     assert all(p.path == "cluster.inCluster" for p in error.value.problems)
 
 

@@ -33,6 +33,7 @@ from components.kubernetes.objects.releases import RELEASES, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.first_boot import BootStep, FirstBoot, PoolState, Stuck, Workload, simulate
 from components.planning.node_template import node_labels, node_taints, registers_preflight
+from components.planning.pod_addresses import api_server_pod_addresses
 from components.planning.pod_needs import needs_cluster_dns
 from components.planning.release_readiness import ReleaseProblem, release_problems
 
@@ -49,8 +50,14 @@ CLUSTER_DNS = "dns:cluster"
 POD_IPS = "pod-ips"
 """A fact of pools whose CiliumNodes hold pod addresses: in `ipam: crd` (prefix mode) the prefix IPAM
 controller publishes them; Cilium's agent reports ready, and pods get a network, only after."""
-NIC_BLOCKS = "nic:blocks"
-"""A fact of pools whose NICs carry /28 blocks (`podAddresses: prefixes`): all the controller can publish."""
+NIC_POD_ADDRESSES = "nic:pod-addresses"
+"""A fact of pools whose NICs carry pod addresses beside the node's own (/28 blocks in prefix mode, the API servers'
+secondary addresses): all the prefix IPAM controller can publish."""
+CONTROL_PLANE_POOL = "apiservers"
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+"""kubeadm labels the nodes it inits with it (phases/markcontrolplane) and our InitConfiguration registers the
+taint of the same key (components/bootstrap/apiserver.py nodeRegistration.taints)."""
+WEBHOOK_SERVICE = "service:kueue-system/kueue-webhook-service"
 HEALTH_GIVER = "gpu-health-*"
 """One health DaemonSet per GPU pool (objects/health.py), all alike."""
 SERVICE_NAME = re.compile(r"(?<![\w.-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.svc\b")
@@ -74,7 +81,7 @@ def gives_table(prefix_mode: bool) -> dict[str, Gives]:
                                         "the datapath; with ipam: crd only after its CiliumNode's spec.ipam.pool "
                                         "holds addresses (docs.cilium.io network/concepts/ipam/crd)", cni),
         PREFIX_IPAM_APP: Gives((POD_IPS,), "components/kubernetes/scripts/prefix_ipam.py: publishes the /28 blocks "
-                                           "of each node's NIC into its CiliumNode", ((POD_IPS, NIC_BLOCKS),)),
+                                           "of each node's NIC into its CiliumNode", ((POD_IPS, NIC_POD_ADDRESSES),)),
         "gpu-operator": Gives(tuple(f"label:{k}={v}" for k, v in OPERAND_LABELS.items()),
                               f"gpu-operator {GPU_OPERATOR.version}: labels nodes NFD found NVIDIA PCI devices on "
                               "for its operands", tuple((f"label:{k}={v}", NFD_KEY) for k, v in OPERAND_LABELS.items())),
@@ -170,6 +177,45 @@ def chart_objects(prefix_mode: bool = False) -> list[ChartPod]:
     ]
 
 
+@dataclass(frozen=True)
+class Webhook:
+    name: str
+    failure_policy: str
+    service: str
+    group: str
+    resources: tuple[str, ...]
+
+
+KUEUE_WEBHOOKS = tuple(Webhook(name, "Fail", WEBHOOK_SERVICE, "kueue.x-k8s.io", (resource,)) for name, resource in (
+    ("mclusterqueue.kb.io", "clusterqueues"), ("mresourceflavor.kb.io", "resourceflavors"),
+    ("vclusterqueue.kb.io", "clusterqueues"), ("vcohort.kb.io", "cohorts"), ("vresourceflavor.kb.io", "resourceflavors"),
+))
+"""The Kueue chart's webhooks on the objects the layer applies: kueue v0.19.2
+charts/kueue/templates/webhook/manifests.yaml (failurePolicy Fail, Service `kueue-webhook-service` in the release's
+namespace, CREATE and UPDATE). Topologies and LocalQueues have none there."""
+_PLURALS = {"ClusterQueue": "clusterqueues", "ResourceFlavor": "resourceflavors", "Cohort": "cohorts",
+            "Topology": "topologies", "LocalQueue": "localqueues"}
+
+
+def webhook_applies(objects: list[Object], webhooks: tuple[Webhook, ...] = KUEUE_WEBHOOKS) -> list[Workload]:
+    """The layer's objects that kube-apiserver admits only by calling a webhook with failurePolicy Fail, as one
+    step on the API servers' pool. kube-apiserver resolves a webhook Service to its ClusterIP (kubernetes
+    pkg/controlplane/apiserver buildServiceResolver: NewClusterIPServiceResolver unless --enable-aggregator-routing,
+    which the API servers do not set); without kube-proxy, only Cilium's kube-proxy replacement on the API server's
+    node translates it: the step needs that node's pod network ("cni") and the Service's pods."""
+    hooked: dict[str, set[str]] = {}
+    for o in objects:
+        group = o["apiVersion"].split("/")[0] if "/" in o["apiVersion"] else ""
+        resource = _PLURALS.get(o["kind"], o["kind"].lower() + "s")
+        for hook in webhooks:
+            if hook.failure_policy == "Fail" and hook.group == group and resource in hook.resources:
+                hooked.setdefault(hook.service, set()).add(hook.name)
+    return [Workload(f"admission of the layer's objects ({', '.join(sorted(names))})", "Apply",
+                     {CONTROL_PLANE_LABEL: ""}, ({"operator": "Exists"},), host_network=True,
+                     needs=("cni", service), source="kube-apiserver calls the webhooks while applying")
+            for service, names in sorted(hooked.items())]
+
+
 def _strings(pod: dict[str, Any]) -> Iterable[str]:
     for key in CONTAINER_LISTS:
         for container in pod.get(key) or []:
@@ -257,8 +303,10 @@ def chart_workloads(plan: ClusterPlan) -> list[Workload]:
 
 
 def own_workloads(plan: ClusterPlan, objects: list[Object] | None = None) -> list[Workload]:
-    """The layer's own Deployments and DaemonSets (`objects`, default: as the components declare them)."""
-    return read_workloads(layer_objects(plan) if objects is None else objects, plan)
+    """The layer's own Deployments and DaemonSets and the admission of its objects (`objects`, default: as the
+    components declare them)."""
+    objects = layer_objects(plan) if objects is None else objects
+    return [*read_workloads(objects, plan), *webhook_applies(objects)]
 
 
 GPU_KEY = "nvidia.com/gpu"
@@ -300,17 +348,25 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
             taints.insert(0, NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"))
         facts = {HARDWARE_GPU} if pool.size.gpus else set()
         if pool.spec.pod_addresses == "prefixes":
-            facts.add(NIC_BLOCKS)
+            facts.add(NIC_POD_ADDRESSES)
         states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus,
                                 facts=facts, cpu_millis=pool.size.vcpus * 1000,
                                 memory_mib=pool.size.memory_gib * 1024 - EVICTION_HARD_MIB, nodes=pool.nodes))
+    # The API servers' kubelets register too: every DaemonSet that tolerates the control-plane taint runs there,
+    # Cilium's agent first, and kube-apiserver reaches Services through it. No Deployment lands there (the
+    # simulation leaves its allocatable unset, so only DaemonSets and admission steps are placed).
+    states.append(PoolState(CONTROL_PLANE_POOL, {CONTROL_PLANE_LABEL: "",
+                                                 "node.kubernetes.io/exclude-from-external-load-balancers": ""},
+                            [NodeTaint(CONTROL_PLANE_LABEL, "", "NoSchedule")], 0,
+                            facts={NIC_POD_ADDRESSES} if api_server_pod_addresses(plan.spec) else set(),
+                            nodes=plan.control_plane.api.count))
     return states
 
 
 def releases_at_size(plan: ClusterPlan, boot: FirstBoot,
                      options: tuple[ReleaseOptions, ...]) -> list[ReleaseProblem]:
     """Each release judged with its chart DaemonSets on the nodes the simulation placed them on."""
-    nodes = {p.name: p.nodes for p in plan.pools}
+    nodes = {p.name: p.nodes for p in plan.pools} | {CONTROL_PLANE_POOL: plan.control_plane.api.count}
     placed = boot.placements()
     daemonsets = {p.obj["metadata"]["name"]: (p.obj, sum(nodes.get(pool, 0) for pool in placed.get(
         p.obj["metadata"]["name"], ()))) for p in chart_objects(plan.prefix_mode) if p.obj["kind"] == "DaemonSet"}
