@@ -29,6 +29,16 @@ def cluster_autoscaler_image(minor: str) -> str:
     return f"registry.k8s.io/autoscaling/cluster-autoscaler:v{MINOR_COUPLED[minor].cluster_autoscaler.version}"
 
 
+def provisioning_request_crd(minor: str) -> str:
+    """The ProvisioningRequest CRD (autoscaling.x-k8s.io/v1) at the tag of the cluster's autoscaler, which serves
+    it; applied by URL at deploy time (kubernetes/autoscaler cluster-autoscaler/FAQ.md "Enabling
+    ProvisioningRequest Support", step 5). Kueue starts its provisioning controller only if the API is served
+    when it starts (kueue v0.19.2 cmd/kueue/main.go ServerSupportsProvisioningRequest)."""
+    version = MINOR_COUPLED[minor].cluster_autoscaler.version
+    return ("https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-"
+            f"{version}/cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml")
+
+
 def coredns_image(minor: str) -> str:
     """CoreDNS as the minor's kubeadm release pins it."""
     return f"registry.k8s.io/coredns/coredns:{MINOR_COUPLED[minor].coredns.version}"

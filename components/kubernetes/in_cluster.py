@@ -49,9 +49,11 @@ class InCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
         self.networking = Networking(f"{name}-networking", plan, azure, child)
         self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, plan.registry,
-                                     child)
+                                     plan.versions.minor, child)
+        # The autoscaler watches ProvisioningRequests from its start.
         self.capacity = Capacity(f"{name}-capacity", plan, azure, pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=self.scheduling.priority_classes)))
+            child, pulumi.ResourceOptions(depends_on=[*self.scheduling.priority_classes,
+                                                      self.scheduling.provisioning_crd])))
         self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=self.scheduling.priority_classes)))
         self.register_outputs({})

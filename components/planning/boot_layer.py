@@ -36,6 +36,7 @@ from components.planning.node_template import node_labels, node_taints, register
 from components.planning.pod_addresses import api_server_pod_addresses
 from components.planning.pod_needs import needs_cluster_dns
 from components.planning.release_readiness import ReleaseProblem, release_problems
+from components.planning.scale_from_zero import scale_from_zero_problems
 
 NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 NFD_KEY = "label:feature.node.kubernetes.io/pci-10de.present=true"
@@ -381,6 +382,9 @@ def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: l
                                         *own_workloads(plan, objects), *(extra or [])])
     releases = [Stuck(f"helm release {p.release}", None, p.reason)
                 for p in releases_at_size(plan, boot, RELEASES)]
+    bounds = {p.name: (p.spec.min_count, p.nodes) for p in plan.pools}
+    releases += [Stuck(f"gangs on flavor {flavor}", None, reason) for flavor, reason in scale_from_zero_problems(
+        layer_objects(plan) if objects is None else objects, bounds)]
     # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py).
     boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)), *boot.steps),
                      (*boot.stuck, *releases))

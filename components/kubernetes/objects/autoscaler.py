@@ -51,6 +51,9 @@ def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes:
         "--max-node-provision-time=25m",
         # Every registered node counts, the API servers' kubelets included.
         f"--max-nodes-total={nodes + control_plane_nodes}",
+        # Kueue asks for a gang's nodes with ProvisioningRequests (objects/kueue.py): the only way a topology-aware
+        # pool at zero is scaled up (cluster-autoscaler FAQ.md "How can I use ProvisioningRequest").
+        "--enable-provisioning-requests=true",
         "--skip-nodes-with-local-storage=false",
         "--skip-nodes-with-system-pods=true",
         "--leader-elect=true",
@@ -76,6 +79,10 @@ def _rules() -> list[dict[str, Any]]:
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceslices", "deviceclasses"],
          "verbs": watch},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]},
+        # cluster-autoscaler 1.36.1 FAQ.md, "Enabling ProvisioningRequest Support", RBAC permissions.
+        {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests", "provisioningrequests/status"],
+         "verbs": ["watch", "list", "get", "create", "update", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["podtemplates"], "verbs": watch},
     ]
 
 
