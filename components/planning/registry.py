@@ -21,6 +21,7 @@ from components.catalog.in_cluster import (
     coredns_image,
 )
 from components.catalog.registries import MAX_CACHE_RULES, OWN_NAMESPACE, UPSTREAMS, Upstream, parse_image
+from components.catalog.versions import MINOR_COUPLED
 from components.errors import Problem, SpecError
 from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
@@ -104,8 +105,9 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs = [f"{K8S_REGISTRY}/{name}:v{spec.kubernetes_version}" for name in CONTROL_PLANE_IMAGES]
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
-        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", cluster_autoscaler_image(minor),
-                 coredns_image(minor)]
+        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}"]
+        # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
+        refs += [cluster_autoscaler_image(minor), coredns_image(minor)] if minor in MINOR_COUPLED else []
         refs += [image.upstream for images in CHART_IMAGES.values() for image in images]
     return tuple(refs)
 
