@@ -15,7 +15,12 @@ Derived from the add-ons' own source at the versions the cluster runs (component
   `azure_force_delete_scale_set.go`; `ListVMInstanceView`, the VM list with `$expand=instanceView`). SKU
   listing (`AZURE_ENABLE_DYNAMIC_INSTANCE_LIST`, off by default), deployments (vmType standard) and AKS agent
   pools are not used.
-- No cloud-controller-manager runs in this cluster, so no identity is made for one.
+- cloud-provider-azure's cloud-controller-manager, cloud-node-lifecycle controller only, read at
+  kubernetes-sigs/cloud-provider-azure v1.36.5 (`pkg/provider/`): with vmType vmss and
+  `disableAvailabilitySetNodes` it lists the group's scale sets (`azure_vmss_cache.go`,
+  VirtualMachineScaleSetClient.List) and a scale set's VMs with their instance view (`azure_vmss.go`,
+  VirtualMachineScaleSetVMClient.List/ListVMInstanceView) to tell whether a node's VM exists and is running. Read
+  only: the Node objects it deletes are Kubernetes', not Azure's.
 
 Action names are Azure RBAC operations (Microsoft Learn "Azure resource provider operations"); the scale-set NIC
 read is spelled as kubernetes-sigs/cloud-provider-azure `site/content/en/topics/azure-permissions.md` lists it.
@@ -81,6 +86,16 @@ AUTOSCALER: tuple[Permission, ...] = (
                "scale-out of the system pool assigns the add-on identities it carries to the new VMs"),
 )
 
+_CCM = "kubernetes-sigs/cloud-provider-azure v1.36.5 pkg/provider/"
+
+NODE_LIFECYCLE: tuple[Permission, ...] = (
+    Permission("Microsoft.Compute/virtualMachineScaleSets/read", "resourceGroup",
+               f"VirtualMachineScaleSetClient.List ({_CCM}azure_vmss_cache.go)"),
+    Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", "resourceGroup",
+               f"VirtualMachineScaleSetVMClient.List/ListVMInstanceView ({_CCM}azure_vmss.go): InstanceExists, "
+               "InstanceShutdown"),
+)
+
 _PREFIX_IPAM = "components/kubernetes/scripts/prefix_ipam.py"
 
 PREFIX_IPAM: tuple[Permission, ...] = (
@@ -91,13 +106,15 @@ PREFIX_IPAM: tuple[Permission, ...] = (
 )
 
 ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI,
-                                                        "prefix-ipam": PREFIX_IPAM}
+                                                        "prefix-ipam": PREFIX_IPAM,
+                                                        "node-lifecycle": NODE_LIFECYCLE}
 
 
 def addons_for(prefix_mode: bool) -> tuple[str, ...]:
     """The add-ons that call Azure in a cluster: Cilium's Azure IPAM with secondary IPs; with /28 blocks Cilium runs
     `ipam: crd` and calls nothing, and the prefix IPAM controller reads the NICs instead."""
-    return ("autoscaler", "prefix-ipam") if prefix_mode else ("autoscaler", "cni")
+    return (("autoscaler", "node-lifecycle", "prefix-ipam") if prefix_mode
+            else ("autoscaler", "node-lifecycle", "cni"))
 
 
 def actions(permissions: tuple[Permission, ...], scope: Scope) -> list[str]:

@@ -29,6 +29,13 @@ def cluster_autoscaler_image(minor: str) -> str:
     return f"registry.k8s.io/autoscaling/cluster-autoscaler:v{MINOR_COUPLED[minor].cluster_autoscaler.version}"
 
 
+def cloud_controller_manager_image(minor: str) -> str:
+    """cloud-provider-azure's cloud-controller-manager of the cluster's minor (helm/cloud-provider-azure/values.yaml
+    imageRepository mcr.microsoft.com/oss/kubernetes, imageName azure-cloud-controller-manager)."""
+    version = MINOR_COUPLED[minor].cloud_controller_manager.version
+    return f"mcr.microsoft.com/oss/kubernetes/azure-cloud-controller-manager:v{version}"
+
+
 def provisioning_request_crd(minor: str) -> str:
     """The ProvisioningRequest CRD (autoscaling.x-k8s.io/v1) at the tag of the cluster's autoscaler, which serves
     it; applied by URL at deploy time (kubernetes/autoscaler cluster-autoscaler/FAQ.md "Enabling

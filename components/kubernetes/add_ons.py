@@ -18,7 +18,12 @@ from components.catalog.in_cluster import (
 from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
 from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.layer import capacity_objects, gpu_health_objects, networking_objects
+from components.kubernetes.objects.layer import (
+    capacity_objects,
+    gpu_health_objects,
+    lifecycle_objects,
+    networking_objects,
+)
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
 from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
@@ -63,6 +68,11 @@ class Capacity(pulumi.ComponentResource):
         scaler, balloons = capacity_objects(plan, azure.settings(azure.autoscaler_client_id))
         self.autoscaler = declare_all(scaler, child)
         self.balloons = declare_all(balloons, child)
+        # Nodes whose VM is gone (scaled down, deleted) are deleted, so they neither count against --max-nodes-total
+        # nor leave a stale CiliumNode for a reused address block.
+        self.node_lifecycle = declare_all(lifecycle_objects(
+            plan, azure.settings(azure.node_lifecycle_client_id), pulumi.Output.json_dumps), child) \
+            if azure.node_lifecycle_client_id is not None else []
         self.register_outputs({})
 
 

@@ -17,6 +17,7 @@ from components.catalog.in_cluster import (
     KUEUE_IMAGE,
     KUEUE_VERSION,
     PAUSE_IMAGE,
+    cloud_controller_manager_image,
     cluster_autoscaler_image,
     coredns_image,
 )
@@ -107,7 +108,8 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     if spec.in_cluster.enabled:
         refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}"]
         # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
-        refs += [cluster_autoscaler_image(minor), coredns_image(minor)] if minor in MINOR_COUPLED else []
+        refs += ([cluster_autoscaler_image(minor), coredns_image(minor), cloud_controller_manager_image(minor)]
+                 if minor in MINOR_COUPLED else [])
         refs += [image.upstream for images in CHART_IMAGES.values() for image in images]
     return tuple(refs)
 

@@ -3,6 +3,8 @@ cluster's registry). The first-boot simulation reads these same objects (compone
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 from components.kubernetes.objects.autoscaler import autoscaler_objects
@@ -13,6 +15,7 @@ from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
 from components.kubernetes.objects.images import serve_objects
 from components.kubernetes.objects.kueue import kueue_objects
+from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.kubernetes.objects.priority import priority_classes
 from components.planning.cluster_plan import ClusterPlan
@@ -66,6 +69,13 @@ def capacity_objects(plan: ClusterPlan, autoscaler: AzureSettings) -> tuple[list
             without_await(serve_objects(balloon_objects(plan.balloons), plan.registry)))
 
 
+def lifecycle_objects(plan: ClusterPlan, identity: AzureSettings,
+                      render_json: Callable[[dict[str, Any]], Any] = json.dumps) -> list[Object]:
+    """cloud-node-lifecycle: Node objects of VMs that are gone are deleted."""
+    return serve_objects(node_lifecycle_objects(identity, plan.spec.location, plan.versions.minor, render_json),
+                         plan.registry)
+
+
 def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
     return without_await(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry))
 
@@ -75,4 +85,4 @@ def layer_objects(plan: ClusterPlan) -> list[Object]:
     priority, kueue = scheduling_objects(plan)
     scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
     return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
-            *gpu_health_objects(plan)]
+            *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan)]
