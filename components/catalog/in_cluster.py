@@ -20,6 +20,13 @@ GPU_OPERATOR_VERSION = GPU_OPERATOR.version
 PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 """The dcgmi client, at the DCGM release the operator runs (gpu-operator v26.3.3 values.yaml `dcgm.version`)."""
+RDMA_DEVICE_PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.3"
+"""Mellanox/k8s-rdma-shared-dev-plugin v1.5.3 (2025-03-26), as its release workflow publishes it
+(.github/workflows/release.yaml: ghcr.io/<repository>:<tag>)."""
+RDMA_RESOURCE = "rdma/ib"
+"""The extended resource the plugin registers (resourcePrefix `rdma`, resourceName `ib`; objects/rdma.py)."""
+RDMA_HCA_MAX = 8
+"""Pods per node that may share the node's HCAs (the plugin's rdmaHcaMax): one per GPU at most."""
 AGENTS_DIR = "/opt/gpucluster"
 """Where the agents image (images/agents/Dockerfile) keeps the health agent and the prefix IPAM controller."""
 

@@ -20,6 +20,7 @@ from components.kubernetes.objects.charts import cilium_values, gpu_operator_val
 from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.layer import (
     capacity_objects,
+    device_objects,
     gpu_health_objects,
     lifecycle_objects,
     networking_objects,
@@ -86,4 +87,6 @@ class GpuHealth(pulumi.ComponentResource):
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
         self.checks = declare_all(gpu_health_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))
+        # InfiniBand HCAs as the extended resource rdma/ib, for NCCL in pods (objects/rdma.py).
+        self.rdma = declare_all(device_objects(plan), child)
         self.register_outputs({})

@@ -289,5 +289,10 @@ def _snapshot(pools: list[PoolState]) -> list[tuple[object, ...]]:
 
 
 def _selector_only(w: Workload, pool: PoolState) -> bool:
-    """The DaemonSet does not select this pool at all (its selector labels never appear there)."""
-    return any(pool.labels.get(k) != v for k, v in w.node_selector.items())
+    """The workload does not select this pool at all: its selector labels never appear there, or its required node
+    affinity matches none of the pool's own labels (the DaemonSet controller runs a pod only on nodes matching both,
+    kubernetes pkg/controller/daemon NodeShouldRunDaemonPod)."""
+    if any(pool.labels.get(k) != v for k, v in w.node_selector.items()):
+        return True
+    return bool(w.node_affinity) and not any(all(_expression(e, pool.labels) for e in term)
+                                             for term in w.node_affinity)

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION
+from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION, RDMA_RESOURCE
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from components.planning.scheduling import (
     GPU,
@@ -168,6 +168,11 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob",
                                         "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob"]},
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        # A gang's pods ask for the node's InfiniBand HCAs (objects/rdma.py). No ClusterQueue covers that resource,
+        # and a requested resource no resource group covers makes the workload inadmissible ("resource %s
+        # unavailable in ClusterQueue", kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go): it is not
+        # quota, so Kueue ignores it (apis/config/v1beta2 Resources.excludeResourcePrefixes).
+        "resources": {"excludeResourcePrefixes": [RDMA_RESOURCE.split("/")[0] + "/"]},
     }
 
 

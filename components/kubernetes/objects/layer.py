@@ -18,6 +18,7 @@ from components.kubernetes.objects.kueue import kueue_objects
 from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.kubernetes.objects.priority import priority_classes
+from components.kubernetes.objects.rdma import rdma_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
@@ -80,9 +81,14 @@ def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
     return without_await(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry))
 
 
+def device_objects(plan: ClusterPlan) -> list[Object]:
+    """The RDMA shared device plugin on InfiniBand pools."""
+    return without_await(serve_objects(rdma_objects(plan.pools), plan.registry))
+
+
 def layer_objects(plan: ClusterPlan) -> list[Object]:
     """Every object of the layer but the charts', as declared, with identities marked as known only at deploy."""
     priority, kueue = scheduling_objects(plan)
     scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
     return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
-            *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan)]
+            *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan)]
