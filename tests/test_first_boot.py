@@ -153,3 +153,14 @@ def test_toleration_semantics_follow_core_v1() -> None:
     assert tolerates(({"key": "gpucluster.io/preflight", "value": "pending"},), taint)
     assert not tolerates(({"key": "gpucluster.io/preflight", "operator": "Equal", "value": "done"},), taint)
     assert not tolerates(({"key": "nvidia.com/gpu", "operator": "Exists"},), taint)
+
+
+def test_each_chart_row_names_the_template_and_tag_it_was_read_from() -> None:
+    """The charts' pods are a table, not `helm template` output (no reachable registry ships the pinned archives):
+    every row says where, and at which release, its fields were read."""
+    from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
+    from components.planning.boot_layer import chart_objects
+    releases = (CILIUM.version, GPU_OPERATOR.version, KUEUE.version, "v0.18.3")
+    for row in chart_objects():
+        assert any(r in row.source for r in releases), row.source
+        assert "/" in row.source and (".yaml" in row.source or ".yml" in row.source), row.source

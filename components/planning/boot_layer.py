@@ -9,7 +9,8 @@ address gives cluster DNS.
 
 The charts' pods (Cilium, Kueue, the GPU operator and its NFD subchart) are rendered by the charts at deploy time;
 here they are the pod fields their templates render with the library's values (`chart_objects`), each row
-naming the template it was read from.
+naming the template and tag it was read from. They are not rendered with `helm template`: no registry this project
+installs from (PyPI, npm, Debian) ships the pinned chart archives (docs/operations.md, "First boot").
 """
 
 from __future__ import annotations
@@ -138,43 +139,56 @@ def chart_objects(prefix_mode: bool = False) -> list[ChartPod]:
         ChartPod(_workload_object("DaemonSet", "cilium-agent", "kube-system", {"hostNetwork": True,
                                                                                "tolerations": cilium["tolerations"]},
                                   updateStrategy=cilium["updateStrategy"]),
-                 f"cilium {CILIUM.version} templates/cilium-agent/daemonset.yaml: hostNetwork true; dnsPolicy only "
-                 "from values.dnsPolicy (unset: ClusterFirst, the node's resolver on the host network); "
-                 "tolerations and updateStrategy from values"),
+                 "cilium/cilium install/kubernetes/cilium/templates/cilium-agent/daemonset.yaml (a stored version; "
+                 f"{CILIUM.version}'s own could not be read here): hostNetwork true; dnsPolicy only from "
+                 "values.dnsPolicy (templates/_extensions.tpl; unset: ClusterFirst, the node's resolver on the host "
+                 "network); tolerations and updateStrategy from values"),
         ChartPod(_workload_object("Deployment", "cilium-operator", "kube-system", {
             "hostNetwork": True, "nodeSelector": system, "tolerations": every}),
-                 f"cilium {CILIUM.version} templates/cilium-operator/deployment.yaml: hostNetwork from "
-                 "operator.hostNetwork (true), dnsPolicy only from operator.dnsPolicy (unset); operator.tolerations "
-                 "default [{operator: Exists}]"),
+                 "cilium/cilium install/kubernetes/cilium/templates/cilium-operator/deployment.yaml (a stored "
+                 f"version; {CILIUM.version}'s own could not be read here): hostNetwork from operator.hostNetwork, "
+                 "dnsPolicy only from operator.dnsPolicy (unset); operator.tolerations default [{operator: Exists}] "
+                 "in every Helm reference read"),
         ChartPod(_workload_object("Deployment", "kueue-controller-manager", "kueue-system", {"nodeSelector": system},
                                   {"control-plane": "controller-manager"}),
-                 f"kueue v{KUEUE.version} charts/kueue/templates/manager/manager.yaml: hostNetwork and dnsPolicy only "
-                 "from values (unset), controllerManager.tolerations default none"),
+                 f"kubernetes-sigs/kueue v{KUEUE.version} charts/kueue/templates/manager/manager.yaml: hostNetwork "
+                 "and dnsPolicy only from controllerManager values (unset), tolerations from "
+                 "controllerManager.tolerations (none); pods labelled control-plane: controller-manager, which "
+                 "templates/webhook/service.yaml selects"),
         ChartPod(_workload_object("Deployment", "gpu-operator", "gpu-operator", {
             "nodeSelector": dict(op["operator"]["nodeSelector"]), "tolerations": [CONTROL_PLANE_TOLERATION]}),
-                 f"gpu-operator {GPU_OPERATOR.version} values.yaml operator.tolerations: control-plane only"),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} deployments/gpu-operator/values.yaml operator.tolerations "
+                 "(control-plane only), templates/operator.yaml (no hostNetwork)"),
         ChartPod(_workload_object("Deployment", "nfd-master", "gpu-operator", {
             "nodeSelector": dict(nfd["master"]["nodeSelector"]), "tolerations": [CONTROL_PLANE_TOLERATION],
-            "dnsPolicy": NFD_DNS_POLICY}), "NFD 0.18.3 chart master.tolerations: control-plane; master.dnsPolicy"),
+            "dnsPolicy": NFD_DNS_POLICY}), "kubernetes-sigs/node-feature-discovery v0.18.3 "
+                                           "deployment/helm/node-feature-discovery/values.yaml master.tolerations "
+                                           "(control-plane), master.dnsPolicy"),
         ChartPod(_workload_object("Deployment", "nfd-gc", "gpu-operator", {
             "nodeSelector": dict(nfd["gc"]["nodeSelector"]), "dnsPolicy": NFD_DNS_POLICY}),
-                 "NFD 0.18.3 chart gc.tolerations: []; gc.dnsPolicy"),
+                 "kubernetes-sigs/node-feature-discovery v0.18.3 values.yaml gc.tolerations ([]), gc.dnsPolicy"),
         ChartPod(_workload_object("DaemonSet", "nfd-worker", "gpu-operator", {
             "tolerations": list(nfd["worker"]["tolerations"]), "dnsPolicy": NFD_DNS_POLICY}),
-                 f"gpu-operator {GPU_OPERATOR.version} values.yaml node-feature-discovery.worker.tolerations (ours); "
-                 "NFD 0.18.3 worker.dnsPolicy, worker.updateStrategy {} (the apps/v1 default)"),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} values.yaml node-feature-discovery.worker.tolerations "
+                 "(ours); kubernetes-sigs/node-feature-discovery v0.18.3 templates/worker.yaml and values.yaml "
+                 "worker.dnsPolicy, worker.hostNetwork false, worker.updateStrategy {} (the apps/v1 default)"),
         ChartPod(_workload_object("DaemonSet", "nvidia-container-toolkit", "gpu-operator", {
             "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"}, **operand}),
-                 "gpu-operator: operands get daemonsets.tolerations (templates/clusterpolicy.yaml)"),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-container-toolkit/0500_daemonset.yaml "
+                 "(nodeSelector), daemonsets.tolerations (templates/clusterpolicy.yaml); hostNetwork only when "
+                 "configured (controllers/object_controls.go applyHostNetworkConfig)"),
         ChartPod(_workload_object("DaemonSet", "nvidia-device-plugin", "gpu-operator", {
             "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"}, "runtimeClassName": "nvidia", **operand}),
-                 "gpu-operator: device plugin runs with runtimeClassName nvidia"),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-device-plugin/0500_daemonset.yaml; "
+                 "runtimeClassName from controllers/object_controls.go setRuntimeClassName"),
         ChartPod(_workload_object("DaemonSet", "nvidia-dcgm", "gpu-operator", {
             "nodeSelector": {"nvidia.com/gpu.deploy.dcgm": "true"}, "runtimeClassName": "nvidia", **operand}),
-                 f"gpu-operator {GPU_OPERATOR.version} assets/state-dcgm (dcgm.enabled): host engine per GPU node"),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-dcgm/0400_dcgm.yml (dcgm.enabled): host "
+                 "engine per GPU node; runtimeClassName from controllers/object_controls.go TransformDCGM"),
         ChartPod(_workload_object("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator", {
             "nodeSelector": {"nvidia.com/gpu.deploy.dcgm-exporter": "true"}, "runtimeClassName": "nvidia",
-            **operand}), "gpu-operator: dcgm-exporter operand"),
+            **operand}), f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-dcgm-exporter/0800_daemonset.yaml; "
+                         "runtimeClassName from controllers/object_controls.go"),
     ]
 
 
