@@ -22,6 +22,7 @@ from components.bootstrap.from_plan import (
 )
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_images import API_SCALE_SET
+from components.planning.pod_addresses import api_server_pod_addresses
 
 
 def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
@@ -85,7 +86,13 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                     name="nic0", primary=True, enable_accelerated_networking=cp.api.size.accelerated_networking,
                     ip_configurations=[azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
                         name="primary", primary=True, subnet=azure.compute.ApiEntityReferenceArgs(id=subnet_id),
-                        load_balancer_backend_address_pools=[azure.compute.SubResourceArgs(id=backend_pool_id)])])])),
+                        load_balancer_backend_address_pools=[azure.compute.SubResourceArgs(id=backend_pool_id)]),
+                        # In prefix mode Cilium's agent here takes only what the prefix IPAM controller publishes
+                        # from this NIC: its own addresses and NFD's worker (planning/pod_addresses.py).
+                        *(azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
+                            name=f"pod{i:03d}", primary=False, private_ip_address_version="IPv4",
+                            subnet=azure.compute.ApiEntityReferenceArgs(id=subnet_id))
+                          for i in range(1, api_server_pod_addresses(spec) + 1))])])),
         tags={**machine_tags(spec.name, "apiserver", API_SCALE_SET, spec.tags),
               KUBERNETES_VERSION_TAG: spec.kubernetes_version,
               KUBERNETES_EOL_TAG: plan.versions.release.end_of_life.isoformat()},

@@ -103,9 +103,10 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def helm_releases(registrations: list[Registration]) -> list[dict[str, Any]]:
-    """Helm releases the program declares, with chart, version and values: the provider renders them at
-    deploy time, so they are listed beside the manifests rather than as objects."""
-    keys = ("name", "chart", "version", "namespace", "repositoryOpts", "values")
+    """Helm releases the program declares, with chart, version, how they install (atomic, skipAwait, timeout)
+    and values: the provider renders them at deploy time, so they are listed beside the manifests rather than
+    as objects."""
+    keys = ("name", "chart", "version", "namespace", "repositoryOpts", "atomic", "skipAwait", "timeout", "values")
     return [{"release": reg.name, **{k: _sorted(reg.inputs[k]) for k in keys if k in reg.inputs}}
             for reg in registrations if reg.type == HELM_RELEASE]
 

@@ -17,6 +17,8 @@ from components.catalog.in_cluster import (
     KUEUE_IMAGE,
     KUEUE_VERSION,
     PAUSE_IMAGE,
+    RDMA_DEVICE_PLUGIN_IMAGE,
+    cloud_controller_manager_image,
     cluster_autoscaler_image,
     coredns_image,
 )
@@ -25,6 +27,7 @@ from components.catalog.versions import MINOR_COUPLED
 from components.errors import Problem, SpecError
 from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
+from components.planning.sizes import size_table
 from components.spec import ClusterSpec
 
 CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -106,9 +109,14 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
         refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}"]
-        if minor in MINOR_COUPLED:  # an unsupported minor is the version planner's error, not a KeyError here
-            refs += [cluster_autoscaler_image(minor), coredns_image(minor)]
+        # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
+        refs += ([cluster_autoscaler_image(minor), coredns_image(minor), cloud_controller_manager_image(minor)]
+                 if minor in MINOR_COUPLED else [])
         refs += [image.upstream for images in CHART_IMAGES.values() for image in images]
+        table = size_table(spec)
+        if any(table[p.vm_size].infiniband if p.infiniband is None else p.infiniband
+               for p in spec.pools if p.vm_size in table):
+            refs.append(RDMA_DEVICE_PLUGIN_IMAGE)  # the RDMA device plugin on InfiniBand pools
     return tuple(refs)
 
 

@@ -68,6 +68,15 @@ class FlavorPlan:
         return self.pool.size.gpus > 0
 
     @property
+    def scales_below_demand(self) -> bool:
+        """A topology-aware flavor whose pool the autoscaler may shrink below its size (down to `minCount`, 0 by
+        default). Kueue's TAS places gangs only on existing Ready nodes and reaches cluster-autoscaler only through
+        the ProvisioningRequest admission check (kueue v0.19.2 site/content/en/docs/concepts/
+        topology_aware_scheduling.md, "ClusterAutoscaler support"): without it a gang larger than the nodes left is
+        never admitted, no pod is pending, and nothing scales up."""
+        return self.topology is not None and self.pool.spec.min_count < self.pool.nodes
+
+    @property
     def capacity(self) -> Quota:
         return Quota(gpus=self.pool.gpus, cpus=self.pool.vcpus, memory_gib=self.pool.nodes * self.pool.size.memory_gib)
 
