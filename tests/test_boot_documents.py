@@ -88,7 +88,7 @@ def test_boot_documents_are_deterministic_and_carry_no_secret(tmp_path: Path) ->
     first = {p.name: p.read_bytes() for p in (tmp_path / "a" / "boot").iterdir()}
     assert first == {p.name: p.read_bytes() for p in (tmp_path / "b" / "boot").iterdir()}
     text = b"".join(first.values()).decode()
-    assert "PRIVATE KEY" not in text and "[secret: bootstrap token]" in text
+    assert "PRIVATE KEY" not in text and "[secret: bootstrap token of rotation period " in text
     assert "[secret: /etc/kubernetes/pki/ca.key]" in text and "[secret: etcd-0-server key]" in text
 
 

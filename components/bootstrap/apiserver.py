@@ -49,9 +49,12 @@ PATCHES_DIR = "/etc/kubernetes/patches"
 KUBEADM_CONFIG = "/etc/kubernetes/kubeadm.yaml"
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-apiserver-boot"
 INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-install-kubernetes"
-SKIP_PHASES = "preflight,etcd,addon/kube-proxy,addon/coredns,upload-certs"
+SKIP_PHASES = "preflight,etcd,addon/kube-proxy,addon/coredns,upload-certs,bootstrap-token,show-join-command"
 """kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones. etcd is external.
-The certs phase runs: it issues this VM's serving certificate."""
+The certs phase runs: it issues this VM's serving certificate. bootstrap-token: it would write the token's
+expiry as now + ttl at every boot; the stack declares the tokens, cluster-info and kubeadm's join RBAC instead
+(components/kubernetes/objects/join.py). show-join-command would print the random token kubeadm defaults an
+empty `bootstrapTokens` to (`SetDefaults_BootstrapTokens`), which is never registered."""
 INIT_ATTEMPTS = 3
 
 
@@ -64,7 +67,6 @@ class ApiServerBootstrap:
     service_cidr: str
     etcd_endpoints: tuple[str, ...]
     events_etcd_endpoints: tuple[str, ...]
-    bootstrap_token: str
     flags: ApiServerFlags
     pki_files: dict[str, str]
     """Path under /etc/kubernetes/pki -> PEM text."""
@@ -74,8 +76,6 @@ class ApiServerBootstrap:
     @property
     def endpoint_host(self) -> str:
         return self.endpoint.rsplit(":", 1)[0]
-    bootstrap_token_ttl_hours: int = 2160
-    """kubeadm's `ttl` for the token; "0s" would make it never expire."""
     registry: RegistryBoot | None = None
     """The cluster's registry: kubeadm's control-plane images come from it, pulled with the machine's identity."""
 
@@ -102,9 +102,6 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
     init = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
         "kind": "InitConfiguration",
-        "bootstrapTokens": [{"token": b.bootstrap_token, "ttl": f"{b.bootstrap_token_ttl_hours}h",
-                             "usages": ["signing", "authentication"],
-                             "groups": ["system:bootstrappers:kubeadm:default-node-token"]}],
         "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
                              **({"kubeletExtraArgs": kubelet_args()} if b.registry else {})},
         "patches": {"directory": PATCHES_DIR},

@@ -63,17 +63,16 @@ def registry_boot(plan: ClusterPlan, identity: PullIdentity) -> RegistryBoot:
                         identity.client_id, identity.tenant_id)
 
 
-def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str], token: str,
+def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str],
                         identity: PullIdentity | None = None) -> ApiServerBootstrap:
     spec, cp = plan.spec, plan.control_plane
     addresses = etcd_addresses(plan)
     return ApiServerBootstrap(
         cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=api_server_endpoint(spec.name),
         service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_etcd_endpoints(cp.etcd, addresses),
-        events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), bootstrap_token=token, flags=cp.api.flags,
+        events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), flags=cp.api.flags,
         pki_files=pki_files,
         cert_sans=api_server_cert_sans(spec.name, plan.ip),
-        bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours,
         registry=registry_boot(plan, identity) if identity else None)
 
 

@@ -45,10 +45,11 @@ def _pki_marker(path: str) -> str:
 def boot_documents(plan: ClusterPlan) -> dict[str, str]:
     """File name -> #cloud-config text, for the API servers, each etcd member and each scale set."""
     spec = plan.spec
-    token = secret("bootstrap token")
+    tokens = plan.tokens
+    token = secret(f"bootstrap token of rotation period {tokens.current.period}, expires {tokens.current.expiration}")
     identity = PullIdentity(at_deploy("client id of the registry pull identity"), at_deploy("tenant id"))
     documents = {"apiserver.yaml": render_apiserver_cloud_init(
-        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, token, identity),
+        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, identity),
         install_script(spec.kubernetes_version))}
     snapshot_url = at_deploy("https://<snapshot storage account>.blob.core.windows.net/etcd-snapshots")
     for etcd in (plan.control_plane.etcd, plan.control_plane.events):
