@@ -23,7 +23,7 @@ def _kubeadm(document: dict[str, object]) -> list[dict[str, object]]:
 
 
 def test_external_etcd_and_events_override() -> None:
-    init, cluster = _kubeadm(_render(("https://10.0.0.73:2379", "https://10.0.0.74:2379")))
+    init, cluster, _ = _kubeadm(_render(("https://10.0.0.73:2379", "https://10.0.0.74:2379")))
     assert "bootstrapTokens" not in init
     assert cluster["etcd"]["external"]["endpoints"] == ["https://10.0.0.68:2379", "https://10.0.0.69:2379"]  # type: ignore[index]
     args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
@@ -35,7 +35,7 @@ def test_external_etcd_and_events_override() -> None:
 
 def test_without_events_etcd_there_is_no_override_and_keys_are_private() -> None:
     document = _render(())
-    _, cluster = _kubeadm(document)
+    _, cluster, _ = _kubeadm(document)
     names = {a["name"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
     assert "etcd-servers-overrides" not in names
     files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]

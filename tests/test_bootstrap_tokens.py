@@ -82,7 +82,7 @@ def test_the_secret_is_the_bootstrap_token_format() -> None:
 
 
 def test_the_schedule_overlaps_and_rotates() -> None:
-    schedule = plan_bootstrap_tokens(BootstrapTokenSpec(rotationDays=30, overlapDays=10), DAY)
+    schedule = plan_bootstrap_tokens(BootstrapTokenSpec(rotation_days=30, overlap_days=10), DAY)
     assert schedule.current.period == 692 and schedule.previous.period == 691
     assert schedule.current.issued == datetime(2026, 11, 3, tzinfo=UTC)
     assert schedule.rotates == datetime(2026, 12, 3, tzinfo=UTC)

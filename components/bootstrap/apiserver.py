@@ -95,6 +95,8 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         "audit-log-maxbackup": "10",
         "audit-log-maxsize": "512",
         "profiling": "false",
+        # Verify kubelets' serving certificates (logs, exec, port-forward): the cluster CA signs them.
+        "kubelet-certificate-authority": "/etc/kubernetes/pki/ca.crt",
         # Watch caches are sized dynamically since 1.19; API Priority and Fairness is on by default.
     }
     if b.events_etcd_endpoints:
@@ -141,7 +143,11 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
                               "mountPath": SCHEDULER_CONFIG_PATH, "readOnly": True, "pathType": "File"}],
         },
     }
-    return [init, cluster]
+    # kubeadm uploads this to the kubelet-config ConfigMap every kubelet reads (kubeadm docs, "Certificate
+    # Management with kubeadm", Kubelet serving certificates); nodes also set it in their patch.
+    kubelet = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+               "serverTLSBootstrap": True}
+    return [init, cluster, kubelet]
 
 
 def _k8s_prefix(registry: RegistryBoot) -> str:

@@ -4,14 +4,14 @@ Pure. Time is cut into rotation periods of `rotationDays` UTC days from 1970-01-
 `issued(p)` and its token expires `overlapDays` after the next period starts, so the token of the period
 before stays valid for the overlap once machines are given the new one.
 
-Two token slots, `a` for even periods and `b` for odd ones, each a pulumi-random pair whose `keepers` name
-the latest period of its parity (pulumi-random holds a value until its inputs change and replaces a resource
-whose keepers change: Pulumi registry, Random provider v4.16, "Resource Keepers"). Moving into period p+1 therefore replaces only the slot of
-p+1's parity (the token of p-1, expired or about to) and leaves the slot holding p's token untouched: the
-previous token keeps its value and its Secret, the current one is new. The period is computed from the date
-`pulumi up` runs, so the stack rotates without anyone editing it; pulumiverse-time's `Rotating` would need
-`pulumi refresh` to notice the date and drops the old value when it rotates, and the plan could not show
-the dates offline.
+Two token slots, `a` for even periods and `b` for odd ones, each a pulumi-random pair whose `keepers` name the
+latest period of its parity (pulumi-random holds a value until its inputs change and replaces a resource whose
+keepers change: Pulumi registry, Random provider v4.16, "Resource Keepers"). Moving into period p+1 therefore
+replaces only the slot of p+1's parity (the token of p-1, expired or about to) and leaves the slot holding p's
+token untouched: the previous token keeps its value and its Secret, the current one is new. The period is computed
+from the date `pulumi up` runs, so the stack rotates without anyone editing it. pulumiverse-time's `Rotating`
+(PyPI pulumiverse-time 0.1.1) is not used: it holds one timestamp that is replaced at rotation, so the overlap
+would still need two slots, and its dates exist only in state, where the offline plan cannot show them.
 """
 
 from __future__ import annotations

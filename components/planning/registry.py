@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from components.catalog.chart_images import CHART_IMAGES
 from components.catalog.in_cluster import (
+    CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
     KUEUE_IMAGE,
     KUEUE_VERSION,
@@ -105,7 +106,7 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
         refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", cluster_autoscaler_image(minor),
-                 coredns_image(minor)]
+                 coredns_image(minor), CSR_APPROVER_IMAGE]
         refs += [image.upstream for images in CHART_IMAGES.values() for image in images]
     return tuple(refs)
 
