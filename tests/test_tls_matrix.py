@@ -156,7 +156,7 @@ def _host(url_or_endpoint: str) -> str:
 
 def _api_documents(pki: Pki) -> tuple[dict, dict]:
     b = apiserver_bootstrap(pki.plan, {})
-    init, cluster = kubeadm_config(b)
+    init, cluster, _kubelet = kubeadm_config(b)
     return init, cluster
 
 

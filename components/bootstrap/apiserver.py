@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from components.bootstrap.cert_renewal import TIMER, apiserver_renew_script, renewal_files
 from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.host_prep import (
     MODULES_FILE,
@@ -169,6 +170,8 @@ def boot_script(b: ApiServerBootstrap) -> str:
         f"retry 5 {INSTALL_SCRIPT}",
         *provider_id_script(),
         f"retry {INIT_ATTEMPTS} kubeadm init --config {KUBEADM_CONFIG} --skip-phases={SKIP_PHASES}",
+        "systemctl daemon-reload",
+        f"systemctl enable --now {TIMER}",
         'echo "gpucluster: API server initialised at $(date -u +%FT%TZ)"',
         "",
     ])
@@ -191,5 +194,6 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> s
     ]
     if b.registry:
         files += registry_files(b.registry)
+    files += renewal_files(apiserver_renew_script())
     document = {"write_files": files, "runcmd": [[BOOT_SCRIPT]]}
     return dump_cloud_config(document)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.bootstrap.cert_renewal import TIMER, etcd_renew_script, renewal_files
 from components.bootstrap.cloud_config import dump_cloud_config
 
 ETCD_VERSION = "3.6.14"
@@ -68,6 +69,9 @@ class EtcdBootstrap:
     client_key: str = ""
     """A clientAuth certificate for etcdctl (snapshots, membership): the server certificate has serverAuth only."""
     metrics_port: int = METRICS_PORT
+    ca_key: str = ""
+    """The etcd CA's key, for the member's certificate renewal timer (components/bootstrap/cert_renewal.py);
+    the components always pass it."""
 
 
 def etcd_flags(b: EtcdBootstrap) -> list[str]:
@@ -208,7 +212,7 @@ def _install() -> str:
         f"curl -fsSL --retry 5 --retry-delay 5 --retry-connrefused -o /tmp/etcd.tar.gz {url}",
         f"tar -xzf /tmp/etcd.tar.gz -C {BIN_DIR} --strip-components=1 --wildcards '*/etcd' '*/etcdctl' '*/etcdutl'",
         "systemctl daemon-reload",
-        "systemctl enable --now etcd.service etcd-snapshot.timer",
+        f"systemctl enable --now etcd.service etcd-snapshot.timer {TIMER}",
         "",
     ])
 
@@ -259,4 +263,6 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
         "write_files": [{"path": p, "permissions": mode, "content": content} for p, mode, content in files],
         "runcmd": [[INSTALL_SCRIPT]],
     }
+    document["write_files"] += [{"path": f"{PKI_DIR}/ca.key", "permissions": "0600", "content": b.ca_key},
+                                *renewal_files(etcd_renew_script())]
     return dump_cloud_config(document)

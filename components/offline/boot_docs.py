@@ -61,7 +61,7 @@ def boot_documents(plan: ClusterPlan) -> dict[str, str]:
                 ca_cert=at_deploy("etcd CA certificate"), server_cert=at_deploy(f"{names['server']} certificate"),
                 server_key=secret(f"{names['server']} key"), peer_cert=at_deploy(f"{names['peer']} certificate"),
                 peer_key=secret(f"{names['peer']} key"), client_cert=at_deploy(f"{names['client']} certificate"),
-                client_key=secret(f"{names['client']} key"), snapshot_url=snapshot_url)
+                client_key=secret(f"{names['client']} key"), snapshot_url=snapshot_url, ca_key=secret("etcd CA key"))
             documents[f"{member.name}.yaml"] = render_etcd_cloud_init(etcd_bootstrap(plan, etcd, member, secrets))
     ca_hash = at_deploy("sha256 of the cluster CA's public key")
     for pool in plan.pools:
