@@ -193,3 +193,10 @@ def test_cluster_info_and_rbac_are_what_kubeadm_writes() -> None:
             "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
         "kubeadm:bootstrap-signer-clusterinfo": ("kubeadm:bootstrap-signer-clusterinfo", "system:anonymous"),
     }
+
+
+def test_a_bad_plan_date_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUCLUSTER_TODAY", "next tuesday")
+    with pytest.raises(SpecError) as error:
+        plan_cluster(load_stack_file(STACKS / "Pulumi.dev.yaml", "dev").spec)
+    assert str(error.value).startswith("GPUCLUSTER_TODAY: must be a date such as 2026-05-01 (got 'next tuesday')")

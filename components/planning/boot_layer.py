@@ -11,6 +11,7 @@ from components.kubernetes.objects.autoscaler import autoscaler_objects
 from components.kubernetes.objects.balloons import balloon_objects
 from components.kubernetes.objects.charts import gpu_operator_values
 from components.kubernetes.objects.common import on_system_nodes
+from components.kubernetes.objects.csr_approver import csr_approver_from_plan
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
@@ -91,7 +92,8 @@ def own_workloads(plan: ClusterPlan) -> list[Workload]:
     objects = [*coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor),
                *autoscaler_objects(plan.spec.name, plan.nodes, 0.01, azure, plan.versions.minor),
                *balloon_objects(plan.balloons), *health_objects(plan.pools, plan.registry.agents_image),
-               *(prefix_ipam_objects(azure, "api", 6443, plan.registry.agents_image) if plan.prefix_mode else [])]
+               *(prefix_ipam_objects(azure, "api", 6443, plan.registry.agents_image) if plan.prefix_mode else []),
+               *csr_approver_from_plan(plan)]
     found = []
     for o in objects:
         if o["kind"] not in ("Deployment", "DaemonSet"):
