@@ -89,7 +89,7 @@ def test_boot_documents_are_deterministic_and_carry_no_secret(tmp_path: Path) ->
     first = {p.name: p.read_bytes() for p in (tmp_path / "a" / "boot").iterdir()}
     assert first == {p.name: p.read_bytes() for p in (tmp_path / "b" / "boot").iterdir()}
     text = b"".join(first.values()).decode()
-    assert "PRIVATE KEY" not in text and "[secret: bootstrap token]" in text
+    assert "PRIVATE KEY" not in text and "[secret: bootstrap token of rotation period " in text
     assert "[secret: /etc/kubernetes/pki/ca.key]" in text and "[secret: etcd-0-server key]" in text
 
 
@@ -114,7 +114,7 @@ def test_kubeadm_issues_the_api_server_certificate_on_each_vm() -> None:
     address (`getKubeConfigSpecsBase`, kubernetes `cmd/kubeadm/app/phases/kubeconfig/kubeconfig.go`): the
     serving certificate must name it, so the certs phase runs on the VM and no shared apiserver.crt is
     shipped (kubeadm would keep it: `runCertPhase`, `cmd/kubeadm/app/cmd/phases/init/certs.go`)."""
-    files, boot, (_, cluster) = _api()
+    files, boot, (_, cluster, _) = _api()
     assert "certs" not in SKIP_PHASES.split(",") and f"--skip-phases={SKIP_PHASES}" in boot
     assert "/etc/kubernetes/pki/apiserver.crt" not in files and "/etc/kubernetes/pki/apiserver.key" not in files
     assert {"/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/pki/ca.key"} <= set(files)  # kubeadm signs with these
@@ -127,7 +127,7 @@ def test_api_servers_reach_themselves_by_name_not_through_their_load_balancer() 
     when the flow maps back to itself. kubeadm's controlPlaneEndpoint is a name; on API-server VMs it
     resolves to 127.0.0.1, elsewhere to the load balancer (Cluster API Azure, `templates/flavors/apiserver-ilb/`
     and its private-cluster templates do the same with /etc/hosts)."""
-    _, boot, (_, cluster) = _api()
+    _, boot, (_, cluster, _) = _api()
     host = cluster["controlPlaneEndpoint"].rsplit(":", 1)[0]
     assert not re.fullmatch(r"[0-9.]+", host)
     assert f"echo '127.0.0.1 {host}' >> /etc/hosts" in boot
@@ -144,7 +144,7 @@ def test_scheduler_runs_the_stock_image_that_reads_kubeadms_kubeconfig() -> None
     stock kube-scheduler static pod as root (the RootlessControlPlane feature gate is off by default,
     kubernetes `cmd/kubeadm/app/features/features.go`). A scheduler image of another user (scheduler-plugins runs
     as 65532, `build/scheduler/Dockerfile`) could not read it: so no image override and no patch of the pod."""
-    files, boot, (init, cluster) = _api()
+    files, boot, (init, cluster, _) = _api()
     assert "chown" not in boot and not any("kube-scheduler" in path for path in files)
     assert "imageRepository" not in cluster.get("scheduler", {}) and "RootlessControlPlane" not in str(cluster)
     assert init["patches"]["directory"] == "/etc/kubernetes/patches"  # for the kubelet's providerID patch only

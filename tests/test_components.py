@@ -157,10 +157,13 @@ def test_only_node_scale_sets_have_an_autoscaler_and_they_never_resend_capacity(
     assert etcd and not any("sku" in r.inputs for r in etcd)
 
 
-def test_bootstrap_token_rotates_with_its_generation(small_run: ProgramRun) -> None:
-    """pulumi-random replaces a resource whose `keepers` change: raising the generation makes a new token."""
+def test_bootstrap_tokens_are_two_slots_keyed_by_period_and_generation(small_run: ProgramRun) -> None:
+    """pulumi-random replaces a resource whose `keepers` change: each slot's keepers name its period and the
+    generation, so raising the generation replaces both tokens and a new period replaces one."""
     parts = [r for r in small_run.registrations if r.type in ("random:index/randomString:RandomString",
                                                               "random:index/randomPassword:RandomPassword")
              and "bootstrap-token" in r.name]
-    assert len(parts) == 2 and all(r.inputs["keepers"] == {"generation": "1"} for r in parts)
+    assert len(parts) == 4
+    assert {r.inputs["keepers"]["generation"] for r in parts} == {"1"}
+    assert len({r.inputs["keepers"]["period"] for r in parts}) == 2
     assert "bootstrapTokenId" in small_run.outputs and small_run.outputs["bootstrapTokenId"] != "[secret]"

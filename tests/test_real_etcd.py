@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import gzip
 import http.server
 import json
@@ -38,6 +39,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from components.bootstrap.cert_renewal import RENEW_SCRIPT, etcd_renew_script
 from components.bootstrap.etcd import (
     BIN_DIR,
     DATA_DIR,
@@ -419,7 +421,11 @@ def test_renewed_certificates_reach_a_running_member(cluster: list[Member], tmp_
     ca_pem = (member.root / "pki" / "ca.crt").read_text()
     ca = _load_ca(member.root.parent / "ca")
     resources = [{"urn": f"urn:pulumi:dev::gpucluster::tls:index/selfSignedCert:SelfSignedCert::dev-pki-{ETCD_CA}",
-                  "type": "tls:index/selfSignedCert:SelfSignedCert", "outputs": {"certPem": ca_pem}}]
+                  "type": "tls:index/selfSignedCert:SelfSignedCert", "outputs": {"certPem": ca_pem}},
+                 {"urn": f"urn:pulumi:dev::gpucluster::tls:index/privateKey:PrivateKey::dev-pki-{ETCD_CA}-key",
+                  "type": "tls:index/privateKey:PrivateKey",
+                  "outputs": {"privateKeyPem": {"4dabf18193072939515e22adb298388d": SECRET_SIG,
+                                                "plaintext": json.dumps(ca.key_pem())}}}]
     renewed = {}
     for cert_name in etcd_member_certificates(member.name).values():
         plan_cert = certs[cert_name]
@@ -447,10 +453,16 @@ def test_renewed_certificates_reach_a_running_member(cluster: list[Member], tmp_
     fake.parent.mkdir()
     fake.write_text(f'#!/bin/bash\necho "$*" >> {tmp_path}/systemctl.log\n')
     fake.chmod(0o755)
-    localised = member.localise(script.read_text()).replace("https://127.0.0.1:2379", member.bootstrap.member.client_url)
+    (tmp_path / "systemd").mkdir()
+    localised = (member.localise(script.read_text()).replace("https://127.0.0.1:2379", member.bootstrap.member.client_url)
+                 .replace("/etc/systemd/system/", f"{tmp_path}/systemd/")
+                 .replace(RENEW_SCRIPT, f"{tmp_path}/gpucluster-cert-renew"))
     result = _run(["bash", "-c", localised], timeout=180, env={"PATH": f"{fake.parent}:/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "systemctl.log").read_text().split() == ["restart", "etcd"]
+    assert (tmp_path / "systemctl.log").read_text().split() == [
+        "daemon-reload", "enable", "--now", "gpucluster-cert-renew.timer", "restart", "etcd"]
+    assert (member.root / "pki" / "ca.key").read_text() == ca.key_pem()  # the member renews by itself from now on
+    assert (tmp_path / "gpucluster-cert-renew").read_text() == member.localise(etcd_renew_script())
     server = renewed[etcd_member_certificates(member.name)["server"]]
     assert (member.root / "pki" / "server.crt").read_text() == server.cert_pem()
     assert oct((member.root / "pki" / "server.key").stat().st_mode & 0o777) == "0o600"
@@ -463,6 +475,61 @@ def test_renewed_certificates_reach_a_running_member(cluster: list[Member], tmp_
             context.wrap_socket(raw, server_hostname=LOOPBACK) as tls:
         served = tls.getpeercert(binary_form=True)
     assert served is not None and x509.load_der_x509_certificate(served).serial_number == server.cert.serial_number
+
+
+def _leaf_for_key(member: Member, role: str, ca: Issued, days: float) -> x509.Certificate:
+    """The member's planned certificate for its existing key, valid `days` from now (a renewal's input)."""
+    from cryptography.hazmat.primitives import hashes, serialization
+
+    current = x509.load_pem_x509_certificate((member.root / "pki" / f"{role}.crt").read_bytes())
+    key = serialization.load_pem_private_key((member.root / "pki" / f"{role}.key").read_bytes(), None)
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (x509.CertificateBuilder().subject_name(current.subject).issuer_name(ca.cert.subject)
+               .public_key(current.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(days=300)).not_valid_after(now + datetime.timedelta(days=days)))
+    for extension in current.extensions:
+        builder = builder.add_extension(extension.value, extension.critical)
+    cert = builder.sign(ca.key, hashes.SHA256())
+    (member.root / "pki" / f"{role}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    assert key is not None
+    return cert
+
+
+def test_a_member_renews_its_own_certificates_and_etcd_serves_them_without_a_restart(cluster: list[Member]) -> None:
+    """components/bootstrap/cert_renewal.py with real OpenSSL and a real etcd: a server certificate 5 days from
+    expiry is re-issued from the etcd CA key the member carries, for the same key, subject, names and usages,
+    valid 365 days; one 200 days from expiry is left alone. etcd reads its certificate files again for each new
+    TLS handshake (etcd `client/pkg/transport/listener.go`, TLSInfo's GetCertificate), so the next connection
+    gets the new certificate while the process keeps running."""
+    member = cluster[0]
+    ca = _load_ca(member.root.parent / "ca")
+    (member.root / "pki" / "ca.key").write_text(ca.key_pem())
+    (member.root / "pki" / "ca.key").chmod(0o600)
+    expiring = _leaf_for_key(member, "server", ca, days=5)
+    peer = _leaf_for_key(member, "peer", ca, days=200)
+    member.wait_healthy()
+    pid = member.process.pid if member.process else None
+    script = member.root / "renew.sh"
+    script.write_text(etcd_renew_script())
+    result = _run(["bash", str(script)], timeout=60, env={"PATH": "/usr/bin:/bin", "PKI": str(member.root / "pki")})
+    assert result.returncode == 0, result.stderr
+    assert "renewed" in result.stdout and "server.crt" in result.stdout
+    renewed = x509.load_pem_x509_certificate((member.root / "pki" / "server.crt").read_bytes())
+    assert renewed.serial_number != expiring.serial_number
+    assert renewed.not_valid_after_utc - datetime.datetime.now(datetime.UTC) > datetime.timedelta(days=364)
+    assert renewed.subject == expiring.subject and renewed.public_key() == expiring.public_key()
+    for kind in (x509.SubjectAlternativeName, x509.ExtendedKeyUsage, x509.KeyUsage):
+        assert renewed.extensions.get_extension_for_class(kind).value == \
+            expiring.extensions.get_extension_for_class(kind).value
+    assert x509.load_pem_x509_certificate((member.root / "pki" / "peer.crt").read_bytes()) == peer
+    assert member.process is not None and member.process.pid == pid and member.process.poll() is None
+    context = ssl.create_default_context(cafile=str(member.root / "pki" / "ca.crt"))
+    context.load_cert_chain(member.root / "pki" / "client.crt", member.root / "pki" / "client.key")
+    with socket.create_connection((LOOPBACK, member.bootstrap.member.client_port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=LOOPBACK) as tls:
+        served = tls.getpeercert(binary_form=True)
+    assert served is not None and x509.load_der_x509_certificate(served).serial_number == renewed.serial_number
+    member.wait_healthy()
 
 
 def _load_ca(folder: Path) -> Issued:

@@ -155,8 +155,8 @@ def _host(url_or_endpoint: str) -> str:
 
 
 def _api_documents(pki: Pki) -> tuple[dict, dict]:
-    b = apiserver_bootstrap(pki.plan, {}, "abcdef.0123456789abcdef")
-    init, cluster = kubeadm_config(b)
+    b = apiserver_bootstrap(pki.plan, {})
+    init, cluster, _kubelet = kubeadm_config(b)
     return init, cluster
 
 

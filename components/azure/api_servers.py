@@ -43,21 +43,21 @@ def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
 
 def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str], subnet_id: pulumi.Input[str],
                          backend_pool_id: pulumi.Input[str], probe_id: pulumi.Input[str],
-                         resource_group_name: pulumi.Input[str], pki: ClusterPki, token: pulumi.Output[str],
-                         access: NodeAccess, registry: RegistryAccess, images: ImageIds,
+                         resource_group_name: pulumi.Input[str], pki: ClusterPki, access: NodeAccess,
+                         registry: RegistryAccess, images: ImageIds,
                          opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
     spec, cp = plan.spec, plan.control_plane
     files = _pki_outputs(pki)
     keys = sorted(files)
 
     def render(values: list[str]) -> str:
-        *pems, token_value, client_id, tenant = values
+        *pems, client_id, tenant = values
         text = render_apiserver_cloud_init(
-            apiserver_bootstrap(plan, dict(zip(keys, pems, strict=True)), token_value, PullIdentity(client_id, tenant)))
+            apiserver_bootstrap(plan, dict(zip(keys, pems, strict=True)), PullIdentity(client_id, tenant)))
         return base64.b64encode(text.encode()).decode()
 
     custom_data = pulumi.Output.secret(pulumi.Output.all(
-        *(files[k] for k in keys), token, registry.client_id, registry.tenant_id).apply(render))
+        *(files[k] for k in keys), registry.client_id, registry.tenant_id).apply(render))
     return azure.compute.VirtualMachineScaleSet(
         name, vm_scale_set_name=API_SCALE_SET, resource_group_name=resource_group_name, location=spec.location,
         zones=list(cp.api.zones), zone_balance=True,

@@ -30,7 +30,7 @@ def _lb_child_id(subscription: pulumi.Input[str], rg: pulumi.Input[str], kind: s
 
 class ControlPlane(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, network: NetworkRefs, pki: ClusterPki,
-                 bootstrap_token: pulumi.Output[str], access: NodeAccess, registry: RegistryAccess, images: ImageIds,
+                 access: NodeAccess, registry: RegistryAccess, images: ImageIds,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:ControlPlane", name, None, opts)
         spec, cp = plan.spec, plan.control_plane
@@ -88,7 +88,7 @@ class ControlPlane(pulumi.ComponentResource):
                     role_definition_id=role, scope=container.id, opts=child)
         self.api_servers = api_server_scale_set(
             f"{name}-apiserver", plan, addresses, network.subnet_ids[CONTROL_PLANE_BLOCK], self.api_backend_pool_id,
-            lb_id("probes", "readyz"), rg, pki, bootstrap_token, access, registry, images,
+            lb_id("probes", "readyz"), rg, pki, access, registry, images,
             # The scale set references the load balancer's pool and probe by id: create the load balancer first.
             pulumi.ResourceOptions(parent=self, depends_on=[self.load_balancer, *self.etcd_clusters]))
         self.register_outputs({"apiServerEndpoint": plan.ip.api_server_endpoint})

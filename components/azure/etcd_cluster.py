@@ -22,19 +22,19 @@ def _custom_data(cluster: ClusterPlan, plan: EtcdPlan, member: Member, pki: Clus
                  snapshot_url: pulumi.Output[str]) -> pulumi.Output[str]:
     names = etcd_member_certificates(member.name)
     certs = {field: pki.certificates[name] for field, name in names.items()}
-    _, etcd_ca = pki.cas[ETCD_CA]
+    etcd_ca_key, etcd_ca = pki.cas[ETCD_CA]
 
     def render(args: list[str]) -> str:
-        ca, server_cert, server_key, peer_cert, peer_key, client_cert, client_key, url = args
+        ca, server_cert, server_key, peer_cert, peer_key, client_cert, client_key, url, ca_key = args
         text = render_etcd_cloud_init(etcd_bootstrap(cluster, plan, member, EtcdSecrets(
             ca_cert=ca, server_cert=server_cert, server_key=server_key, peer_cert=peer_cert, peer_key=peer_key,
-            client_cert=client_cert, client_key=client_key, snapshot_url=url)))
+            client_cert=client_cert, client_key=client_key, snapshot_url=url, ca_key=ca_key)))
         return base64.b64encode(text.encode()).decode()
 
     return pulumi.Output.secret(pulumi.Output.all(
         etcd_ca.cert_pem, certs["server"].cert.cert_pem, certs["server"].key.private_key_pem,
         certs["peer"].cert.cert_pem, certs["peer"].key.private_key_pem, certs["client"].cert.cert_pem,
-        certs["client"].key.private_key_pem, snapshot_url).apply(render))
+        certs["client"].key.private_key_pem, snapshot_url, etcd_ca_key.private_key_pem).apply(render))
 
 
 class EtcdCluster(pulumi.ComponentResource):

@@ -177,7 +177,8 @@ class NodePool(pulumi.ComponentResource):
                  join: NodeJoin, access: NodeAccess, images: ImageIds, opts: pulumi.ResourceOptions | None = None,
                  identity_ids: list[pulumi.Input[str]] | None = None) -> None:
         super().__init__("gpucluster:azure:NodePool", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # The scale sets wait for what the pool waits for (the bootstrap tokens in the cluster).
+        child = pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None)
         self.disk_key: ConfidentialDiskKey | None = None
         des_id: pulumi.Input[str] | None = None
         key_plan = plan.confidential.customer_key if plan.confidential else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.bootstrap.cert_renewal import TIMER, etcd_renew_script, renewal_files
 from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.host_prep import RETRY_FUNCTION
 
@@ -75,6 +76,9 @@ class EtcdBootstrap:
     """The clientAuth certificate etcdctl presents (snapshots, membership); etcd's own gRPC gateway presents the
     serving certificate, which carries clientAuth too (components/planning/pki.py)."""
     metrics_port: int = METRICS_PORT
+    ca_key: str = ""
+    """The etcd CA's key, for the member's certificate renewal timer (components/bootstrap/cert_renewal.py);
+    the components always pass it."""
 
 
 def etcd_flags(b: EtcdBootstrap) -> list[str]:
@@ -217,7 +221,7 @@ def boot_script() -> str:
         "  exit 1",
         "fi",
         "systemctl daemon-reload",
-        "systemctl enable --now etcd.service etcd-snapshot.timer",
+        f"systemctl enable --now etcd.service etcd-snapshot.timer {TIMER}",
         "",
     ])
 
@@ -300,4 +304,6 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
         "write_files": [{"path": p, "permissions": mode, "content": content} for p, mode, content in files],
         "runcmd": [[BOOT_SCRIPT]],
     }
+    document["write_files"] += [{"path": f"{PKI_DIR}/ca.key", "permissions": "0600", "content": b.ca_key},
+                                *renewal_files(etcd_renew_script())]
     return dump_cloud_config(document)

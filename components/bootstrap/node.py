@@ -87,6 +87,8 @@ def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
         "kind": "KubeletConfiguration",
         "maxPods": b.max_pods,
         "serializeImagePulls": False,
+        # A serving certificate from the cluster CA through a CSR (components/kubernetes/objects/csr_approver.py).
+        "serverTLSBootstrap": True,
         "clusterDNS": [b.cluster_dns],
         "registerWithTaints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
     }

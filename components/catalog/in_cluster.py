@@ -56,3 +56,8 @@ def provisioning_request_crd(minor: str) -> str:
 def coredns_image(minor: str) -> str:
     """CoreDNS as the minor's kubeadm release pins it."""
     return f"registry.k8s.io/coredns/coredns:{MINOR_COUPLED[minor].coredns.version}"
+
+CSR_APPROVER_VERSION = "v1.2.14"
+"""postfinance/kubelet-csr-approver, tag v1.2.14 (2026-04-09): approves kubelet-serving CSRs, which
+kube-controller-manager never approves (components/kubernetes/objects/csr_approver.py)."""
+CSR_APPROVER_IMAGE = f"ghcr.io/postfinance/kubelet-csr-approver:{CSR_APPROVER_VERSION}"

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from components.offline.cluster_data import balloons_data, scheduling_data
+from components.offline.lifetimes_report import tokens_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
 from components.planning.cluster_plan import ClusterPlan
@@ -235,6 +236,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "versions": versions_data(plan),
         "nodeImages": node_images_data(plan),
         "firstBoot": first_boot_data(plan),
+        "bootstrapTokens": tokens_data(plan),
         "outputs": outputs or {},
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},

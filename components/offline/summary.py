@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.offline.fold import merged_message, names_text
+from components.offline.lifetimes_report import print_tokens
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.offline.report_data import (
     count_status_text,
@@ -191,6 +192,8 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     e = data["egress"]
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
+    if "bootstrapTokens" in data:
+        print_tokens(console, data["bootstrapTokens"])
     if "versions" in data:
         print_versions(console, data)
     print_violations(console, violations)

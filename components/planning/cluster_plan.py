@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import date
 from typing import TypeVar
 
 from components.errors import Problem, SpecError
 from components.planning.balloons import BalloonPlan, plan_balloons
+from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
+from components.planning.clock import today as clock_today
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.first_boot import FirstBoot
@@ -41,10 +44,13 @@ class ClusterPlan:
     registry: RegistryPlan
     """The cluster's container registry: every image reference is served through it."""
     images: NodeImagesPlan
+    tokens: TokenSchedule
+    """The bootstrap tokens' schedule as of the plan's date (components/planning/clock.py)."""
     first_boot: FirstBoot | None = None
-    first_up: FirstUpPlan | None = None
-    """Where `pulumi up` reaches the API server from and its readiness wait (None when the layer is off)."""
     """The simulated first boot of the in-cluster layer (None when the layer is off)."""
+    first_up: FirstUpPlan | None = None
+    """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
+    in-cluster layer are applied through it)."""
     counts: tuple[CountNeed, ...] = ()
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
 
@@ -75,8 +81,9 @@ def _attempt(planner: Callable[[], T], problems: list[Problem]) -> T | None:
         return None
 
 
-def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
-    """Run every planner; problems from independent planners are reported together."""
+def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
+    """Run every planner; problems from independent planners are reported together. `today` (default: the
+    clock) places the bootstrap tokens in their rotation period."""
     limits = effective_limits(spec)
     problems: list[Problem] = []
     ip = _attempt(lambda: plan_ip(spec, limits), problems)
@@ -90,22 +97,23 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     registry = _attempt(lambda: plan_registry(spec, cluster_upstream_images(spec)), problems)
     images = (_attempt(lambda: plan_node_images(spec, pools, control_plane), problems)
               if pools is not None and control_plane is not None else None)
-    first_up = (_attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems)
-                if spec.in_cluster.enabled and ip is not None else None)
+    # The stack declares the bootstrap tokens through the API servers, in-cluster layer or not.
+    first_up = _attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems) if ip is not None else None
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
             or balloons is None or versions is None or registry is None or images is None
-            or (spec.in_cluster.enabled and first_up is None) or problems):
+            or first_up is None or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
     counts = plan_counts(pools, control_plane, egress, spec.resource_quota)
     if shortfall := quota_problems(quota, spec.location) + count_problems(counts, spec.location):
         raise SpecError(shortfall)
+    tokens = plan_bootstrap_tokens(spec.access.bootstrap_token, today or clock_today())
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
-                       registry, images, counts=counts)
+                       registry, images, tokens, first_up=first_up, counts=counts)
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
     from components.planning.boot_layer import first_boot
-    return replace(plan, first_boot=first_boot(plan), first_up=first_up)
+    return replace(plan, first_boot=first_boot(plan))

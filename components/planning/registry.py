@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from components.catalog.chart_images import CHART_IMAGES
 from components.catalog.in_cluster import (
+    CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
     KUEUE_IMAGE,
     KUEUE_VERSION,
@@ -108,7 +109,7 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs = [f"{K8S_REGISTRY}/{name}:v{spec.kubernetes_version}" for name in CONTROL_PLANE_IMAGES]
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
-        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}"]
+        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", CSR_APPROVER_IMAGE]
         # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
         refs += ([cluster_autoscaler_image(minor), coredns_image(minor), cloud_controller_manager_image(minor)]
                  if minor in MINOR_COUPLED else [])

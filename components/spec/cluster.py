@@ -40,12 +40,30 @@ class CustomVmSize(SpecModel):
 
 
 class BootstrapTokenSpec(SpecModel):
-    """The kubeadm bootstrap token nodes join with (docs/operations.md, "Rotating the bootstrap token")."""
+    """The kubeadm bootstrap tokens nodes join with: declared by the stack as bootstrap-token Secrets, rotated
+    on a schedule (components/planning/bootstrap_tokens.py, docs/operations.md "The bootstrap token")."""
 
     generation: WholeNumber = Field(default=1, ge=1, le=1_000_000)
-    """Raise it to make a new token; the old one is then revoked by hand (the runbook says how)."""
-    ttl_hours: WholeNumber = Field(default=2160, ge=1, le=8760)
-    """How long a token stays valid after the API servers register it (kubeadm's `ttl`); rotate before."""
+    """Raise it to replace both tokens at the next `pulumi up` (a leaked token): the old ones are deleted."""
+    rotation_days: WholeNumber = Field(default=30, ge=1, le=365)
+    """A new token every this many days (UTC days since 1970-01-01), taken at the first `pulumi up` after."""
+    overlap_days: WholeNumber = Field(default=30, ge=1, le=365)
+    """How long the previous token stays valid after a rotation, for machines created from older models."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_ttl(cls, value: object) -> object:
+        if isinstance(value, dict) and ({"ttlHours", "ttl_hours"} & set(value)):
+            raise ValueError("ttlHours is gone: kubeadm no longer writes the token, the stack's Secret carries its "
+                             "expiry; set rotationDays and overlapDays instead (docs/operations.md)")
+        return value
+
+    @model_validator(mode="after")
+    def _overlap(self) -> BootstrapTokenSpec:
+        if self.overlap_days > self.rotation_days:
+            raise ValueError(f"overlapDays ({self.overlap_days}) must be at most rotationDays ({self.rotation_days}): "
+                             "the stack keeps two tokens, the current one and the one before it")
+        return self
 
 
 class SizeRegionsSpec(SpecModel):

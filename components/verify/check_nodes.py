@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.bootstrap.confidential import CONFIDENTIAL_LABELS
-from components.catalog.node_images import NVIDIA_BRANCH
 from components.bootstrap.node import LABEL_IB_DOMAIN
+from components.catalog.node_images import NVIDIA_BRANCH
 from components.kubernetes.scripts.prefix_ipam import instance_of_node
 from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan

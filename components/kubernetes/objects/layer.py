@@ -11,6 +11,7 @@ from components.kubernetes.objects.autoscaler import autoscaler_objects
 from components.kubernetes.objects.balloons import COMPONENT as BALLOON
 from components.kubernetes.objects.balloons import LABEL_COMPONENT, balloon_objects
 from components.kubernetes.objects.common import Object
+from components.kubernetes.objects.csr_approver import csr_approver_from_plan
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
 from components.kubernetes.objects.images import serve_objects
@@ -91,4 +92,5 @@ def layer_objects(plan: ClusterPlan) -> list[Object]:
     priority, kueue = scheduling_objects(plan)
     scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
     return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
-            *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan)]
+            *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan),
+            *csr_approver_from_plan(plan)]
