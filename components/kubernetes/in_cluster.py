@@ -17,8 +17,7 @@ from components.azure.addon_identities import AddonAzureRefs
 from components.catalog.in_cluster import CILIUM_VERSION
 from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
 from components.kubernetes.declare import declare_all
-from components.kubernetes.objects.csr_approver import csr_approver_from_plan
-from components.kubernetes.objects.images import serve_objects
+from components.kubernetes.objects.layer import csr_objects
 from components.kubernetes.scheduling import Scheduling
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.rollout_gate import CILIUM_GATE
@@ -68,7 +67,7 @@ class InCluster(pulumi.ComponentResource):
         self.capacity = Capacity(f"{name}-capacity", plan, azure, pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes,
                                                       self.scheduling.provisioning_crd])))
-        self.csr_approver = declare_all(serve_objects(csr_approver_from_plan(plan), plan.registry), pulumi.ResourceOptions.merge(
+        self.csr_approver = declare_all(csr_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))
         self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))

@@ -82,6 +82,10 @@ def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
     return without_await(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry))
 
 
+def csr_objects(plan: ClusterPlan) -> list[Object]:
+    return serve_objects(csr_approver_from_plan(plan), plan.registry)
+
+
 def device_objects(plan: ClusterPlan) -> list[Object]:
     """The RDMA shared device plugin on InfiniBand pools."""
     return without_await(serve_objects(rdma_objects(plan.pools), plan.registry))
@@ -93,4 +97,4 @@ def layer_objects(plan: ClusterPlan) -> list[Object]:
     scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
     return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
             *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan),
-            *csr_approver_from_plan(plan)]
+            *csr_objects(plan)]
