@@ -225,8 +225,27 @@ def _nic_without_blocks(w: World) -> None:
             config["properties"].pop("privateIPAddressPrefixLength", None)  # single secondary addresses
 
 
-def _image_withdrawn(w: World) -> None:
-    del w.arm.routes[next(k for k in w.arm.routes if "/versions/22.04.202608270" in k)]
+def _image_version_missing(w: World) -> None:
+    del w.arm.routes[next(k for k in w.arm.routes if "/images/gpu/versions/" in k)]
+
+
+def _image_not_replicated(w: World) -> None:
+    """Replicated elsewhere only, the REST shape of azure-rest-api-specs GalleryRP/stable/2024-03-03/examples/
+    galleryExamples/GalleryImageVersion_Get_WithReplicationStatus.json."""
+    props = _arm(w, "/images/confidential/versions/1.0.0")["properties"]
+    props["publishingProfile"]["targetRegions"][0]["name"] = "West US 3"
+    props["replicationStatus"]["summary"][0]["region"] = "West US 3"
+
+
+def _image_replicating(w: World) -> None:
+    _arm(w, "/images/cpu/versions/1.0.0")["properties"]["replicationStatus"]["summary"][0].update(
+        state="Replicating", progress=40)
+
+
+def _scale_set_on_another_version(w: World) -> None:
+    reference = _arm(w, "/virtualMachineScaleSets/system-z1-00")["properties"]["virtualMachineProfile"][
+        "storageProfile"]["imageReference"]
+    reference["id"] = reference["id"].replace("/versions/1.0.0", "/versions/0.9.0")
 
 
 def _cache_rule_missing(w: World) -> None:
@@ -286,7 +305,11 @@ FAILURES: list[tuple[str, Callable[[World], None], str, str]] = [
     ("azure.quota", _quota_short, "standardNDSH100v5Family", "limit 100 vCPUs, the plan needs 192"),
     ("azure.scale-sets", _placement_group_changed, "h100-z1-00", "singlePlacementGroup False (planned True)"),
     ("azure.nics", _nic_without_blocks, "h100-z1-00", "instance 0: 0 of 1 /28 blocks"),
-    ("azure.images", _image_withdrawn, "22_04-lts-cvm:22.04.202608270", "not offered in eastus2"),
+    ("azure.scale-sets", _scale_set_on_another_version, "system-z1-00", "/images/cpu/versions/0.9.0 (planned "),
+    ("azure.images", _image_version_missing, "gpu 1.0.0 (h100-z1-00", "no version 1.0.0 of gpu in gallery vfy.node.images"),
+    ("azure.images", _image_not_replicated, "confidential 1.0.0 (cc-z3-00)",
+     "not replicated to eastus2 (target regions: West US 3)"),
+    ("azure.images", _image_replicating, "cpu 1.0.0", "replication to eastus2 Replicating (40%)"),
     ("azure.registry", _cache_rule_missing, "cache rule cache-nvcr", "missing"),
     ("azure.registry", _credentials_unhealthy, "credential set docker-hub", "secret hub-token not found"),
     ("cluster.nodes", _node_without_pod_addresses, "pool h100", "no pod addresses"),
@@ -481,13 +504,18 @@ def test_every_provider_the_program_declares_is_checked(prod_run: Any, prod_spec
     assert {NAMESPACES[m] for m in modules if m in NAMESPACES} <= set(expected.providers(plan_cluster(prod_spec)))
 
 
-def test_the_image_choice_matches_the_node_pools(prod_spec: Any, dev_spec: Any) -> None:
-    """expected.pool_image mirrors components/azure/node_pool.py `_image` (which imports the Pulumi SDK)."""
-    from components.azure.node_pool import _image  # pyright: ignore[reportPrivateUsage]
-
-    for spec in (prod_spec, dev_spec):
-        for pool in plan_cluster(spec).pools:
-            assert expected.pool_image(pool) == _image(pool)
+def test_each_scale_sets_expected_image_is_the_one_the_program_boots(prod_run: Any, prod_spec: Any) -> None:
+    """expected.machine_image_id is the imageReference.id the Pulumi program gives each scale set
+    (components/azure/node_pool.py and api_servers.py `gallery_image`, from the plan's node images)."""
+    plan = plan_cluster(prod_spec)
+    scale_sets = [r for r in prod_run.registrations if r.type == "azure-native:compute:VirtualMachineScaleSet"]
+    assert {s.inputs["vmScaleSetName"] for s in scale_sets} == (
+        {s.name for _, s in expected.scale_sets(plan)} | {expected.API_SCALE_SET})
+    for s in scale_sets:
+        reference = s.inputs["virtualMachineProfile"]["storageProfile"]["imageReference"]
+        # the subscription the offline engine's client config answers
+        assert reference == {"id": expected.machine_image_id(plan, "00000000-0000-0000-0000-000000000000",
+                                                             s.inputs["vmScaleSetName"])}
 
 
 def test_the_nccl_job_is_a_valid_two_node_run_in_one_domain(live: World) -> None:

@@ -27,12 +27,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from components.catalog.images import UBUNTU_2204
 from components.catalog.in_cluster import PAUSE_IMAGE
 from components.kubernetes.objects import dns
 from components.kubernetes.objects import prefix_ipam as prefix_ipam_objects
 from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.node_images import gallery_name
 from components.planning.node_template import node_labels
 from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
 from components.verify import expected
@@ -201,18 +201,19 @@ def arm_routes(plan: ClusterPlan) -> dict[str, Any]:
     for pool, scale_set in expected.scale_sets(plan):
         routes[f"{compute}/virtualMachineScaleSets/{scale_set.name}"] = _scale_set(
             scale_set.name, pool.size.name, [scale_set.zone], scale_set.single_placement_group,
-            scale_set.platform_fault_domain_count, expected.image_urn(expected.pool_image(pool)), loc)
+            scale_set.platform_fault_domain_count, expected.machine_image_id(plan, SUBSCRIPTION, scale_set.name), loc)
         if node_addressing(pool.spec).prefix_mode:
             routes[f"{compute}/virtualMachineScaleSets/{scale_set.name}/networkInterfaces"] = {
                 "value": [_nic(rg, scale_set.name, i, plan, pool.name, node_addressing(pool.spec).blocks)
                           for i in range(scale_set.capacity)]}
     cp = plan.control_plane
     routes[f"{compute}/virtualMachineScaleSets/{expected.API_SCALE_SET}"] = _scale_set(
-        expected.API_SCALE_SET, cp.api.size.name, list(cp.api.zones), False, 1, expected.image_urn(UBUNTU_2204), loc)
-    for image, _ in expected.images(plan).values():
-        routes[(f"{sub}/providers/Microsoft.Compute/locations/{loc}/publishers/{image.publisher}/artifacttypes/vmimage/"
-                f"offers/{image.offer}/skus/{image.sku}/versions/{image.version}")] = {
-            "name": image.version, "location": loc, "id": f"{sub}/providers/Microsoft.Compute/images/{image.version}"}
+        expected.API_SCALE_SET, cp.api.size.name, list(cp.api.zones), False, 1,
+        expected.machine_image_id(plan, SUBSCRIPTION, expected.API_SCALE_SET), loc)
+    for version in plan.images.versions:
+        image = version.image
+        routes[f"{compute}/galleries/{gallery_name(plan.spec.name)}/images/{image.definition}/versions/{image.version}"] = (
+            image_version(image.version, DISPLAY_NAMES[loc], version.replicas))
     acr = f"{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerRegistry/registries/{plan.registry.name}"
     routes[acr] = {"name": plan.registry.name, "location": loc, "sku": {"name": "Premium"},
                    "properties": {"loginServer": plan.registry.login_server, "provisioningState": "Succeeded"}}
@@ -228,14 +229,27 @@ def arm_routes(plan: ClusterPlan) -> dict[str, Any]:
     return routes
 
 
-def _scale_set(name: str, size: str, zones: list[str], single: bool, fault_domains: int, urn: str,
+DISPLAY_NAMES = {"eastus2": "East US 2"}
+"""Gallery image versions name regions by display name (azure-rest-api-specs specification/compute/resource-manager/
+Microsoft.Compute/GalleryRP/stable/2024-03-03/examples/galleryExamples/GalleryImageVersion_Get_WithReplicationStatus.json)."""
+
+
+def image_version(version: str, region: str, replicas: int) -> dict[str, Any]:
+    """A built gallery image version, replicated to `region`, as Get with $expand=ReplicationStatus returns it."""
+    return {"name": version, "location": region, "properties": {
+        "provisioningState": "Succeeded",
+        "publishingProfile": {"targetRegions": [
+            {"name": region, "regionalReplicaCount": replicas, "storageAccountType": "Standard_ZRS"}]},
+        "replicationStatus": {"aggregatedState": "Completed",
+                              "summary": [{"region": region, "state": "Completed", "progress": 100}]}}}
+
+
+def _scale_set(name: str, size: str, zones: list[str], single: bool, fault_domains: int, image_id: str,
                location: str) -> dict[str, Any]:
-    publisher, offer, sku, version = urn.split(":")
     return {"name": name, "location": location, "zones": zones, "sku": {"name": size, "tier": "Standard", "capacity": 1},
             "properties": {"singlePlacementGroup": single, "platformFaultDomainCount": fault_domains,
                            "orchestrationMode": "Uniform", "overprovision": False, "provisioningState": "Succeeded",
-                           "virtualMachineProfile": {"storageProfile": {"imageReference": {
-                               "publisher": publisher, "offer": offer, "sku": sku, "version": version}}}}}
+                           "virtualMachineProfile": {"storageProfile": {"imageReference": {"id": image_id}}}}}
 
 
 def _nic(rg: str, scale_set: str, instance: int, plan: ClusterPlan, pool: str, blocks: int) -> dict[str, Any]:

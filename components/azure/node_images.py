@@ -23,7 +23,7 @@ from components.catalog.node_images import GALLERY_OFFER, GALLERY_PUBLISHER, NOD
 from components.images.bundle import bake_bundle
 from components.planning import azure_names as names
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_images import ImageVersionPlan, NodeImage
+from components.planning.node_images import ImageVersionPlan, NodeImage, gallery_name, version_id
 
 IMAGE_BUILDER_ACTIONS = (
     "Microsoft.Compute/galleries/read",
@@ -61,19 +61,8 @@ done
 """
 
 
-def gallery_name(cluster: str) -> str:
-    """Gallery names take letters, digits and periods (azure-docs articles/azure-resource-manager/management/
-    resource-name-rules.md, Microsoft.Compute galleries)."""
-    return f"{cluster.replace('-', '.')}.node.images"
-
-
 def template_name(cluster: str, image: NodeImage) -> str:
     return f"{cluster}-{image.definition}-{image.version.replace('.', '-')}"
-
-
-def version_id(subscription: str, resource_group: str, cluster: str, image: NodeImage) -> str:
-    return (f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Compute/galleries/"
-            f"{gallery_name(cluster)}/images/{image.definition}/versions/{image.version}")
 
 
 @dataclass(frozen=True)

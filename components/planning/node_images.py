@@ -66,6 +66,19 @@ class NodeImagesPlan:
         return next(v for v in self.versions if v.image == image)
 
 
+def gallery_name(cluster: str) -> str:
+    """Gallery names take letters, digits and periods (azure-docs articles/azure-resource-manager/management/
+    resource-name-rules.md, Microsoft.Compute galleries)."""
+    return f"{cluster.replace('-', '.')}.node.images"
+
+
+def version_id(subscription: str, resource_group: str, cluster: str, image: NodeImage) -> str:
+    """The image version id a machine boots (components/azure/node_pool.py `gallery_image`); `gpucluster verify`
+    expects it on each scale set."""
+    return (f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Compute/galleries/"
+            f"{gallery_name(cluster)}/images/{image.definition}/versions/{image.version}")
+
+
 def build_version(spec: ClusterSpec, definition: str) -> str:
     chosen = getattr(spec.images, definition).version
     return chosen or NODE_IMAGES[definition].version

@@ -31,7 +31,8 @@ INFINIBAND = Check("cluster.infiniband", "node-feature-discovery v0.18.3 (gpu-op
 CONFIDENTIAL = Check("cluster.confidential", "components/bootstrap/confidential.py: the join gate sets "
                                              f"{', '.join(f'{k}={v}' for k, v in CONFIDENTIAL_LABELS.items())} only "
                                              f"after attestation passes; the confidential image carries "
-                                             f"linux-modules-nvidia-{NVIDIA_BRANCH}-server-open-azure-fde (images/confidential/bake.sh), "
+                                             f"linux-modules-nvidia-{NVIDIA_BRANCH}-server-open-azure-fde "
+                                             "(images/confidential/bake.sh), "
                                              "built for the -azure-fde kernel")
 RDMA_LABELS = ("feature.node.kubernetes.io/rdma.capable", "feature.node.kubernetes.io/rdma.available")
 FDE_KERNEL_SUFFIX = "-azure-fde"

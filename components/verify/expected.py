@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.images import UBUNTU_2204, UBUNTU_HPC_2204
+from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.node_images import API_SCALE_SET as API_SCALE_SET  # the API servers' scale set, re-exported
+from components.planning.node_images import version_id
 from components.planning.placement import PoolPlan, ScaleSetPlan
-from components.spec import ImageRef
-
-API_SCALE_SET = "apiserver"
-"""components/azure/api_servers.py `API_SCALE_SET` (that module imports the Pulumi SDK, which verify does not need)."""
 
 PROVIDERS = ("Microsoft.Compute", "Microsoft.Network", "Microsoft.Storage", "Microsoft.ManagedIdentity",
              "Microsoft.ContainerRegistry")
@@ -30,27 +28,10 @@ class Placement:
     used_by: str
 
 
-def pool_image(pool: PoolPlan) -> ImageRef:
-    """The image a pool's scale sets boot, as components/azure/node_pool.py `_image` chooses it (a test keeps the
-    two equal)."""
-    if pool.confidential is not None:
-        return pool.confidential.image
-    return pool.spec.image or UBUNTU_HPC_2204
-
-
-def images(plan: ClusterPlan) -> dict[str, tuple[ImageRef, tuple[str, ...]]]:
-    """Each distinct marketplace image (publisher:offer:sku:version) -> the image and what boots it."""
-    found: dict[str, tuple[ImageRef, list[str]]] = {}
-    users = [(pool_image(p), f"pool {p.name}") for p in plan.pools]
-    users += [(UBUNTU_2204, "API servers"), (UBUNTU_2204, "etcd members")]
-    for image, user in users:
-        urn = image_urn(image)
-        found.setdefault(urn, (image, []))[1].append(user)
-    return {urn: (image, tuple(who)) for urn, (image, who) in found.items()}
-
-
-def image_urn(image: ImageRef) -> str:
-    return f"{image.publisher}:{image.offer}:{image.sku}:{image.version}"
+def machine_image_id(plan: ClusterPlan, subscription: str, machine: str) -> str:
+    """The gallery image version id a scale set or VM boots: its NodeImage in the plan, named as
+    components/azure/node_images.py distributes it and components/azure/node_pool.py `gallery_image` boots it."""
+    return version_id(subscription, resource_group_name(plan.spec.name), plan.spec.name, plan.images.machines[machine])
 
 
 def placements(plan: ClusterPlan) -> list[Placement]:
