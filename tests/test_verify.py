@@ -34,6 +34,7 @@ from components.verify.connect import AzureAccess, kube_api_client
 from components.verify.readonly import WriteRefusedError
 from tests.conftest import ROOT
 from tests.manifest_validation import validate_object
+from tests.scale_sets import is_scale_set
 from tests.verify_fakes import SUBSCRIPTION, FakeApi, Tls, arm_routes, kube_routes, kubeconfig, self_signed, serve
 
 CHECKS = ["azure.providers", "azure.features", "azure.sizes", "azure.quota", "azure.scale-sets", "azure.nics",
@@ -493,7 +494,8 @@ def test_the_plan_command_does_not_load_the_cloud_clients() -> None:
 
 NAMESPACES = {"compute": "Microsoft.Compute", "network": "Microsoft.Network", "privatedns": "Microsoft.Network",
               "storage": "Microsoft.Storage", "managedidentity": "Microsoft.ManagedIdentity",
-              "containerregistry": "Microsoft.ContainerRegistry", "keyvault": "Microsoft.KeyVault"}
+              "containerregistry": "Microsoft.ContainerRegistry", "keyvault": "Microsoft.KeyVault",
+              "virtualmachineimages": "Microsoft.VirtualMachineImages"}
 """azure-native module -> the ARM namespace of its resource types (Microsoft.Resources and Microsoft.Authorization
 are the platform's own: registered in every subscription)."""
 
@@ -508,7 +510,7 @@ def test_each_scale_sets_expected_image_is_the_one_the_program_boots(prod_run: A
     """expected.machine_image_id is the imageReference.id the Pulumi program gives each scale set
     (components/azure/node_pool.py and api_servers.py `gallery_image`, from the plan's node images)."""
     plan = plan_cluster(prod_spec)
-    scale_sets = [r for r in prod_run.registrations if r.type == "azure-native:compute:VirtualMachineScaleSet"]
+    scale_sets = [r for r in prod_run.registrations if is_scale_set({"type": r.type, "inputs": r.inputs})]
     assert {s.inputs["vmScaleSetName"] for s in scale_sets} == (
         {s.name for _, s in expected.scale_sets(plan)} | {expected.API_SCALE_SET})
     for s in scale_sets:

@@ -27,17 +27,23 @@ def region_key(name: str) -> str:
     return name.replace(" ", "").lower()
 
 
+def _text(value: Any) -> str:
+    """An SDK enum member (a str enum) as the REST value, other values as they are."""
+    return str(getattr(value, "value", value))
+
+
 def problems(live: Any, location: str) -> list[str]:
     """What keeps a version (azure-mgmt-compute's GalleryImageVersion) from booting machines in `location`."""
     found = []
-    if live.provisioning_state != "Succeeded":
-        found.append(f"provisioningState {live.provisioning_state} (needs Succeeded)")
+    state = _text(live.provisioning_state)
+    if state != "Succeeded":
+        found.append(f"provisioningState {state} (needs Succeeded)")
     targets = [str(t.name) for t in getattr(live.publishing_profile, "target_regions", None) or []]
     if region_key(location) not in {region_key(t) for t in targets}:
         found.append(f"not replicated to {location} (target regions: {', '.join(targets) or 'none'})")
     for region in getattr(live.replication_status, "summary", None) or []:
-        if region_key(str(region.region)) == region_key(location) and region.state != "Completed":
-            found.append(f"replication to {location} {region.state} ({region.progress}%)")
+        if region_key(str(region.region)) == region_key(location) and _text(region.state) != "Completed":
+            found.append(f"replication to {location} {_text(region.state)} ({region.progress}%)")
     return found
 
 

@@ -11,12 +11,12 @@ from components.planning.node_images import version_id
 from components.planning.placement import PoolPlan, ScaleSetPlan
 
 PROVIDERS = ("Microsoft.Compute", "Microsoft.Network", "Microsoft.Storage", "Microsoft.ManagedIdentity",
-             "Microsoft.ContainerRegistry")
-"""Resource providers of what every stack declares (components/azure/: scale sets, VMs and disk encryption sets;
-networks, load balancer, NAT gateway, private endpoint and DNS zone; the etcd snapshot account; identities; the
-registry). Microsoft.KeyVault is added for confidential pools with customer-managed keys (confidential_key.py).
-An unregistered provider refuses every request of its namespace (azure-docs
-articles/azure-resource-manager/troubleshooting/error-register-resource-provider.md)."""
+             "Microsoft.ContainerRegistry", "Microsoft.VirtualMachineImages")
+"""Resource providers of what every stack declares (components/azure/: scale sets, VMs, disk encryption sets and the
+node images' gallery; networks, load balancer, NAT gateway, private endpoint and DNS zone; the etcd snapshot account;
+identities; the registry; the Image Builder templates). Microsoft.KeyVault is added for confidential pools with
+customer-managed keys (confidential_key.py). An unregistered provider refuses every request of its namespace
+(azure-docs articles/azure-resource-manager/troubleshooting/error-register-resource-provider.md)."""
 
 
 @dataclass(frozen=True)
