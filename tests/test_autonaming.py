@@ -42,8 +42,8 @@ def test_preview_carries_effective_names(prod_run: ProgramRun) -> None:
         prop, _ = NAME_PROPERTIES[registration.type]
         assert isinstance(registration.inputs.get(prop), str), (registration.name, prop)
     identities = {r.inputs["resourceName"] for r in azure if r.type.endswith("UserAssignedIdentity")}
-    assert {re.sub(r"[0-9a-f]{8}$", "", n) for n in identities} == {"prod-addons-autoscaler",
-                                                                              "prod-addons-prefix-ipam"}
+    assert {re.sub(r"[0-9a-f]{8}$", "", n) for n in identities} == {
+        "prod-addons-autoscaler", "prod-addons-prefix-ipam", "prod-addons-node-lifecycle", "prod-registry-pull"}
     # What depends on an autonamed resource sees the effective name, as it would after `pulumi up`.
     system = next(r for r in azure if r.name == "system-z1-00")
     attached = system.inputs["identity"]["userAssignedIdentities"]
