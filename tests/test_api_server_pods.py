@@ -16,7 +16,7 @@ import pytest
 from components.errors import SpecError
 from components.kubernetes.scripts.prefix_ipam import expand, nic_blocks
 from components.offline.engine import ProgramRun
-from components.planning.boot_layer import CONTROL_PLANE_POOL, first_boot, pool_states
+from components.planning.boot_layer import CONTROL_PLANE_POOL, first_boot, own_workloads, pool_states
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pod_addresses import API_SERVER_POD_ADDRESSES, api_server_pod_addresses
 from components.planning.vnet_entries import count_entries
@@ -37,8 +37,8 @@ def test_without_addresses_on_their_nics_the_api_servers_never_join_the_pod_netw
     assert "cilium-agent runs but gives cni only after pod-ips" in worker
     assert ("gpucluster-prefix-ipam runs but gives pod-ips only after nic:pod-addresses (nothing in the layer "
             "provides it)") in worker
-    admission = next(m for m in lines if m.startswith("admission of the layer's objects"))
-    assert "vresourceflavor.kb.io" in admission and "cilium-agent runs but gives cni only after pod-ips" in admission
+    admission = next(m for m in lines if m.startswith("admission via kueue-system/kueue-webhook-service"))
+    assert "cilium-agent runs but gives cni only after pod-ips" in admission
 
 
 def test_prod_boots_with_the_api_servers_on_the_pod_network() -> None:
@@ -46,8 +46,9 @@ def test_prod_boots_with_the_api_servers_on_the_pod_network() -> None:
     assert plan.first_boot is not None
     placed = plan.first_boot.placements()
     assert CONTROL_PLANE_POOL in placed["cilium-agent"] and CONTROL_PLANE_POOL in placed["nfd-worker"]
-    admission = next(name for name in placed if name.startswith("admission of the layer's objects"))
-    assert placed[admission] == (CONTROL_PLANE_POOL,)
+    assert placed["admission via kueue-system/kueue-webhook-service"] == (CONTROL_PLANE_POOL,)
+    step = next(w for w in own_workloads(plan) if w.kind == "Apply")
+    assert "vresourceflavor.kb.io" in step.source and "vclusterqueue.kb.io" in step.source
     api = next(s for s in pool_states(plan) if s.name == CONTROL_PLANE_POOL)
     assert api.nodes == plan.control_plane.api.count
 

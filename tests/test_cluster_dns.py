@@ -13,6 +13,7 @@ from components.kubernetes.objects.dns import COREFILE, coredns_objects
 from components.kubernetes.objects.images import pod_spec
 from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
+from components.planning.boot_layer import chart_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pod_needs import dns_type, needs_cluster_dns
 from tests.conftest import stack_spec
@@ -62,8 +63,10 @@ def test_no_host_network_pod_of_the_layer_needs_cluster_dns(stack: str) -> None:
     """A host-network pod runs before any pod has an address; the layer's are the ones pod networking and the
     nodes' readiness depend on. None of them may wait for CoreDNS, which runs on pod addresses."""
     plan = plan_cluster(stack_spec(stack))
-    host_network = [(o["metadata"]["name"], spec) for o in layer_objects(plan)
+    charts = [p.obj for p in chart_objects(plan.prefix_mode)]
+    host_network = [(o["metadata"]["name"], spec) for o in [*layer_objects(plan), *charts]
                     if (spec := pod_spec(o)) is not None and spec.get("hostNetwork")]
+    assert {"cilium-agent", "cilium-operator"} <= {name for name, _ in host_network}
     if plan.prefix_mode:
         assert any(name == "gpucluster-prefix-ipam" for name, _ in host_network)
     assert [name for name, spec in host_network if needs_cluster_dns(spec, str(plan.ip.dns_service_ip))] == []

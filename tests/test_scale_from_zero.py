@@ -106,3 +106,15 @@ def test_the_crd_is_applied_before_kueue_and_the_autoscaler(prod_run: ProgramRun
     assert crd.urn in kueue.dependencies
     capacity = next(r for r in prod_run.registrations if r.type == "gpucluster:kubernetes:Capacity")
     assert crd.urn in capacity.dependencies
+
+
+def test_kueue_restarts_once_the_api_is_served(prod_run: ProgramRun) -> None:
+    """A ClusterQueue whose AdmissionCheck is not Active is inactive (kueue v0.19.2 site/content/en/docs/concepts/
+    admission_check), and the check is Active only if Kueue found the ProvisioningRequest API when it started: the
+    release's pod annotation names the CRD, so Kueue's pods roll after it is applied (on a cluster where Kueue ran
+    before it, too)."""
+    from components.kubernetes.objects.kueue import PROVISIONING_API_ANNOTATION
+    kueue = next(r for r in prod_run.registrations if r.type == "kubernetes:helm.sh/v3:Release"
+                 and r.inputs["name"] == "kueue")
+    annotations = kueue.inputs["values"]["controllerManager"]["manager"]["podAnnotations"]
+    assert annotations == {PROVISIONING_API_ANNOTATION: provisioning_request_crd("1.36")}

@@ -29,7 +29,8 @@ class Scheduling(pulumi.ComponentResource):
                                                        file=provisioning_request_crd(minor), opts=child)
         self.kueue = release(
             f"{name}-kueue", KUEUE_RELEASE, KUEUE_CHART, KUEUE_VERSION, KUEUE_NAMESPACE,
-            serve_chart_values("kueue", kueue_chart_values(settings.pods_ready_timeout_minutes), registry),
+            serve_chart_values("kueue", kueue_chart_values(settings.pods_ready_timeout_minutes,
+                                                           provisioning_request_crd(minor)), registry),
             pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[*self.priority_classes, self.provisioning_crd])))
         # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.

@@ -225,9 +225,10 @@ def webhook_applies(objects: list[Object], webhooks: tuple[Webhook, ...] = KUEUE
         for hook in webhooks:
             if hook.failure_policy == "Fail" and hook.group == group and resource in hook.resources:
                 hooked.setdefault(hook.service, set()).add(hook.name)
-    return [Workload(f"admission of the layer's objects ({', '.join(sorted(names))})", "Apply",
+    return [Workload(f"admission via {service.removeprefix('service:')}", "Apply",
                      {CONTROL_PLANE_LABEL: ""}, ({"operator": "Exists"},), host_network=True,
-                     needs=("cni", service), source="kube-apiserver calls the webhooks while applying")
+                     needs=("cni", service), source=f"kube-apiserver calls {', '.join(sorted(names))} "
+                                                    "(failurePolicy Fail) while applying the layer's objects")
             for service, names in sorted(hooked.items())]
 
 

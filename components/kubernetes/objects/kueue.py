@@ -176,12 +176,23 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
     }
 
 
-def kueue_chart_values(pods_ready_timeout_minutes: int) -> dict[str, Any]:
+PROVISIONING_API_ANNOTATION = "gpucluster.io/provisioning-request-api"
+
+
+def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = "") -> dict[str, Any]:
+    """`provisioning_api`: where the ProvisioningRequest CRD comes from. Kueue sets up its provisioning controller
+    only if that API is served when it starts (v0.19.2 cmd/kueue/main.go), and a ClusterQueue whose AdmissionCheck is
+    not Active is inactive (site/content/en/docs/concepts/admission_check): admits nothing. The annotation rolls
+    Kueue's pods (the template's podAnnotations, charts/kueue/templates/manager/manager.yaml) when it first appears
+    and whenever the CRD changes, after the CRD is applied (the release depends on it), so a Kueue that started
+    before the API existed does not keep every queue inactive."""
     placement = on_system_nodes("kueue")
+    annotations = {PROVISIONING_API_ANNOTATION: provisioning_api} if provisioning_api else {}
     return {
         "controllerManager": {
             "replicas": KUEUE_REPLICAS,
             "manager": {
+                **({"podAnnotations": annotations} if annotations else {}),
                 "image": {"repository": KUEUE_IMAGE, "tag": f"v{KUEUE_VERSION}", "pullPolicy": "IfNotPresent"},
                 "priorityClassName": placement["priorityClassName"],
                 "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}},
