@@ -26,6 +26,7 @@ from components.bootstrap.cert_renewal import (
     apiserver_renew_script,
     etcd_renew_script,
 )
+from components.bootstrap.etcd import BOOT_SCRIPT as ETCD_BOOT_SCRIPT
 from components.offline.boot_docs import boot_documents
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pki import CLIENT, SERVER, CertPlan
@@ -57,7 +58,7 @@ def test_every_control_plane_machine_boots_with_its_renewal_timer() -> None:
         files, _ = _document(documents[name])
         assert files[RENEW_SCRIPT]["content"] == etcd_renew_script(), name
         assert files["/etc/etcd/pki/ca.key"]["permissions"] == "0600", name
-        assert TIMER in files["/usr/local/sbin/gpucluster-etcd-install"]["content"], name
+        assert TIMER in files[ETCD_BOOT_SCRIPT]["content"], name
 
 
 def test_the_scripts_pass_shellcheck(tmp_path: Path) -> None:

@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from components.azure.node_images import served_name
 from components.catalog.in_cluster import PAUSE_IMAGE
 from components.catalog.node_images import CONTAINERD, NODE_IMAGES, POOL_KIND_IMAGE, prepull_images
+from components.catalog.registries import OWN_NAMESPACE
 from components.errors import SpecError
 from components.images.bundle import bake_bundle
 from components.images.content import CONTAINERD_CONFIG, image_files
@@ -25,6 +27,7 @@ from components.offline.manifests import kubernetes_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_images import MAX_REPLICAS, NodeImage
 from tests.conftest import small_cluster, small_spec, stack_spec
+from tests.scale_sets import is_scale_set
 
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
 DEFINITIONS = tuple(NODE_IMAGES)
@@ -107,11 +110,14 @@ def test_prepulled_images_cover_what_the_manifests_run_on_each_image(stack: str,
         else:
             continue
         for container in (*pod.get("initContainers", []), *pod.get("containers", [])):
+            if container["image"].split("/")[1:2] == [OWN_NAMESPACE]:
+                continue  # the project's own agents image is built into the registry during `pulumi up`, after the images
             for kind in kinds:
-                assert container["image"] in prepull_images(POOL_KIND_IMAGE[kind], plan.spec.kubernetes_version), \
+                baked = {plan.registry.serve(i) for i in prepull_images(POOL_KIND_IMAGE[kind], plan.spec.kubernetes_version)}
+                assert container["image"] in baked, \
                     (obj["metadata"]["name"], container["image"], kind)
                 checked += 1
-    assert checked >= 10
+    assert checked >= 5
 
 
 def test_every_machine_boots_the_image_its_role_needs_at_the_version_the_stack_names() -> None:
@@ -195,7 +201,7 @@ def test_the_stack_declares_the_gallery_and_one_template_per_built_version(prod_
         expected = plan.images.version(NodeImage(definition, "1.0.0")).replicas
         assert region == {"name": "eastus2", "replicaCount": expected, "storageAccountType": "Standard_ZRS"}
         (customize,) = inputs["customize"]
-        bundle = bake_bundle(definition, "1.0.0", "1.36.4")
+        bundle = bake_bundle(definition, "1.0.0", "1.36.4", served_name(plan))
         assert customize["type"] == "Shell" and customize["inline"] == bundle.inline_commands()
         assert inputs["tags"]["gpucluster-bake-sha256"] == bundle.sha256
         assert "distribute[0].targetRegions[0].replicaCount" in template.ignore_changes
@@ -203,7 +209,7 @@ def test_the_stack_declares_the_gallery_and_one_template_per_built_version(prod_
 
 def test_every_scale_set_and_vm_boots_its_gallery_version_after_the_build(prod_run: ProgramRun) -> None:
     plan = plan_cluster(stack_spec("prod"))
-    machines = [*_of(prod_run, "azure-native:compute:VirtualMachineScaleSet"),
+    machines = [*(r for r in prod_run.registrations if r.custom and is_scale_set({"type": r.type, "inputs": r.inputs})),
                 *_of(prod_run, "azure-native:compute:VirtualMachine")]
     assert len(machines) == len(plan.images.machines)
     for machine in machines:

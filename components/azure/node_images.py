@@ -12,6 +12,7 @@ before any machine boots it (docs/images.md, "Building an image").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pulumi
@@ -20,6 +21,7 @@ import pulumi_command as command
 
 from components.catalog.azure_roles import role_definition_id
 from components.catalog.node_images import GALLERY_OFFER, GALLERY_PUBLISHER, NODE_IMAGES
+from components.catalog.registries import parse_image
 from components.images.bundle import bake_bundle
 from components.planning import azure_names as names
 from components.planning.cluster_plan import ClusterPlan
@@ -59,6 +61,13 @@ while true; do
   sleep 60
 done
 """
+
+
+def served_name(plan: ClusterPlan) -> Callable[[str], str]:
+    """The name the cluster's pods use for an upstream image (its registry's cache rule); an upstream the registry has
+    no rule for (the in-cluster layer off: nothing runs it) keeps its own name."""
+    hosts = {u.host for u in plan.registry.upstreams}
+    return lambda image: plan.registry.serve(image) if parse_image(image).host in hosts else image
 
 
 def template_name(cluster: str, image: NodeImage) -> str:
@@ -134,7 +143,7 @@ class NodeImages(pulumi.ComponentResource):
                depends_on: list[pulumi.Resource]) -> command.local.Command:
         image = version.image
         definition = NODE_IMAGES[image.definition]
-        bundle = bake_bundle(image.definition, image.version, plan.spec.kubernetes_version)
+        bundle = bake_bundle(image.definition, image.version, plan.spec.kubernetes_version, served_name(plan))
         source = definition.source
         template = azure.virtualmachineimages.VirtualMachineImageTemplate(
             f"{name}-{image.definition}-template", image_template_name=template_name(plan.spec.name, image),

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 from components.catalog.images import UBUNTU_2204, UBUNTU_CVM_2404, UBUNTU_HPC_2204
 from components.catalog.in_cluster import (
+    CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
     KUEUE_IMAGE,
     KUEUE_VERSION,
     PAUSE_IMAGE,
+    cloud_controller_manager_image,
     cluster_autoscaler_image,
     coredns_image,
 )
@@ -96,7 +98,8 @@ def prepull_images(definition: str, kubernetes_version: str) -> tuple[str, ...]:
         return (*node, DCGM_IMAGE)
     if definition == "cpu":
         # The system pool runs on the CPU image: cluster add-ons and the library's controllers live there.
-        return (*node, coredns_image(minor), cluster_autoscaler_image(minor), f"{KUEUE_IMAGE}:v{KUEUE_VERSION}")
+        return (*node, coredns_image(minor), cluster_autoscaler_image(minor), f"{KUEUE_IMAGE}:v{KUEUE_VERSION}",
+                CSR_APPROVER_IMAGE, cloud_controller_manager_image(minor))
     if definition == "apiserver":
         # kubeadm's static pods (`kubeadm config images list`): etcd is external and kube-proxy is skipped.
         return (*node, *(f"registry.k8s.io/{c}:v{kubernetes_version}"

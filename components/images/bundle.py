@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import io
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,13 +83,18 @@ def pins(definition: str, version: str, kubernetes_version: str) -> dict[str, st
     }
 
 
-def bake_bundle(definition: str, version: str, kubernetes_version: str) -> Bundle:
+def bake_bundle(definition: str, version: str, kubernetes_version: str,
+                serve: Callable[[str], str] | None = None) -> Bundle:
+    """`serve`: the name the cluster's manifests use for an upstream image (RegistryPlan.serve). Each prepull.txt
+    line is `<upstream> <served>`: the bake pulls the upstream image and tags it with the served name, so the kubelet
+    (imagePullPolicy IfNotPresent) finds it under the reference its pods name."""
     files: dict[str, tuple[int, bytes]] = {
         "lib/bake.sh": (0o644, (IMAGES_DIR / "lib" / "bake.sh").read_bytes()),
         f"{definition}/bake.sh": (0o755, (IMAGES_DIR / definition / "bake.sh").read_bytes()),
         "pins.env": (0o644, "".join(f"{k}='{v}'\n" for k, v in pins(definition, version, kubernetes_version).items())
                      .encode()),
-        "prepull.txt": (0o644, "".join(f"{i}\n" for i in prepull_images(definition, kubernetes_version)).encode()),
+        "prepull.txt": (0o644, "".join(f"{i} {(serve or str)(i)}\n"
+                                       for i in prepull_images(definition, kubernetes_version)).encode()),
     }
     listing = []
     for f in image_files(definition):

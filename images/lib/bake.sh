@@ -145,14 +145,18 @@ strip_sysctl_conf() {
   done <"${ROOT:-}$SYSCTL_FILE"
 }
 
-# prepull_images: every image in prepull.txt into containerd's k8s.io namespace, where the kubelet looks.
+# prepull_images: every image in prepull.txt (`<upstream> <served>`) into containerd's k8s.io namespace, where the
+# kubelet looks, under the name the cluster's manifests use (the registry's cache of the same upstream image).
 prepull_images() {
-  local image
+  local image served
   systemctl start containerd
-  while read -r image; do
+  while read -r image served; do
     [ -n "$image" ] || continue
     retry 5 ctr --namespace k8s.io images pull "$image" >/dev/null
-    log "pulled $image"
+    if [ -n "$served" ] && [ "$served" != "$image" ]; then
+      ctr --namespace k8s.io images tag --force "$image" "$served" >/dev/null
+    fi
+    log "pulled $image as ${served:-$image}"
   done <"$BUNDLE/prepull.txt"
 }
 
