@@ -167,8 +167,10 @@ def test_boot_documents_use_the_tables_configuration_apis() -> None:
     from components.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
     from components.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
     from tests.test_apiserver_bootstrap import _kubeadm, _render
-    init, cluster = _kubeadm(_render(()))
+    init, cluster, kubelet = _kubeadm(_render(()))
     assert init["apiVersion"] == cluster["apiVersion"] == KUBEADM_API.version  # type: ignore[index]
+    # the API servers' own kubelet reads the KubeletConfiguration kubeadm passes on from its config file
+    assert (kubelet["kind"], kubelet["apiVersion"]) == ("KubeletConfiguration", KUBELET_CONFIG_API.version)  # type: ignore[index]
     node = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10")
     assert kubelet_patch(node)["apiVersion"] == KUBELET_CONFIG_API.version
     assert f"apiVersion: {KUBEADM_API.version}" in render_cloud_init(node)

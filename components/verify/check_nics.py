@@ -62,9 +62,12 @@ def _verdict(subject: str, nics: list[dict[str, Any]], wanted: int, subnet: IPv4
                            "(az rest --method get --url <the request>) and fix instance_of_nic")
     problems = []
     for (_, instance), blocks in sorted(by_instance.items(), key=lambda item: int(item[0][1])):
-        wrong = [str(b) for b in blocks if b.prefixlen != PREFIX_LENGTH or not b.subnet_of(subnet)]
-        if len(blocks) < wanted:
-            problems.append(f"instance {instance}: {len(blocks)} of {wanted} /{PREFIX_LENGTH} blocks")
+        # The parser also publishes single secondary addresses (as /32, for the API servers' NICs): only a /28 in
+        # the pool's subnet counts toward the blocks the plan puts on the NIC.
+        good = [b for b in blocks if b.prefixlen == PREFIX_LENGTH and b.subnet_of(subnet)]
+        wrong = [str(b) for b in blocks if b not in good]
+        if len(good) < wanted:
+            problems.append(f"instance {instance}: {len(good)} of {wanted} /{PREFIX_LENGTH} blocks")
         if wrong:
             problems.append(f"instance {instance}: blocks outside {subnet} or not /{PREFIX_LENGTH}: {', '.join(wrong)}")
     if problems:
