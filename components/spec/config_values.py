@@ -1,11 +1,14 @@
-"""Config values outside `gpucluster:cluster` as plain data: text, numbers, booleans, null, lists and objects
-with text keys.
+"""Config keys as Pulumi parses them, and config values outside `gpucluster:cluster` as plain data.
 
-PyYAML also builds YAML 1.1 dates, `!!binary` bytes and `!!set`s. None has a JSON form, so the engine cannot
-hand them to the program (it passes config as JSON, as Pulumi does), and Pulumi reads a scalar config value as
-its text (pulumi/pulumi sdk/go/common/resource/config/value.go, UnmarshalYAML: a scalar unmarshals into a
-string), so the plan and `pulumi up` would read different values. Refused with the key and the fix, before
-planning.
+Pulumi parses every key under `config:` with ParseKey (pulumi/pulumi sdk/go/common/resource/config/key.go,
+Key.UnmarshalYAML): `<namespace>:<name>` or `<namespace>:config:<name>`; anything else ("1", "name") fails to
+load ("could not parse 1 as a configuration key"). Refused here with the key and the fix.
+
+Values need no such check: the stack-file reader (components/spec/yaml_text.py, yaml_go.py) already gives them as
+Pulumi does (config/value.go UnmarshalYAML -> object.go unmarshalObject decodes each value into `any` with
+gopkg.in/yaml.v3): a date is the text of Go's `time.Time.String()`, a `!!binary` value its decoded text, a `!!set`
+a mapping of its members to null. Pulumi accepts all three, so the plan does too. The walk below still guards
+the plain-data shape in case a value reaches it another way.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ def _problem(value: Any) -> str | None:
     return f"is a YAML {type(value).__name__}, which a Pulumi config value cannot hold; give text, a number, a list or a mapping"
 
 
+def _pulumi_key(key: str) -> bool:
+    """key.go ParseKey: one ':' (`<namespace>:<name>`), or two as `<namespace>:config:<name>`."""
+    parts = key.split(":")
+    return len(parts) == 2 or (len(parts) == 3 and parts[1] == "config")
+
+
 def config_value_problems(config: dict[Any, Any], skip: str) -> list[Problem]:
     """One problem per config value (or nested key) that is not plain data, at its path under `config`."""
     problems: list[Problem] = []
@@ -42,6 +51,9 @@ def config_value_problems(config: dict[Any, Any], skip: str) -> list[Problem]:
     for key, value in config.items():
         if not isinstance(key, str):
             problems.append(Problem("config", f"the key {str(key)[:60]!r} is not text; quote it (`namespace:name`)"))
+        elif not _pulumi_key(key):
+            problems.append(Problem("config", f"the key {key[:60]!r} is not `<namespace>:<name>`, which Pulumi "
+                                              "requires (`pulumi config set` writes `<project>:<name>`)"))
         elif key != skip:
             stack.append((value, f"config.{key}"))
     while stack and len(problems) < 20:
