@@ -10,13 +10,7 @@ main() {
   add_kubernetes_repository
   apt_update
   install_kubernetes
-  install_files
-  strip_sysctl_conf
-  systemctl enable containerd.service kubelet.service
-  prepull_images
-  disable_package_timers
-  record_image
-  finish
+  finish_kubernetes_image
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

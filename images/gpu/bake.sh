@@ -48,13 +48,7 @@ main() {
   install_kubernetes
   replace_gpu_driver
   disable_host_dcgm
-  install_files
-  strip_sysctl_conf
-  systemctl enable containerd.service kubelet.service
-  prepull_images
-  disable_package_timers
-  record_image
-  finish
+  finish_kubernetes_image
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

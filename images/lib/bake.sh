@@ -166,6 +166,18 @@ disable_package_timers() {
   systemctl mask unattended-upgrades.service
 }
 
+# finish_kubernetes_image: what a Kubernetes node image ends with once its own packages are in: the rendered files,
+# sysctls that win, containerd and the kubelet enabled, the pre-pulled images, no package timers, the record.
+finish_kubernetes_image() {
+  install_files
+  strip_sysctl_conf
+  systemctl enable containerd.service kubelet.service
+  prepull_images
+  disable_package_timers
+  record_image
+  finish
+}
+
 # record_image: what this image holds, for `cat /etc/gpucluster/image` on any machine.
 record_image() {
   mkdir -p /etc/gpucluster
