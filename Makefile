@@ -1,5 +1,6 @@
 # The two commands: `make plan STACK=<name>` and `make test`. Both set up .venv on a fresh machine:
-# `make plan` installs only what planning needs (the Pulumi SDKs, pydantic, rich, PyYAML, jsonschema, cryptography);
+# `make plan` installs the runtime dependencies (the Pulumi SDKs, pydantic, rich, PyYAML, jsonschema, cryptography,
+# and the Azure SDK the node scale sets' provider runs on);
 # `make test` adds the dev tools (pytest, hypothesis, ruff, pyright with its Node.js, kubernetes-validate).
 PYTHON ?= python3
 VENV := .venv
@@ -14,7 +15,7 @@ PIP := $(BIN)/pip install --disable-pip-version-check --progress-bar on
 $(RUNTIME): pyproject.toml
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "==> [2/2] installing what planning needs (pulumi, pulumi-azure-native, ...: about 560 MB, a few minutes on a fresh machine)"
+	@echo "==> [2/2] installing what planning needs (pulumi, pulumi-azure-native, ...: about 730 MB, a few minutes on a fresh machine)"
 	$(PIP) -e .
 	@touch $@
 	@echo "==> ready: $(BIN)/gpucluster"

@@ -17,7 +17,12 @@ for key, value in plan_outputs(plan).items():
     pulumi.export(key, value)
 pulumi.export("vnetId", cluster.network.refs.vnet_id)
 pulumi.export("caCertHash", cluster.pki.ca_cert_hash)
-pulumi.export("bootstrapTokenId", cluster.bootstrap_token.token_id)
+pulumi.export("bootstrapTokenId", cluster.bootstrap_tokens.current_id)
+pulumi.export("bootstrapTokens", {
+    "current": {"id": cluster.bootstrap_tokens.current_id, "expires": plan.tokens.current.expiration},
+    "previous": {"id": cluster.bootstrap_tokens.previous_id, "expires": plan.tokens.previous.expiration},
+    "rotates": plan.tokens.rotates.strftime("%Y-%m-%dT%H:%M:%SZ"),
+})
 pulumi.export("apiServerEndpoint", plan.ip.api_server_endpoint)
 pulumi.export("adminKubeconfig", cluster.admin_kubeconfig)
 pulumi.export("breakGlassKubeconfig", cluster.break_glass_kubeconfig)

@@ -1,4 +1,5 @@
-"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack, `diff` two plans."""
+"""The `gpucluster` command: `plan` a stack offline, `check` a saved preview against the policy pack, `diff` two plans,
+`verify` a deployed stack against its plan."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ import signal
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from components.diff.command import add_parser as add_diff_parser
 from components.diff.command import cmd_diff
-from components.errors import SpecError
+from components.errors import Problem, SpecError
+from components.verify.command import add_parser as add_verify_parser
+from components.verify.command import cmd_verify
+
+if TYPE_CHECKING:
+    from components.spec import StackFile
 
 EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -32,7 +38,7 @@ def project_root(start: Path | None = None) -> Path:
 
 def _fail(problems: SpecError, console: Console) -> int:
     for problem in problems.problems:
-        console.print(f"error: {problem}", markup=False, highlight=False)
+        console.print(f"error: {problem}", markup=False, highlight=False, emoji=False)  # `:key:` stays text
     return EXIT_BAD_INPUT
 
 
@@ -44,6 +50,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from components.offline.output import check_output_folder, output_path, write_output
+    from components.offline.policy_config import read_policy_config, stack_policy_config
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
     from components.offline.progress import Progress
@@ -58,11 +65,14 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
     root = project_root()
-    name, path = resolve_stack_path(args.stack, root / "stacks")
+    try:
+        name, path = resolve_stack_path(args.stack, root / "stacks")
+    except SpecError as error:
+        return _fail(error, errors)
     try:
         out = output_path(args.out, name)
         check_output_folder(out)  # before the plan runs: what is there, writable, not held by another process
-        policy_config = _policy_config(args.policy_config, root / "policies" / "config" / f"{name}.json")
+        given = read_policy_config(Path(args.policy_config)) if args.policy_config else None
         check_base(args.base)
     except SpecError as error:
         return _fail(error, errors)
@@ -70,8 +80,13 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     try:
         stack = load_stack_file(path, name)
         plan = plan_cluster(stack.spec)
+        config_path = stack_policy_config(stack.config, name, root)
     except SpecError as error:
-        errors.print(f"{path}:", markup=False, highlight=False)
+        errors.print(f"{path}:", markup=False, highlight=False, emoji=False)
+        return _fail(error, errors)
+    try:
+        policy_config = given if given is not None else read_policy_config(config_path) if config_path else {}
+    except SpecError as error:
         return _fail(error, errors)
     progress.stage(f"running {root / '__main__.py'} under mocks: {plan.nodes:,} nodes, "
                    f"{sum(len(p.scale_sets) for p in plan.pools)} scale sets")
@@ -127,17 +142,42 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
 
 
 def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    """A saved preview against the pack. The policy config is the file given, or the one of the stack the user
+    names; never one the document picks for itself (its `config.stack`, its URNs). Without either, every rule
+    runs at its defaults, the strictest."""
+    from components.offline.policy_config import read_policy_config, stack_policy_config
     from components.offline.policy_runner import run_policies_on_states
     from components.offline.preview import read_preview
-    from components.offline.preview_steps import stack_policy_config, steps_from_preview
+    from components.offline.preview_steps import preview_stack, steps_from_preview
     from components.offline.summary import print_violations
+    from components.spec import load_stack_file
+    from components.spec.stack_names import check_stack_name
 
+    root = project_root()
     try:
-        given = _policy_config(args.policy_config, None) if args.policy_config else None
+        if args.stack is not None:
+            check_stack_name(args.stack, "--stack")
+        config = read_policy_config(Path(args.policy_config)) if args.policy_config else {}
         document = read_preview(Path(args.preview))
         states = steps_from_preview(document, args.preview)
-        config = given if given is not None else _policy_config(None, stack_policy_config(document, project_root()))
-        _preflight_preview(document, states, errors)
+        preview_stack(document, args.preview, args.stack)
+        if args.stack is not None:
+            path = root / "stacks" / f"Pulumi.{args.stack}.yaml"
+            if not path.is_file():
+                raise SpecError.at("--stack", f"no stack file {path}; name a stack under stacks/, or pass "
+                                              "--policy-config FILE instead")
+            try:
+                stack = load_stack_file(path, args.stack)
+                config_path = stack_policy_config(stack.config, stack.name, root)
+            except SpecError as error:  # the stack file's problems, named by the file they are in
+                raise SpecError([Problem(f"{path}: {p.path}", p.message) for p in error.problems]) from None
+            config = read_policy_config(config_path) if config_path else {}
+            _preflight_preview(states, stack)
+        else:
+            errors.print("note: no --stack: " + ("" if args.policy_config else "every rule runs at the pack's defaults "
+                         "(the strictest), and ") + "the ARM preflight is skipped (it needs the stack's region, sizes and "
+                         "limits); --stack NAME judges with that stack's policy config and runs it",
+                         markup=False, highlight=False)
     except SpecError as error:
         return _fail(error, errors)
     violations = run_policies_on_states(states, config)
@@ -145,42 +185,16 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 
 
-def _preflight_preview(document: dict[str, Any], states: list[dict[str, Any]], errors: Console) -> None:
-    """The ARM preflight over a saved preview, when the stack file it came from is here: the rules need the
-    stack's region, sizes and limits. What Azure would refuse raises a SpecError (exit 2)."""
-    from components.offline.preview_steps import stack_name
+def _preflight_preview(states: list[dict[str, Any]], stack: StackFile) -> None:
+    """The ARM preflight over a saved preview, for the stack the user named: the rules need the stack's region,
+    sizes and limits. What Azure would refuse raises a SpecError (exit 2)."""
     from components.planning.cluster_plan import plan_cluster
     from components.preflight import problems as preflight_problems
     from components.preflight import run_preflight
-    from components.spec import load_stack_file
 
-    name = stack_name(document)
-    path = project_root() / "stacks" / f"Pulumi.{name}.yaml" if name else None
-    if name is None or path is None or not path.is_file():
-        errors.print(f"note: ARM preflight skipped: no stacks/Pulumi.{name or '<stack>'}.yaml to read the region, "
-                     "sizes and limits from", markup=False, highlight=False)
-        return
-    checked = run_preflight([{"newState": state} for state in states], plan_cluster(load_stack_file(path, name).spec))
+    checked = run_preflight([{"newState": state} for state in states], plan_cluster(stack.spec))
     if checked.errors:
         raise SpecError(preflight_problems(checked.errors))
-
-
-def _policy_config(given: str | None, stack_default: Path | None) -> dict[str, Any]:
-    """The pack config (`pulumi preview --policy-pack-config` format): the file given, else the stack's
-    policies/config/<stack>.json when there is one, else none. Checked against the rules' schemas."""
-    from components.offline.policy_runner import check_config
-
-    path = Path(given) if given else stack_default if stack_default and stack_default.is_file() else None
-    if path is None:
-        return {}
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise SpecError.at(str(path), f"cannot read the policy config: {error}") from None
-    if not isinstance(config, dict):
-        raise SpecError.at(str(path), "the policy config must be a JSON object of policy name -> settings")
-    check_config(config, str(path))
-    return config
 
 
 def parser() -> argparse.ArgumentParser:
@@ -191,12 +205,17 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--out", help="output folder (default out/<stack>)")
     plan.add_argument("--json", action="store_true", help="print the summary as JSON (also written to summary.json)")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
-    plan.add_argument("--policy-config", help="JSON policy config (default policies/config/<stack>.json if present)")
+    plan.add_argument("--policy-config", help="JSON policy config (default: the file the stack's gpucluster:policyConfig "
+                                              "names, else policies/config/<stack>.json if present)")
     plan.add_argument("--base", help="a base plan folder: show what this plan changes; refuse what Azure would refuse")
     check = sub.add_parser("check", help="run the policy pack over a saved preview.json")
     check.add_argument("preview", help="path to a preview.json")
-    check.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
+    judged_by = check.add_mutually_exclusive_group()
+    judged_by.add_argument("--stack", help="the stack the preview is of: its policy config and the ARM preflight "
+                                           "(default: the pack's defaults, no preflight)")
+    judged_by.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
     add_diff_parser(sub)
+    add_verify_parser(sub)
     return top
 
 
@@ -204,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
-    handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff}[args.command]
+    handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff, "verify": cmd_verify}[args.command]
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         # A SIGINT ignored on entry stays ignored: a shell without job control starts background jobs that way so
         # that Ctrl-C at the terminal stops only the foreground (POSIX, Shell Command Language 2.11).

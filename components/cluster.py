@@ -8,15 +8,17 @@ import pulumi
 import pulumi_tls as tls
 
 from components.azure.addon_identities import AddonIdentities
-from components.azure.bootstrap_token import BootstrapToken
+from components.azure.bootstrap_token import BootstrapTokens
 from components.azure.control_plane import ControlPlane
 from components.azure.network import Network
+from components.azure.node_images import NodeImages
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.azure.registry import ContainerRegistry
 from components.azure.tags import base_tags
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster
+from components.kubernetes.join_access import JoinAccess
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import BREAK_GLASS_CERT, plan_certificates
@@ -29,13 +31,16 @@ class GpuCluster(pulumi.ComponentResource):
         spec = plan.spec
         child = pulumi.ResourceOptions(parent=self)
         self.network = Network(name, plan, child)
+        self.node_images = NodeImages(f"{name}-images", plan, self.network.refs.resource_group_name,
+                                      self.network.refs.location, base_tags(spec.name, spec.tags), child)
+        images = self.node_images.ids
         self.pki = ClusterPki(f"{name}-pki", spec.name, plan_certificates(spec.name, plan.ip, plan.control_plane), child)
-        self.bootstrap_token = BootstrapToken(f"{name}-bootstrap-token", spec.access.bootstrap_token.generation, child)
+        self.bootstrap_tokens = BootstrapTokens(f"{name}-bootstrap-token", plan.tokens, child)
         # Every image comes from the cluster's registry, through its private endpoint (docs/registry.md).
         self.registry = ContainerRegistry(f"{name}-registry", spec, plan.registry, self.network.refs,
                                           base_tags(spec.name, spec.tags), child)
         pull = self.registry.access
-        join = NodeJoin(plan=plan, bootstrap_token=self.bootstrap_token.token, ca_cert_hash=self.pki.ca_cert_hash,
+        join = NodeJoin(plan=plan, bootstrap_token=self.bootstrap_tokens.current, ca_cert_hash=self.pki.ca_cert_hash,
                         pull_client_id=pull.client_id, tenant_id=pull.tenant_id)
         keys: list[pulumi.Input[str]] = list(spec.access.ssh_public_keys)
         self.break_glass_key: tls.PrivateKey | None = None
@@ -43,20 +48,11 @@ class GpuCluster(pulumi.ComponentResource):
             self.break_glass_key = tls.PrivateKey(f"{name}-break-glass-ssh", algorithm="ED25519", opts=child)
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
-        self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, self.bootstrap_token.token,
-                                          access, pull, child)
+        self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, access, pull, images, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
                                                 cluster=spec.name,
                                                 prefix_mode=any(p.pod_addresses == "prefixes" for p in spec.pools))
-        # Add-ons that call Azure (autoscaler, CNI operator) run on the system pool and use these identities.
-        self.node_pools = [
-            NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
-                     self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, child,
-                     identity_ids=[pull.identity_id, *(self.addon_identities.identity_ids
-                                                       if pool.spec.kind is PoolKind.SYSTEM else [])])
-            for pool in plan.pools
-        ]
         admin = self.pki.certificates["admin"]
         # Admins dial the load balancer's address (in the API server's certSANs); machines dial its name.
         endpoint = plan.ip.api_server_endpoint
@@ -70,6 +66,19 @@ class GpuCluster(pulumi.ComponentResource):
         self.break_glass_kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.pki.ca_cert_pem, glass.cert.cert_pem, glass.key.private_key_pem).apply(
             lambda pems: render_kubeconfig(spec.name, glass_endpoint, pems[0], pems[1], pems[2], user="breakglass")))
+        # The tokens, cluster-info and kubeadm's join RBAC, once the API servers answer; nodes are created after.
+        self.join_access = JoinAccess(f"{name}-join", plan, self.bootstrap_tokens, self.admin_kubeconfig,
+                                      self.pki.ca_cert_pem, pulumi.ResourceOptions(
+            parent=self, depends_on=[self.control_plane]))
+        pools = pulumi.ResourceOptions(parent=self, depends_on=[self.join_access])
+        # Add-ons that call Azure (autoscaler, CNI operator) run on the system pool and use these identities.
+        self.node_pools = [
+            NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
+                     self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, images, pools,
+                     identity_ids=[pull.identity_id, *(self.addon_identities.identity_ids
+                                                       if pool.spec.kind is PoolKind.SYSTEM else [])])
+            for pool in plan.pools
+        ]
         self.in_cluster: InCluster | None = None
         if spec.in_cluster.enabled:
             # Waits for the control plane and node pools, so the API server exists before it is called.

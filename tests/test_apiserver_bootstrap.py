@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init
+from components.bootstrap.apiserver import BOOT_SCRIPT, ApiServerBootstrap, render_apiserver_cloud_init
 from components.planning.control_plane import scale_flags
 
 
@@ -12,9 +12,9 @@ def _render(events: tuple[str, ...]) -> dict[str, object]:
     b = ApiServerBootstrap(
         cluster="prod", kubernetes_version="1.36.4", endpoint="10.0.0.4:6443", service_cidr="192.168.0.0/16",
         etcd_endpoints=("https://10.0.0.68:2379", "https://10.0.0.69:2379"), events_etcd_endpoints=events,
-        bootstrap_token="abcdef.0123456789abcdef", flags=scale_flags(7_500),
+        flags=scale_flags(7_500),
         pki_files={"ca.crt": "C", "ca.key": "K", "apiserver.key": "AK"})
-    return yaml.safe_load(render_apiserver_cloud_init(b, "#!/bin/bash\n"))
+    return yaml.safe_load(render_apiserver_cloud_init(b))
 
 
 def _kubeadm(document: dict[str, object]) -> list[dict[str, object]]:
@@ -23,8 +23,8 @@ def _kubeadm(document: dict[str, object]) -> list[dict[str, object]]:
 
 
 def test_external_etcd_and_events_override() -> None:
-    init, cluster = _kubeadm(_render(("https://10.0.0.73:2379", "https://10.0.0.74:2379")))
-    assert init["bootstrapTokens"][0]["token"] == "abcdef.0123456789abcdef"  # type: ignore[index]
+    init, cluster, _ = _kubeadm(_render(("https://10.0.0.73:2379", "https://10.0.0.74:2379")))
+    assert "bootstrapTokens" not in init
     assert cluster["etcd"]["external"]["endpoints"] == ["https://10.0.0.68:2379", "https://10.0.0.69:2379"]  # type: ignore[index]
     args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
     assert args["etcd-servers-overrides"] == "/events#https://10.0.0.73:2379;https://10.0.0.74:2379"
@@ -35,7 +35,7 @@ def test_external_etcd_and_events_override() -> None:
 
 def test_without_events_etcd_there_is_no_override_and_keys_are_private() -> None:
     document = _render(())
-    _, cluster = _kubeadm(document)
+    _, cluster, _ = _kubeadm(document)
     names = {a["name"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
     assert "etcd-servers-overrides" not in names
     files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
@@ -48,9 +48,14 @@ def test_inflight_limits_scale_with_nodes() -> None:
     assert scale_flags(50_000).max_requests_inflight == 3_000
 
 
-def test_bootstrap_token_has_a_lifetime() -> None:
-    """kubeadm reads `ttl` as a Go duration; "0s" means the token never expires (kubeadm v1beta4 BootstrapToken.TTL).
-    A token that rides in every node's customData must expire."""
-    init, _ = _kubeadm(_render(()))
-    ttl = init["bootstrapTokens"][0]["ttl"]  # type: ignore[index]
-    assert ttl == "2160h" and ttl not in ("0s", "0")
+def test_kubeadm_init_writes_no_bootstrap_token() -> None:
+    """kubeadm's bootstrap-token phase writes each listed token with `expiration = now + ttl`
+    (`UpdateOrCreateTokens` -> `BootstrapTokenToSecret`, kubernetes `cmd/kubeadm/app/phases/bootstraptoken/node/token.go`),
+    and an empty `bootstrapTokens` is defaulted to one random 24 h token (`SetDefaults_BootstrapTokens`,
+    `cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go`): the API servers skip the phase, and with it
+    show-join-command, which would print that unregistered default token. The stack declares the tokens."""
+    document = _render(())
+    files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
+    init_line = next(line for line in files[BOOT_SCRIPT]["content"].splitlines() if "kubeadm init" in line)
+    skipped = init_line.split("--skip-phases=", 1)[1].split()[0].split(",")
+    assert {"bootstrap-token", "show-join-command"} <= set(skipped)

@@ -12,6 +12,7 @@ import re
 from components.offline.autonaming import NAME_PROPERTIES, autoname, default_name
 from components.offline.engine import ProgramRun
 from components.preflight.naming import NAMING
+from policies.rules.props import resource_kind
 
 URN = "urn:pulumi:stack::project::azure-native:storage:StorageAccount::test"
 
@@ -37,13 +38,16 @@ def test_every_type_has_a_naming_rule_and_an_autoname_property() -> None:
 
 
 def test_preview_carries_effective_names(prod_run: ProgramRun) -> None:
-    azure = [r for r in prod_run.registrations if r.custom and r.type.startswith("azure-native:")]
+    # Node scale sets are dynamic resources judged as the typed scale set (policies/rules/props.py resource_kind).
+    azure = [r for r in prod_run.registrations if r.custom and resource_kind(r.type, r.inputs).startswith("azure-native:")]
     for registration in azure:
-        prop, _ = NAME_PROPERTIES[registration.type]
+        prop, _ = NAME_PROPERTIES[resource_kind(registration.type, registration.inputs)]
         assert isinstance(registration.inputs.get(prop), str), (registration.name, prop)
-    identities = {r.inputs["resourceName"] for r in azure if r.type.endswith("UserAssignedIdentity")}
-    assert {re.sub(r"[0-9a-f]{8}$", "", n) for n in identities} == {"prod-addons-autoscaler",
-                                                                              "prod-addons-prefix-ipam"}
+    every = {r.inputs["resourceName"] for r in azure if r.type.endswith("UserAssignedIdentity")}
+    assert {re.sub(r"[0-9a-f]{8}$", "", n) for n in every} == {"prod-addons-autoscaler", "prod-addons-prefix-ipam",
+                                                               "prod-addons-node-lifecycle", "prod-images-builder",
+                                                               "prod-registry-pull"}
+    identities = {n for n in every if n.startswith(("prod-addons-", "prod-registry-pull"))}  # the system pool's
     # What depends on an autonamed resource sees the effective name, as it would after `pulumi up`.
     system = next(r for r in azure if r.name == "system-z1-00")
     attached = system.inputs["identity"]["userAssignedIdentities"]

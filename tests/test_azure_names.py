@@ -71,7 +71,8 @@ def test_addon_roles_grant_what_the_addons_call(prod_run: ProgramRun) -> None:
     Cilium runs `ipam: crd` and calls no Azure API: no CNI identity; the prefix IPAM controller reads the scale
     sets' NICs (one list per scale set) and nothing else. Network Contributor / VM Contributor alone gave 403s; a
     custom role per scope carries exactly the catalogued actions and nothing else."""
-    definitions = [r for r in prod_run.registrations if r.type == "azure-native:authorization:RoleDefinition"]
+    definitions = [r for r in prod_run.registrations if r.type == "azure-native:authorization:RoleDefinition"
+                   and "-addons-" in r.name]
     granted: dict[str, set[str]] = {}
     for definition in definitions:
         addon = next(a for a in ADDON_PERMISSIONS if f"-{a}-" in definition.name)
@@ -93,7 +94,7 @@ def test_cilium_azure_ipam_role_with_secondary_ips(dev_out) -> None:
     import json
     steps = json.loads((dev_out / "preview.json").read_text())["steps"]
     definitions = [s["newState"]["inputs"] for s in steps
-                   if s["newState"]["type"] == "azure-native:authorization:RoleDefinition"]
+                   if s["newState"]["type"] == "azure-native:authorization:RoleDefinition" and "-addons-" in s["urn"]]
     actions = {a for d in definitions for a in d["permissions"][0]["actions"]}
     assert actions == {p.action for addon in addons_for(False) for p in ADDON_PERMISSIONS[addon]}
     assert "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write" in actions

@@ -25,6 +25,7 @@ from components.bootstrap.apiserver import (
 from components.bootstrap.host_prep import KERNEL_MODULES, MODULES_FILE, PROVIDER_ID_PATCH, SYSCTL_FILE, provider_id
 from components.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
 from components.bootstrap.node import JOIN_COMMAND
+from components.images.content import image_files
 from components.offline.boot_docs import boot_documents, write_boot_documents
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.conftest import stack_spec
@@ -88,7 +89,7 @@ def test_boot_documents_are_deterministic_and_carry_no_secret(tmp_path: Path) ->
     first = {p.name: p.read_bytes() for p in (tmp_path / "a" / "boot").iterdir()}
     assert first == {p.name: p.read_bytes() for p in (tmp_path / "b" / "boot").iterdir()}
     text = b"".join(first.values()).decode()
-    assert "PRIVATE KEY" not in text and "[secret: bootstrap token]" in text
+    assert "PRIVATE KEY" not in text and "[secret: bootstrap token of rotation period " in text
     assert "[secret: /etc/kubernetes/pki/ca.key]" in text and "[secret: etcd-0-server key]" in text
 
 
@@ -113,7 +114,7 @@ def test_kubeadm_issues_the_api_server_certificate_on_each_vm() -> None:
     address (`getKubeConfigSpecsBase`, kubernetes `cmd/kubeadm/app/phases/kubeconfig/kubeconfig.go`): the
     serving certificate must name it, so the certs phase runs on the VM and no shared apiserver.crt is
     shipped (kubeadm would keep it: `runCertPhase`, `cmd/kubeadm/app/cmd/phases/init/certs.go`)."""
-    files, boot, (_, cluster) = _api()
+    files, boot, (_, cluster, _) = _api()
     assert "certs" not in SKIP_PHASES.split(",") and f"--skip-phases={SKIP_PHASES}" in boot
     assert "/etc/kubernetes/pki/apiserver.crt" not in files and "/etc/kubernetes/pki/apiserver.key" not in files
     assert {"/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/pki/ca.key"} <= set(files)  # kubeadm signs with these
@@ -126,7 +127,7 @@ def test_api_servers_reach_themselves_by_name_not_through_their_load_balancer() 
     when the flow maps back to itself. kubeadm's controlPlaneEndpoint is a name; on API-server VMs it
     resolves to 127.0.0.1, elsewhere to the load balancer (Cluster API Azure, `templates/flavors/apiserver-ilb/`
     and its private-cluster templates do the same with /etc/hosts)."""
-    _, boot, (_, cluster) = _api()
+    _, boot, (_, cluster, _) = _api()
     host = cluster["controlPlaneEndpoint"].rsplit(":", 1)[0]
     assert not re.fullmatch(r"[0-9.]+", host)
     assert f"echo '127.0.0.1 {host}' >> /etc/hosts" in boot
@@ -143,7 +144,7 @@ def test_scheduler_runs_the_stock_image_that_reads_kubeadms_kubeconfig() -> None
     stock kube-scheduler static pod as root (the RootlessControlPlane feature gate is off by default,
     kubernetes `cmd/kubeadm/app/features/features.go`). A scheduler image of another user (scheduler-plugins runs
     as 65532, `build/scheduler/Dockerfile`) could not read it: so no image override and no patch of the pod."""
-    files, boot, (init, cluster) = _api()
+    files, boot, (init, cluster, _) = _api()
     assert "chown" not in boot and not any("kube-scheduler" in path for path in files)
     assert "imageRepository" not in cluster.get("scheduler", {}) and "RootlessControlPlane" not in str(cluster)
     assert init["patches"]["directory"] == "/etc/kubernetes/patches"  # for the kubelet's providerID patch only
@@ -153,19 +154,22 @@ def test_ip_forward_and_kernel_modules_before_kubeadm() -> None:
     """kubeadm join preflight fails unless /proc/sys/net/ipv4/ip_forward is 1 (`addIPv4Checks`, kubernetes
     `cmd/kubeadm/app/preflight/checks_linux.go`); Kubernetes' container-runtime prerequisites
     (kubernetes/website `docs/setup/production-environment/container-runtimes.md`) list forwarding, and the
-    overlay and br_netfilter modules with bridged traffic visible to iptables."""
+    overlay and br_netfilter modules with bridged traffic visible to iptables. The images carry the files (systemd
+    loads and applies them at every boot); the boot script checks them before kubeadm."""
+    for definition in ("gpu", "cpu", "confidential", "apiserver"):
+        files = {f.path: f.content for f in image_files(definition)}
+        sysctls = dict(line.split(" = ") for line in files[SYSCTL_FILE].splitlines())
+        assert sysctls["net.ipv4.ip_forward"] == "1", definition
+        assert sysctls["net.bridge.bridge-nf-call-iptables"] == "1"
+        assert files[MODULES_FILE].split() == list(KERNEL_MODULES)
     for stack, name, document in _all_documents():
         if name.startswith("etcd"):
             continue
         files = _files(document)
-        sysctls = dict(line.split(" = ") for line in files[SYSCTL_FILE]["content"].splitlines())
-        assert sysctls["net.ipv4.ip_forward"] == "1", f"{stack}/{name}"
-        assert sysctls["net.bridge.bridge-nf-call-iptables"] == "1"
-        assert files[MODULES_FILE]["content"].split() == list(KERNEL_MODULES)
+        assert SYSCTL_FILE not in files and MODULES_FILE not in files, f"{stack}/{name}"
         boot = files[API_BOOT if name == "apiserver.yaml" else NODE_BOOT]["content"]
         kubeadm = boot.index(JOIN_COMMAND) if JOIN_COMMAND in boot else boot.index("kubeadm init")
-        assert boot.index("modprobe br_netfilter") < boot.index("sysctl --system") < kubeadm
-        assert "/proc/sys/net/ipv4/ip_forward" in boot
+        assert boot.index("/sys/module/br_netfilter") < boot.index("/proc/sys/net/ipv4/ip_forward") < kubeadm
         assert _boot_script(document) == (API_BOOT if name == "apiserver.yaml" else NODE_BOOT)
 
 
@@ -183,7 +187,7 @@ def _boot_script(document: dict) -> str:
 def test_every_boot_step_stops_the_boot_when_it_fails() -> None:
     """`set -e` ignores failures inside `a && b` lists and in runcmd entries after the first (cloud-init runs
     runcmd as one script without -e): each machine runs one script under `set -euo pipefail` with no `&&` lists,
-    apt waits for the dpkg lock and retries downloads, and downloads retry."""
+    and every network fetch retries: curl's own `--retry`, or a function the script runs through `retry`."""
     for _stack, name, document in _all_documents():
         assert _boot_script(document) in _files(document)
         for path, f in _files(document).items():
@@ -191,13 +195,14 @@ def test_every_boot_step_stops_the_boot_when_it_fails() -> None:
             if not content.startswith("#!/bin/bash"):
                 continue
             assert "set -euo pipefail" in content.splitlines()[1], f"{name}:{path}"
+            function = None
             for line in content.splitlines():
                 code = line.split("#", 1)[0]
+                if match := re.match(r"^([a-z_]+)\(\) \{$", code):
+                    function = match.group(1)
                 assert " && " not in code or code.strip().startswith(("if ", "elif ")), f"{name}:{path}: {line}"
-                if re.match(r"\s*apt-get\s", code):
-                    assert "DPkg::Lock::Timeout" in code and "Acquire::Retries" in code, f"{name}:{path}: {line}"
-                if re.search(r"(^|\$\(|\|)\s*curl\s", code):
-                    assert "--retry" in code, f"{name}:{path}: {line}"
+                if re.search(r"(^|\$\(|\|)\s*curl\s", code) and "--retry" not in code:
+                    assert function and re.search(rf"\bretry \d+ {function}\b", content), f"{name}:{path}: {line}"
 
 
 def test_join_is_retried_after_a_reset() -> None:
@@ -270,29 +275,3 @@ def test_provider_id_patch_is_set_on_api_servers_and_every_node() -> None:
         boot = _files(document)[API_BOOT if name == "apiserver.yaml" else NODE_BOOT]["content"]
         kubeadm = boot.index(JOIN_COMMAND) if JOIN_COMMAND in boot else boot.index("kubeadm init --config")
         assert boot.index(PROVIDER_ID_PATCH) < kubeadm, name
-
-
-def test_confidential_gate_follows_microsofts_onboarding_sequence() -> None:
-    """Azure/az-cgpu-onboarding (main at 51d392a, 2026-06): `src/step-0-prepare-kernel.sh` upgrades the kernel and
-    reboots; `src/step-1-install-gpu-driver.sh` requires kernel >= 6.8.0-1025-azure, writes `src/nvidia-lkca.conf`
-    to /etc/modprobe.d and rebuilds the initramfs, then installs `nvidia-driver-<branch>-server-open` with
-    `linux-modules-nvidia-<branch>-server-open-azure-fde`: confidential VMs boot the -azure-fde kernel, and the
-    -azure modules do not load there."""
-    from components.bootstrap.confidential import DRIVER_PACKAGES, LKCA_FILE, LKCA_MODPROBE, MINIMUM_KERNEL, gate_script
-
-    script = gate_script()
-    assert MINIMUM_KERNEL == "6.8.0-1025-azure" and all(p in script for p in DRIVER_PACKAGES)
-    assert any(p.endswith("-server-open-azure-fde") for p in DRIVER_PACKAGES)
-    assert not re.search(r"linux-modules-nvidia-\d+-server-open-azure(\s|$)", script)
-    order = ["sort --check=quiet --version-sort", "systemctl reboot", f"> {LKCA_FILE}", "update-initramfs -u",
-             DRIVER_PACKAGES[1], "modprobe nvidia", "nvidia-smi conf-compute -f", "verifier.cc_admin",
-             "nvidia-smi conf-compute -srs 1"]
-    assert [script.index(step) for step in order] == sorted(script.index(step) for step in order)
-    assert f"echo '{LKCA_MODPROBE}'" in script
-    # The node's boot runs as a unit until it has joined, so it resumes after the gate's reboot.
-    plan = _plan("dev")
-    pool = next(p for p in plan.pools if p.confidential is not None)
-    document = _documents("dev")[f"pool-{pool.name}-{pool.scale_sets[0].name}.yaml"]
-    unit = _files(document)["/etc/systemd/system/gpucluster-node-boot.service"]["content"]
-    assert "ConditionPathExists=!/var/lib/gpucluster/joined" in unit and "WantedBy=multi-user.target" in unit
-    assert _files(document)[NODE_BOOT]["content"].rstrip().splitlines()[-2] == "touch /var/lib/gpucluster/joined"

@@ -50,10 +50,16 @@ def test_kubelet_patch_has_max_pods_taints_and_parallel_pulls() -> None:
     assert keys == [PREFLIGHT_TAINT_KEY, "nvidia.com/gpu"]
 
 
-def test_arp_sysctls() -> None:
-    sysctl = _files(render_cloud_init(_bootstrap()))["/etc/sysctl.d/90-gpucluster.conf"]
-    for key, value in ARP_SYSCTLS.items():
-        assert f"{key} = {value}" in sysctl
+def test_arp_sysctls_are_in_every_node_image_not_the_boot_document() -> None:
+    """The node images carry the sysctl file (tests/test_sysctl_order.py checks which value wins)."""
+    from components.bootstrap.host_prep import SYSCTL_FILE
+    from components.images.content import image_files
+
+    assert SYSCTL_FILE not in _files(render_cloud_init(_bootstrap()))
+    for definition in ("gpu", "cpu", "confidential"):
+        sysctl = next(f.content for f in image_files(definition) if f.path == SYSCTL_FILE)
+        for key, value in ARP_SYSCTLS.items():
+            assert f"{key} = {value}" in sysctl
 
 
 def test_labels_and_autoscaler_tags_follow_the_scale_set() -> None:

@@ -144,7 +144,7 @@ def test_addon_identities_are_scoped_to_the_resource_group(prod_run: ProgramRun)
     roles = [r for r in prod_run.registrations if r.type == "azure-native:authorization:RoleAssignment"
              and "-addons-" in r.name]
     definitions = {r.inputs["roleDefinitionId"]: r for r in prod_run.registrations
-                   if r.type == "azure-native:authorization:RoleDefinition"}
+                   if r.type == "azure-native:authorization:RoleDefinition" and "-addons-" in r.name}
     assert {r.inputs["roleDefinitionId"].rsplit("/", 1)[1] for r in roles} == set(definitions)
     wide = [r for r in roles if not r.inputs["scope"].endswith("/resourceGroups/gpucluster-prod")]
     assert wide == []

@@ -22,6 +22,7 @@ import pytest
 from components.errors import SpecError
 from components.offline.preview_steps import deleted_states, stack_name, steps_from_preview
 from tests.conftest import ROOT
+from tests.scale_sets import as_typed_class, is_scale_set
 
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
@@ -80,15 +81,25 @@ def dev_preview(dev_out: Path) -> dict[str, Any]:
     return json.loads((dev_out / "preview.json").read_text())
 
 
-def test_check_accepts_a_real_preview_with_deletes_and_picks_up_the_stack_config(dev_preview, tmp_path: Path) -> None:
-    """dev passes only with policies/config/dev.json (one API server); the stack comes from the URNs, since a
-    real preview's `config` holds config values, not the stack name."""
+def test_check_accepts_a_real_preview_with_deletes_and_judges_it_by_the_named_stack(dev_preview, tmp_path: Path) -> None:
+    """dev passes only with policies/config/dev.json (one API server): `--stack dev` names it; without a stack the
+    pack's defaults judge (the strictest), whatever stack the document's URNs say it is of."""
     path = tmp_path / "preview.json"
     path.write_text(json.dumps(real_preview(dev_preview)))
-    result = gpucluster("check", str(path))
+    result = gpucluster("check", str(path), "--stack", "dev")
     assert result.returncode == 0, result.stdout + result.stderr
-    # a saved preview's states carry no ignoreChanges: the rule that needs it says so instead of failing
-    assert "does not record the resource option `ignoreChanges`" in result.stdout
+    # A saved preview's states carry no ignoreChanges, and no rule needs them: the capacity rule reads the route
+    # a scale set is declared through, which the state does carry. An autoscaled set on the typed class fails it.
+    assert "does not record the resource option" not in result.stdout
+    document = real_preview(dev_preview)
+    step = next(s for s in document["steps"] if s["op"] == "same" and is_scale_set(s["newState"])
+                and s["newState"]["inputs"]["tags"].get("cluster-autoscaler-enabled") == "true")
+    step["urn"] = as_typed_class(step["newState"])["urn"]
+    step["oldState"] = step["newState"]
+    path.write_text(json.dumps(document))
+    typed = gpucluster("check", str(path), "--stack", "dev")
+    assert typed.returncode == 1 and "virtualmachinescaleset-capacity-ignored" in typed.stdout
+    assert gpucluster("check", str(path)).returncode == 1  # without --stack: the pack's defaults, the strictest
     strict = tmp_path / "strict.json"
     strict.write_text("{}")
     assert gpucluster("check", str(path), "--policy-config", str(strict)).returncode == 1
@@ -128,8 +139,12 @@ def test_a_preview_with_nothing_to_judge_is_refused(document, tmp_path: Path) ->
     assert "holds no resources to check" in result.stderr
 
 
-def test_check_on_a_saved_dev_plan_uses_the_dev_policy_config(dev_out: Path) -> None:
-    """`plan dev` passes with policies/config/dev.json; `check` on its preview finds the same config from
-    the document's stack name instead of judging dev by prod's thresholds."""
-    result = gpucluster("check", str(dev_out / "preview.json"))
-    assert result.returncode == 0, result.stdout
+def test_check_on_a_saved_dev_plan_uses_the_policy_config_of_the_stack_named(dev_out: Path) -> None:
+    """`plan dev` passes with dev's policy config; `check --stack dev` on its preview uses the same config, and
+    `check` without a stack judges by the pack's defaults instead of the config the document's stack would pick."""
+    named = gpucluster("check", str(dev_out / "preview.json"), "--stack", "dev")
+    assert named.returncode == 0, named.stdout + named.stderr
+    unnamed = gpucluster("check", str(dev_out / "preview.json"))
+    assert unnamed.returncode == 1
+    assert "1 API servers; at least 3 are required" in unnamed.stdout
+    assert "note: no --stack: every rule runs at the pack's defaults" in unnamed.stderr

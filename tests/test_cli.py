@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, small_cluster
+from tests.scale_sets import is_scale_set
 
 
 def gpucluster(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -48,12 +49,35 @@ def test_plan_prod(prod_out) -> None:
     steps = preview["steps"]
     assert all(s["op"] == "create" and {"type", "inputs", "parent", "protect", "ignoreChanges", "dependencies",
                                         "provider"} <= set(s["newState"]) for s in steps)
-    assert len(steps) < 300
+    assert len(steps) < 350  # proportional to pools and scale sets, not nodes (310 at 7,500 nodes)
     assert "PRIVATE KEY" not in (out / "preview.json").read_text()
-    sets = [s for s in steps if s["newState"]["type"] == "azure-native:compute:VirtualMachineScaleSet"]
+    sets = [s for s in steps if is_scale_set(s["newState"])]
     gpu_sets = [s for s in sets if s["newState"]["inputs"]["tags"]["gpucluster-role"] == "gpu"]
     assert len(gpu_sets) >= 32
     assert all(s["newState"]["inputs"]["sku"]["capacity"] <= 100 for s in gpu_sets)
+
+
+def test_prod_is_deployable_in_prefix_mode(prod_out) -> None:
+    """prod's /28 blocks reach ARM: every node scale set is declared at Microsoft.Compute 2026-07-02 (the first
+    version carrying privateIPAddressPrefixLength, components/catalog/arm_routes.py) with the field, the preflight
+    raises nothing about it, and the figures hold: >= 200,000 pod addresses within the VNet's 65,536 entries."""
+    result, out = prod_out
+    assert result.returncode == 0 and "prefix-on-nic-api-version" not in result.stdout + result.stderr
+    assert "not deployable" not in result.stdout + result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    entries, pods = summary["ipPlan"]["entries"], summary["ipPlan"]["podIps"]
+    assert pods["available"] >= 200_000 and entries["vnet"] <= 65_536
+    steps = json.loads((out / "preview.json").read_text())["steps"]
+    nodes = [s["newState"] for s in steps if is_scale_set(s["newState"])
+             and s["newState"]["inputs"]["tags"]["gpucluster-role"] != "apiserver"]
+    assert len(nodes) == 43
+    for state in nodes:
+        inputs = state["inputs"]
+        assert state["type"] == "pulumi-python:dynamic:Resource" and inputs["apiVersion"] == "2026-07-02"
+        assert inputs["armType"] == "Microsoft.Compute/virtualMachineScaleSets"
+        assert inputs["__provider"] == "[dynamic provider components.azure.scale_set_provider.ScaleSetProvider]"
+        [nic] = inputs["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"]
+        assert any(c.get("privateIPAddressPrefixLength") == 28 for c in nic["ipConfigurations"])
 
 
 def test_plan_writes_every_boot_document(prod_out) -> None:
@@ -74,7 +98,7 @@ def test_check_passes_on_prod_and_fails_when_broken(prod_out, tmp_path: Path) ->
     ok = gpucluster("check", str(out / "preview.json"))
     assert ok.returncode == 0, ok.stdout
     preview = json.loads((out / "preview.json").read_text())
-    vmss = next(s for s in preview["steps"] if s["newState"]["type"].endswith("VirtualMachineScaleSet"))
+    vmss = next(s for s in preview["steps"] if is_scale_set(s["newState"]))
     vmss["newState"]["inputs"]["overprovision"] = True
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(preview))
@@ -116,7 +140,8 @@ def _write_stack(tmp_path: Path, cluster: object) -> Path:
         (lambda c: c["pools"].append({"name": "cgpu", "kind": "confidential", "vmSize": "Standard_NCC40ads_H100_v5",
                                       "count": 1, "confidential": {"osDiskEncryption": "VMGuestStateOnly",
                                                                    "customerManagedKey": {
-                                                                       "orchestratorObjectId": "0" * 36}}}),
+                                                                       "orchestratorObjectId": "0" * 8 + "-0000" * 3
+                                                                                               + "-" + "0" * 12}}}),
          "cluster.pools[2].confidential.osDiskEncryption: a customer-managed key requires DiskWithVMGuestState"),
     ],
 )

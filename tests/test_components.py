@@ -11,6 +11,7 @@ import yaml
 from components.cli import project_root
 from components.offline.engine import ProgramRun, Registration, run_program
 from components.offline.manifests import kubernetes_objects
+from policies.rules.props import resource_kind
 from tests.conftest import small_cluster
 
 ROOT = project_root(Path(__file__).parent)
@@ -22,7 +23,8 @@ def small_run() -> ProgramRun:
 
 
 def _of(run: ProgramRun, typ: str) -> list[Registration]:
-    return [r for r in run.registrations if r.type == typ]
+    """Registrations judged as `typ` (node scale sets are dynamic resources read as the typed scale set)."""
+    return [r for r in run.registrations if resource_kind(r.type, r.inputs) == typ]
 
 
 def test_resource_count_follows_scale_sets_not_nodes(small_run: ProgramRun) -> None:
@@ -145,10 +147,27 @@ def test_api_servers_are_a_self_healing_zone_spanning_scale_set(small_run: Progr
     assert inputs["virtualMachineProfile"]["osProfile"]["customData"] == "[secret]"
 
 
-def test_bootstrap_token_rotates_with_its_generation(small_run: ProgramRun) -> None:
-    """pulumi-random replaces a resource whose `keepers` change: raising the generation makes a new token."""
+def test_only_node_scale_sets_have_an_autoscaler_and_they_never_resend_capacity(small_run: ProgramRun) -> None:
+    """docs/capacity.md: node scale sets' capacity is the autoscaler's, and their route's update sends no sku
+    (tests/test_scale_set_provider.py). The control plane's capacity is the plan's: the API-server set is
+    azure-native's typed class, whose full-body PUT sends the planned count (the value it must keep), with no
+    autoscaler on it; etcd members are single VMs, with no capacity at all."""
+    sets = _of(small_run, "azure-native:compute:VirtualMachineScaleSet")
+    autoscaled = {r.name for r in sets if r.inputs["tags"].get("cluster-autoscaler-enabled") == "true"}
+    assert autoscaled == {r.name for r in sets if r.type == "pulumi-python:dynamic:Resource"} != set()
+    [api] = [r for r in sets if r.type == "azure-native:compute:VirtualMachineScaleSet"]
+    assert api.name.endswith("apiserver") and api.inputs["sku"]["capacity"] == 3 and not api.ignore_changes
+    etcd = _of(small_run, "azure-native:compute:VirtualMachine")
+    assert etcd and not any("sku" in r.inputs for r in etcd)
+
+
+def test_bootstrap_tokens_are_two_slots_keyed_by_period_and_generation(small_run: ProgramRun) -> None:
+    """pulumi-random replaces a resource whose `keepers` change: each slot's keepers name its period and the
+    generation, so raising the generation replaces both tokens and a new period replaces one."""
     parts = [r for r in small_run.registrations if r.type in ("random:index/randomString:RandomString",
                                                               "random:index/randomPassword:RandomPassword")
              and "bootstrap-token" in r.name]
-    assert len(parts) == 2 and all(r.inputs["keepers"] == {"generation": "1"} for r in parts)
+    assert len(parts) == 4
+    assert {r.inputs["keepers"]["generation"] for r in parts} == {"1"}
+    assert len({r.inputs["keepers"]["period"] for r in parts}) == 2
     assert "bootstrapTokenId" in small_run.outputs and small_run.outputs["bootstrapTokenId"] != "[secret]"

@@ -1,24 +1,42 @@
-"""Confidential-GPU pools: settings, taints and labels, the join gate, customer-managed keys, bad input."""
+"""Confidential-GPU pools: settings, taints and labels, the per-boot gate, customer-managed keys, bad input."""
 
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from components.bootstrap.confidential import CC_ON_MARKER, CONFIDENTIAL_TAINT, GATE_PATH, LABEL_CC_MODE, gate_script
+from components.bootstrap.confidential import (
+    ATTESTATION_LOG,
+    CONFIDENTIAL_TAINT,
+    GATE_PATH,
+    GATE_UNIT,
+    KUBELET_CLIENT_CERT,
+    KUBELET_CONF,
+    LABEL_ATTESTATION,
+    LABEL_CC_MODE,
+    PERSISTENCED_OVERRIDE,
+    VERIFIER,
+    gate_script,
+)
 from components.bootstrap.node import BOOT_SCRIPT, JOIN_COMMAND, NodeBootstrap, render_cloud_init
-from components.catalog.images import UBUNTU_CVM_2204, UBUNTU_HPC_2204, is_confidential_image
+from components.catalog.images import UBUNTU_CVM_2404, UBUNTU_HPC_2204, is_confidential_image
+from components.catalog.node_images import NODE_IMAGES
 from components.cli import project_root
 from components.errors import SpecError
+from components.images.bundle import IMAGES_DIR
+from components.images.content import image_files
 from components.offline.engine import ProgramRun, Registration, run_program
 from components.planning.cluster_plan import plan_cluster
+from components.planning.node_images import NodeImage
 from components.planning.node_template import autoscaler_tags, node_labels, node_taints
 from components.spec import ClusterSpec
+from policies.rules.props import resource_kind
 from tests.conftest import small_cluster, small_spec
 
 ROOT = project_root(Path(__file__).parent)
@@ -51,7 +69,8 @@ def test_prod_confidential_pool_plan(prod_spec: ClusterSpec) -> None:
     assert c is not None
     assert (c.security_type, c.secure_boot, c.vtpm, c.os_disk_encryption) == ("ConfidentialVM", True, True,
                                                                               "VMGuestStateOnly")
-    assert c.image == UBUNTU_CVM_2204 and c.customer_key is None
+    assert plan_cluster(prod_spec).images.pools[pool.name] == NodeImage("confidential", "1.0.0")
+    assert c.customer_key is None
     assert pool.nodes == 64 and {s.zone for s in pool.scale_sets} == {"1", "2"}
     assert not pool.accelerated_networking and not pool.infiniband and not pool.ephemeral_os_disk
     assert pool.size.quota_family in {q.family for q in plan_cluster(prod_spec).quota}
@@ -87,8 +106,8 @@ def test_customer_key_release_policy() -> None:
         (_cluster(acceleratedNetworking=True),
          "cluster.pools[1].acceleratedNetworking: Standard_NCC40ads_H100_v5 (confidential) has no accelerated networking"),
         (_cluster(infiniband=True), "cluster.pools[1].infiniband: Standard_NCC40ads_H100_v5 (confidential) has no InfiniBand"),
-        (_cluster(image={"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204"}),
-         "cluster.pools[1].image: microsoft-dsvm:ubuntu-hpc:2204 is not a confidential-VM image"),
+        (_cluster(image={"definition": "gpu"}),
+         "cluster.pools[1].image.definition: 'gpu' cannot boot these machines: they need the 'confidential' image"),
         (_cluster(confidential={"osDiskEncryption": "VMGuestStateOnly",
                                 "customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}}),
          "cluster.pools[1].confidential.osDiskEncryption: a customer-managed key requires DiskWithVMGuestState"),
@@ -143,8 +162,17 @@ def test_accelerated_networking_cannot_be_forced_on_a_size_without_it() -> None:
     assert plan_cluster(small_spec(**raw)).pools[1].accelerated_networking is False  # may be turned off
 
 
-def test_images_are_told_apart() -> None:
-    assert is_confidential_image(UBUNTU_CVM_2204) and not is_confidential_image(UBUNTU_HPC_2204)
+def test_the_confidential_image_is_baked_from_ubuntu_24_04_for_confidential_vms() -> None:
+    """docs/confidential.md: Azure/az-cgpu-onboarding pins `Canonical:ubuntu-24_04-lts:cvm` for Ubuntu 24.04 and,
+    since release 4.2.1, installs `linux-modules-nvidia-<branch>-server-open-azure-fde` there (4.1.3 did so only on
+    Ubuntu >= 24.04 with an fde kernel >= 6.14); the 570 branch has no -azure-fde module package in Ubuntu's index,
+    580 has."""
+    image = NODE_IMAGES["confidential"]
+    assert image.source == UBUNTU_CVM_2404 and image.ubuntu == "noble" and image.security_type == "ConfidentialVmSupported"
+    assert is_confidential_image(UBUNTU_CVM_2404) and not is_confidential_image(UBUNTU_HPC_2204)
+    bake = (IMAGES_DIR / "confidential" / "bake.sh").read_text()
+    assert '"linux-modules-nvidia-${NVIDIA_BRANCH}-server-open-azure-fde"' in bake
+    assert "-server-open-azure\"" not in bake and "dkms" not in bake  # signed modules: Secure Boot loads them
 
 
 def _bootstrap(confidential: bool) -> dict[str, Any]:
@@ -153,22 +181,111 @@ def _bootstrap(confidential: bool) -> dict[str, Any]:
     return yaml.safe_load(text.removeprefix("#cloud-config\n"))
 
 
-def test_join_waits_for_cc_mode_and_attestation() -> None:
-    document = _bootstrap(True)
-    files = {f["path"]: f["content"] for f in document["write_files"]}
+def test_the_gate_runs_before_the_kubelet_on_every_boot() -> None:
+    """The confidential image carries the gate and its unit: `RequiredBy=kubelet.service` with `Before=`, so the
+    kubelet starts after the gate passes, on the first boot and after any reboot (systemd.unit(5)). The boot document
+    only starts it before joining; it installs nothing."""
+    files = {f.path: f.content for f in image_files("confidential")}
+    unit = files[f"/etc/systemd/system/{GATE_UNIT}"]
+    assert "RequiredBy=kubelet.service" in unit and "Before=kubelet.service" in unit
+    assert "Requires=nvidia-persistenced.service" in unit and "After=nvidia-persistenced.service" in unit
     assert files[GATE_PATH] == gate_script()
-    # One boot script under `set -e`: kubeadm join runs only when the gate exits 0.
-    boot = files[BOOT_SCRIPT]
-    assert "set -euo pipefail" in boot
-    assert f"\n{GATE_PATH}\n" in boot and boot.index(GATE_PATH) < boot.index(JOIN_COMMAND)
-    script = gate_script()
-    assert "set -euo pipefail" in script and f'grep -q "{CC_ON_MARKER}"' in script
-    assert script.index("nvidia-smi conf-compute -f") < script.index("verifier.cc_admin") < script.index(
-        "nvidia-smi conf-compute -srs 1")
-    plain = _bootstrap(False)
-    assert GATE_PATH not in {f["path"] for f in plain["write_files"]}
-    plain_boot = {f["path"]: f["content"] for f in plain["write_files"]}[BOOT_SCRIPT]
-    assert GATE_PATH not in plain_boot and JOIN_COMMAND in plain_boot
+    document = _bootstrap(True)
+    written = {f["path"]: f["content"] for f in document["write_files"]}
+    assert GATE_PATH not in written
+    boot = written[BOOT_SCRIPT]
+    assert f"\nsystemctl start {GATE_UNIT}\n" in boot and boot.index(GATE_UNIT) < boot.index(JOIN_COMMAND)
+    plain = {f["path"]: f["content"] for f in _bootstrap(False)["write_files"]}[BOOT_SCRIPT]
+    assert GATE_UNIT not in plain and JOIN_COMMAND in plain
+    assert GATE_PATH not in {f.path for f in image_files("gpu")}
+
+
+def test_ready_state_and_persistence_are_set_at_every_boot() -> None:
+    """Azure/az-cgpu-onboarding V4.3.3 `src/nvidia-persistenced.override.conf`: the persistence daemon runs with
+    `--uvm-persistence-mode` and sets the ready state after it starts; the unit is enabled in the image, so both
+    return after every reboot."""
+    override = {f.path: f.content for f in image_files("confidential")}[PERSISTENCED_OVERRIDE]
+    lines = override.splitlines()
+    assert "ExecStart=" in lines
+    assert "ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --uvm-persistence-mode --verbose" in lines
+    assert "ExecStartPost=-/usr/bin/nvidia-smi conf-compute -srs 1" in lines
+    bake = (IMAGES_DIR / "confidential" / "bake.sh").read_text()
+    assert "systemctl enable containerd.service kubelet.service nvidia-persistenced.service" in bake
+
+
+class GateMachine:
+    """The gate script run by bash with stand-ins for the GPU tools and the API server, recording what it asks."""
+
+    def __init__(self, root: Path, *, cc: str = "ON", attests: bool = True, kernel: str = "6.14.0-1012-azure-fde",
+                 joined: bool = True) -> None:
+        self.root = root
+        self.calls = root / "calls"
+        bin_dir = root / "bin"
+        bin_dir.mkdir(parents=True)
+        stubs = {
+            "uname": f"echo {kernel}",
+            "hostname": "echo CGPU-Z1-00000A",
+            "modprobe": 'echo "modprobe $*" >> {calls}',
+            "nvidia-smi": f'echo "nvidia-smi $*" >> {{calls}}; [ "$*" = "conf-compute -f" ] && echo "CC status: {cc}"; true',
+            "curl": 'echo "curl $*" >> {calls}',
+            "logger": "cat >/dev/null",
+            "sleep": "true",
+        }
+        for name, body in stubs.items():
+            (bin_dir / name).write_text("#!/bin/bash\n" + body.format(calls=self.calls) + "\n")
+            (bin_dir / name).chmod(0o755)
+        verifier = root / "verifier" / "bin" / "python"
+        verifier.parent.mkdir(parents=True)
+        verifier.write_text(f'#!/bin/bash\necho "verifier $*" >> {self.calls}\nexit {0 if attests else 1}\n')
+        verifier.chmod(0o755)
+        conf = root / "kubelet.conf"
+        if joined:
+            conf.write_text("clusters:\n- cluster:\n    server: https://api.prod.internal:6443\n")
+            (root / "client.pem").write_text("cert")
+        script = gate_script().replace(VERIFIER, str(root / "verifier")).replace(KUBELET_CONF, str(conf))
+        script = script.replace(KUBELET_CLIENT_CERT, str(root / "client.pem"))
+        script = script.replace(ATTESTATION_LOG.rsplit("/", 1)[0], str(root / "log"))
+        self.script = root / "gate.sh"
+        self.script.write_text(script)
+        self.env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+    def run(self) -> tuple[int, list[str]]:
+        result = subprocess.run(["bash", str(self.script)], capture_output=True, text=True, timeout=60, env=self.env)
+        return result.returncode, self.calls.read_text().splitlines() if self.calls.exists() else []
+
+
+def _labels(calls: list[str]) -> list[str]:
+    return [json.loads(c.split("--data ", 1)[1].split(" https://", 1)[0])["metadata"]["labels"][LABEL_ATTESTATION]
+            for c in calls if c.startswith("curl ") and "-X PATCH" in c]
+
+
+def test_the_gate_marks_the_node_pending_attests_then_marks_it_passed(tmp_path: Path) -> None:
+    code, calls = GateMachine(tmp_path).run()
+    assert code == 0, calls
+    assert _labels(calls) == ["pending", "passed"]
+    patch = next(c for c in calls if c.startswith("curl "))
+    assert patch.endswith("https://api.prod.internal:6443/api/v1/nodes/cgpu-z1-00000a")  # the kubelet's node name
+    order = [next(i for i, c in enumerate(calls) if c.startswith(p)) for p in
+             ("modprobe nvidia", "nvidia-smi conf-compute -f", "verifier -m verifier.cc_admin", "nvidia-smi conf-compute -srs 1")]
+    assert order == sorted(order)
+
+
+@pytest.mark.parametrize(("machine", "reason"), [
+    ({"attests": False}, "attestation fails"), ({"cc": "OFF"}, "CC mode off"),
+    ({"kernel": "6.8.0-1025-azure"}, "not the -azure-fde kernel the modules are for"),
+])
+def test_a_failing_gpu_stops_the_kubelet_and_the_label_stays_pending(tmp_path: Path, machine: dict[str, Any],
+                                                                     reason: str) -> None:
+    code, calls = GateMachine(tmp_path, **machine).run()
+    assert code != 0, reason
+    assert _labels(calls) == ["pending"], reason
+
+
+def test_the_first_boot_gate_labels_nothing_the_join_does(tmp_path: Path) -> None:
+    """Before the join there is no Node and no kubelet credential: the kubelet registers with the label after the
+    gate passed (node labels in the join configuration)."""
+    code, calls = GateMachine(tmp_path, joined=False).run()
+    assert code == 0 and _labels(calls) == []
 
 
 def _run(raw: dict[str, Any]) -> ProgramRun:
@@ -176,7 +293,8 @@ def _run(raw: dict[str, Any]) -> ProgramRun:
 
 
 def _of(run: ProgramRun, typ: str) -> list[Registration]:
-    return [r for r in run.registrations if r.type == typ]
+    """Registrations judged as `typ` (node scale sets are dynamic resources read as the typed scale set)."""
+    return [r for r in run.registrations if resource_kind(r.type, r.inputs) == typ]
 
 
 @pytest.fixture(scope="module")
@@ -204,8 +322,7 @@ def test_confidential_scale_set_settings(platform_key_run: ProgramRun) -> None:
         assert "diffDiskSettings" not in disk
         assert disk["managedDisk"]["securityProfile"] == {"securityEncryptionType": "VMGuestStateOnly"}
         image = profile["storageProfile"]["imageReference"]
-        assert (image["publisher"], image["offer"], image["sku"]) == ("Canonical", "0001-com-ubuntu-confidential-vm-jammy",
-                                                                      "22_04-lts-cvm")
+        assert image["id"].endswith("/galleries/test.node.images/images/confidential/versions/1.0.0")
         nic = profile["networkProfile"]["networkInterfaceConfigurations"][0]
         assert nic["enableAcceleratedNetworking"] is False
         assert vmss.inputs["singlePlacementGroup"] is False and vmss.inputs["tags"]["gpucluster-infiniband"] == "false"

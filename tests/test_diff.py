@@ -19,17 +19,17 @@ from typing import Any
 import pytest
 import yaml
 
-from components.azure.tags import KUBERNETES_VERSION_TAG
 from components.diff.command import refusals
-from components.diff.compare import PlanDiff, diff_sides
+from components.diff.compare import PlanDiff, changed_paths, diff_sides
 from components.diff.render import capacity_lines as render_capacity
-from components.diff.replacement import refused, replacing
+from components.diff.replacement import refused, replacements, replacing
 from components.diff.sides import Side, side_from_document
 from components.planning.ip_plan import plan_ip
 from components.planning.limits import effective_limits
 from components.spec import parse_cluster
 from tests.conftest import plan_stack
 from tests.plan_sides import plan_document, stack_raw
+from tests.scale_sets import as_typed_class, is_scale_set
 from tests.test_cli import gpucluster
 
 IB_TEAMS = [{"name": "research", "quota": {"gpus": 8}}, {"name": "evals", "quota": {"gpus": 8}}]
@@ -54,9 +54,11 @@ def _pinned(raw: dict[str, Any], layout_of: dict[str, Any]) -> dict[str, Any]:
 
 def _scenario(name: str) -> dict[str, Any]:
     raw = stack_raw("dev")
-    if name == "version-bump":
+    if name == "previous-patch":
         major, minor, patch = raw["kubernetesVersion"].split(".")
         raw["kubernetesVersion"] = f"{major}.{minor}.{int(patch) - 1}"  # another released patch of the minor
+    elif name == "new-images":  # dev's patch baked into new versions of every node image
+        raw["images"] = {d: {"version": "1.1.0"} for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")}
     elif name == "zones-reordered":
         raw["zones"] = ["3", "1", "2"]
     elif name == "pool-added":
@@ -106,18 +108,49 @@ def _kinds(result: PlanDiff, severity: str) -> set[str]:
     return {f.kind for f in result.flags if f.severity == severity}
 
 
-def test_a_version_bump_shows_every_boot_document_that_changes() -> None:
-    """The boot text is a secret (masked in preview.json); its digest shows the change per scale set."""
-    result = diff("dev", "version-bump")
+def test_a_version_bump_under_the_same_image_versions_is_refused() -> None:
+    """The node images bake the kubelet and kubeadm of the stack's version: a new patch changes every image
+    template's bake while the versions stay; Image Builder refuses to change a template ("Update/Upgrade of image
+    templates is currently not supported") and the versions already exist. The diff says so before `pulumi up`."""
+    result = diff("previous-patch", "dev")  # a patch upgrade
+    refused_templates = {f.resource for f in result.errors if f.kind == "refused-by-azure"}
+    assert refused_templates == {f"dev-images-{d}-template" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")}
+    assert all("cluster.images.<definition>.version" in (f.fix or "") for f in result.errors)
+    # Of the boot documents only the API servers' changes (kubeadm's kubernetesVersion); nodes' carry no version.
+    assert {b.resource for b in result.boot} == {"dev-cp-apiserver"}
+
+
+def test_a_version_bump_with_new_image_versions_reaches_new_instances_only() -> None:
+    """With new image versions the templates are new (their names carry the version) and every scale set boots the
+    new version: Azure applies a scale-set model change to new and reimaged instances only, the upgrade policy being
+    Manual (azure-compute-docs virtual-machine-scale-sets-upgrade-policy.md); etcd members keep theirs."""
+    result = diff("previous-patch", "new-images")
+    assert not result.errors, result.errors
     scale_sets = {name for name, s in ((u.rsplit("::", 1)[-1], s) for u, s in side("dev").resources.items())
-                  if s["type"] == "azure-native:compute:VirtualMachineScaleSet"}
-    assert {b.resource for b in result.boot} == scale_sets
-    assert all(b.applied for b in result.boot)
-    assert {c.action for c in result.changes} == {"update"} and not result.flags
-    # the boot text, and on the API servers the version tag the end-of-life rule reads
-    assert all(set(c.paths) <= {"virtualMachineProfile.osProfile.customData", f"tags.{KUBERNETES_VERSION_TAG}"}
-               for c in result.changes)
-    assert any("virtualMachineProfile.osProfile.customData" in c.paths for c in result.changes)
+                  if is_scale_set(s)}
+    by_resource = {i.resource: i for i in result.images}
+    assert {r for r, i in by_resource.items() if i.type.endswith("VirtualMachineScaleSet")} == scale_sets
+    for name in scale_sets:
+        change = by_resource[name]
+        assert change.before.endswith(" 1.0.0") and change.after.endswith(" 1.1.0")
+        assert change.applies.startswith("new and reimaged instances only: the scale set's upgradePolicy is Manual")
+    assert {r for r, i in by_resource.items() if i.applies.startswith("not applied")} == {"etcd-0", "etcd-1", "etcd-2"}
+    replaced = {c.name for c in result.changes if c.action == "replace"}
+    assert {f"dev-images-{d}-template" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")} <= replaced
+    # Scale sets update in place (the image id may change); none is replaced.
+    assert not [c for c in result.changes if c.action == "replace" and c.type.endswith("VirtualMachineScaleSet")]
+
+
+def test_the_diff_prints_the_image_bump_and_how_azure_applies_it(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from components.diff.render import print_diff
+
+    console = Console(record=True, width=400)
+    print_diff(console, diff("previous-patch", "new-images"))
+    text = console.export_text()
+    assert "node image t4-z1-00: gpu 1.0.0 -> gpu 1.1.0; Azure applies it to new and reimaged instances only" in text
+    assert "node image etcd-0: etcd 1.0.0 -> etcd 1.1.0; not applied" in text
 
 
 def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement() -> None:
@@ -233,23 +266,31 @@ def test_a_renamed_pool_is_an_error() -> None:
 
 
 def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
-    """End to end: `plan --base` adds the diff to the summary, the terminal and report.html; `diff --json`."""
+    """End to end: `plan --base` adds the diff to the summary, the terminal and report.html; `diff --json`. The
+    change: another Kubernetes patch, baked into new versions of every node image."""
     stack = tmp_path / "Pulumi.dev.yaml"
     text = (Path(__file__).parent.parent / "stacks" / "Pulumi.dev.yaml").read_text()
     current = re.search(r'kubernetesVersion: "(\d+\.\d+)\.(\d+)"', text)
-    assert current is not None  # a patch release of the shipped minor
-    stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{current.group(1)}.{int(current.group(2)) - 1}"'))
+    assert current is not None  # the next patch of the shipped minor, confirmed in the stack (docs/versions.md)
+    newer = f"{current.group(1)}.{int(current.group(2)) + 1}"
+    images = "".join(f"\n      {d}: {{version: 1.1.0}}" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd"))
+    stack.write_text(text.replace(current.group(0), f'kubernetesVersion: "{newer}"\n    kubernetesPatchVerified: '
+                                                    f'{{version: "{newer}", source: "kubernetes.io/releases"}}'
+                                                    f"\n    images:{images}"))
     head = tmp_path / "head"
     result = plan_stack(stack, head, "--base", str(dev_out))
     assert result.returncode == 0, result.stderr
     summary = json.loads((head / "summary.json").read_text())
-    assert summary["diff"]["summary"]["bootDocuments"] == 6
+    assert summary["diff"]["summary"]["bootDocuments"] == 1  # the API servers' kubeadm configuration
+    assert summary["diff"]["summary"]["nodeImages"] == 9  # 6 scale sets and 3 etcd members
     assert "Change against" in (head / "report.html").read_text()
     out = gpucluster("diff", str(dev_out), str(head), "--json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["summary"]["update"] == 6
+    assert json.loads(out.stdout)["summary"]["update"] == 6  # the scale sets' image; etcd members ignore theirs
     text_out = gpucluster("diff", str(dev_out), str(head / "preview.json"))
-    assert "boot documents changed (6" in text_out.stdout
+    assert "boot documents changed (1" in text_out.stdout
+    assert "node image t4-z1-00: gpu 1.0.0 -> gpu 1.1.0; Azure applies it to new and reimaged instances only" \
+        in text_out.stdout
 
 
 def test_plan_base_refuses_what_azure_would_refuse(dev_out: Path, tmp_path: Path) -> None:
@@ -314,3 +355,43 @@ def test_a_preview_without_digests_shows_no_masked_change() -> None:
     bare = {k: v for k, v in document.items() if k != "secretDigests"}
     result = diff_sides(side_from_document("base", bare, data), side_from_document("head", document, data))
     assert not result.changes and not result.boot and not result.flags
+
+
+def test_moving_scale_sets_off_the_typed_class_is_an_update_in_place() -> None:
+    """NodeScaleSet aliases the typed type (components/azure/node_scale_set.py): a plan made when the scale sets were
+    azure-native's typed class diffs as updates of the same resources, not as deletions and re-creations."""
+    document, data = (json.loads(text) for text in _planned("dev"))
+    digests = document["secretDigests"]
+    for step in document["steps"]:
+        if is_scale_set(step["newState"]) and step["newState"]["type"] != "azure-native:compute:VirtualMachineScaleSet":
+            new_urn = step["urn"]
+            step["urn"] = as_typed_class(step["newState"])["urn"]
+            digests[step["urn"]] = digests.pop(new_urn)
+    result = diff_sides(side_from_document("typed", document, data), side("dev"))
+    moved = [c for c in result.changes if c.urn.split("::")[-2].endswith("pulumi-python:dynamic:Resource")]
+    assert len(moved) == 5 and {c.action for c in result.changes} == {"update"} and not result.flags
+    assert all(set(c.paths) == {"armType", "apiVersion", "subscriptionId"} for c in moved)
+    assert any("5 scale sets move" in note for note in result.notes)
+
+
+ROUTE = "pulumi-python:dynamic:Resource"
+_SET = {"armType": "Microsoft.Compute/virtualMachineScaleSets", "apiVersion": "2026-07-02", "zones": ["1"],
+        "sku": {"name": "Standard_ND96isr_H100_v5", "capacity": 100}, "platformFaultDomainCount": 1,
+        "tags": {"a": "1"}, "virtualMachineProfile": {"osProfile": {"adminUsername": "azureuser"}}}
+
+
+@pytest.mark.parametrize(("path", "value", "replaces"), [
+    ("zones", ["2"], True),
+    ("sku", {"name": "Standard_ND96isr_H200_v5", "capacity": 100}, True),
+    ("sku", {"name": "Standard_ND96isr_H100_v5", "capacity": 7}, None),  # capacity is the autoscaler's
+    ("platformFaultDomainCount", 5, True),  # not in VirtualMachineScaleSetUpdate
+    ("virtualMachineProfile", {"osProfile": {"adminUsername": "ops"}}, True),
+    ("tags", {"a": "2"}, False),
+])
+def test_the_route_replaces_what_azure_cannot_change_in_place(path: str, value: Any, replaces: bool | None) -> None:
+    new = {**_SET, path: value}
+    changed = changed_paths(_SET, new, [])
+    found = replacements(ROUTE, changed, _SET, new)
+    assert bool(found) is bool(replaces)
+    if replaces is None:  # the offline diff sees the capacity; the provider ignores it (test_scale_set_provider.py)
+        assert changed == ["sku.capacity"] and not found

@@ -148,8 +148,10 @@ def test_visible_escapes_every_control_but_tab() -> None:
 
 def _restack(folder: Path, stack: str) -> None:
     """What planning the same stack file under another name does to every URN."""
-    text = (folder / "preview.json").read_text()
-    (folder / "preview.json").write_text(text.replace("urn:pulumi:dev::", f"urn:pulumi:{stack}::"))
+    document = json.loads((folder / "preview.json").read_text().replace("urn:pulumi:dev::", f"urn:pulumi:{stack}::"))
+    if isinstance(document.get("config"), dict) and "stack" in document["config"]:
+        document["config"]["stack"] = stack
+    (folder / "preview.json").write_text(json.dumps(document))
 
 
 def test_plans_of_different_stacks_are_refused_with_the_reason(pair: tuple[Path, Path]) -> None:

@@ -35,12 +35,12 @@ def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
     never run and the taint is never removed. The plan fails naming the workloads, the taint and the cycle."""
     plan = plan_cluster(stack_spec("dev"))
     charts = [replace(w, tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},))
-              if w.name == "nfd-worker" else w for w in chart_workloads()]
+              if w.name == "nfd-worker" else w for w in chart_workloads(plan)]
     with pytest.raises(SpecError) as error:
         first_boot(plan, charts=charts)
     line = next(p.message for p in error.value.problems if p.message.startswith("nfd-worker cannot start on pool t4"))
     assert "nfd-worker waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in line
-    assert "a cycle (nfd-worker -> gpu-health-t4 -> nvidia-dcgm -> nfd-worker)" in line
+    assert "a cycle (nfd-worker -> gpu-health-t4 -> nvidia-dcgm -> gpu-operator -> nfd-worker)" in line
     assert all(p.path == "cluster.inCluster" for p in error.value.problems)
 
 
@@ -59,7 +59,7 @@ def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
     from components.planning.first_boot import Workload
     system = next(p for p in pool_states(plan) if p.name == "system")
     huge = Workload("huge", "Deployment", {"gpucluster.io/role": "system"}, (), cpu_millis=system.cpu_millis + 1)
-    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), huge])
+    boot = simulate(pool_states(plan), [*chart_workloads(plan), *own_workloads(plan), huge])
     stuck = [s for s in boot.stuck if s.workload == "huge"]
     assert stuck and "exceed a node's allocatable" in stuck[0].reason
 
@@ -134,7 +134,7 @@ def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
         ({"key": "gpucluster.io/pool", "operator": "In", "values": ["nope"]},),
         ({"key": "gpucluster.io/role", "operator": "In", "values": ["system"]},
          {"key": "nvidia.com/gpu.product", "operator": "DoesNotExist"})))
-    boot = simulate(pool_states(plan), [*chart_workloads(), *own_workloads(plan), too_many, elsewhere, fits])
+    boot = simulate(pool_states(plan), [*chart_workloads(plan), *own_workloads(plan), too_many, elsewhere, fits])
     reasons = {s.workload: s.reason for s in boot.stuck}
     assert "3 replicas, one per node" in reasons["too-many"] and "on 2 node(s)" in reasons["too-many"]
     assert "required node affinity matches no label" in reasons["elsewhere"]
@@ -153,3 +153,14 @@ def test_toleration_semantics_follow_core_v1() -> None:
     assert tolerates(({"key": "gpucluster.io/preflight", "value": "pending"},), taint)
     assert not tolerates(({"key": "gpucluster.io/preflight", "operator": "Equal", "value": "done"},), taint)
     assert not tolerates(({"key": "nvidia.com/gpu", "operator": "Exists"},), taint)
+
+
+def test_each_chart_row_names_the_template_and_tag_it_was_read_from() -> None:
+    """The charts' pods are a table, not `helm template` output (no reachable registry ships the pinned archives):
+    every row says where, and at which release, its fields were read."""
+    from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
+    from components.planning.boot_layer import chart_objects
+    releases = (CILIUM.version, GPU_OPERATOR.version, KUEUE.version, "v0.18.3")
+    for row in chart_objects():
+        assert any(r in row.source for r in releases), row.source
+        assert "/" in row.source and (".yaml" in row.source or ".yml" in row.source), row.source

@@ -131,11 +131,13 @@ def test_a_proxy_reaches_the_provider_kubeconfig() -> None:
 
 def test_the_provider_waits_for_readyz_which_waits_for_the_control_plane(prod_run: ProgramRun) -> None:
     by_name = {r.name: r for r in prod_run.registrations}
-    provider = next(r for r in prod_run.registrations if r.type == "pulumi:providers:kubernetes")
-    ready = by_name["prod-in-cluster-api-ready"]
-    assert ready.type == "command:local:Command" and any(d == ready.urn for d in provider.dependencies)
-    assert any(d.endswith("VirtualMachineScaleSet::prod-cp-apiserver") for d in ready.dependencies)
-    assert ready.inputs["environment"] == "[secret]" and "readyz" in ready.inputs["create"]
+    for layer in ("in-cluster", "join"):  # the in-cluster layer, and the bootstrap tokens (components/kubernetes/join_access.py)
+        provider = by_name[f"prod-{layer}-provider"]
+        ready = by_name[f"prod-{layer}-api-ready"]
+        assert provider.type == "pulumi:providers:kubernetes"
+        assert ready.type == "command:local:Command" and any(d == ready.urn for d in provider.dependencies)
+        assert any(d.endswith("VirtualMachineScaleSet::prod-cp-apiserver") for d in ready.dependencies)
+        assert ready.inputs["environment"] == "[secret]" and "readyz" in ready.inputs["create"]
 
 
 def test_readiness_script_expands_an_empty_proxy_list_on_old_bash() -> None:

@@ -96,7 +96,7 @@ def test_every_value_we_set_is_read_by_the_chart() -> None:
     from components.kubernetes.objects.kueue import kueue_chart_values
 
     read = json.loads((Path(__file__).parent / "data" / "chart_value_paths.json").read_text())
-    for chart, values in (("gpu-operator", gpu_operator_values()), ("kueue", kueue_chart_values(10))):
+    for chart, values in (("gpu-operator", gpu_operator_values()), ("kueue", kueue_chart_values(10, "crd"))):
         paths = set(read[chart])
         for leaf in _leaves(values):
             parts = leaf.split(".")

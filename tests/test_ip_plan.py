@@ -137,9 +137,9 @@ def test_vnet_entry_limit_is_fixed_and_names_prefix_mode() -> None:
     for pool in raw["pools"]:
         pool["podAddresses"] = "prefixes"
     del raw["limits"]
-    # 3,000 nodes x (1 + 2 blocks) + 3 system nodes x (1 + 2 blocks for 30 pods) + 3 API servers + the frontend
-    # + 3 etcd members
-    assert plan(raw).capacity.vnet_entries == 3_000 * 3 + 3 * 3 + 3 + 1 + 3
+    # 3,000 nodes x (1 + 2 blocks) + 3 system nodes x (1 + 2 blocks for 30 pods) + 3 API servers x (1 + 4 pod
+    # addresses, docs/ip-plan.md) + the frontend + 3 etcd members
+    assert plan(raw).capacity.vnet_entries == 3_000 * 3 + 3 * 3 + 3 * 5 + 1 + 3
 
 
 def test_pools_share_one_pod_address_mode() -> None:

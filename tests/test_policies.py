@@ -16,8 +16,10 @@ from components.offline.policy_runner import check_config, run_policies
 from policies.rules import ALL_POLICIES
 from policies.rules.machines import bootstrap_data_secret
 from policies.rules.props import machines_per_zone
+from tests.scale_sets import as_typed_class, is_scale_set
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
+DYNAMIC = "pulumi-python:dynamic:Resource"
 RESOURCE_RULES = [p for p in ALL_POLICIES if p.name.startswith(("azure-native-compute-machines",
                                                                    "azure-native-network-machines"))
                   or p.name.endswith(("overprovision", "capacity-ignored", "infiniband-domain",
@@ -36,8 +38,10 @@ def _vmss(**changes: Any) -> dict[str, Any]:
                 {"name": "nic0", "enableAcceleratedNetworking": True, "ipConfigurations": [{"name": "node"}]}]}},
     }
     inputs.update(changes)
-    urn = "urn:pulumi:s::p::" + VMSS + "::h100-z1-00"
-    return {"op": "create", "urn": urn, "newState": {"urn": urn, "type": VMSS, "custom": True, "inputs": inputs,
+    # Declared as node scale sets are: a dynamic resource naming its ARM type and api-version.
+    inputs.update(armType="Microsoft.Compute/virtualMachineScaleSets", apiVersion="2026-07-02")
+    urn = "urn:pulumi:s::p::" + DYNAMIC + "::h100-z1-00"
+    return {"op": "create", "urn": urn, "newState": {"urn": urn, "type": DYNAMIC, "custom": True, "inputs": inputs,
                                                      "protect": False, "ignoreChanges": ["sku.capacity"], "parent": ""}}
 
 
@@ -74,8 +78,10 @@ def test_each_broken_property_is_caught(changes: dict[str, Any], policy: str) ->
 
 
 def test_capacity_must_be_ignored() -> None:
+    """The typed class resends capacity with every update, ignore_changes or not (pulumi/pulumi#2657)."""
     step = _vmss()
-    step["newState"]["ignoreChanges"] = []
+    as_typed_class(step["newState"])
+    assert step["newState"]["ignoreChanges"] == ["sku.capacity"]
     assert _names([step]) == {"azure-native-compute-virtualmachinescaleset-capacity-ignored"}
 
 
@@ -171,7 +177,7 @@ def test_pack_config_is_checked_against_the_rules_schemas() -> None:
     text = "\n".join(str(p) for p in error.value.problems)
     assert "cfg.json: no-such-rule: unknown policy" in text
     assert "gpu-zone-share.maxGpuShare: 2 is greater than the maximum of 1" in text
-    assert "gpu-zone-share.maxShare: unknown setting (settings: maxGpuShare)" in text
+    assert "gpu-zone-share.maxShare: unknown setting (settings: maxGpuShare, zoneCount)" in text
     assert "'sometimes' is not one of" in text
 
 
@@ -229,7 +235,7 @@ def test_a_bad_as_of_date_is_a_config_error_and_an_unreadable_input_a_violation(
     with pytest.raises(SpecError, match="asOf"):
         check_config({"kubernetes-version-end-of-life": {"asOf": "2026-13-45"}}, "cfg.json")
     steps = json.loads((dev_out / "preview.json").read_text())["steps"]
-    vmss = next(s for s in steps if s["newState"]["type"] == "azure-native:compute:VirtualMachineScaleSet"
+    vmss = next(s for s in steps if is_scale_set(s["newState"])
                 and s["newState"]["inputs"]["tags"].get("gpucluster-role") == "gpu")
     vmss["newState"]["inputs"]["sku"]["capacity"] = [1]
     violations = run_policies(steps)

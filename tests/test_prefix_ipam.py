@@ -139,8 +139,8 @@ def test_first_boot_waits_for_the_controller_in_prefix_mode(prod_spec) -> None:
     from components.planning.first_boot import simulate
     plan = plan_cluster(prod_spec)
     workloads = [w for w in own_workloads(plan) if w.name != "gpucluster-prefix-ipam"]
-    boot = simulate(pool_states(plan), [*chart_workloads(prefix_mode=True), *workloads])
+    boot = simulate(pool_states(plan), [*chart_workloads(plan), *workloads])
     coredns = [s for s in boot.stuck if s.workload == "coredns"]
     assert coredns and "cilium-agent runs but gives cni only after pod-ips" in coredns[0].reason
-    complete = simulate(pool_states(plan), [*chart_workloads(prefix_mode=True), *own_workloads(plan)])
+    complete = simulate(pool_states(plan), [*chart_workloads(plan), *own_workloads(plan)])
     assert not complete.stuck

@@ -3,7 +3,8 @@
 Sources: Azure/azure-rest-api-specs PR #27661 ("the block, rather than a single IP, counts against the Azure
 Vnet Private IP limit of 65K"); MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md (65,536
 private addresses per VNet, fixed); azure-native 3.29 compute/virtual_machine_scale_set.py ("Other available
-API versions: ... 2026-03-01": no version carrying privateIPAddressPrefixLength on scale sets).
+API versions: ... 2026-03-01": no version carrying privateIPAddressPrefixLength on scale sets), so node scale
+sets are declared through a dynamic resource at Microsoft.Compute 2026-07-02 (components/catalog/arm_routes.py).
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from components.planning.ip_plan import members_fitting, plan_ip, slots_needed
 from components.planning.limits import effective_limits
 from components.planning.pod_addresses import node_addressing
 from components.preflight.compute import VMSS, check_machines
-from components.preflight.model import Resource
+from components.preflight.model import Resource, azure_resources
 from tests.conftest import small_spec
-
-VMSS_TYPE = "azure-native:compute:VirtualMachineScaleSet"
+from tests.scale_sets import is_scale_set
 
 
 def test_a_node_takes_its_primary_and_ceil_pods_over_16_blocks() -> None:
@@ -74,7 +74,8 @@ def test_prod_plans_200k_pod_ips_within_the_fixed_entry_limit(prod_spec) -> None
 
 def test_prod_scale_sets_declare_one_configuration_per_block(prod_run: ProgramRun, prod_spec) -> None:
     pods = {p.name: node_addressing(p) for p in prod_spec.pools}
-    sets = [r for r in prod_run.registrations if r.type == VMSS_TYPE and r.name.split("-z")[0] in pods]
+    sets = [r for r in prod_run.registrations
+            if is_scale_set({"type": r.type, "inputs": r.inputs}) and r.name.split("-z")[0] in pods]
     assert sets
     for scale_set in sets:
         addressing = pods[scale_set.name.split("-z")[0]]
@@ -83,10 +84,14 @@ def test_prod_scale_sets_declare_one_configuration_per_block(prod_run: ProgramRu
         assert len(configs) == addressing.ip_configurations
         assert configs[0]["primary"] and "privateIPAddressPrefixLength" not in configs[0]
         assert all(c["privateIPAddressPrefixLength"] == 28 and c["subnet"] == configs[0]["subnet"] for c in configs[1:])
-    resource = Resource(sets[0].urn, VMSS, sets[0].inputs)
-    warnings: list = []
-    check_machines([resource], _ctx(prod_spec), warnings)
-    assert any(w.rule == "prefix-on-nic-api-version" and "2026-07-02" in w.message for w in warnings)
+    # Declared at the api-version that carries the field, the blocks reach ARM; through the typed class they would not.
+    [declared] = azure_resources([{"newState": {"urn": sets[0].urn, "type": sets[0].type, "custom": True,
+                                                "inputs": sets[0].inputs}}])
+    assert declared.type == VMSS and declared.api_version == "2026-07-02"
+    assert not [f for f in check_machines([declared], _ctx(prod_spec), []) if f.rule == "prefix-on-nic-api-version"]
+    typed = Resource(sets[0].urn, VMSS, sets[0].inputs)
+    errors = check_machines([typed], _ctx(prod_spec), [])
+    assert any(f.rule == "prefix-on-nic-api-version" and "2026-07-02" in f.message for f in errors)
 
 
 def _ctx(spec):

@@ -17,6 +17,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.preflight import Context, context_for, preflight, problems
 from components.preflight.rules import RULES, WARNINGS
 from components.spec import ClusterSpec
+from tests.scale_sets import as_typed_class, is_scale_set
 
 Steps = list[dict[str, Any]]
 State = dict[str, Any]
@@ -193,6 +194,18 @@ def _long_prefix(steps: Steps) -> str:
     return "cpu-z1-00"
 
 
+def _blocks_through_typed_class(steps: Steps) -> str:
+    """prod's /28 blocks on azure-native's typed class: its body builder drops the field (azure-native 3.29)."""
+    as_typed_class(_state(steps, "h100-z1-00"))
+    return "h100-z1-00"
+
+
+def _blocks_below_2026_07_02(steps: Steps) -> str:
+    """The same route at 2026-04-01, azure-mgmt-compute 39.0.0's default, whose schema lacks the field."""
+    _state(steps, "cpu-z1-00")["inputs"]["apiVersion"] = "2026-04-01"
+    return "cpu-z1-00"
+
+
 MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
     "storage-name-with-hyphens": ("name-format", lambda s: (
         _of(s, "storage:StorageAccount")["inputs"].update(accountName="prod-cp-snapshots1a2b3c4d"), "prod-cp-snapshots")[1]),
@@ -220,6 +233,8 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
     "long-tag-name-on-storage": ("tags", _long_tag_on_storage),
     "zone-4": ("zones", _zone_four),
     "ncc-h100-in-eastus": ("size-region", _ncc_in_eastus),
+    "prefix-blocks-through-typed-class": ("prefix-on-nic-api-version", _blocks_through_typed_class),
+    "prefix-blocks-at-2026-04-01": ("prefix-on-nic-api-version", _blocks_below_2026_07_02),
 }
 
 
@@ -240,7 +255,7 @@ def test_breaking_a_rule_fails_it(case: str, prod_steps: Steps, prod_context: Co
 
 def test_size_outside_its_regions_names_the_regions(prod_steps: Steps, prod_context: Context) -> None:
     steps = copy.deepcopy(prod_steps)
-    for state in (s["newState"] for s in steps if s["newState"]["type"].endswith("VirtualMachineScaleSet")):
+    for state in (s["newState"] for s in steps if is_scale_set(s["newState"])):
         state["inputs"]["location"] = "eastus"
     messages = [f.message for f in preflight(steps, prod_context).errors if f.rule == "size-region"]
     ncc = AVAILABILITY["Standard_NCC40ads_H100_v5"]
@@ -255,7 +270,7 @@ def test_stack_confirmed_zones_are_enforced_and_silence_the_warnings(prod_spec: 
     result = preflight(prod_steps, context_for(plan_cluster(ClusterSpec.model_validate(raw))))
     failing = {f.resource for f in result.errors if f.rule == "size-region"}
     zone3 = {s["newState"]["urn"].rsplit("::", 1)[-1] for s in prod_steps
-             if s["newState"]["type"].endswith("VirtualMachineScaleSet") and "::h100-z3-" in s["newState"]["urn"]}
+             if is_scale_set(s["newState"]) and "::h100-z3-" in s["newState"]["urn"]}
     assert failing == zone3 and zone3
     assert {f.rule for f in result.errors} == {"size-region"}
     assert not any("Standard_ND96isr_H100_v5" in w.message for w in result.warnings)
@@ -310,7 +325,7 @@ def test_long_tag_names_are_refused_only_where_azure_refuses_them(prod_steps: St
 def test_infiniband_sets_keep_one_placement_group_over_five_fault_domains(prod_steps: Steps) -> None:
     """InfiniBand needs a single placement group (setup-infiniband.md); max spreading (1) needs several
     (virtual-machine-scale-sets-use-availability-zones.md); a zonal Uniform set takes 1 or 5: so 5."""
-    sets = [s["newState"]["inputs"] for s in prod_steps if s["newState"]["type"].endswith("VirtualMachineScaleSet")]
+    sets = [s["newState"]["inputs"] for s in prod_steps if is_scale_set(s["newState"])]
     infiniband = [i for i in sets if i["tags"].get("gpucluster-infiniband") == "true"]
     assert len(infiniband) == 32
     assert {(i["singlePlacementGroup"], i["platformFaultDomainCount"]) for i in infiniband} == {(True, 5)}

@@ -54,18 +54,18 @@ def test_warnings_are_report_rows(tmp_path: Path) -> None:
 
 
 def test_check_runs_the_preflight_on_a_saved_preview(tmp_path: Path) -> None:
-    """`gpucluster check` on a preview whose stack file is here judges it against Azure's rules too: an NSG rule
+    """`gpucluster check --stack dev` on a preview of dev judges it against Azure's rules too: an NSG rule
     with a service tag in the plural field (ARM: SecurityRuleParameterContainsUnsupportedValue) exits 2."""
     out = tmp_path / "dev"
     assert gpucluster("plan", "dev", "--out", str(out), "--quiet").returncode == 0
     preview = json.loads((out / "preview.json").read_text())
-    assert gpucluster("check", str(out / "preview.json")).returncode == 0
+    assert gpucluster("check", str(out / "preview.json"), "--stack", "dev").returncode == 0
     nsg = next(s for s in preview["steps"] if s["newState"]["type"] == "azure-native:network:NetworkSecurityGroup")
     rule = nsg["newState"]["inputs"]["securityRules"][0]
     rule.pop("sourceAddressPrefix", None)
     rule["sourceAddressPrefixes"] = ["VirtualNetwork"]
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(preview))
-    result = gpucluster("check", str(broken))
+    result = gpucluster("check", str(broken), "--stack", "dev")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "preflight rule" in result.stderr and "Traceback" not in result.stderr

@@ -20,6 +20,7 @@ from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import plan_cluster
 from components.planning.quota import CountNeed, count_problems
 from components.spec import ClusterSpec, parse_cluster
+from policies.rules.props import resource_kind
 from tests.conftest import plan_stack, small_cluster
 from tests.plan_sides import stack_raw
 
@@ -31,8 +32,8 @@ def _counts(spec: ClusterSpec) -> dict[str, CountNeed]:
 def test_the_counts_are_what_the_program_declares(prod_spec: ClusterSpec, prod_run: ProgramRun) -> None:
     counts = _counts(prod_spec)
     of = {}
-    for r in prod_run.registrations:
-        of.setdefault(r.type.rsplit(":", 1)[-1], []).append(r.inputs)
+    for r in prod_run.registrations:  # node scale sets are dynamic resources judged as the typed class
+        of.setdefault(resource_kind(r.type, r.inputs).rsplit(":", 1)[-1], []).append(r.inputs)
     [prefix] = of["PublicIPPrefix"]
     assert counts["standardPublicIps"].needed == 2 ** (32 - prefix["prefixLength"]) == 16
     assert counts["publicIpPrefixes"].needed == len(of["PublicIPPrefix"]) == 1

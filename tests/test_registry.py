@@ -103,7 +103,8 @@ def test_cache_rules_are_derived_from_the_image_references(dev_out: Path) -> Non
     sources = {s["newState"]["inputs"]["sourceRepository"] for s in preview["steps"]
                if s["newState"]["type"] == "azure-native:containerregistry:CacheRule"}
     assert sources == {f"{h}/*" for h in hosts}
-    assert hosts == {"registry.k8s.io", "quay.io", "nvcr.io", "public.ecr.aws"}
+    # mcr.microsoft.com: cloud-provider-azure's cloud-controller-manager (objects/node_lifecycle.py).
+    assert hosts == {"registry.k8s.io", "quay.io", "nvcr.io", "public.ecr.aws", "mcr.microsoft.com", "ghcr.io"}
     registry = next(s["newState"]["inputs"] for s in preview["steps"]
                     if s["newState"]["type"] == "azure-native:containerregistry:Registry")
     assert registry["sku"] == {"name": "Premium"} and registry["publicNetworkAccess"] == "Disabled"
@@ -169,7 +170,7 @@ def test_kubelet_runs_the_acr_credential_provider_for_the_registry_and_its_upstr
     provider, = config["providers"]
     login = provider["matchImages"][0]
     assert login.endswith(".azurecr.io") and set(provider["matchImages"][1:]) == {
-        "registry.k8s.io", "quay.io", "nvcr.io", "public.ecr.aws"}
+        "registry.k8s.io", "quay.io", "nvcr.io", "public.ecr.aws", "mcr.microsoft.com", "ghcr.io"}
     config_file, mirror = provider["args"]
     mappings = [m.split(":") for m in mirror.removeprefix("--registry-mirror=").split(",")]
     assert all(len(m) == 2 and m[1] == login for m in mappings)

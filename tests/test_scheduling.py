@@ -133,12 +133,12 @@ def test_control_plane_runs_the_stock_scheduler_with_the_profile() -> None:
     from tests.test_apiserver_bootstrap import _kubeadm, _render
     document = _render(())
     files = {f["path"]: f["content"] for f in document["write_files"]}  # type: ignore[index, union-attr]
-    init, cluster = _kubeadm(document)
+    init, cluster, _ = _kubeadm(document)  # the third document is the KubeletConfiguration
     # the patches folder holds only the kubelet's providerID patch, written at boot: no kube-scheduler patch
     assert init["patches"] == {"directory": "/etc/kubernetes/patches"}  # type: ignore[index]
     assert not [p for p in files if p.startswith("/etc/kubernetes/patches/")]
     scheduler = cluster["scheduler"]  # type: ignore[index]
-    assert {"name": "config", "value": "/etc/kubernetes/scheduler-config.yaml"} in scheduler["extraArgs"]
+    assert {"name": "config", "value": "/etc/kubernetes/scheduler-config.yaml"} in scheduler["extraArgs"]  # type: ignore[index]
     assert yaml.safe_load(files["/etc/kubernetes/scheduler-config.yaml"]) == scheduler_configuration()
 
 
@@ -158,11 +158,13 @@ def test_prod_manifests_hold_the_scheduling_layer(prod_run: ProgramRun) -> None:
         validate_object(obj)
     kueue = next(r for r in helm_releases(prod_run.registrations) if r["name"] == "kueue")
     assert kueue["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and kueue["version"] == "0.19.2"
-    provider = next(r for r in prod_run.registrations if r.type == "pulumi:providers:kubernetes")
-    assert provider.inputs["kubeconfig"] == "[secret]"
+    queue = next(r for r in prod_run.registrations if r.name == "clusterqueue-pretraining")
+    # The program declares more than one kubernetes provider (the join tokens have their own): take the one the
+    # layer's objects go through, from the provider reference (`<urn>::<id>`) the engine records for each resource.
+    provider = next(r for r in prod_run.registrations if r.urn == queue.provider.rsplit("::", 1)[0])
+    assert provider.type == "pulumi:providers:kubernetes" and provider.inputs["kubeconfig"] == "[secret]"
     # The layer waits for the API servers' /readyz (tests/test_first_up.py): every object goes through this provider.
     assert any(d.endswith("Command::prod-in-cluster-api-ready") for d in provider.dependencies)
-    queue = next(r for r in prod_run.registrations if r.name == "clusterqueue-pretraining")
     assert any(d.endswith("Release::prod-in-cluster-scheduling-kueue") for d in queue.dependencies)
 
 
@@ -181,7 +183,12 @@ def test_a_broken_object_fails_validation() -> None:
 def test_layer_off_declares_no_kubernetes_objects() -> None:
     run = run_program(ROOT / "__main__.py", "gpucluster", "test",
                       {"gpucluster:cluster": small_cluster(inCluster={"enabled": False})})
-    assert not [r for r in run.registrations if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]
+    kube = [r for r in run.registrations if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]
+    assert not [r for r in run.registrations if r.type == "gpucluster:kubernetes:InCluster"]
+    # What stays is the join access alone (components/kubernetes/join_access.py): nodes cannot join without the
+    # bootstrap tokens, so its provider and objects exist with the layer off.
+    join = next(r.urn for r in run.registrations if r.type == "gpucluster:kubernetes:JoinAccess")
+    assert kube and not [r.name for r in kube if r.parent != join]
 
 
 @pytest.mark.skipif(not shared_schema_dir().is_dir(), reason="the shared schema folder is not next to the checkout")

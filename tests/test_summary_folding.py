@@ -19,6 +19,7 @@ from components.offline.report_data import report_data
 from components.offline.summary import print_violations
 from components.planning.cluster_plan import plan_cluster
 from components.preflight import run_preflight
+from components.preflight.model import Finding
 from components.preflight.report import KEY, html_section, print_warnings, warning_rows
 
 
@@ -32,7 +33,13 @@ def prod_data(prod_run: ProgramRun, prod_spec) -> dict:
 
 
 def test_prod_preflight_warnings_are_one_line_per_rule(prod_data: dict) -> None:
-    """Before: prod's summary listed one warning 43 times (once per scale set), 172 of its 367 lines."""
+    """Before: prod's summary listed one warning 43 times (once per scale set), 172 of its 367 lines. Prod's own
+    warnings no longer repeat that much, so one warning on each of its 43 node scale sets is added to them."""
+    sets = sorted({name for name in (row["resource"] for row in prod_data[KEY])} | {f"h100-z{z}-{i:02d}" for z in (1, 2)
+                                                                                    for i in range(20)})
+    repeated = [Finding("ephemeral-os-disk-placement", name, "virtualMachineProfile.storageProfile.osDisk",
+                        "placement CacheDisk cannot be checked") for name in sets]
+    prod_data = {**prod_data, KEY: [*prod_data[KEY], *warning_rows(repeated)]}
     counts = Counter(row["rule"] for row in prod_data[KEY])
     assert max(counts.values()) > 10  # the case this folds: one rule on many scale sets
     out = io.StringIO()

@@ -155,8 +155,8 @@ def _host(url_or_endpoint: str) -> str:
 
 
 def _api_documents(pki: Pki) -> tuple[dict, dict]:
-    b = apiserver_bootstrap(pki.plan, {}, "abcdef.0123456789abcdef")
-    init, cluster = kubeadm_config(b)
+    b = apiserver_bootstrap(pki.plan, {})
+    init, cluster, _kubelet = kubeadm_config(b)
     return init, cluster
 
 
@@ -251,11 +251,29 @@ def test_etcd_peers_reach_each_other_and_etcdctl_snapshots_over_loopback(pki: Pk
                       server_trusts=ETCD_CA, client_trusts=ETCD_CA)
 
 
-def test_a_serving_certificate_is_refused_as_a_client(pki: Pki) -> None:
-    """The snapshot's former identity: etcd's server certificate has no clientAuth usage."""
+def test_etcds_gateway_reaches_its_own_member_with_the_serving_certificate(pki: Pki) -> None:
+    """etcd's gRPC gateway dials the member's own client URL with `--cert-file` as its client certificate (etcd
+    `server/embed/serve.go`: the gateway's dial options clone the server TLS config, whose client certificate is
+    `--client-cert-file` or else `--cert-file`, `client/pkg/transport/listener.go`), and the member asks for a client
+    certificate (`--client-cert-auth`). kubeadm's etcd serving certificate carries serverAuth and clientAuth
+    (`KubeadmCertEtcdServer`, kubernetes cmd/kubeadm/app/phases/certs/certlist.go); so does the plan's."""
+    for etcd in (e for e in (pki.plan.control_plane.etcd, pki.plan.control_plane.events) if e):
+        for member in etcd.members:
+            flags = etcd_flags(etcd_bootstrap(pki.plan, etcd, member, _markers()))
+            for url in _flag(flags, "--listen-client-urls").split(","):
+                handshake(pki, server=f"{member.name}-server", client=f"{member.name}-server", dial=_host(url),
+                          server_trusts=ETCD_CA, client_trusts=ETCD_CA)
+
+
+def test_a_serverauth_only_certificate_is_refused_as_a_client(pki: Pki) -> None:
+    """What the plan issued before, and what the gateway then met: a serving certificate without clientAuth."""
     member = pki.plan.control_plane.etcd.members[0].name
+    planned = next(c for c in plan_certificates(pki.plan.spec.name, pki.plan.ip, pki.plan.control_plane)
+                   if c.name == f"{member}-server")
+    pki.leaves["serverauth-only"] = issue(replace(planned, name="serverauth-only", usages=SERVER), pki.cas[ETCD_CA])
+    pki.leaves["serverauth-only"].write(pki.folder)
     with pytest.raises(HandshakeError, match=r"unsuitable certificate purpose"):
-        handshake(pki, server=f"{member}-server", client=f"{member}-server", dial="127.0.0.1", server_trusts=ETCD_CA,
+        handshake(pki, server=f"{member}-server", client="serverauth-only", dial="127.0.0.1", server_trusts=ETCD_CA,
                   client_trusts=ETCD_CA)
 
 
@@ -281,6 +299,8 @@ def test_certificates_carry_the_usages_and_names_their_consumers_check(pki: Pki)
 
     assert ekus("apiserver") == {ExtendedKeyUsageOID.SERVER_AUTH}
     assert ekus(ETCD_SNAPSHOT_CLIENT) == {ExtendedKeyUsageOID.CLIENT_AUTH}
+    for member in pki.plan.control_plane.etcd.members:
+        assert ekus(f"{member.name}-server") == {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH}
     for name in ("apiserver-etcd-client", "apiserver-kubelet-client", "front-proxy-client", "admin"):
         assert ExtendedKeyUsageOID.CLIENT_AUTH in ekus(name)
     dns, ips = sans(pki.leaves["apiserver"].cert)

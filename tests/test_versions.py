@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.bootstrap.etcd import ETCD_VERSION
 from components.catalog.versions import CILIUM, KUBERNETES_RELEASES, MINOR_COUPLED, minor_of
 from components.errors import SpecError
+from components.images.bundle import pins
 from components.offline.engine import ProgramRun, Registration, run_program
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
@@ -48,7 +48,8 @@ def test_coupled_versions_follow_the_minor() -> None:
         assert minor in KUBERNETES_RELEASES
         assert minor_of(coupled.cluster_autoscaler.version) == minor
         assert minor_of(coupled.cloud_controller_manager.version) == minor
-        assert coupled.etcd.version == ETCD_VERSION  # the etcd VMs install the table's etcd
+        # the etcd image bakes the table's etcd for the stack's minor
+        assert pins("etcd", "1.0.0", f"{minor}.1")["ETCD_VERSION"] == coupled.etcd.version
 
 
 def test_the_layer_uses_the_table() -> None:
@@ -140,9 +141,9 @@ def _without_ignored(reg: Registration) -> dict[str, Any]:
 
 def test_a_minor_upgrade_changes_only_what_runs_the_minor(two_minors: tuple[ProgramRun, ProgramRun]) -> None:
     """1.35 -> 1.36 on the dev stack: the same resources, none added or removed. What changes in the
-    preview: the API-server scale set (its version tags; its boot document, a secret masked in the preview,
-    installs the new kubelet/kubeadm, as the node pools' do: a scale-set model update that ARM rolls per
-    instance, not a replacement) and the add-ons coupled to the minor (cluster-autoscaler, CoreDNS).
+    preview: the API-server scale set (its version tags), the add-ons coupled to the minor (cluster-autoscaler,
+    CoreDNS), and the node images' Image Builder templates: each bakes the stack's kubelet and kubeadm, so the new
+    minor is a new bake, which `gpucluster diff` refuses under the same image version (tests/test_node_images.py).
     Nothing protected (etcd members and their disks) changes at all."""
     old, new = (_by_urn(r) for r in two_minors)
     assert old.keys() == new.keys()
@@ -150,12 +151,19 @@ def test_a_minor_upgrade_changes_only_what_runs_the_minor(two_minors: tuple[Prog
     names = {urn.rsplit("::", 1)[1] for urn in changed}
     assert {"deployment-kube-system-cluster-autoscaler", "deployment-kube-system-coredns", "dev-cp-apiserver"} <= names
     kinds = {old[urn].type for urn in changed}
-    assert kinds <= {"azure-native:compute:VirtualMachineScaleSet", "kubernetes:apps/v1:Deployment"}, kinds
+    assert kinds <= {"azure-native:compute:VirtualMachineScaleSet", "kubernetes:apps/v1:Deployment",
+                     "azure-native:virtualmachineimages:VirtualMachineImageTemplate", "kubernetes:helm.sh/v3:Release"}, kinds
+    # The one release: Kueue's pods name the ProvisioningRequest CRD, which is cluster-autoscaler's at the minor's
+    # tag, so they restart with it (a queue whose admission check is not Active admits nothing: docs/scheduling.md).
+    assert {urn.rsplit("::", 1)[1] for urn in changed if old[urn].type == "kubernetes:helm.sh/v3:Release"} == {
+        "dev-in-cluster-scheduling-kueue"}
     assert not [urn for urn in changed if old[urn].protect]
     protected = [urn for urn in old if old[urn].protect]
     assert protected, "the dev stack has protected etcd members"
-    from components.bootstrap.node import install_script
-    assert "kubelet=1.36.4-*" in install_script("1.36.4") and "/v1.36/deb/" in install_script("1.36.4")
+    # The node images bake the stack's kubelet and kubeadm from the minor's pkgs.k8s.io repository: the image
+    # templates change with the minor, and a version is built once (docs/images.md: a new minor is a new image version).
+    baked = pins("gpu", "1.0.0", "1.36.4")
+    assert (baked["KUBERNETES_VERSION"], baked["KUBERNETES_MINOR"]) == ("1.36.4", "1.36")
 
 
 def test_boot_documents_use_the_tables_configuration_apis() -> None:
@@ -163,8 +171,10 @@ def test_boot_documents_use_the_tables_configuration_apis() -> None:
     from components.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
     from components.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
     from tests.test_apiserver_bootstrap import _kubeadm, _render
-    init, cluster = _kubeadm(_render(()))
+    init, cluster, kubelet = _kubeadm(_render(()))
     assert init["apiVersion"] == cluster["apiVersion"] == KUBEADM_API.version  # type: ignore[index]
+    # the API servers' own kubelet reads the KubeletConfiguration kubeadm passes on from its config file
+    assert (kubelet["kind"], kubelet["apiVersion"]) == ("KubeletConfiguration", KUBELET_CONFIG_API.version)  # type: ignore[index]
     node = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10")
     assert kubelet_patch(node)["apiVersion"] == KUBELET_CONFIG_API.version
     assert f"apiVersion: {KUBEADM_API.version}" in render_cloud_init(node)

@@ -32,6 +32,16 @@ WORKFLOW = ROOT / ".github" / "workflows" / "pr-review.yml"
 STACK_NAMES = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS.glob("Pulumi.*.yaml"))
 RECORDER = """#!/bin/sh
 python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@" >> "$RECORD"
+# `pulumi config get KEY --stack S` prints the value from stacks/Pulumi.S.yaml, or fails when it is unset
+if [ "$1" = config ]; then
+  exec python3 -c '
+import sys, yaml
+args = sys.argv[1:]
+config = yaml.safe_load(open(f"stacks/Pulumi.{args[args.index(\"--stack\") + 1]}.yaml"))["config"]
+value = config.get(f"gpucluster:{args[2]}")
+sys.exit(1) if value is None else print(value)
+' "$@"
+fi
 echo '{"steps": []}'
 """
 
@@ -49,6 +59,7 @@ def _run(script: str, stack: str, tmp_path: Path) -> list[list[str]]:
     `.venv/bin/gpucluster` recording their arguments; returns each recorded call."""
     work = tmp_path / stack
     shutil.copytree(ROOT / "policies" / "config", work / "policies" / "config")
+    shutil.copytree(ROOT / "stacks", work / "stacks")
     bin_dir = work / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     (bin_dir / "activate").write_text(f'PATH="{bin_dir}:$PATH"\n')
@@ -95,7 +106,7 @@ def test_gpucluster_check_judges_with_the_stacks_own_config(stack: str, tmp_path
     for step in _steps("gpucluster check"):
         [call] = _run(step["run"], stack, tmp_path)
         assert call[:2] == ["check", "preview.json"]
-        assert _flag(call, "--policy-config") == _own_config(stack)
+        assert _flag(call, "--stack") == [stack]  # check takes the stack's own config from its stack file
 
 
 def _readme_commands() -> list[list[str]]:

@@ -1,8 +1,10 @@
-"""Push an etcd member's renewed certificates to the running VM.
+"""Push an etcd member's certificates, the etcd CA key and the renewal timer to the running VM.
 
-`pulumi up` renews certificates within 30 days of expiry, but an etcd member's customData is applied
-only when its VM is created, and members keep their data, so they are not reimaged. This reads a
-stack export and prints a script that installs one member's current certificates and restarts etcd:
+Members created from the current boot document renew their own certificates (components/bootstrap/
+cert_renewal.py, docs/pki.md). An etcd member's customData is applied only when its VM is created, and members
+keep their data, so they are not reimaged: a member created before the renewal timer existed gets it, once,
+from this script. It reads a stack export and prints a script that installs one member's current
+certificates, the etcd CA key and the timer, and restarts etcd:
 
     pulumi stack export --show-secrets > export.json      # keep it secret; delete it afterwards
     .venv/bin/python -m tools.etcd_certs export.json etcd-0 > etcd-0.sh
@@ -18,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.bootstrap.cert_renewal import RENEW_SCRIPT, SERVICE, TIMER, etcd_renew_script, renewal_units
 from components.bootstrap.etcd import CLIENT_PORT, PKI_DIR, etcdctl_command
 from components.bootstrap.from_plan import etcd_member_certificates
 from components.planning.pki import ETCD_CA
@@ -52,10 +55,15 @@ def _find(resources: list[dict[str, Any]], types: tuple[str, ...], suffix: str, 
 def member_files(export: dict[str, Any], member: str) -> dict[str, tuple[str, str]]:
     """Path on the member -> (mode, PEM), as its cloud-init wrote them (components/bootstrap/etcd.py)."""
     resources = export.get("deployment", {}).get("resources", [])
-    files = {f"{PKI_DIR}/ca.crt": ("0644", _find(resources, CERT_TYPES, f"-{ETCD_CA}", "certPem"))}
+    files = {f"{PKI_DIR}/ca.crt": ("0644", _find(resources, CERT_TYPES, f"-{ETCD_CA}", "certPem")),
+             f"{PKI_DIR}/ca.key": ("0600", _find(resources, (KEY_TYPE,), f"-{ETCD_CA}-key", "privateKeyPem"))}
     for role, cert in etcd_member_certificates(member).items():
         files[f"{PKI_DIR}/{role}.crt"] = ("0644", _find(resources, CERT_TYPES, f"-{cert}", "certPem"))
         files[f"{PKI_DIR}/{role}.key"] = ("0600", _find(resources, (KEY_TYPE,), f"-{cert}-key", "privateKeyPem"))
+    service, timer = renewal_units()
+    files[RENEW_SCRIPT] = ("0755", etcd_renew_script())
+    files[f"/etc/systemd/system/{SERVICE}"] = ("0644", service)
+    files[f"/etc/systemd/system/{TIMER}"] = ("0644", timer)
     return files
 
 
@@ -67,6 +75,7 @@ def render_script(files: dict[str, tuple[str, str]]) -> str:
         lines += [f"cat > {path}.new <<'GPUCLUSTER_PEM'", pem.rstrip("\n"), "GPUCLUSTER_PEM",
                   f"chmod {mode} {path}.new"]
     lines += [f"mv -f {path}.new {path}" for path in sorted(files)]
+    lines += ["systemctl daemon-reload", f"systemctl enable --now {TIMER}"]
     lines += [
         "systemctl restart etcd",
         "for _ in $(seq 1 60); do",

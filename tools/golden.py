@@ -33,6 +33,7 @@ def stack_names() -> list[str]:
 def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     """The summary `gpucluster plan <stack>` writes, without the stack outputs (keys, kubeconfig)."""
     from components.offline.engine import run_program
+    from components.offline.lifetimes_report import DATED_KEYS
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document
     from components.offline.report_data import report_data
@@ -48,6 +49,9 @@ def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     violations = run_policies(preview_document(run)["steps"], config)
     data = report_data(plan, stack, Counter(r.type for r in run.registrations if r.custom), violations, {})
     data.pop("outputs", None)
+    # The tokens' dates follow the calendar (components/offline/lifetimes_report.py): keep the schedule only.
+    for key in DATED_KEYS:
+        data.get("bootstrapTokens", {}).pop(key, None)
     return json.loads(json.dumps(data, sort_keys=True))
 
 

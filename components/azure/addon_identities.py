@@ -28,6 +28,8 @@ class AddonAzureRefs:
     """Cilium's Azure IPAM identity; None when Cilium runs `ipam: crd` (/28 blocks)."""
     prefix_ipam_client_id: pulumi.Output[str] | None = None
     """The prefix IPAM controller's identity; None with secondary IPs."""
+    node_lifecycle_client_id: pulumi.Output[str] | None = None
+    """cloud-node-lifecycle's identity (reads scale sets and their VMs)."""
 
     def settings(self, client_id: pulumi.Output[str]) -> dict[str, Any]:
         """What an add-on's config needs to act as one identity: the shape the object builders take."""
@@ -87,5 +89,6 @@ class AddonIdentities(pulumi.ComponentResource):
                                    autoscaler_client_id=identities["autoscaler"].client_id,
                                    cni_client_id=identities["cni"].client_id if "cni" in identities else None,
                                    prefix_ipam_client_id=identities["prefix-ipam"].client_id
-                                   if "prefix-ipam" in identities else None)
+                                   if "prefix-ipam" in identities else None,
+                                   node_lifecycle_client_id=identities["node-lifecycle"].client_id)
         self.register_outputs({})

@@ -7,7 +7,8 @@ import base64
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
+from components.azure.node_images import ImageIds
+from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
 from components.azure.tags import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG, machine_tags
@@ -19,11 +20,9 @@ from components.bootstrap.from_plan import (
     apiserver_bootstrap,
     apiserver_pki_paths,
 )
-from components.bootstrap.node import install_script
-from components.catalog.images import UBUNTU_2204
 from components.planning.cluster_plan import ClusterPlan
-
-API_SCALE_SET = "apiserver"
+from components.planning.node_images import API_SCALE_SET
+from components.planning.pod_addresses import api_server_pod_addresses
 
 
 def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
@@ -44,22 +43,21 @@ def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
 
 def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str], subnet_id: pulumi.Input[str],
                          backend_pool_id: pulumi.Input[str], probe_id: pulumi.Input[str],
-                         resource_group_name: pulumi.Input[str], pki: ClusterPki, token: pulumi.Output[str],
-                         access: NodeAccess, registry: RegistryAccess,
+                         resource_group_name: pulumi.Input[str], pki: ClusterPki, access: NodeAccess,
+                         registry: RegistryAccess, images: ImageIds,
                          opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
     spec, cp = plan.spec, plan.control_plane
     files = _pki_outputs(pki)
     keys = sorted(files)
 
     def render(values: list[str]) -> str:
-        *pems, token_value, client_id, tenant = values
+        *pems, client_id, tenant = values
         text = render_apiserver_cloud_init(
-            apiserver_bootstrap(plan, dict(zip(keys, pems, strict=True)), token_value, PullIdentity(client_id, tenant)),
-            install_script(spec.kubernetes_version))
+            apiserver_bootstrap(plan, dict(zip(keys, pems, strict=True)), PullIdentity(client_id, tenant)))
         return base64.b64encode(text.encode()).decode()
 
     custom_data = pulumi.Output.secret(pulumi.Output.all(
-        *(files[k] for k in keys), token, registry.client_id, registry.tenant_id).apply(render))
+        *(files[k] for k in keys), registry.client_id, registry.tenant_id).apply(render))
     return azure.compute.VirtualMachineScaleSet(
         name, vm_scale_set_name=API_SCALE_SET, resource_group_name=resource_group_name, location=spec.location,
         zones=list(cp.api.zones), zone_balance=True,
@@ -77,7 +75,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                 computer_name_prefix=API_SCALE_SET, admin_username=access.admin_username, custom_data=custom_data,
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=image_reference(UBUNTU_2204),
+                image_reference=gallery_image(images.of(plan.images.machines[API_SCALE_SET])),
                 os_disk=azure.compute.VirtualMachineScaleSetOSDiskArgs(
                     create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=128,
                     managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(
@@ -88,7 +86,13 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
                     name="nic0", primary=True, enable_accelerated_networking=cp.api.size.accelerated_networking,
                     ip_configurations=[azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
                         name="primary", primary=True, subnet=azure.compute.ApiEntityReferenceArgs(id=subnet_id),
-                        load_balancer_backend_address_pools=[azure.compute.SubResourceArgs(id=backend_pool_id)])])])),
+                        load_balancer_backend_address_pools=[azure.compute.SubResourceArgs(id=backend_pool_id)]),
+                        # In prefix mode Cilium's agent here takes only what the prefix IPAM controller publishes
+                        # from this NIC: its own addresses and NFD's worker (planning/pod_addresses.py).
+                        *(azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
+                            name=f"pod{i:03d}", primary=False, private_ip_address_version="IPv4",
+                            subnet=azure.compute.ApiEntityReferenceArgs(id=subnet_id))
+                          for i in range(1, api_server_pod_addresses(spec) + 1))])])),
         tags={**machine_tags(spec.name, "apiserver", API_SCALE_SET, spec.tags),
               KUBERNETES_VERSION_TAG: spec.kubernetes_version,
               KUBERNETES_EOL_TAG: plan.versions.release.end_of_life.isoformat()},

@@ -1,8 +1,8 @@
-"""A kubeadm bootstrap token (`[a-z0-9]{6}.[a-z0-9]{16}`) from pulumi-random, kept secret.
+"""The bootstrap tokens (`[a-z0-9]{6}.[a-z0-9]{16}`) from pulumi-random, kept secret: two slots, current and
+previous, rotated by their keepers (components/planning/bootstrap_tokens.py).
 
 The id part is public by kubeadm's design (it names the Secret `bootstrap-token-<id>` in kube-system); the
-secret part authenticates. Raising `generation` replaces both (pulumi-random replaces a resource whose
-`keepers` change), which is how the token is rotated.
+secret part authenticates.
 """
 
 from __future__ import annotations
@@ -10,15 +10,27 @@ from __future__ import annotations
 import pulumi
 import pulumi_random as random
 
+from components.planning.bootstrap_tokens import TokenSchedule
 
-class BootstrapToken(pulumi.ComponentResource):
-    def __init__(self, name: str, generation: int, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpucluster:azure:BootstrapToken", name, None, opts)
+
+class BootstrapTokens(pulumi.ComponentResource):
+    def __init__(self, name: str, schedule: TokenSchedule, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:azure:BootstrapTokens", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        keepers = {"generation": str(generation)}
-        self.token_id = random.RandomString(f"{name}-id", length=6, upper=False, special=False, keepers=keepers,
-                                            opts=child).result
-        secret = random.RandomPassword(f"{name}-secret", length=16, upper=False, special=False, keepers=keepers,
-                                       opts=child).result
-        self.token = pulumi.Output.secret(pulumi.Output.concat(self.token_id, ".", secret))
-        self.register_outputs({"tokenId": self.token_id})
+        self.slots: list[tuple[pulumi.Output[str], pulumi.Output[str]]] = []
+        by_slot: dict[str, pulumi.Output[str]] = {}
+        for period in schedule.slots:
+            keepers = schedule.keepers(period.slot)
+            token_id = random.RandomString(f"{name}-{period.slot}-id", length=6, upper=False, special=False,
+                                           keepers=keepers, opts=child).result
+            secret = random.RandomPassword(f"{name}-{period.slot}-secret", length=16, upper=False, special=False,
+                                           keepers=keepers, opts=child).result
+            self.slots.append((token_id, secret))
+            by_slot[period.slot] = pulumi.Output.secret(pulumi.Output.concat(token_id, ".", secret))
+        current_id = self.slots[0 if schedule.current.slot == "a" else 1][0]
+        previous_id = self.slots[1 if schedule.current.slot == "a" else 0][0]
+        self.current = by_slot[schedule.current.slot]
+        """The token new scale-set models carry."""
+        self.current_id = current_id
+        self.previous_id = previous_id
+        self.register_outputs({"currentId": current_id, "previousId": previous_id})

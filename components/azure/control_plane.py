@@ -8,6 +8,7 @@ import pulumi_azure_native as azure
 from components.azure.api_servers import api_server_scale_set
 from components.azure.etcd_cluster import EtcdCluster
 from components.azure.network import NetworkRefs
+from components.azure.node_images import ImageIds
 from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
@@ -30,7 +31,7 @@ def _lb_child_id(subscription: pulumi.Input[str], rg: pulumi.Input[str], kind: s
 
 class ControlPlane(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, network: NetworkRefs, pki: ClusterPki,
-                 bootstrap_token: pulumi.Output[str], access: NodeAccess, registry: RegistryAccess,
+                 access: NodeAccess, registry: RegistryAccess, images: ImageIds,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:ControlPlane", name, None, opts)
         spec, cp = plan.spec, plan.control_plane
@@ -88,7 +89,7 @@ class ControlPlane(pulumi.ComponentResource):
         addresses = {k: str(v) for k, v in etcd_member_ips(plan.ip, cp).items()}
         self.etcd_clusters = [
             EtcdCluster(f"{name}-{etcd.role}", plan, etcd, rg, location,
-                        network.subnet_ids[ETCD_BLOCK], pki, snapshot_url, access, child)
+                        network.subnet_ids[ETCD_BLOCK], pki, snapshot_url, access, images, child)
             for etcd in (cp.etcd, cp.events) if etcd is not None
         ]
         role = subscription.apply(lambda sub: role_definition_id(sub, STORAGE_BLOB_DATA_CONTRIBUTOR))
@@ -99,7 +100,7 @@ class ControlPlane(pulumi.ComponentResource):
                     role_definition_id=role, scope=container.id, opts=child)
         self.api_servers = api_server_scale_set(
             f"{name}-apiserver", plan, addresses, network.subnet_ids[CONTROL_PLANE_BLOCK], self.api_backend_pool_id,
-            lb_id("probes", "readyz"), rg, pki, bootstrap_token, access, registry,
+            lb_id("probes", "readyz"), rg, pki, access, registry, images,
             # The scale set references the load balancer's pool and probe by id: create the load balancer first.
             pulumi.ResourceOptions(parent=self, depends_on=[self.load_balancer, *self.etcd_clusters]))
         self.register_outputs({"apiServerEndpoint": plan.ip.api_server_endpoint})

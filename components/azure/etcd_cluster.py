@@ -7,12 +7,12 @@ import base64
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_pool import NodeAccess, image_reference, linux_configuration
+from components.azure.node_images import ImageIds
+from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.tags import machine_tags
 from components.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
 from components.bootstrap.from_plan import EtcdSecrets, etcd_addresses, etcd_bootstrap, etcd_member_certificates
-from components.catalog.images import UBUNTU_2204
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import ETCD_DISK_GIB, EtcdPlan, Member
 from components.planning.pki import ETCD_CA
@@ -22,19 +22,19 @@ def _custom_data(cluster: ClusterPlan, plan: EtcdPlan, member: Member, pki: Clus
                  snapshot_url: pulumi.Output[str]) -> pulumi.Output[str]:
     names = etcd_member_certificates(member.name)
     certs = {field: pki.certificates[name] for field, name in names.items()}
-    _, etcd_ca = pki.cas[ETCD_CA]
+    etcd_ca_key, etcd_ca = pki.cas[ETCD_CA]
 
     def render(args: list[str]) -> str:
-        ca, server_cert, server_key, peer_cert, peer_key, client_cert, client_key, url = args
+        ca, server_cert, server_key, peer_cert, peer_key, client_cert, client_key, url, ca_key = args
         text = render_etcd_cloud_init(etcd_bootstrap(cluster, plan, member, EtcdSecrets(
             ca_cert=ca, server_cert=server_cert, server_key=server_key, peer_cert=peer_cert, peer_key=peer_key,
-            client_cert=client_cert, client_key=client_key, snapshot_url=url)))
+            client_cert=client_cert, client_key=client_key, snapshot_url=url, ca_key=ca_key)))
         return base64.b64encode(text.encode()).decode()
 
     return pulumi.Output.secret(pulumi.Output.all(
         etcd_ca.cert_pem, certs["server"].cert.cert_pem, certs["server"].key.private_key_pem,
         certs["peer"].cert.cert_pem, certs["peer"].key.private_key_pem, certs["client"].cert.cert_pem,
-        certs["client"].key.private_key_pem, snapshot_url).apply(render))
+        certs["client"].key.private_key_pem, snapshot_url, etcd_ca_key.private_key_pem).apply(render))
 
 
 class EtcdCluster(pulumi.ComponentResource):
@@ -42,7 +42,7 @@ class EtcdCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, cluster_plan: ClusterPlan, plan: EtcdPlan,
                  resource_group_name: pulumi.Input[str], location: str, subnet_id: pulumi.Input[str],
-                 pki: ClusterPki, snapshot_url: pulumi.Output[str], access: NodeAccess,
+                 pki: ClusterPki, snapshot_url: pulumi.Output[str], access: NodeAccess, images: ImageIds,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:EtcdCluster", name, None, opts)
         cluster = cluster_plan.spec.name
@@ -75,7 +75,7 @@ class EtcdCluster(pulumi.ComponentResource):
                     custom_data=_custom_data(cluster_plan, plan, member, pki, snapshot_url),
                     linux_configuration=linux_configuration(access)),
                 storage_profile=azure.compute.StorageProfileArgs(
-                    image_reference=image_reference(UBUNTU_2204),
+                    image_reference=gallery_image(images.of(cluster_plan.images.machines[member.name])),
                     os_disk=azure.compute.OSDiskArgs(
                         create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=64,
                         managed_disk=azure.compute.ManagedDiskParametersArgs(storage_account_type="Premium_LRS"),

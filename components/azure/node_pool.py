@@ -11,15 +11,15 @@ import pulumi_azure_native as azure
 
 from components.azure.confidential_key import ConfidentialDiskKey
 from components.azure.network import NetworkRefs
+from components.azure.node_images import ImageIds
+from components.azure.node_scale_set import NodeScaleSet
 from components.azure.tags import base_tags
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
 from components.bootstrap.node import render_cloud_init
-from components.catalog.images import UBUNTU_HPC_2204
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_template import scale_set_tags, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
-from components.spec import ImageRef
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,9 @@ class NodeAccess:
     ssh_public_keys: list[pulumi.Input[str]]
 
 
-def image_reference(image: ImageRef) -> azure.compute.ImageReferenceArgs:
-    return azure.compute.ImageReferenceArgs(publisher=image.publisher, offer=image.offer, sku=image.sku,
-                                            version=image.version)
+def gallery_image(version_id: pulumi.Input[str]) -> azure.compute.ImageReferenceArgs:
+    """A version of one of the cluster's own gallery images (components/azure/node_images.py)."""
+    return azure.compute.ImageReferenceArgs(id=version_id)
 
 
 def linux_configuration(access: NodeAccess) -> azure.compute.LinuxConfigurationArgs:
@@ -96,8 +96,8 @@ def _ip_configurations(pool: PoolPlan, subnet_id: pulumi.Input[str]) -> list[Any
     addressing = node_addressing(pool.spec)
     if addressing.prefix_mode:
         # Microsoft.Compute carries privateIPAddressPrefixLength on scale-set IP configurations from API
-        # 2026-07-02; azure-native 3.29's typed class does not, so the field is written by its wire name
-        # (the ARM preflight's prefix-on-nic-api-version rule warns until the scale set is declared at that version).
+        # 2026-07-02 (components/catalog/arm_routes.py); NodeScaleSet sends it at that version, so it is written
+        # in the declared (flattened) shape by its wire name.
         configs += [{"name": f"podblock{i:02d}", "primary": False, "privateIPAddressVersion": "IPv4",
                      "privateIPAddressPrefixLength": PREFIX_LENGTH, "subnet": {"id": subnet_id}}
                     for i in range(1, addressing.blocks + 1)]
@@ -117,37 +117,33 @@ def _security_profile(pool: PoolPlan) -> azure.compute.SecurityProfileArgs | Non
                                                      v_tpm_enabled=pool.confidential.vtpm))
 
 
-def _image(pool: PoolPlan) -> ImageRef:
-    if pool.confidential is not None:
-        return pool.confidential.image
-    return pool.spec.image or UBUNTU_HPC_2204
-
-
 def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
-              subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess,
-              opts: pulumi.ResourceOptions,
+              subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess, images: ImageIds,
+              opts: pulumi.ResourceOptions, subscription_id: pulumi.Input[str],
               disk_encryption_set_id: pulumi.Input[str] | None = None,
-              identity_ids: list[pulumi.Input[str]] | None = None) -> azure.compute.VirtualMachineScaleSet:
+              identity_ids: list[pulumi.Input[str]] | None = None) -> NodeScaleSet:
+    """One zonal node scale set through the capacity-free route: its inputs are azure-native's
+    VirtualMachineScaleSet inputs, sent by Microsoft's SDK at Microsoft.Compute SCALE_SET_API_VERSION."""
     spec = pool.spec
     tags = scale_set_tags(cluster, pool, plan, minimum, network.location)
     spot = spec.priority == "spot"
-    return azure.compute.VirtualMachineScaleSet(
-        plan.name,
-        vm_scale_set_name=plan.name,
-        resource_group_name=network.resource_group_name,
-        location=network.location,
-        zones=[plan.zone],
-        sku=azure.compute.SkuArgs(name=pool.size.name, tier="Standard", capacity=plan.capacity),
-        orchestration_mode="Uniform",
-        single_placement_group=plan.single_placement_group,
-        platform_fault_domain_count=plan.platform_fault_domain_count,
-        overprovision=False,
-        upgrade_policy=azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),
-        identity=azure.compute.VirtualMachineScaleSetIdentityArgs(
+    inputs: dict[str, Any] = {
+        "vmScaleSetName": plan.name,
+        "resourceGroupName": network.resource_group_name,
+        "location": network.location,
+        "zones": [plan.zone],
+        # The first size: the create sends it; an update never sends sku (capacity is the autoscaler's).
+        "sku": {"name": pool.size.name, "tier": "Standard", "capacity": plan.capacity},
+        "orchestrationMode": "Uniform",
+        "singlePlacementGroup": plan.single_placement_group,
+        "platformFaultDomainCount": plan.platform_fault_domain_count,
+        "overprovision": False,
+        "upgradePolicy": azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),
+        "identity": azure.compute.VirtualMachineScaleSetIdentityArgs(
             type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED_USER_ASSIGNED,
             user_assigned_identities=identity_ids) if identity_ids else azure.compute.VirtualMachineScaleSetIdentityArgs(
             type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED),
-        virtual_machine_profile=azure.compute.VirtualMachineScaleSetVMProfileArgs(
+        "virtualMachineProfile": azure.compute.VirtualMachineScaleSetVMProfileArgs(
             priority="Spot" if spot else "Regular",
             eviction_policy="Delete" if spot else None,
             billing_profile=azure.compute.BillingProfileArgs(max_price=-1) if spot else None,
@@ -158,7 +154,7 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
                 custom_data=_custom_data(pool, plan, join),
                 linux_configuration=linux_configuration(access)),
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=image_reference(_image(pool)),
+                image_reference=gallery_image(images.of(join.plan.images.machines[plan.name])),
                 os_disk=_os_disk(pool, disk_encryption_set_id)),
             network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(
                 network_interface_configurations=[azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
@@ -166,20 +162,23 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
                     enable_accelerated_networking=pool.accelerated_networking,
                     ip_configurations=_ip_configurations(pool, subnet_id))]),
         ),
-        tags=tags,
-        # The cluster autoscaler owns capacity: `pulumi up` must never resize a pool under it.
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])),
-    )
+        "tags": tags,
+    }
+    # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
+    # the engine's diff (the value in the state stays the create's).
+    return NodeScaleSet(plan.name, subscription_id, inputs,
+                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])))
 
 
 class NodePool(pulumi.ComponentResource):
     """One logical pool: a scale set per InfiniBand domain (or large scale set), spread over zones."""
 
     def __init__(self, name: str, cluster: str, plan: PoolPlan, network: NetworkRefs, subnet_id: pulumi.Input[str],
-                 join: NodeJoin, access: NodeAccess, opts: pulumi.ResourceOptions | None = None,
+                 join: NodeJoin, access: NodeAccess, images: ImageIds, opts: pulumi.ResourceOptions | None = None,
                  identity_ids: list[pulumi.Input[str]] | None = None) -> None:
         super().__init__("gpucluster:azure:NodePool", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # The scale sets wait for what the pool waits for (the bootstrap tokens in the cluster).
+        child = pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None)
         self.disk_key: ConfidentialDiskKey | None = None
         des_id: pulumi.Input[str] | None = None
         key_plan = plan.confidential.customer_key if plan.confidential else None
@@ -189,8 +188,10 @@ class NodePool(pulumi.ComponentResource):
             des_id = self.disk_key.disk_encryption_set.id
             # The encryption set must hold its role on the key before a VM's disk is created.
             child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.disk_key]))
+        subscription_id = azure.authorization.get_client_config_output().subscription_id
         self.scale_sets = [
-            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, child, des_id, identity_ids)
+            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, images, child, subscription_id,
+                      des_id, identity_ids)
             for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
         ]
         self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from datetime import UTC, datetime
 
 import pulumi
 import pulumi_tls as tls
 
 from components.planning.pki import CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA, CertPlan
+from components.planning.pki_lifetimes import expiry_warning
 
 CA_HOURS = 10 * 365 * 24
 LEAF_HOURS = 365 * 24
@@ -22,6 +24,16 @@ def ca_public_key_hash(public_key_pem: str) -> str:
     """kubeadm's discovery hash: sha256 over the CA's DER SubjectPublicKeyInfo (the PEM body)."""
     body = "".join(line for line in public_key_pem.strip().splitlines() if not line.startswith("-----"))
     return "sha256:" + hashlib.sha256(base64.b64decode(body)).hexdigest()
+
+
+def warn_before_expiry(name: str, is_ca: bool, cert: tls.SelfSignedCert | tls.LocallySignedCert) -> None:
+    """`pulumi preview` and `pulumi up` print a warning when the certificate in state nears its end (its
+    `validityEndTime` is known only for a certificate that exists)."""
+    def check(end: str | None) -> None:
+        if end and (text := expiry_warning(name, is_ca, datetime.fromisoformat(end), datetime.now(UTC))):
+            pulumi.log.warn(text, resource=cert)
+
+    cert.validity_end_time.apply(check)
 
 
 class Certificate:
@@ -44,6 +56,7 @@ class ClusterPki(pulumi.ComponentResource):
                 allowed_uses=["cert_signing", "crl_signing", "digital_signature", "key_encipherment"],
                 subject=tls.SelfSignedCertSubjectArgs(common_name=common_name, organization=cluster), opts=child)
             self.cas[ca] = (key, cert)
+            warn_before_expiry(ca, True, cert)
         self.service_account_key = tls.PrivateKey(f"{name}-sa", algorithm="RSA", rsa_bits=4096, opts=child)
         self.certificates = {plan.name: self._leaf(name, plan, child) for plan in certificates}
         ca_key, ca_cert = self.cas[CLUSTER_CA]
@@ -62,4 +75,5 @@ class ClusterPki(pulumi.ComponentResource):
             f"{name}-{plan.name}", cert_request_pem=request.cert_request_pem, ca_private_key_pem=ca_key.private_key_pem,
             ca_cert_pem=ca_cert.cert_pem, validity_period_hours=LEAF_HOURS, early_renewal_hours=RENEW_HOURS,
             allowed_uses=list(plan.usages), opts=opts)
+        warn_before_expiry(plan.name, False, cert)
         return Certificate(key, cert)

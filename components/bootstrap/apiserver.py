@@ -14,17 +14,9 @@ from dataclasses import dataclass
 
 import yaml
 
+from components.bootstrap.cert_renewal import TIMER, apiserver_renew_script, renewal_files
 from components.bootstrap.cloud_config import dump_cloud_config
-from components.bootstrap.host_prep import (
-    MODULES_FILE,
-    RETRY_FUNCTION,
-    SYSCTL_FILE,
-    hosts_entry,
-    kernel_prerequisites,
-    modules_text,
-    provider_id_script,
-    sysctl_text,
-)
+from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
@@ -48,11 +40,15 @@ PATCHES_DIR = "/etc/kubernetes/patches"
 """kubeadm's patches (`target[suffix][+patchtype].extension`): the kubelet's providerID patch lands here at boot."""
 KUBEADM_CONFIG = "/etc/kubernetes/kubeadm.yaml"
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-apiserver-boot"
-INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-install-kubernetes"
-SKIP_PHASES = "preflight,etcd,addon/kube-proxy,addon/coredns,upload-certs"
+SKIP_PHASES = "preflight,etcd,addon/kube-proxy,addon/coredns,upload-certs,bootstrap-token,show-join-command"
 """kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones. etcd is external.
-The certs phase runs: it issues this VM's serving certificate."""
+The certs phase runs: it issues this VM's serving certificate. bootstrap-token: it would write the token's
+expiry as now + ttl at every boot; the stack declares the tokens, cluster-info and kubeadm's join RBAC instead
+(components/kubernetes/objects/join.py). show-join-command would print the random token kubeadm defaults an
+empty `bootstrapTokens` to (`SetDefaults_BootstrapTokens`), which is never registered."""
 INIT_ATTEMPTS = 3
+BOOT_SPREAD_SECONDS = 30
+"""A random wait before the first network fetch (IMDS, then etcd and the other API servers)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,6 @@ class ApiServerBootstrap:
     service_cidr: str
     etcd_endpoints: tuple[str, ...]
     events_etcd_endpoints: tuple[str, ...]
-    bootstrap_token: str
     flags: ApiServerFlags
     pki_files: dict[str, str]
     """Path under /etc/kubernetes/pki -> PEM text."""
@@ -74,8 +69,6 @@ class ApiServerBootstrap:
     @property
     def endpoint_host(self) -> str:
         return self.endpoint.rsplit(":", 1)[0]
-    bootstrap_token_ttl_hours: int = 2160
-    """kubeadm's `ttl` for the token; "0s" would make it never expire."""
     registry: RegistryBoot | None = None
     """The cluster's registry: kubeadm's control-plane images come from it, pulled with the machine's identity."""
 
@@ -95,6 +88,8 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
         "audit-log-maxbackup": "10",
         "audit-log-maxsize": "512",
         "profiling": "false",
+        # Verify kubelets' serving certificates (logs, exec, port-forward): the cluster CA signs them.
+        "kubelet-certificate-authority": "/etc/kubernetes/pki/ca.crt",
         # Watch caches are sized dynamically since 1.19; API Priority and Fairness is on by default.
     }
     if b.events_etcd_endpoints:
@@ -102,9 +97,6 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
     init = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
         "kind": "InitConfiguration",
-        "bootstrapTokens": [{"token": b.bootstrap_token, "ttl": f"{b.bootstrap_token_ttl_hours}h",
-                             "usages": ["signing", "authentication"],
-                             "groups": ["system:bootstrappers:kubeadm:default-node-token"]}],
         "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
                              **({"kubeletExtraArgs": kubelet_args()} if b.registry else {})},
         "patches": {"directory": PATCHES_DIR},
@@ -144,7 +136,11 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
                               "mountPath": SCHEDULER_CONFIG_PATH, "readOnly": True, "pathType": "File"}],
         },
     }
-    return [init, cluster]
+    # kubeadm uploads this to the kubelet-config ConfigMap every kubelet reads (kubeadm docs, "Certificate
+    # Management with kubeadm", Kubelet serving certificates); nodes also set it in their patch.
+    kubelet = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+               "serverTLSBootstrap": True}
+    return [init, cluster, kubelet]
 
 
 def _k8s_prefix(registry: RegistryBoot) -> str:
@@ -152,7 +148,8 @@ def _k8s_prefix(registry: RegistryBoot) -> str:
 
 
 def boot_script(b: ApiServerBootstrap) -> str:
-    """Everything the VM does at first boot, under `set -euo pipefail` (a failed step stops the boot).
+    """Everything the VM does at first boot, under `set -euo pipefail` (a failed step stops the boot). The image
+    carries kubelet, kubeadm, containerd and the control-plane images (docs/images.md): nothing is installed.
 
     The scheduler is kubeadm's stock kube-scheduler static pod, which runs as root (kubeadm's
     RootlessControlPlane feature gate is off by default), so the 0600 root kubeconfig kubeadm writes is readable
@@ -161,32 +158,32 @@ def boot_script(b: ApiServerBootstrap) -> str:
         "#!/bin/bash",
         "set -euo pipefail",
         RETRY_FUNCTION,
-        *kernel_prerequisites(),
+        *kernel_checks(),
         *hosts_entry("127.0.0.1", b.endpoint_host),
-        f"retry 5 {INSTALL_SCRIPT}",
+        boot_jitter(BOOT_SPREAD_SECONDS),
         *provider_id_script(),
         f"retry {INIT_ATTEMPTS} kubeadm init --config {KUBEADM_CONFIG} --skip-phases={SKIP_PHASES}",
+        "systemctl daemon-reload",
+        f"systemctl enable --now {TIMER}",
         'echo "gpucluster: API server initialised at $(date -u +%FT%TZ)"',
         "",
     ])
 
 
-def render_apiserver_cloud_init(b: ApiServerBootstrap, install_script: str) -> str:
+def render_apiserver_cloud_init(b: ApiServerBootstrap) -> str:
     files = [{"path": f"/etc/kubernetes/pki/{path}", "permissions": "0600" if path.endswith(".key") else "0644",
               "content": pem} for path, pem in sorted(b.pki_files.items())]
     files += [
-        {"path": MODULES_FILE, "permissions": "0644", "content": modules_text()},
-        {"path": SYSCTL_FILE, "permissions": "0644", "content": sysctl_text()},
         {"path": KUBEADM_CONFIG, "permissions": "0600",
          "content": yaml.safe_dump_all(kubeadm_config(b), sort_keys=False)},
         {"path": "/etc/kubernetes/audit-policy.yaml", "permissions": "0644",
          "content": yaml.safe_dump(AUDIT_POLICY, sort_keys=False)},
         {"path": SCHEDULER_CONFIG_PATH, "permissions": "0644",
          "content": yaml.safe_dump(scheduler_configuration(), sort_keys=False)},
-        {"path": INSTALL_SCRIPT, "permissions": "0755", "content": install_script},
         {"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)},
     ]
     if b.registry:
         files += registry_files(b.registry)
+    files += renewal_files(apiserver_renew_script())
     document = {"write_files": files, "runcmd": [[BOOT_SCRIPT]]}
     return dump_cloud_config(document)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.bootstrap.cert_renewal import TIMER, etcd_renew_script, renewal_files
 from components.bootstrap.cloud_config import dump_cloud_config
+from components.bootstrap.host_prep import RETRY_FUNCTION
 
-ETCD_VERSION = "3.6.14"
-"""As the version table pins it for the minor (components/catalog/versions.py: kubeadm maps 1.34-1.36 to 3.6)."""
 DATA_DIR = "/var/lib/etcd"
 PKI_DIR = "/etc/etcd/pki"
 BIN_DIR = "/usr/local/bin"
@@ -33,7 +33,14 @@ DEFRAG_SCHEDULE = "*-*-* 04:17:00"
 """Daily, the same time on every member: only the member that is the leader then acts (`defrag_script`)."""
 DEFRAG_TIMEOUT = "10m"
 """Defragmentation rewrites the whole file and blocks the member meanwhile (etcd v3.6 op-guide/maintenance.md)."""
-INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-etcd-install"
+BOOT_SCRIPT = "/usr/local/sbin/gpucluster-etcd-boot"
+SNAPSHOT_WORK = "/var/lib/gpucluster/snapshot"
+"""Where a snapshot is written, compressed and cut into blocks; emptied at the start and the end of every run."""
+SNAPSHOT_BLOCK = "100M"
+"""Put Block size: Azure takes up to 4000 MiB a block and 50,000 blocks a blob (Blob service REST API, Put Block)."""
+BLOB_API_VERSION = "2021-08-06"
+IMDS_TOKEN = ("http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01"
+              "&resource=https://storage.azure.com/")
 DISK_SCRIPT = "/usr/local/sbin/gpucluster-etcd-disk"
 DISK_UNIT = "gpucluster-etcd-disk.service"
 CLIENT_PORT, PEER_PORT, METRICS_PORT = 2379, 2380, 2381
@@ -71,8 +78,12 @@ class EtcdBootstrap:
     """https://<account>.blob.core.windows.net/<container>: snapshots go there with the VM's managed identity."""
     client_cert: str = ""
     client_key: str = ""
-    """A clientAuth certificate for etcdctl (snapshots, membership): the server certificate has serverAuth only."""
+    """The clientAuth certificate etcdctl presents (snapshots, membership); etcd's own gRPC gateway presents the
+    serving certificate, which carries clientAuth too (components/planning/pki.py)."""
     metrics_port: int = METRICS_PORT
+    ca_key: str = ""
+    """The etcd CA's key, for the member's certificate renewal timer (components/bootstrap/cert_renewal.py);
+    the components always pass it."""
 
 
 def etcd_flags(b: EtcdBootstrap) -> list[str]:
@@ -259,34 +270,68 @@ def disk_script(b: EtcdBootstrap) -> str:
     ])
 
 
-def _install() -> str:
-    url = f"https://github.com/etcd-io/etcd/releases/download/v{ETCD_VERSION}/etcd-v{ETCD_VERSION}-linux-amd64.tar.gz"
+def boot_script() -> str:
+    """The image carries etcd, etcdctl and etcdutl (images/etcd/bake.sh): the boot only starts the units."""
     return "\n".join([
         "#!/bin/bash", "set -euo pipefail",
-        f"curl -fsSL --retry 5 --retry-delay 5 --retry-connrefused -o /tmp/etcd.tar.gz {url}",
-        f"tar -xzf /tmp/etcd.tar.gz -C {BIN_DIR} --strip-components=1 --wildcards '*/etcd' '*/etcdctl' '*/etcdutl'",
+        f"if [ ! -x {BIN_DIR}/etcd ]; then",
+        '  echo "gpucluster: no etcd on this machine: boot a gpucluster etcd image" >&2',
+        "  exit 1",
+        "fi",
         "systemctl daemon-reload",
-        "systemctl enable --now etcd.service etcd-snapshot.timer etcd-defrag.timer",
+        f"systemctl enable --now etcd.service etcd-snapshot.timer etcd-defrag.timer {TIMER}",
         "",
     ])
 
 
 def snapshot_script(b: EtcdBootstrap) -> str:
-    """`etcdctl snapshot save` over the local client URL with the clientAuth certificate, then an upload
-    with the VM's managed identity. Every failure fails the unit (visible in `systemctl --failed`)."""
+    """`etcdctl snapshot save` over the local client URL with the clientAuth certificate, compressed and uploaded
+    with the VM's managed identity as a block blob: Put Block for each 100 MiB block streamed from its file
+    (`curl --upload-file`, never the whole snapshot in memory), then Put Block List (Blob service REST API).
+    Every file is removed on every path (an EXIT trap; a run that died stays in the work folder until the next
+    run clears it). Network calls retry with jittered back-off. Any failure fails the unit (`systemctl --failed`).
+
+    Block ids: base64 of `block-NNNNNN`, all the same length as Put Block requires; base64 of ASCII digits has
+    no `+`, `/` or `=`, so the ids go in the query string as they are."""
+    blob = f"{b.snapshot_url}/$name"
+    auth = '-H "Authorization: Bearer $token" -H \'x-ms-version: ' + BLOB_API_VERSION + "'"
     return "\n".join([
         "#!/bin/bash",
         "set -euo pipefail",
-        f'snap=/tmp/{b.member.name}-$(date -u +%Y%m%dT%H%M%SZ).db',
-        f'{etcdctl_command(f"https://127.0.0.1:{b.member.client_port}", "30m")} snapshot save "$snap"',
-        "token=$(curl -fsS --retry 5 --retry-connrefused -H Metadata:true "
-        "'http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://storage.azure.com/'"
-        " | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')",
-        'gzip -f "$snap"',
-        'curl -fsS --retry 5 -X PUT -H "Authorization: Bearer $token" -H \'x-ms-version: 2021-08-06\' '
-        '-H \'x-ms-blob-type: BlockBlob\' --data-binary @"$snap.gz" '
-        f'"{b.snapshot_url}/$(basename "$snap").gz"',
-        'rm -f "$snap.gz"',
+        RETRY_FUNCTION,
+        f"work={SNAPSHOT_WORK}",
+        'rm -rf "$work"',
+        'mkdir -p "$work"',
+        'trap \'rm -rf "$work"\' EXIT',
+        "trap 'exit 143' TERM INT HUP",
+        f'name={b.member.name}-$(date -u +%Y%m%dT%H%M%SZ).db.gz',
+        f'{etcdctl_command(f"https://127.0.0.1:{b.member.client_port}", "30m")} snapshot save "$work/snapshot.db"',
+        f'gzip -c "$work/snapshot.db" | split -b {SNAPSHOT_BLOCK} -d -a 6 - "$work/block."',
+        'rm -f "$work/snapshot.db"',
+        "token_answer() {",
+        f"  curl -fsS --connect-timeout 10 -H Metadata:true '{IMDS_TOKEN}'",
+        "}",
+        "token=$(retry 5 token_answer | sed -E 's/.*\"access_token\"[[:space:]]*:[[:space:]]*\"([^\"]+)\".*/\\1/')",
+        "put_block() {",
+        f'  curl -fsS --connect-timeout 10 --upload-file "$1" {auth} "{blob}?comp=block&blockid=$2"',
+        "}",
+        "ids=()",
+        'for block in "$work"/block.*; do',
+        '  id=$(printf "block-%s" "${block##*.}" | base64)',
+        '  retry 5 put_block "$block" "$id"',
+        '  rm -f "$block"',
+        '  ids+=("$id")',
+        "done",
+        "{",
+        "  echo '<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>'",
+        '  printf "<Latest>%s</Latest>" "${ids[@]}"',
+        "  echo '</BlockList>'",
+        '} > "$work/blocklist.xml"',
+        "put_block_list() {",
+        f'  curl -fsS --connect-timeout 10 --upload-file "$work/blocklist.xml" {auth} "{blob}?comp=blocklist"',
+        "}",
+        "retry 5 put_block_list",
+        'echo "gpucluster: snapshot $name uploaded in ${#ids[@]} blocks"',
         "",
     ])
 
@@ -302,7 +347,7 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
         (f"{PKI_DIR}/client.key", "0600", b.client_key),
         (DISK_SCRIPT, "0755", disk_script(b)),
         (f"/etc/systemd/system/{DISK_UNIT}", "0644", _disk_unit()),
-        (INSTALL_SCRIPT, "0755", _install()),
+        (BOOT_SCRIPT, "0755", boot_script()),
         (RUN_SCRIPT, "0755", run_script(b)),
         ("/etc/systemd/system/etcd.service", "0644", _unit()),
         (SNAPSHOT_SCRIPT, "0755", snapshot_script(b)),
@@ -323,6 +368,8 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
     ]
     document = {
         "write_files": [{"path": p, "permissions": mode, "content": content} for p, mode, content in files],
-        "runcmd": [[INSTALL_SCRIPT]],
+        "runcmd": [[BOOT_SCRIPT]],
     }
+    document["write_files"] += [{"path": f"{PKI_DIR}/ca.key", "permissions": "0600", "content": b.ca_key},
+                                *renewal_files(etcd_renew_script())]
     return dump_cloud_config(document)

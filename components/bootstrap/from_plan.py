@@ -27,8 +27,10 @@ from components.planning.pki import (
 from components.planning.placement import PoolPlan, ScaleSetPlan
 
 APISERVER_PKI_CAS = {"ca": ("ca.crt", "ca.key"), "front-proxy-ca": ("front-proxy-ca.crt", "front-proxy-ca.key"),
-                     "etcd-ca": ("etcd/ca.crt", None)}
-"""CA name -> (certificate path, key path or None) under /etc/kubernetes/pki on the API servers."""
+                     "etcd-ca": ("etcd/ca.crt", "etcd/ca.key")}
+"""CA name -> (certificate path, key path or None) under /etc/kubernetes/pki on the API servers. The etcd CA's key
+is there as on every kubeadm control-plane node of a stacked etcd: the machine renews its etcd client
+certificate with it (components/bootstrap/cert_renewal.py, docs/pki.md "Where the CA keys are")."""
 APISERVER_PKI_LEAVES = ("apiserver-kubelet-client", "apiserver-etcd-client", "front-proxy-client")
 """Pulumi-issued leaf certificates the API servers carry as <name>.crt/<name>.key. No `apiserver`:
 kubeadm's certs phase issues that one on each VM, for the VM's own address."""
@@ -64,17 +66,16 @@ def registry_boot(plan: ClusterPlan, identity: PullIdentity) -> RegistryBoot:
                         identity.client_id, identity.tenant_id)
 
 
-def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str], token: str,
+def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str],
                         identity: PullIdentity | None = None) -> ApiServerBootstrap:
     spec, cp = plan.spec, plan.control_plane
     addresses = etcd_addresses(plan)
     return ApiServerBootstrap(
         cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=api_server_endpoint(spec.name),
         service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_etcd_endpoints(cp.etcd, addresses),
-        events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), bootstrap_token=token, flags=cp.api.flags,
+        events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), flags=cp.api.flags,
         pki_files=pki_files,
         cert_sans=api_server_cert_sans(spec.name, plan.ip),
-        bootstrap_token_ttl_hours=spec.access.bootstrap_token.ttl_hours,
         registry=registry_boot(plan, identity) if identity else None)
 
 
@@ -104,6 +105,8 @@ class EtcdSecrets:
     client_cert: str
     client_key: str
     snapshot_url: str
+    ca_key: str = ""
+    """The etcd CA's key: the member renews its own certificates with it (components/bootstrap/cert_renewal.py)."""
 
 
 def etcd_member_certificates(member: str) -> dict[str, str]:
@@ -120,4 +123,4 @@ def etcd_bootstrap(plan: ClusterPlan, etcd: EtcdPlan, member: Member, secrets: E
         quota_backend_bytes=etcd.quota_backend_bytes, data_on_nvme=etcd.data_on_nvme, ca_cert=secrets.ca_cert,
         server_cert=secrets.server_cert, server_key=secrets.server_key, peer_cert=secrets.peer_cert,
         peer_key=secrets.peer_key, snapshot_url=secrets.snapshot_url, client_cert=secrets.client_cert,
-        client_key=secrets.client_key)
+        client_key=secrets.client_key, ca_key=secrets.ca_key)

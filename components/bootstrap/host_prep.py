@@ -1,5 +1,6 @@
-"""Shell and files every Kubernetes machine (API server or node) runs before kubeadm: kernel prerequisites,
-the API endpoint's name, retries, and the kubelet's providerID read from the instance metadata service.
+"""Shell and files every Kubernetes machine (API server or node) needs before kubeadm: kernel prerequisites
+(baked into the node images), the API endpoint's name, retries, and the kubelet's providerID read from the
+instance metadata service.
 
 Each rule names the program that reads it:
 - kubeadm join preflight: `/proc/sys/net/ipv4/ip_forward` must be 1 (`addIPv4Checks`,
@@ -7,9 +8,8 @@ Each rule names the program that reads it:
 - Kubernetes' container-runtime prerequisites (kubernetes/website
   `content/en/docs/setup/production-environment/container-runtimes.md`): IPv4 forwarding, and for
   runtimes and CNIs that use them the `overlay` and `br_netfilter` modules with bridged traffic visible
-  to iptables. Set explicitly: the Ubuntu-HPC image's Docker set some of these only by accident.
-- apt/dpkg: `DPkg::Lock::Timeout` waits for the lock that unattended-upgrades holds at first boot
-  (apt.conf(5)); `Acquire::Retries` retries failed downloads.
+  to iptables. The images carry the module and sysctl files (images/lib/bake.sh `install_files`); systemd loads
+  and applies them at every boot, and the boot script checks them before kubeadm.
 - cloud-provider-azure builds a scale-set VM's providerID from IMDS as
   `azure://` + `/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s/virtualMachines/%s`
   (`VmssMachineIDTemplate`, `pkg/consts/consts.go`; the instance id is what follows the last `_` of
@@ -28,8 +28,6 @@ KUBERNETES_SYSCTLS = {
 }
 MODULES_FILE = "/etc/modules-load.d/gpucluster-kubernetes.conf"
 SYSCTL_FILE = "/etc/sysctl.d/90-gpucluster.conf"
-APT = "apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=5 -y"
-"""Every apt call waits up to 10 minutes for the dpkg lock (unattended-upgrades at first boot) and retries downloads."""
 IMDS_COMPUTE = "http://169.254.169.254/metadata/instance/compute"
 IMDS_API_VERSION = "2021-02-01"
 PROVIDER_ID_PATCH = "/etc/kubernetes/patches/kubeletconfiguration1+strategic.yaml"
@@ -38,17 +36,20 @@ PROVIDER_ID_TEMPLATE = ("azure:///subscriptions/{subscription}/resourceGroups/{r
                         "Microsoft.Compute/virtualMachineScaleSets/{scale_set}/virtualMachines/{instance}")
 
 RETRY_FUNCTION = "\n".join([
-    "# retry <attempts> <command...>: run until it succeeds, waiting longer each time.",
+    "# retry <attempts> <command...>: exponential back-off with full jitter (a random wait of up to 2^n * 5",
+    "# seconds, at most 5 minutes), so machines that fail together do not retry together.",
     "retry() {",
-    "  local attempts=$1 n=1",
+    "  local attempts=$1 n=1 cap",
     "  shift",
     '  until "$@"; do',
     '    if [ "$n" -ge "$attempts" ]; then',
     '      echo "gpucluster: giving up after $n attempts: $*" >&2',
     "      return 1",
     "    fi",
+    "    cap=$(((1 << n) * 5))",
+    '    if [ "$cap" -gt 300 ]; then cap=300; fi',
     '    echo "gpucluster: attempt $n failed: $*; retrying" >&2',
-    '    sleep $((n * 10))',
+    "    sleep $((RANDOM % cap + 1))",
     "    n=$((n + 1))",
     "  done",
     "}",
@@ -64,13 +65,20 @@ def modules_text() -> str:
     return "".join(f"{m}\n" for m in KERNEL_MODULES)
 
 
-def kernel_prerequisites() -> list[str]:
-    """Load the modules now (the modules-load.d file covers reboots), then apply every sysctl file."""
-    return [*(f"modprobe {m}" for m in KERNEL_MODULES), "sysctl --system >/dev/null",
+def kernel_checks() -> list[str]:
+    """The image loads the modules and applies the sysctls at every boot (systemd-modules-load, systemd-sysctl);
+    the boot script only checks them, so a machine booted from anything else stops with a clear line."""
+    return [*(f'if [ ! -d /sys/module/{m} ]; then echo "gpucluster: module {m} is not loaded: boot a gpucluster '
+              'node image" >&2; exit 1; fi' for m in KERNEL_MODULES),
             'if [ "$(cat /proc/sys/net/ipv4/ip_forward)" != 1 ]; then',
             '  echo "gpucluster: net.ipv4.ip_forward is not 1; kubeadm preflight would refuse this machine" >&2',
             "  exit 1",
             "fi"]
+
+
+def boot_jitter(seconds: int) -> str:
+    """A random wait before a machine's first network fetch, so a scale-out does not reach every service at once."""
+    return f"sleep $((RANDOM % {max(1, seconds)}))"
 
 
 def hosts_entry(address: str, name: str) -> list[str]:

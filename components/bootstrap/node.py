@@ -11,18 +11,8 @@ from dataclasses import dataclass, field
 import yaml
 
 from components.bootstrap.cloud_config import dump_cloud_config
-from components.bootstrap.confidential import GATE_PATH, gate_script
-from components.bootstrap.host_prep import (
-    APT,
-    MODULES_FILE,
-    RETRY_FUNCTION,
-    SYSCTL_FILE,
-    hosts_entry,
-    kernel_prerequisites,
-    modules_text,
-    provider_id_script,
-    sysctl_text,
-)
+from components.bootstrap.confidential import GATE_UNIT
+from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.taints import NodeTaint
 
@@ -56,11 +46,11 @@ class NodeBootstrap:
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[NodeTaint, ...] = ()
     join_spread_seconds: int = 60
-    """Random delay before joining, so hundreds of new VMs do not hit the API servers at once."""
+    """Random delay before the first network fetch, so hundreds of new VMs do not hit IMDS and the API servers at once."""
     confidential_gpu: bool = False
+    """Join only after the image's gate finds the GPU in confidential-computing mode and attested."""
     preflight: bool = True
     """Register with the preflight taint; only pools whose health checks remove it (GPU pools) do."""
-    """Join only after the GPU reports confidential-computing mode on and passes attestation."""
     api_server_address: str = ""
     """The internal load balancer's frontend IP, written to /etc/hosts for the endpoint's name."""
     join_attempts: int = 5
@@ -97,36 +87,11 @@ def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
         "kind": "KubeletConfiguration",
         "maxPods": b.max_pods,
         "serializeImagePulls": False,
+        # A serving certificate from the cluster CA through a CSR (components/kubernetes/objects/csr_approver.py).
+        "serverTLSBootstrap": True,
         "clusterDNS": [b.cluster_dns],
         "registerWithTaints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
     }
-
-
-def install_script(version: str) -> str:
-    """containerd, kubelet and kubeadm at the catalogue's version. Every download and apt call is retried;
-    apt waits for the dpkg lock that unattended-upgrades holds at first boot."""
-    minor = ".".join(version.split(".")[:2])
-    key_url = f"https://pkgs.k8s.io/core:/stable:/v{minor}/deb/Release.key"
-    return "\n".join([
-        "#!/bin/bash",
-        "set -euo pipefail",
-        "export DEBIAN_FRONTEND=noninteractive",
-        f"{APT} update",
-        f"{APT} install apt-transport-https ca-certificates curl gpg containerd",
-        "mkdir -p /etc/apt/keyrings",
-        f"curl -fsSL --retry 5 --retry-delay 5 --retry-connrefused -o /tmp/kubernetes-release.key {key_url}",
-        "gpg --batch --yes --dearmor -o /etc/apt/keyrings/kubernetes-apt-keyring.gpg /tmp/kubernetes-release.key",
-        "echo 'deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] "
-        f"https://pkgs.k8s.io/core:/stable:/v{minor}/deb/ /' > /etc/apt/sources.list.d/kubernetes.list",
-        f"{APT} update",
-        f"{APT} install 'kubelet={version}-*' 'kubeadm={version}-*'",
-        "apt-mark hold kubelet kubeadm",
-        "mkdir -p /etc/containerd",
-        "containerd config default > /tmp/containerd-default.toml",
-        "sed 's/SystemdCgroup = false/SystemdCgroup = true/' /tmp/containerd-default.toml > /etc/containerd/config.toml",
-        "systemctl restart containerd",
-        "",
-    ])
 
 
 JOIN_COMMAND = "kubeadm join --config /etc/kubernetes/kubeadm-join.yaml"
@@ -135,12 +100,11 @@ JOIN_COMMAND = "kubeadm join --config /etc/kubernetes/kubeadm-join.yaml"
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-node-boot"
 BOOT_UNIT = "gpucluster-node-boot.service"
 JOINED_MARKER = "/var/lib/gpucluster/joined"
-INSTALL_SCRIPT = "/usr/local/sbin/gpucluster-install-kubernetes"
 
 
 def boot_unit() -> str:
-    """The boot script as a systemd unit, so that it runs again after a reboot it asked for (a confidential
-    node's kernel upgrade) until the node has joined; its output is in `journalctl -u gpucluster-node-boot`."""
+    """The boot script as a systemd unit, so that it runs again after a reboot until the node has joined; its
+    output is in `journalctl -u gpucluster-node-boot`."""
     return ("[Unit]\nDescription=gpucluster: prepare this machine and join the cluster\n"
             "Wants=network-online.target\nAfter=network-online.target\n"
             f"ConditionPathExists=!{JOINED_MARKER}\n\n"
@@ -149,22 +113,24 @@ def boot_unit() -> str:
 
 
 def boot_script(b: NodeBootstrap) -> str:
-    """Everything the node does at first boot, under `set -euo pipefail`: kernel prerequisites, the
-    endpoint's name, packages, providerID, a random wait, the confidential gate, and a retried join (a
-    failed join is reset first, as kubeadm requires before a second attempt)."""
+    """Everything the node does at boot, under `set -euo pipefail`: check what the image set up, name the API
+    endpoint, wait a random moment, read the providerID from IMDS, pass the confidential gate (confidential
+    images), and join, retried (a failed join is reset first, as kubeadm requires before a second attempt).
+    Nothing is installed: the node image carries every package (docs/images.md)."""
     lines = [
         "#!/bin/bash",
         "set -euo pipefail",
         RETRY_FUNCTION,
-        *kernel_prerequisites(),
+        *kernel_checks(),
         *hosts_entry(b.api_server_address, b.api_server_endpoint.rsplit(":", 1)[0]),
-        f"retry 5 {INSTALL_SCRIPT}",
+        # Before the first network fetch: hundreds of new VMs do not reach IMDS and the API servers at once.
+        boot_jitter(b.join_spread_seconds),
         *provider_id_script(),
-        f"sleep $((RANDOM % {max(1, b.join_spread_seconds)}))",
     ]
     if b.confidential_gpu:
-        # The gate exits non-zero when CC mode is off or attestation fails: the node never joins.
-        lines.append(GATE_PATH)
+        # The image's gate unit (CC mode, attestation) runs before the kubelet on every boot; start it here so
+        # that a failing GPU stops this boot with the gate's own message. The node then never joins.
+        lines.append(f"systemctl start {GATE_UNIT}")
     lines += [
         "join() {",
         f"  {JOIN_COMMAND} || {{ kubeadm reset --force >/dev/null 2>&1 || true; return 1; }}",
@@ -181,16 +147,11 @@ def boot_script(b: NodeBootstrap) -> str:
 def render_cloud_init(b: NodeBootstrap) -> str:
     """The #cloud-config document a node boots with. Carries the bootstrap token: keep it secret."""
     files: list[dict[str, str]] = [
-        {"path": MODULES_FILE, "permissions": "0644", "content": modules_text()},
-        {"path": SYSCTL_FILE, "permissions": "0644", "content": sysctl_text(ARP_SYSCTLS)},
-        {"path": INSTALL_SCRIPT, "permissions": "0755", "content": install_script(b.kubernetes_version)},
         {"path": "/etc/kubernetes/kubeadm-join.yaml", "permissions": "0600",
          "content": yaml.safe_dump(_join_configuration(b), sort_keys=False)},
         {"path": "/etc/kubernetes/patches/kubeletconfiguration+strategic.yaml", "permissions": "0644",
          "content": yaml.safe_dump(kubelet_patch(b), sort_keys=False)},
     ]
-    if b.confidential_gpu:
-        files.append({"path": GATE_PATH, "permissions": "0755", "content": gate_script()})
     if b.registry:
         files += registry_files(b.registry)
     files.append({"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)})

@@ -6,6 +6,12 @@ method and path), or a linked access check one of its writes triggers. tests/tes
 against Azure's operations list (MicrosoftDocs/azure-docs `articles/role-based-access-control/permissions/`, rows
 vendored in tests/data/azure_rbac_operations.md): every request's action exists there and is granted, and every
 granted action is some request's.
+- cloud-provider-azure's cloud-controller-manager, cloud-node-lifecycle controller only, read at
+  kubernetes-sigs/cloud-provider-azure v1.36.5 (`pkg/provider/`): with vmType vmss and
+  `disableAvailabilitySetNodes` it lists the group's scale sets (`azure_vmss_cache.go`,
+  VirtualMachineScaleSetClient.List) and a scale set's VMs with their instance view (`azure_vmss.go`,
+  VirtualMachineScaleSetVMClient.List/ListVMInstanceView) to tell whether a node's VM exists and is running. Read
+  only: the Node objects it deletes are Kubernetes', not Azure's.
 
 - Cilium's Azure IPAM operator (secondary IPs; prod's /28 blocks run Cilium with `ipam: crd`, calling nothing):
   lists the group's scale sets, every scale set's NICs (`GET .../virtualMachineScaleSets/{vmss}/networkInterfaces`:
@@ -16,7 +22,6 @@ granted action is some request's.
 - cluster-autoscaler 1.36.1 with `ARM_VM_TYPE=vmss`: lists scale sets and VMs of the group, gets a scale set,
   writes its `sku.capacity` (a sparse PUT), lists its VMs with their instance view and deletes instances.
 - the prefix IPAM controller: one NIC list per scale set.
-- No cloud-controller-manager runs in this cluster, so no identity is made for one.
 """
 
 from __future__ import annotations
@@ -78,6 +83,16 @@ AUTOSCALER: tuple[Permission, ...] = (
                "scale-out of the system pool assigns the add-on identities it carries to the new VMs"),
 )
 
+_CCM = "kubernetes-sigs/cloud-provider-azure v1.36.5 pkg/provider/"
+
+NODE_LIFECYCLE: tuple[Permission, ...] = (
+    Permission("Microsoft.Compute/virtualMachineScaleSets/read", "resourceGroup",
+               f"VirtualMachineScaleSetClient.List ({_CCM}azure_vmss_cache.go)"),
+    Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", "resourceGroup",
+               f"VirtualMachineScaleSetVMClient.List/ListVMInstanceView ({_CCM}azure_vmss.go): InstanceExists, "
+               "InstanceShutdown"),
+)
+
 _PREFIX_IPAM = "components/kubernetes/scripts/prefix_ipam.py"
 
 PREFIX_IPAM: tuple[Permission, ...] = (
@@ -86,13 +101,15 @@ PREFIX_IPAM: tuple[Permission, ...] = (
 )
 
 ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI,
-                                                        "prefix-ipam": PREFIX_IPAM}
+                                                        "prefix-ipam": PREFIX_IPAM,
+                                                        "node-lifecycle": NODE_LIFECYCLE}
 
 
 def addons_for(prefix_mode: bool) -> tuple[str, ...]:
     """The add-ons that call Azure in a cluster: Cilium's Azure IPAM with secondary IPs; with /28 blocks Cilium runs
     `ipam: crd` and calls nothing, and the prefix IPAM controller reads the NICs instead."""
-    return ("autoscaler", "prefix-ipam") if prefix_mode else ("autoscaler", "cni")
+    return (("autoscaler", "node-lifecycle", "prefix-ipam") if prefix_mode
+            else ("autoscaler", "node-lifecycle", "cni"))
 
 
 def actions(permissions: tuple[Permission, ...], scope: Scope) -> list[str]:

@@ -122,6 +122,15 @@ AUTOSCALER: tuple[ArmOperation, ...] = (
                  f"BeginDeleteInstances ({_CA}azure_scale_set.go DeleteInstances, azure_force_delete_scale_set.go)"),
 )
 
+_CCM = "kubernetes-sigs/cloud-provider-azure v1.36.5 pkg/provider/"
+
+NODE_LIFECYCLE: tuple[ArmOperation, ...] = (
+    ArmOperation("GET", VMSS, f"VirtualMachineScaleSetClient.List ({_CCM}azure_vmss_cache.go)"),
+    ArmOperation("GET", f"{VMSS}/{{virtualMachineScaleSetName}}/virtualMachines?$expand=instanceView",
+                 f"VirtualMachineScaleSetVMClient.List/ListVMInstanceView ({_CCM}azure_vmss.go: InstanceExists, "
+                 "InstanceShutdown)"),
+)
+
 _CILIUM = "cilium/cilium pkg/azure/api/api.go"
 CILIUM_SOURCE = (f"{_CILIUM}, pkg/azure/ipam/instances.go (after PR #41555, before PR #46192; the v1.20.3 tag "
                  "was not readable here)")
@@ -191,4 +200,5 @@ def _template(node: ast.JoinedStr) -> str | None:
 
 def operations_for(addon: str) -> tuple[ArmOperation, ...]:
     """The requests of each add-on that holds an identity (components/catalog/addon_permissions.py)."""
-    return {"autoscaler": AUTOSCALER, "cni": CILIUM, "prefix-ipam": prefix_ipam_operations()}[addon]
+    return {"autoscaler": AUTOSCALER, "cni": CILIUM, "prefix-ipam": prefix_ipam_operations(),
+            "node-lifecycle": NODE_LIFECYCLE}[addon]

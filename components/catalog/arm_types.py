@@ -58,6 +58,26 @@ ARM_TYPES: dict[str, ArmType] = dict((
     _row("azure-native:keyvault:Key", f"{_RG}/providers/Microsoft.KeyVault/vaults/{{vaultName}}/keys/{{keyName}}"),
     _row("azure-native:managedidentity:UserAssignedIdentity",
          f"{_RG}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{{resourceName}}"),
+    _row("azure-native:containerregistry:Registry",
+         f"{_RG}/providers/Microsoft.ContainerRegistry/registries/{{registryName}}"),
+    _row("azure-native:containerregistry:CacheRule",
+         f"{_RG}/providers/Microsoft.ContainerRegistry/registries/{{registryName}}/cacheRules/{{cacheRuleName}}"),
+    _row("azure-native:containerregistry:CredentialSet",
+         f"{_RG}/providers/Microsoft.ContainerRegistry/registries/{{registryName}}/credentialSets/{{credentialSetName}}"),
+    _row("azure-native:network:PrivateEndpoint",
+         f"{_RG}/providers/Microsoft.Network/privateEndpoints/{{privateEndpointName}}"),
+    _row("azure-native:network:PrivateDnsZoneGroup",
+         f"{_RG}/providers/Microsoft.Network/privateEndpoints/{{privateEndpointName}}/privateDnsZoneGroups/"
+         "{privateDnsZoneGroupName}"),
+    _row("azure-native:privatedns:PrivateZone", f"{_RG}/providers/Microsoft.Network/privateDnsZones/{{privateZoneName}}"),
+    _row("azure-native:privatedns:VirtualNetworkLink",
+         f"{_RG}/providers/Microsoft.Network/privateDnsZones/{{privateZoneName}}/virtualNetworkLinks/"
+         "{virtualNetworkLinkName}"),
+    _row("azure-native:compute:Gallery", f"{_RG}/providers/Microsoft.Compute/galleries/{{galleryName}}"),
+    _row("azure-native:compute:GalleryImage",
+         f"{_RG}/providers/Microsoft.Compute/galleries/{{galleryName}}/images/{{galleryImageName}}"),
+    _row("azure-native:virtualmachineimages:VirtualMachineImageTemplate",
+         f"{_RG}/providers/Microsoft.VirtualMachineImages/imageTemplates/{{imageTemplateName}}"),
     _row("azure-native:authorization:RoleAssignment",
          "/{scope}/providers/Microsoft.Authorization/roleAssignments/{roleAssignmentName}"),
     _row("azure-native:authorization:RoleDefinition",
@@ -73,6 +93,11 @@ SUB_RESOURCES: dict[str, ArmType] = {
     "loadBalancerBackendAddressPool": ArmType(
         f"{_RG}/providers/Microsoft.Network/loadBalancers/{{loadBalancerName}}/backendAddressPools/"
         "{backendAddressPoolName}", _LB_SPEC.format(operation="LoadBalancerBackendAddressPools_Get")),
+    "galleryImageVersion": ArmType(
+        f"{_RG}/providers/Microsoft.Compute/galleries/{{galleryName}}/images/{{galleryImageName}}/versions/"
+        "{galleryImageVersionName}", "Azure/azure-rest-api-specs specification/compute/resource-manager/"
+        "Microsoft.Compute/GalleryRP stable galleryImageVersion.json (GalleryImageVersions_Get): the version a "
+        "machine's imageReference.id names, built by Image Builder rather than declared"),
     "loadBalancerProbe": ArmType(f"{_RG}/providers/Microsoft.Network/loadBalancers/{{loadBalancerName}}/probes/{{probeName}}",
                                  _LB_SPEC.format(operation="LoadBalancerProbes_Get")),
 }

@@ -65,8 +65,8 @@ class MinorCoupled:
 
 _CA_SOURCE = ("kubernetes/autoscaler cluster-autoscaler/README.md 'Releases' (versioning matches Kubernetes minors "
               "exactly since 1.12); tag cluster-autoscaler-{v}, go.mod k8s.io/kubernetes v{minor}.x")
-_CCM_SOURCE = ("kubernetes-sigs/cloud-provider-azure tag v{v} (go.mod k8s.io/cloud-provider v0.{m}.x); "
-               "reference only: the library does not deploy the cloud-controller-manager (docs/versions.md)")
+_CCM_SOURCE = ("kubernetes-sigs/cloud-provider-azure tag v{v} (go.mod k8s.io/cloud-provider v0.{m}.x); the "
+               "cloud-controller-manager runs its cloud-node-lifecycle controller only (docs/versions.md)")
 _ETCD_SOURCE = ("kubeadm cmd/kubeadm/app/constants SupportedEtcdVersion maps 1.34-1.36 to 3.6.x, "
                 "MinExternalEtcdVersion 3.5.24; etcd-io/etcd tag v{v} (newest 3.6 patch, 2026-07-23)")
 

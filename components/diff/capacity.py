@@ -8,7 +8,7 @@ from typing import Any
 
 from components.diff.sides import Side
 from components.planning.scheduling import TEAM_LABEL
-from policies.rules.props import GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
+from policies.rules.props import GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET, resource_kind
 
 NOT_NODES = ("apiserver", "etcd", "etcd-events")
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -18,11 +18,32 @@ _FACTORS = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e
 
 
 def quantity(value: Any) -> float | None:
-    """A Kubernetes resource quantity (apimachinery pkg/api/resource: `8`, `500m`, `56Gi`) as a number."""
-    if isinstance(value, int | float):
-        return float(value)
-    match = _QUANTITY.match(str(value)) if value is not None else None
-    return float(match.group(1)) * _FACTORS[match.group(2)] if match else None
+    """A Kubernetes resource quantity (apimachinery pkg/api/resource: `8`, `500m`, `56Gi`) as a number; None for
+    what is not one (an unknown value during preview, a masked secret, `1.2.3`)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)  # the preview reader bounds numbers (components/offline/preview_shape.py)
+    match = _QUANTITY.match(value) if isinstance(value, str) and len(value) <= 64 else None
+    try:
+        return float(match.group(1)) * _FACTORS[match.group(2)] if match else None
+    except ValueError:
+        return None
+
+
+def _count(value: Any) -> int:
+    """A count the side states as a whole number or its digits (a tag value); 0 for anything else (unknown during
+    preview, masked, not a number)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 15:
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 else 0
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list (a preview may show an unknown or masked placeholder instead of the list or an item)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _team_quotas(resources: dict[str, dict[str, Any]], by_flavor: bool = False) -> dict[str, dict[str, float]]:
@@ -31,16 +52,16 @@ def _team_quotas(resources: dict[str, dict[str, Any]], by_flavor: bool = False) 
     for state in resources.values():
         if state.get("type") != CLUSTER_QUEUE:
             continue
-        inputs = state.get("inputs") or {}
-        meta = inputs.get("metadata") or {}
-        team = (meta.get("labels") or {}).get(TEAM_LABEL) or meta.get("name") or state["urn"].rsplit("::", 1)[-1]
+        inputs = _object(state.get("inputs"))
+        meta = _object(inputs.get("metadata"))
+        team = _object(meta.get("labels")).get(TEAM_LABEL) or meta.get("name") or state["urn"].rsplit("::", 1)[-1]
         totals: dict[str, float] = defaultdict(float)
-        for group in (inputs.get("spec") or {}).get("resourceGroups") or []:
-            for flavor in group.get("flavors") or []:
-                for resource in flavor.get("resources") or []:
+        for group in _items(_object(inputs.get("spec")).get("resourceGroups")):
+            for flavor in _items(group.get("flavors")):
+                for resource in _items(flavor.get("resources")):
                     amount = quantity(resource.get("nominalQuota"))
                     if amount is not None:
-                        key = resource.get("name", "?")
+                        key = str(resource.get("name", "?"))
                         totals[f"{flavor.get('name', '?')}/{key}" if by_flavor else key] += amount
         quotas[str(team)] = dict(sorted(totals.items()))
     return dict(sorted(quotas.items()))
@@ -49,21 +70,21 @@ def _team_quotas(resources: dict[str, dict[str, Any]], by_flavor: bool = False) 
 def capacity(side: Side) -> dict[str, Any]:
     pools: dict[str, dict[str, int]] = defaultdict(lambda: {"nodes": 0, "gpus": 0, "infinibandDomains": 0})
     for state in side.resources.values():
-        if state.get("type") != SCALE_SET:
+        if resource_kind(str(state.get("type", "")), state.get("inputs") or {}) != SCALE_SET:
             continue
-        inputs = state.get("inputs") or {}
-        tags = inputs.get("tags") or {}
+        inputs = _object(state.get("inputs"))
+        tags = _object(inputs.get("tags"))
         if tags.get(ROLE_TAG) in NOT_NODES:
             continue
-        count = int((inputs.get("sku") or {}).get("capacity") or 0)
+        count = _count(_object(inputs.get("sku")).get("capacity"))
         pool = pools[str(tags.get(POOL_TAG, "?"))]
         pool["nodes"] += count
-        pool["gpus"] += count * int(tags.get(GPUS_TAG) or 0)
+        pool["gpus"] += count * _count(tags.get(GPUS_TAG))
         pool["infinibandDomains"] += tags.get(INFINIBAND_TAG) == "true"
     totals = {key: sum(p[key] for p in pools.values()) for key in ("nodes", "gpus", "infinibandDomains")}
     pod_ips = None
     if side.summary:
-        ip = (side.summary.get("ipPlan") or {}).get("podIps") or {}
+        ip = _object(_object(side.summary.get("ipPlan")).get("podIps"))
         pod_ips = {"needed": ip.get("needed"), "available": ip.get("available")}
     return {**totals, "podIps": pod_ips, "pools": dict(sorted(pools.items())),
             "teamQuota": _team_quotas(side.resources), "teamQuotaByFlavor": _team_quotas(side.resources, True)}

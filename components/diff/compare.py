@@ -2,24 +2,27 @@
 
 Errors are changes that would break running capacity or that Azure refuses (moved address blocks,
 renamed scale sets, in-place changes Azure rejects, deleting or replacing a protected resource, unacknowledged
-deletion of a team namespace or an InfiniBand domain); warnings are changes to look at twice (acknowledged
-deletions, control-plane resizes).
+deletion of a team namespace or an InfiniBand domain, a Kubernetes downgrade or skipped minor); warnings are
+changes to look at twice (acknowledged deletions, control-plane resizes).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from components.catalog.arm_routes import PROVIDER_INPUT
 from components.diff.capacity import capacity_delta
-from components.diff.replacement import refused, replacing
+from components.diff.replacement import refused, replacements
 from components.diff.sides import Side
-from components.diff.values import ABSENT, JSON_VALUES, ValueChange, leaves
+from components.diff.values import ABSENT, JSON_VALUES, ValueChange
+from components.diff.versions import version_flags
 from components.planning.scheduling import TEAM_LABEL
-from policies.rules.props import INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET
+from policies.rules.props import DYNAMIC_RESOURCE, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET, resource_kind
 
 SUBNET = "azure-native:network:Subnet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -70,6 +73,29 @@ class BootChange:
     """False when the resource ignores changes to its boot document (it keeps the one it was created with)."""
 
 
+@dataclass(frozen=True)
+class ImageChange:
+    """A scale set or VM whose node image version changes between the plans."""
+
+    resource: str
+    type: str
+    before: str
+    after: str
+    applies: str
+    """How Azure applies it, in words (docs/images.md, "Rolling out a new version")."""
+
+
+IMAGE_PATHS = {SCALE_SET: "virtualMachineProfile.storageProfile.imageReference.id",
+               "azure-native:compute:VirtualMachine": "storageProfile.imageReference.id"}
+NEW_INSTANCES_ONLY = ("new and reimaged instances only: the scale set's upgradePolicy is Manual (\"Nothing happens "
+                      "automatically to the existing virtual machines when changes occur to the scale set model. New "
+                      "instances added to the scale set use the most update-to-date model available\", azure-compute-docs "
+                      "articles/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-policy.md); roll the pool "
+                      "by docs/images.md")
+NOT_APPLIED = ("not applied: the member keeps the image it was created with (Azure refuses to change a VM's image, "
+               "so the member ignores it); replace members one at a time (docs/operations.md)")
+
+
 @dataclass
 class PlanDiff:
     base: str
@@ -77,6 +103,7 @@ class PlanDiff:
     changes: list[Change] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     boot: list[BootChange] = field(default_factory=list)
+    images: list[ImageChange] = field(default_factory=list)
     boot_files: dict[str, Any] | None = None
     capacity: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -92,10 +119,85 @@ class PlanDiff:
         return {"base": self.base, "head": self.head,
                 "summary": {a: self.count(a) for a in ("create", "update", "replace", "delete")}
                 | {"errors": len(self.errors), "warnings": len(self.flags) - len(self.errors),
-                   "bootDocuments": len(self.boot)},
+                   "bootDocuments": len(self.boot), "nodeImages": len(self.images)},
                 "changes": [c.as_dict() for c in self.changes],
                 "flags": [asdict(f) for f in self.flags], "boot": [asdict(b) for b in self.boot],
+                "images": [asdict(i) for i in self.images],
                 "bootFiles": self.boot_files, "capacity": self.capacity, "notes": self.notes}
+
+
+MAX_CHANGED_PATHS = 1_000
+"""Changed input paths listed per resource; a real change touches a few. Past it the list stops (the walk too),
+so two large documents that differ everywhere cost what 1,000 paths cost, not a path string per value."""
+_MISSING = object()
+
+
+def _path(parts: list[str | int]) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def changed_paths(old: dict[str, Any], new: dict[str, Any], ignored: list[str]) -> list[str]:
+    """Leaf paths (`a.b[0].c`) whose values differ between `old` and `new`, outside the `ignored` paths."""
+    return sorted(changed_values(old, new, ignored))
+
+
+def changed_values(old: dict[str, Any], new: dict[str, Any], ignored: list[str]) -> dict[str, tuple[Any, Any]]:
+    """Leaf path (`a.b[0].c`) -> (old, new) for the values that differ between `old` and `new` (ABSENT on the side
+    without one), outside the `ignored` paths (and all below them). Both are walked side by side and a path string
+    is built only for what differs, or for a node as shallow as an ignored path (the reader bounded the depth); an
+    empty object or list is a value."""
+    skip = set(ignored)
+    skip_depth = max((len(re.findall(r"[.\[]", i)) + 1 for i in skip), default=0)
+    found: dict[str, tuple[Any, Any]] = {}
+    parts: list[str | int] = []
+
+    def skipped() -> bool:
+        return len(found) >= MAX_CHANGED_PATHS or (0 < len(parts) <= skip_depth and _path(parts) in skip)
+
+    def one_side(value: Any, old_side: bool) -> None:
+        if skipped():
+            return
+        if isinstance(value, dict | list) and value:
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                parts.append(key)
+                one_side(item, old_side)
+                parts.pop()
+        elif value is not _MISSING:
+            found[_path(parts)] = (value, ABSENT) if old_side else (ABSENT, value)
+
+    def walk(before: Any, after: Any) -> None:
+        if skipped() or (before is not _MISSING and after is not _MISSING and before == after):
+            return
+        if isinstance(before, dict) and isinstance(after, dict) and before and after:
+            pairs: Any = ((key, before.get(key, _MISSING), after.get(key, _MISSING))
+                          for key in sorted(set(before) | set(after), key=str))
+        elif isinstance(before, list) and isinstance(after, list) and before and after:
+            pairs = ((index, before[index] if index < len(before) else _MISSING,
+                      after[index] if index < len(after) else _MISSING)
+                     for index in range(max(len(before), len(after))))
+        else:
+            if _is_leaf(before) and _is_leaf(after):
+                if before is _MISSING or after is _MISSING or before != after:
+                    found[_path(parts)] = (ABSENT if before is _MISSING else before,
+                                           ABSENT if after is _MISSING else after)
+            elif before != after:  # an object or list on one side only: each side's leaves
+                one_side(before, True)
+                one_side(after, False)
+            return
+        for key, old_item, new_item in pairs:
+            parts.append(key)
+            walk(old_item, new_item)
+            parts.pop()
+
+    walk(old, new)
+    return found
+
+
+def _is_leaf(value: Any) -> bool:
+    return not (isinstance(value, dict | list) and value)
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -107,13 +209,18 @@ def _tags(state: dict[str, Any]) -> dict[str, Any]:
     return tags if isinstance(tags, dict) else {}
 
 
+def _kind(state: dict[str, Any]) -> str:
+    """The type a state is judged as (node scale sets' dynamic resources read as the typed scale set)."""
+    return resource_kind(str(state.get("type", "")), state.get("inputs") or {})
+
+
 def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, head: Side,
-             result: PlanDiff) -> Change | None:
-    ignored = [str(i) for i in new.get("ignoreChanges") or []]
-    before, after = leaves(old.get("inputs") or {}), leaves(new.get("inputs") or {})
-    paths = sorted(p for p in set(before) | set(after)
-                   if before.get(p, ABSENT) != after.get(p, ABSENT) and not any(_under(p, i) for i in ignored))
-    old_digests, new_digests = base.secret_digests.get(urn, {}), head.secret_digests.get(urn, {})
+             result: PlanDiff, old_urn: str | None = None) -> Change | None:
+    # The serialized dynamic provider is code, not the resource: never a change.
+    ignored = [str(i) for i in new.get("ignoreChanges") or []] + [PROVIDER_INPUT]
+    changed = changed_values(old.get("inputs") or {}, new.get("inputs") or {}, ignored)
+    paths = sorted(changed)
+    old_digests, new_digests = base.secret_digests.get(old_urn or urn, {}), head.secret_digests.get(urn, {})
     # A real preview, or a plan from before digests existed, has none: then masked inputs cannot be compared,
     # and a missing digest is no evidence of a change (it would read as replacing every certificate).
     comparable = bool(base.secret_digests) and bool(head.secret_digests)
@@ -121,14 +228,18 @@ def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, hea
                             if comparable and old_digests.get(p) != new_digests.get(p))
     for path in secret_changes:
         if path in BOOT_PATHS:
-            result.boot.append(BootChange(urn.rsplit("::", 1)[-1], new["type"],
+            result.boot.append(BootChange(urn.rsplit("::", 1)[-1], _kind(new),
                                           not any(_under(path, i) for i in ignored)))
     paths = sorted(set(paths) | {p for p in secret_changes if not any(_under(p, i) for i in ignored)})
     if not paths:
         return None
-    reasons = tuple(f"{p} ({source})" for p in paths if (source := replacing(new["type"], p)) is not None)
-    values = tuple(ValueChange(p, before.get(p, ABSENT), after.get(p, ABSENT), p in secret_changes) for p in paths)
-    return Change("replace" if reasons else "update", urn, new["type"], tuple(paths), reasons, values)
+    reasons = tuple(f"{p} ({source})" for p, source in replacements(new["type"], paths, old.get("inputs") or {},
+                                                                     new.get("inputs") or {}))
+    for path in secret_changes:  # a masked value that reads the same on both sides, changed by its digest
+        if path not in changed:
+            changed[path] = (_masked(old.get("inputs") or {}, path), _masked(new.get("inputs") or {}, path))
+    values = tuple(ValueChange(p, *changed.get(p, (ABSENT, ABSENT)), p in secret_changes) for p in paths)
+    return Change("replace" if reasons else "update", urn, _kind(new), tuple(paths), reasons, values)
 
 
 def _acknowledged(head: Side, kind: str) -> list[str] | None:
@@ -147,12 +258,12 @@ def _deletion_flag(kind: str, resource: str, what: str, acknowledged: list[str] 
                 f"drain it first, then add {resource!r} to cluster.acknowledgeDeletions.{key}")
 
 
-def _flags(result: PlanDiff, base: Side, head: Side) -> None:
+def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> None:
     flags = result.flags
     created: dict[str, list[str]] = defaultdict(list)
     deleted: dict[str, list[str]] = defaultdict(list)
     for change in result.changes:
-        old, new = base.resources.get(change.urn), head.resources.get(change.urn)
+        old, new = base.resources.get(moved.get(change.urn, change.urn)), head.resources.get(change.urn)
         state = new or old or {}
         if change.type == SCALE_SET and change.action in ("create", "delete"):
             pool = str(_tags(state).get(POOL_TAG, "?"))
@@ -170,9 +281,11 @@ def _flags(result: PlanDiff, base: Side, head: Side) -> None:
                                   f"pin it where it is: cluster.network.pinnedBlocks.{block}: {before} "
                                   "(docs/ip-plan.md)"))
         if change.action == "update":
+            reported: set[str] = set()
             for path in change.paths:
                 refusal = refused(change.type, path)
-                if refusal is not None:
+                if refusal is not None and refusal.prefix not in reported:
+                    reported.add(refusal.prefix)  # one line per refused property, however many leaves it has
                     flags.append(Flag("error", "refused-by-azure", change.name, f"{path}: {refusal.why}",
                                       refusal.procedure))
         if change.action in ("update", "replace") and old and new:
@@ -188,14 +301,14 @@ def _flags(result: PlanDiff, base: Side, head: Side) -> None:
                                   f"{role} resized {before} -> {_get(new['inputs'], size_path)}: the VMs restart", fix))
         if change.action == "delete" and old:
             if change.type == SCALE_SET and _tags(old).get(INFINIBAND_TAG) == "true":
-                capacity = (old["inputs"].get("sku") or {}).get("capacity")
+                capacity = _get(old["inputs"], "sku.capacity")
                 flags.append(_deletion_flag("deleted-infiniband-domain", change.name,
                                             f"InfiniBand domain deleted with its {capacity} VMs and the jobs on them",
                                             _acknowledged(head, "infinibandDomains"), "infinibandDomains"))
-            labels = ((old["inputs"].get("metadata") or {}).get("labels") or {})
-            if change.type == NAMESPACE and TEAM_LABEL in labels:
+            labels = _get(old["inputs"], "metadata.labels") or {}
+            if change.type == NAMESPACE and isinstance(labels, dict) and TEAM_LABEL in labels:
                 team = str(labels[TEAM_LABEL])
-                namespace = (old["inputs"].get("metadata") or {}).get("name", change.name)
+                namespace = _get(old["inputs"], "metadata.name") or change.name
                 flags.append(_deletion_flag("deleted-team-namespace", team,
                                             f"namespace {namespace} of team {team} is deleted with every workload in it",
                                             _acknowledged(head, "teams"), "teams"))
@@ -204,26 +317,37 @@ def _flags(result: PlanDiff, base: Side, head: Side) -> None:
                           f"pool {pool}: scale sets {', '.join(sorted(deleted[pool]))} are deleted while "
                           f"{', '.join(sorted(created[pool]))} are created: a renamed scale set replaces its VMs",
                           "scale-set names come from (pool, zone, index); keep zones and pools as they were"))
-    gone = {p for p in deleted if p not in _pools(head)}
-    new_pools = {p for p in created if p not in _pools(base)}
-    for old_pool in sorted(gone):
-        for new_pool in sorted(new_pools):
-            if _pool_sizes(base, old_pool) & _pool_sizes(head, new_pool):
-                flags.append(Flag("error", "renamed-scale-set", old_pool,
-                                  f"pool {old_pool} disappears while pool {new_pool} of the same VM size appears: "
-                                  "renaming a pool deletes and recreates every scale set and VM in it",
-                                  f"keep the name {old_pool!r}; to retire the pool on purpose, remove it in one change "
-                                  "and add the new one in another"))
+    head_pools, base_pools = _pool_sizes(head), _pool_sizes(base)
+    new_by_size: dict[str, set[str]] = defaultdict(set)  # size -> pools that appear with it: no pool x pool loop
+    for pool in (p for p in created if p not in base_pools):
+        for size in head_pools.get(pool, set()):
+            new_by_size[size].add(pool)
+    for old_pool in sorted(p for p in deleted if p not in head_pools):
+        twins = sorted(set().union(*(new_by_size.get(size, set()) for size in base_pools.get(old_pool, set()))))
+        if twins:
+            shown = ", ".join(twins[:5]) + (f" and {len(twins) - 5} more" if len(twins) > 5 else "")
+            flags.append(Flag("error", "renamed-scale-set", old_pool,
+                              f"pool {old_pool} disappears while pool {shown} of the same VM size appears: "
+                              "renaming a pool deletes and recreates every scale set and VM in it",
+                              f"keep the name {old_pool!r}; to retire the pool on purpose, remove it in one change "
+                              "and add the new one in another"))
+    flags.extend(Flag("error", "kubernetes-version", resource, message, fix)
+                 for resource, message, fix in version_flags(base, head))
     flags.sort(key=lambda f: (f.severity != "error", f.kind, f.resource, f.message))
 
 
-def _pools(side: Side) -> set[str]:
-    return {str(_tags(s).get(POOL_TAG)) for s in side.resources.values() if s.get("type") == SCALE_SET}
+def _pool_sizes(side: Side) -> dict[str, set[str]]:
+    """Pool -> the VM sizes of its scale sets, in one pass over the side (not one per pool)."""
+    sizes: dict[str, set[str]] = defaultdict(set)
+    for state in side.resources.values():
+        if _kind(state) == SCALE_SET:
+            sizes[str(_tags(state).get(POOL_TAG))].add(str(_get(state["inputs"], "sku.name")))
+    return sizes
 
 
-def _pool_sizes(side: Side, pool: str) -> set[str]:
-    return {str((s["inputs"].get("sku") or {}).get("name")) for s in side.resources.values()
-            if s.get("type") == SCALE_SET and str(_tags(s).get(POOL_TAG)) == pool}
+def _masked(inputs: dict[str, Any], path: str) -> Any:
+    value = _get(inputs, path)
+    return ABSENT if value is None else value
 
 
 def _get(inputs: dict[str, Any], path: str) -> Any:
@@ -251,19 +375,59 @@ def _boot_files(base: Side, head: Side, result: PlanDiff) -> None:
                          "removed": sorted(set(base.boot) - set(head.boot)), "changed": changed}
 
 
+def _moved(base: Side, head: Side) -> dict[str, str]:
+    """head URN -> base URN for node scale sets that moved from azure-native's typed class to the dynamic route:
+    NodeScaleSet declares `aliases` with the typed type (components/azure/node_scale_set.py), so the engine takes
+    the old resource as this one."""
+    moved = {}
+    for urn, state in head.resources.items():
+        old_urn = urn.replace(f"${DYNAMIC_RESOURCE}::", f"${SCALE_SET}::")
+        if state.get("type") == DYNAMIC_RESOURCE and _kind(state) == SCALE_SET and urn not in base.resources \
+                and old_urn in base.resources and old_urn not in head.resources:
+            moved[urn] = old_urn
+    return moved
+
+
+def image_of(state: dict[str, Any]) -> str | None:
+    """`<definition> <version>` of a gallery image version id (`.../images/<definition>/versions/<version>`)."""
+    path = IMAGE_PATHS.get(_kind(state))
+    value = _get(state.get("inputs") or {}, path) if path else None
+    if not isinstance(value, str) or "/images/" not in value or "/versions/" not in value:
+        return None
+    definition, _, version = value.rsplit("/images/", 1)[1].partition("/versions/")
+    return f"{definition} {version}"
+
+
+def _images(base: Side, head: Side, result: PlanDiff) -> None:
+    for urn in sorted(set(base.resources) & set(head.resources)):
+        old, new = base.resources[urn], head.resources[urn]
+        before, after = image_of(old), image_of(new)
+        if before is None or after is None or before == after:
+            continue
+        ignored = [str(i) for i in new.get("ignoreChanges") or []]
+        applied = not any(_under(IMAGE_PATHS[_kind(new)], i) for i in ignored)
+        result.images.append(ImageChange(urn.rsplit("::", 1)[-1], _kind(new), before, after,
+                                          NEW_INSTANCES_ONLY if applied and _kind(new) == SCALE_SET else NOT_APPLIED))
+
+
 def diff_sides(base: Side, head: Side) -> PlanDiff:
     result = PlanDiff(base.label, head.label)
-    for urn in sorted(set(base.resources) | set(head.resources)):
-        old, new = base.resources.get(urn), head.resources.get(urn)
+    moved = _moved(base, head)
+    if moved:
+        result.notes.append(f"{len(moved)} scale sets move from azure-native's typed class to the capacity-free route "
+                            "(an `aliases` move: the same Azure resources, updated in place)")
+    for urn in sorted((set(base.resources) - set(moved.values())) | set(head.resources)):
+        old, new = base.resources.get(moved.get(urn, urn)), head.resources.get(urn)
         if old is None and new is not None:
-            result.changes.append(Change("create", urn, new["type"]))
+            result.changes.append(Change("create", urn, _kind(new)))
         elif new is None and old is not None:
-            result.changes.append(Change("delete", urn, old["type"]))
+            result.changes.append(Change("delete", urn, _kind(old)))
         elif old is not None and new is not None:
-            change = _compare(urn, old, new, base, head, result)
+            change = _compare(urn, old, new, base, head, result, moved.get(urn))
             if change is not None:
                 result.changes.append(change)
-    _flags(result, base, head)
+    _flags(result, base, head, moved)
+    _images(base, head, result)
     _boot_files(base, head, result)
     result.boot.sort(key=lambda b: (b.type, b.resource))
     result.capacity = capacity_delta(base, head)

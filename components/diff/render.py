@@ -107,6 +107,10 @@ def print_diff(console: Console, diff: PlanDiff) -> None:
     if kept:
         say(f"boot documents changed but not applied (the resource ignores them; roll by the runbook): "
             f"{', '.join(kept)}")
+    for image in diff.images:
+        say(f"node image {image.resource}: {image.before} -> {image.after}; Azure applies it to {image.applies}"
+            if image.applies.startswith("new") else
+            f"node image {image.resource}: {image.before} -> {image.after}; {image.applies}")
     if diff.boot_files:
         files = diff.boot_files
         for key in ("added", "removed"):
@@ -156,5 +160,10 @@ def diff_section(diff: dict[str, Any]) -> str:
                      f"{escape(', '.join(c['name'] for c in diff['changes'] if c['action'] == 'create'))}</p>")
     if diff["boot"]:
         parts.append(f"<p>Boot documents changed: {escape(', '.join(b['resource'] for b in diff['boot']))}</p>")
+    if diff.get("images"):
+        rows = "".join(f"<tr><td>{escape(i['resource'])}</td><td>{escape(i['before'])}</td><td>{escape(i['after'])}</td>"
+                       f"<td>{escape(i['applies'])}</td></tr>" for i in diff["images"])
+        parts.append("<table><tr><th>scale set or VM</th><th>node image</th><th>becomes</th><th>Azure applies it to"
+                     f"</th></tr>{rows}</table>")
     parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in capacity_lines(diff["capacity"])) + "</ul>")
     return "".join(parts)

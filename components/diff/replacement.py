@@ -9,8 +9,15 @@ The providers decide, not this file; each rule names where its provider says so:
   `provider/pkg/gen/replacement.go`). A create-only property nested in a type does not replace.
 - kubernetes (pulumi/pulumi-kubernetes `provider/pkg/provider/diff.go`, forceNew): `.metadata.name` and
   `.metadata.namespace` on every kind, plus a per-kind list.
+- command (pulumi/pulumi-command, `local.Command`): with no `update` command, as the library declares them, any
+  changed input replaces the resource, running `create` again (SDK 1.2.1 `local/command.py`, `triggers`: "If the
+  `update` command was provided the resource will be updated, otherwise it will be replaced using the `create`
+  command").
 - tls and random are bridged Terraform providers whose arguments are RequiresReplace
   (hashicorp/terraform-provider-tls `internal/provider/resource_*.go`; only `early_renewal_hours` updates).
+- node scale sets' dynamic provider (components/azure/scale_set_provider.py) decides by
+  `components/catalog/arm_routes.py` scale_set_diff: what the update model lacks, the resource id, zones and sku
+  replace; capacity never changes anything.
 
 "Refused" changes are ones the provider sends as an in-place update that Azure rejects on an existing
 resource: the update fails mid-`pulumi up`. The plan refuses them instead (with a base plan) and names the
@@ -21,6 +28,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from components.catalog.arm_routes import scale_set_diff
+from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
 
 _AZ_DIFF = "pulumi-azure-native provider/pkg/provider/diff.go (PUT path parameters replace)"
 _AZ_FORCE_NEW = "pulumi-azure-native provider/pkg/gen/replacement.go (forceNewMap)"
@@ -28,6 +39,7 @@ _COMPUTE_LOCATION = ("azure-rest-api-specs Microsoft.Compute ComputeRP common Re
                      "x-ms-mutability [read, create] -> ForceNew (pulumi-azure-native gen/properties.go)")
 _K8S = "pulumi-kubernetes provider/pkg/provider/diff.go (forceNew)"
 _TLS = "terraform-provider-tls internal/provider/resource_*.go (RequiresReplace)"
+_COMMAND = "pulumi-command local.Command without `update`: a changed input replaces it (SDK 1.2.1 local/command.py)"
 _RANDOM = "terraform-provider-random internal/provider/resource_*.go (RequiresReplace; `keepers` among them)"
 
 # PUT path parameters as the SDK names them, per azure-native type (module:Kind).
@@ -50,6 +62,9 @@ _PATH_PARAMETERS: dict[str, tuple[str, ...]] = {
     "authorization:RoleAssignment": ("scope", "roleAssignmentName"),
     "keyvault:Vault": ("resourceGroupName", "vaultName"),
     "keyvault:Key": ("resourceGroupName", "vaultName", "keyName"),
+    "compute:Gallery": ("resourceGroupName", "galleryName"),
+    "compute:GalleryImage": ("resourceGroupName", "galleryName", "galleryImageName"),
+    "virtualmachineimages:VirtualMachineImageTemplate": ("resourceGroupName", "imageTemplateName"),
 }
 
 # Body properties that replace: forceNewMap entries and create-only top-level properties.
@@ -90,6 +105,12 @@ _VMSS_IMAGE_IDENTITY = tuple(Refusal(
     f"Azure refuses to change a scale set's image {key} (\"Changing property 'imageReference.{key}' is not allowed\", "
     "MicrosoftDocs/azure-docs#50063); only the version may change",
     "put the new image in a new pool, move the workloads, then remove the old pool") for key in ("publisher", "offer", "sku"))
+_IMAGE_TEMPLATE = tuple(Refusal(
+    key, "Image Builder refuses to change an image template (\"Conflict. Details: Update/Upgrade of image templates is "
+    "currently not supported\", azure-compute-docs articles/virtual-machines/linux/image-builder-troubleshoot.md), and "
+    "the version it distributed already exists in the gallery: a version is built once",
+    "name a new version for the changed bake: cluster.images.<definition>.version (docs/images.md, \"Building an "
+    "image\")") for key in ("customize", "source", "distribute"))
 _DAEMONSET_SELECTOR = Refusal(
     "spec.selector", "a DaemonSet's selector is immutable (kube-apiserver ValidateDaemonSetUpdate), and "
     "pulumi-kubernetes' forceNew table lists the kind as `Daemonset`, so the change is sent as an update",
@@ -98,6 +119,7 @@ _DAEMONSET_SELECTOR = Refusal(
 REFUSED: dict[str, tuple[Refusal, ...]] = {
     "azure-native:compute:VirtualMachine": (_VM_ZONE, _VM_OS_PROFILE, _VM_IMAGE),
     "azure-native:compute:VirtualMachineScaleSet": (_VM_ZONE, *_VMSS_IMAGE_IDENTITY),
+    "azure-native:virtualmachineimages:VirtualMachineImageTemplate": _IMAGE_TEMPLATE,
     "kubernetes:apps/v1:DaemonSet": (_DAEMONSET_SELECTOR,),
 }
 
@@ -150,7 +172,21 @@ def replacing(resource_type: str, path: str) -> str | None:
         return None if path.startswith("earlyRenewalHours") else _TLS
     if provider == "random":
         return _RANDOM
+    if provider == "command":
+        return _COMMAND
     return None
+
+
+_ROUTE = "NodeScaleSet provider, components/catalog/arm_routes.py"
+
+
+def replacements(resource_type: str, paths: list[str], old_inputs: dict[str, Any],
+                 new_inputs: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, source) for each changed path that replaces the resource, as its provider decides."""
+    if resource_type == DYNAMIC_RESOURCE and resource_kind(resource_type, new_inputs) == SCALE_SET:
+        _, replacing_paths = scale_set_diff(old_inputs, new_inputs)
+        return [(p, f"{why}; {_ROUTE}") for p, why in sorted(replacing_paths.items()) if p in paths]
+    return [(p, source) for p in paths if (source := replacing(resource_type, p)) is not None]
 
 
 def refused(resource_type: str, path: str) -> Refusal | None:

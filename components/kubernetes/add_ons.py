@@ -16,25 +16,30 @@ from components.catalog.in_cluster import (
     GPU_OPERATOR_VERSION,
 )
 from components.kubernetes.declare import declare_all
-from components.kubernetes.objects.autoscaler import autoscaler_objects
-from components.kubernetes.objects.balloons import balloon_objects
 from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
-from components.kubernetes.objects.dns import coredns_objects
-from components.kubernetes.objects.health import health_objects
-from components.kubernetes.objects.images import serve_chart_values, serve_objects
-from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
-from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
+from components.kubernetes.objects.images import serve_chart_values
+from components.kubernetes.objects.layer import (
+    capacity_objects,
+    device_objects,
+    gpu_health_objects,
+    lifecycle_objects,
+    networking_objects,
+)
+from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
+from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
 
 
-def _release(name: str, chart: str, repo: str, version: str, namespace: str, values: dict[str, object],
-             opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+def release(name: str, options: ReleaseOptions, chart: str, version: str, namespace: str, values: dict[str, object],
+            opts: pulumi.ResourceOptions, repo: str | None = None) -> k8s.helm.v3.Release:
+    """A Helm release installed as `options` says (objects/releases.py): never atomic, waiting only where the
+    chart's readiness rule can be met at the cluster's size."""
     return k8s.helm.v3.Release(
-        name, name=chart, chart=chart, version=version, namespace=namespace, create_namespace=True,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo), values=values, atomic=True,
-        cleanup_on_fail=True, timeout=900, opts=opts)
+        name, name=options.chart, chart=chart, version=version, namespace=namespace, create_namespace=True,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None, values=values,
+        atomic=options.atomic, skip_await=not options.wait, timeout=options.timeout_seconds, opts=opts)
 
 
 class Networking(pulumi.ComponentResource):
@@ -46,16 +51,13 @@ class Networking(pulumi.ComponentResource):
         host = api_server_host(plan.spec.name)
         cni_identity = azure.settings(azure.cni_client_id) if azure.cni_client_id is not None else {}
         values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode)
-        self.cni = _release(f"{name}-cilium", CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION, "kube-system",
-                            serve_chart_values("cilium", values, plan.registry), child)
-        if prefix_mode and azure.prefix_ipam_client_id is not None:
-            # Cilium `ipam: crd` takes the /28 blocks this controller publishes (objects/prefix_ipam.py).
-            self.prefix_ipam = declare_all(prefix_ipam_objects(
-                azure.settings(azure.prefix_ipam_client_id), host, API_SERVER_PORT, plan.registry.agents_image), child)
-        self.dns = declare_all(serve_objects(coredns_objects(
-            plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor), plan.registry), child)
-        self.node_local_dns = declare_all(serve_objects(node_local_dns_objects(str(plan.ip.dns_service_ip)),
-                                                        plan.registry), child)
+        self.cni = release(f"{name}-cilium", CILIUM_RELEASE, CILIUM_CHART, CILIUM_VERSION, "kube-system",
+                           serve_chart_values("cilium", values, plan.registry), child, CILIUM_REPO)
+        # With `ipam: crd` Cilium takes the /28 blocks the prefix IPAM controller publishes (objects/prefix_ipam.py).
+        ipam = azure.settings(azure.prefix_ipam_client_id) if azure.prefix_ipam_client_id is not None else None
+        objects = networking_objects(plan, ipam)
+        self.prefix_ipam = declare_all([o for o in objects if o["metadata"]["name"] == PREFIX_IPAM_APP], child)
+        self.dns = declare_all([o for o in objects if o["metadata"]["name"] != PREFIX_IPAM_APP], child)
         self.register_outputs({})
 
 
@@ -64,11 +66,14 @@ class Capacity(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Capacity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.autoscaler = declare_all(serve_objects(autoscaler_objects(
-            plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
-            azure.settings(azure.autoscaler_client_id), plan.versions.minor,
-            plan.control_plane.api.count), plan.registry), child)
-        self.balloons = declare_all(serve_objects(balloon_objects(plan.balloons), plan.registry), child)
+        scaler, balloons = capacity_objects(plan, azure.settings(azure.autoscaler_client_id))
+        self.autoscaler = declare_all(scaler, child)
+        self.balloons = declare_all(balloons, child)
+        # Nodes whose VM is gone (scaled down, deleted) are deleted, so they neither count against --max-nodes-total
+        # nor leave a stale CiliumNode for a reused address block.
+        self.node_lifecycle = declare_all(lifecycle_objects(
+            plan, azure.settings(azure.node_lifecycle_client_id), pulumi.Output.json_dumps), child) \
+            if azure.node_lifecycle_client_id is not None else []
         self.register_outputs({})
 
 
@@ -77,10 +82,11 @@ class GpuHealth(pulumi.ComponentResource):
         super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         values = serve_chart_values("gpu-operator", gpu_operator_values(), plan.registry)
-        self.operator = _release(f"{name}-gpu-operator", GPU_OPERATOR_CHART, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION,
-                                 "gpu-operator", values, child)
+        self.operator = release(f"{name}-gpu-operator", GPU_OPERATOR_RELEASE, GPU_OPERATOR_CHART, GPU_OPERATOR_VERSION,
+                                "gpu-operator", values, child, GPU_OPERATOR_REPO)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
-        self.checks = declare_all(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry),
-                                  pulumi.ResourceOptions.merge(
+        self.checks = declare_all(gpu_health_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))
+        # InfiniBand HCAs as the extended resource rdma/ib, for NCCL in pods (objects/rdma.py).
+        self.rdma = declare_all(device_objects(plan), child)
         self.register_outputs({})

@@ -14,12 +14,15 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.azure.addon_identities import AddonAzureRefs
+from components.catalog.in_cluster import CILIUM_VERSION
 from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
 from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
+from components.kubernetes.objects.layer import csr_objects
 from components.kubernetes.objects.node_agents import layer_daemonsets
 from components.kubernetes.scheduling import Scheduling
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.rollout_gate import CILIUM_GATE
 
 
 def with_proxy(kubeconfig: str, proxy_url: str | None) -> str:
@@ -53,10 +56,23 @@ class InCluster(pulumi.ComponentResource):
         # First: the node agents' own APF level and the break-glass schema hold before any agent starts.
         self.flow_control = declare_all(flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan))), child)
         self.networking = Networking(f"{name}-networking", plan, azure, child)
+        # Cilium's release does not wait (objects/releases.py): this gate does, for most of the nodes, and what needs
+        # pod networking comes after it. A new Cilium version gates again.
+        self.cni_ready = command.local.Command(
+            f"{name}-cni-ready", create=CILIUM_GATE.script, interpreter=["/bin/bash", "-c"],
+            environment=pulumi.Output.secret(kubeconfig.apply(
+                lambda text: CILIUM_GATE.environment(text, first_up.proxy_url))),
+            triggers=[CILIUM_VERSION],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.networking.cni]))
+        after_cni = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cni_ready]))
         self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, plan.registry,
-                                     child)
+                                     plan.versions.minor, after_cni)
+        # The autoscaler watches ProvisioningRequests from its start.
         self.capacity = Capacity(f"{name}-capacity", plan, azure, pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=self.scheduling.priority_classes)))
+            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes,
+                                                      self.scheduling.provisioning_crd])))
+        self.csr_approver = declare_all(csr_objects(plan), pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))
         self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=self.scheduling.priority_classes)))
+            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))
         self.register_outputs({})

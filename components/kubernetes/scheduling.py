@@ -5,27 +5,34 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION
+from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION, provisioning_request_crd
+from components.kubernetes.add_ons import release
 from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.kueue import kueue_chart_values, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
+from components.kubernetes.objects.releases import KUEUE_RELEASE
 from components.planning.registry import RegistryPlan
 from components.planning.scheduling import SchedulingPlan
 from components.spec import InClusterSpec
 
 
 class Scheduling(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: SchedulingPlan, settings: InClusterSpec, registry: RegistryPlan,
+    def __init__(self, name: str, plan: SchedulingPlan, settings: InClusterSpec, registry: RegistryPlan, minor: str,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Scheduling", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.priority_classes = declare_all(priority_classes(), child)
-        self.kueue = k8s.helm.v3.Release(
-            f"{name}-kueue", name="kueue", chart=KUEUE_CHART, version=KUEUE_VERSION, namespace=KUEUE_NAMESPACE,
-            create_namespace=True, atomic=True, cleanup_on_fail=True, timeout=600,
-            values=serve_chart_values("kueue", kueue_chart_values(settings.pods_ready_timeout_minutes), registry),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=self.priority_classes)))
+        # Kueue starts its ProvisioningRequest admission check controller only if the API is served when it starts
+        # (kueue v0.19.2 cmd/kueue/main.go), and the autoscaler watches it: the CRD comes first.
+        self.provisioning_crd = k8s.yaml.v2.ConfigFile(f"{name}-provisioning-request-crd",
+                                                       file=provisioning_request_crd(minor), opts=child)
+        self.kueue = release(
+            f"{name}-kueue", KUEUE_RELEASE, KUEUE_CHART, KUEUE_VERSION, KUEUE_NAMESPACE,
+            serve_chart_values("kueue", kueue_chart_values(settings.pods_ready_timeout_minutes,
+                                                           provisioning_request_crd(minor)), registry),
+            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[*self.priority_classes, self.provisioning_crd])))
         # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.
         self.queues = declare_all(kueue_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.kueue])))

@@ -22,7 +22,7 @@ from components.bootstrap.from_plan import (
     etcd_member_certificates,
     node_bootstrap,
 )
-from components.bootstrap.node import install_script, render_cloud_init
+from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan
 
 BOOT_DIR = "boot"
@@ -44,12 +44,11 @@ def _pki_marker(path: str) -> str:
 
 def boot_documents(plan: ClusterPlan) -> dict[str, str]:
     """File name -> #cloud-config text, for the API servers, each etcd member and each scale set."""
-    spec = plan.spec
-    token = secret("bootstrap token")
+    tokens = plan.tokens
+    token = secret(f"bootstrap token of rotation period {tokens.current.period}, expires {tokens.current.expiration}")
     identity = PullIdentity(at_deploy("client id of the registry pull identity"), at_deploy("tenant id"))
     documents = {"apiserver.yaml": render_apiserver_cloud_init(
-        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, token, identity),
-        install_script(spec.kubernetes_version))}
+        apiserver_bootstrap(plan, {p: _pki_marker(p) for p in apiserver_pki_paths()}, identity))}
     snapshot_url = at_deploy("https://<snapshot storage account>.blob.core.windows.net/etcd-snapshots")
     for etcd in (plan.control_plane.etcd, plan.control_plane.events):
         if etcd is None:
@@ -60,7 +59,7 @@ def boot_documents(plan: ClusterPlan) -> dict[str, str]:
                 ca_cert=at_deploy("etcd CA certificate"), server_cert=at_deploy(f"{names['server']} certificate"),
                 server_key=secret(f"{names['server']} key"), peer_cert=at_deploy(f"{names['peer']} certificate"),
                 peer_key=secret(f"{names['peer']} key"), client_cert=at_deploy(f"{names['client']} certificate"),
-                client_key=secret(f"{names['client']} key"), snapshot_url=snapshot_url)
+                client_key=secret(f"{names['client']} key"), snapshot_url=snapshot_url, ca_key=secret("etcd CA key"))
             documents[f"{member.name}.yaml"] = render_etcd_cloud_init(etcd_bootstrap(plan, etcd, member, secrets))
     ca_hash = at_deploy("sha256 of the cluster CA's public key")
     for pool in plan.pools:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hashlib
 import json
+import pickletools
 import runpy
 import threading
 from collections.abc import Callable
@@ -27,6 +30,8 @@ SIG_KEY = "4dabf18193072939515e22adb298388d"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 SECRET_MARK = "[secret]"
 UNKNOWN_MARK = "[unknown]"
+DYNAMIC_PROVIDER_KEY = "__provider"
+"""pulumi.dynamic's input holding the pickled provider (base64): shown as the class it names, not its bytes."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,21 @@ def _scrub(value: Any, path: str, secrets: list[str], digests: list[tuple[str, s
     return value
 
 
+def provider_label(serialized: Any) -> str:
+    """`[dynamic provider module.Class]` for a pickled dynamic provider (pickled by reference to its class)."""
+    try:
+        ops = list(pickletools.genops(base64.b64decode(str(serialized), validate=True)))
+    except (binascii.Error, ValueError):
+        return "[dynamic provider]"
+    strings: list[str] = []
+    for op, arg, _ in ops:
+        if op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            return f"[dynamic provider {strings[-2]}.{strings[-1]}]"
+        if isinstance(arg, str):
+            strings.append(arg)
+    return "[dynamic provider]"
+
+
 class _Mocks(pulumi_mocks.Mocks):
     """Computed state for each resource; outputs the provider declares secret come back secret, as the engine does."""
 
@@ -116,6 +136,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             raw = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
             secrets: list[str] = []
             digests: list[tuple[str, str]] = []
+            if DYNAMIC_PROVIDER_KEY in raw:
+                raw[DYNAMIC_PROVIDER_KEY] = provider_label(raw[DYNAMIC_PROVIDER_KEY])
             inputs = _scrub(raw, "", secrets, digests)
             self.run.registrations.append(Registration(
                 urn=urn,

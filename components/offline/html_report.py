@@ -178,15 +178,29 @@ def _limit_status(limit: Data) -> str:
     return text
 
 
+def _node_images(data: Data) -> list[str]:
+    """One row per image version: who boots it and whether this stack builds it (docs/images.md)."""
+    images = data.get("nodeImages")
+    if not images:
+        return []
+    return ["<h2>Node images</h2>", _table(
+        ["image", "version", "built by this stack", "scale sets and VMs that boot it", "VMs", "gallery replicas"],
+        [[escape(v["definition"]), escape(v["version"]), "yes" if v["builtHere"] else "no (already in the gallery)",
+          escape(", ".join(v["machines"])), _n(v["vms"]), "-" if v["replicas"] is None else str(v["replicas"])]
+         for v in images["versions"]], left=4)]
+
+
 def _tables(data: Data) -> list[str]:
     zones = data["cluster"]["zones"]
     out = ["<h2>Node pools</h2>", _table(
-        ["pool", "kind", "size", "scale sets", "nodes", "GPUs", "vCPUs", "memory GiB",
+        ["pool", "kind", "size", "image", "scale sets", "nodes", "GPUs", "vCPUs", "memory GiB",
          *(f"zone {z} nodes / GPUs" for z in zones)],
         [[escape(p["name"]), escape(p["kind"] + (" (InfiniBand)" if p["infiniband"] else "")), escape(p["vmSize"]),
-          str(len(p["scaleSets"])), _n(p["nodes"]), _n(p["gpus"]), _n(p["vcpus"]), _n(p["memoryGib"]),
-          *(f'{_n(p["zones"][z]["nodes"])} / {_n(p["zones"][z]["gpus"])}' for z in zones)] for p in data["pools"]],
-        left=3)]
+          escape(p["image"]), str(len(p["scaleSets"])), _n(p["nodes"]), _n(p["gpus"]), _n(p["vcpus"]),
+          _n(p["memoryGib"]), *(f'{_n(p["zones"][z]["nodes"])} / {_n(p["zones"][z]["gpus"])}' for z in zones)]
+         for p in data["pools"]],
+        left=4)]
+    out += _node_images(data)
     out += control_plane_section(data) + agent_load_section(data) + teams_section(data) + balloons_section(data)
     out += ["<h2>If a zone is lost</h2>", _table(
         ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left", "API servers left"],

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from components.offline.crds import crds_for
-from components.offline.engine import Registration
+from components.offline.engine import SECRET_MARK, Registration
 
 _SKIP_SUFFIXES = ("List",)
 """`kubernetes:core/v1:ConfigMapList` and friends are not objects to apply."""
@@ -45,6 +45,8 @@ def kubernetes_objects(registrations: list[Registration]) -> list[dict[str, Any]
         if reg.type.startswith(("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")):
             continue  # rendered by the provider at deploy time; recorded in preview.json
         kind = reg.type.rsplit(":", 1)[1]
+        if kind == "Secret" and SECRET_MARK in (reg.inputs.get("data"), reg.inputs.get("stringData")):
+            continue  # pulumi-kubernetes keeps a Secret's data secret: it exists only in state (bootstrap tokens)
         body = {k: v for k, v in reg.inputs.items() if k not in ("apiVersion", "kind")}
         metadata = dict(body.pop("metadata", {}) or {})
         metadata.setdefault("name", reg.name)
@@ -103,9 +105,10 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def helm_releases(registrations: list[Registration]) -> list[dict[str, Any]]:
-    """Helm releases the program declares, with chart, version and values: the provider renders them at
-    deploy time, so they are listed beside the manifests rather than as objects."""
-    keys = ("name", "chart", "version", "namespace", "repositoryOpts", "values")
+    """Helm releases the program declares, with chart, version, how they install (atomic, skipAwait, timeout)
+    and values: the provider renders them at deploy time, so they are listed beside the manifests rather than
+    as objects."""
+    keys = ("name", "chart", "version", "namespace", "repositoryOpts", "atomic", "skipAwait", "timeout", "values")
     return [{"release": reg.name, **{k: _sorted(reg.inputs[k]) for k in keys if k in reg.inputs}}
             for reg in registrations if reg.type == HELM_RELEASE]
 

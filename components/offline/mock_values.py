@@ -123,6 +123,12 @@ def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, di
     if typ.startswith("random:index/random"):
         state["result"] = _random_string(name, inputs)
         return name, state
+    if typ.startswith("pulumi-python:dynamic") and isinstance(inputs.get("armType"), str):
+        # A dynamic resource declaring its ARM type (node scale sets): the id Azure gives it.
+        sub = inputs.get("subscriptionId") or SUBSCRIPTION
+        leaf = inputs.get("vmScaleSetName") or name
+        return (f"/subscriptions/{sub}/resourceGroups/{inputs.get('resourceGroupName')}/providers/"
+                f"{inputs['armType']}/{leaf}", state)
     if typ.startswith("kubernetes:"):
         metadata = dict(inputs.get("metadata") or {})
         metadata.setdefault("name", name)

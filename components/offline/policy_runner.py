@@ -25,10 +25,11 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.policy import _NotApplicableError  # what args.not_applicable() raises
-from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from pulumi_policy.proxy import UnknownValueError
 
 from components.errors import Problem, SpecError
-from components.offline.engine import UNKNOWN, UNKNOWN_MARK
+from components.offline.engine import UNKNOWN
+from components.offline.lazy_props import lazy_props
 from policies.rules import ALL_POLICIES
 
 PACK_DEFAULT = EnforcementLevel.MANDATORY
@@ -53,14 +54,6 @@ class Violation:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _restore_unknowns(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _restore_unknowns(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_restore_unknowns(v) for v in value]
-    return UNKNOWN if value == UNKNOWN_MARK else value
 
 
 class _NotRecordedError(UnknownValueError):
@@ -92,8 +85,17 @@ def _options(state: dict[str, Any]) -> PolicyResourceOptions:
         additional_secret_outputs=[], parent=state.get("parent") or None)
 
 
+UNREADABLE = (TypeError, ValueError, LookupError, AttributeError, ArithmeticError)
+"""What a rule raises on a value of a shape it does not expect (a list where it reads an object, text where it
+counts, an index past the end, a number too large for a float): the resource fails that rule."""
+
 FORMAT_CHECKER = jsonschema.Draft7Validator.FORMAT_CHECKER
 """Checks `"format": "date"` and the like, which jsonschema only asserts when given a format checker."""
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """A message part cut to one readable line: values and names in a config can be long."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def check_config(config: dict[str, Any], where: str, policies: list[Policy] | None = None) -> None:
@@ -101,14 +103,15 @@ def check_config(config: dict[str, Any], where: str, policies: list[Policy] | No
     known = {p.name: p for p in (policies if policies is not None else ALL_POLICIES)}
     levels = [level.value for level in EnforcementLevel]
     problems: list[Problem] = []
-    for name, entry in config.items():
-        policy = known.get(name)
-        if name != "all" and policy is None:
+    for full_name, entry in config.items():
+        policy, name = known.get(full_name), _short(full_name, 100)
+        if full_name != "all" and policy is None:
             problems.append(Problem(f"{where}: {name}", "unknown policy; the pack's policies are listed in docs/policies.md"))
             continue
         level = entry if isinstance(entry, str) else entry.get("enforcementLevel") if isinstance(entry, dict) else None
         if level is not None and level not in levels:
-            problems.append(Problem(f"{where}: {name}", f"enforcement level {level!r} is not one of {', '.join(levels)}"))
+            problems.append(Problem(f"{where}: {name}",
+                                    f"enforcement level {_short(repr(level))} is not one of {', '.join(levels)}"))
         if not isinstance(entry, dict | str):
             problems.append(Problem(f"{where}: {name}", "expected an enforcement level or an object of settings"))
         if not isinstance(entry, dict) or policy is None:
@@ -118,12 +121,14 @@ def check_config(config: dict[str, Any], where: str, policies: list[Policy] | No
             if key == "enforcementLevel":
                 continue
             if key not in schema:
-                problems.append(Problem(f"{where}: {name}.{key}", f"unknown setting (settings: {', '.join(schema) or 'none'})"))
+                problems.append(Problem(f"{where}: {name}.{_short(key, 100)}",
+                                        f"unknown setting (settings: {', '.join(schema) or 'none'})"))
                 continue
             try:
                 jsonschema.validate(value, schema[key], format_checker=FORMAT_CHECKER)
             except jsonschema.ValidationError as error:
-                problems.append(Problem(f"{where}: {name}.{key}", error.message))
+                shown = error.message.replace(repr(error.instance), _short(repr(error.instance), 60))
+                problems.append(Problem(f"{where}: {name}.{key}", _short(shown)))
     if problems:
         raise SpecError(problems)
 
@@ -143,6 +148,10 @@ def _settings(policy: Policy, config: dict[str, Any]) -> tuple[EnforcementLevel,
     elif isinstance(entry, dict):
         level = EnforcementLevel(entry.get("enforcementLevel", level.value))
         values.update({k: v for k, v in entry.items() if k != "enforcementLevel"})
+    if level is EnforcementLevel.REMEDIATE:
+        # The analyzer reports a violation of a validating policy at "remediate" as mandatory (pulumi_policy
+        # policy.py, Analyze and AnalyzeStack: "downgrade the level we report from remediate to mandatory").
+        level = EnforcementLevel.MANDATORY
     return level, values
 
 
@@ -180,8 +189,9 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
     config = config or {}
     # By URN: stack rules see resources in the same order whatever order the steps came in.
     states = sorted((s for s in all_states if s.get("custom")), key=lambda s: s["urn"])
-    # Props and options are read-only to the rules: build them once, not once per rule.
-    props = {s["urn"]: unknown_checking_proxy(_restore_unknowns(s["inputs"])) for s in states}
+    # Props and options are read-only to the rules: build them once, not once per rule. The props proxy is
+    # pulumi_policy's, built as it is read (components/offline/lazy_props.py): no copy of the document.
+    props = {s["urn"]: lazy_props(s["inputs"]) for s in states}
     options = {s["urn"]: _options(s) for s in states}
     stack_resources: list[PolicyResource] | None = None
     violations: list[Violation] = []
@@ -200,7 +210,9 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
         def unreadable(error: Exception, urn: str | None, p: Policy = policy) -> None:
             # A value of an unexpected shape (hand-edited or from another tool): judged as a failure at the
             # policy's own level, so a mandatory rule that cannot read its input does not pass silently.
-            report(f"policy {p.name!r} cannot read this resource's inputs ({type(error).__name__}: {error})", urn)
+            detail = str(error)
+            detail = detail if len(detail) <= 200 else detail[:200] + "..."  # errors can quote whole values
+            report(f"policy {p.name!r} cannot read this resource's inputs ({type(error).__name__}: {detail})", urn)
 
         if isinstance(policy, ResourceValidationPolicy):
             for state in states:
@@ -214,7 +226,7 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
                     cannot_run(error, urn)
                 except _NotApplicableError:
                     continue
-                except (TypeError, ValueError, KeyError, AttributeError) as error:
+                except UNREADABLE as error:
                     unreadable(error, urn)
         elif isinstance(policy, StackValidationPolicy):
             stack_resources = stack_resources or _stack_resources(states, props)
@@ -225,7 +237,7 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
                 cannot_run(error, None)
             except _NotApplicableError:
                 continue
-            except (TypeError, ValueError, KeyError, AttributeError) as error:
+            except UNREADABLE as error:
                 unreadable(error, None)
     order = {s: i for i, s in enumerate(SEVERITY_ORDER)}
     return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or "",

@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.errors import Problem, SpecError
+from components.errors import SpecError
+from components.input_files import MIB, load_json, read_bounded
 from components.offline.engine import ProgramRun, Registration
+from components.offline.preview_shape import preview_problems
 
 
 def _step(reg: Registration) -> dict[str, Any]:
@@ -73,18 +75,18 @@ def write_preview(document: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-MAX_PREVIEW_BYTES = 512 << 20
-"""prod's preview is under 2 MB; a preview past half a gigabyte is not one this tool should load whole."""
-
-# Step ops, from pulumi/pulumi pkg/resource/deploy/step.go (OpSame ... OpImportReplacement). Deletes and discards
-# carry only `oldState` (pkg/backend/display/json.go, ShowPreviewDigest); the rest carry `newState`.
-OLD_STATE_OPS = frozenset({"delete", "delete-replaced", "discard", "discard-replaced", "remove-pending-replace"})
-NEW_STATE_OPS = frozenset({"same", "create", "update", "replace", "create-replacement", "read", "read-replacement",
-                           "refresh", "import", "import-replacement"})
-
-
-MAX_DEPTH = 100
-"""Resource inputs nest a dozen levels; the policy run walks them recursively."""
+MAX_PREVIEW_BYTES = 32 * MIB
+"""The largest stack planned (prod x4 in bench/, 30,000 nodes) writes a 1.5 MB preview, prod 0.7 MB. A real
+`pulumi preview --json --show-sames` carries both old and new state with outputs: an estimated 5x, 7.5 MB for x4
+(not measured here: there is no Pulumi CLI offline). 32 MiB is over 4x that and bounds what reading costs
+(docs/operations.md, "Input bounds")."""
+MAX_VALUES = 1_000_000
+"""Objects, lists and values, counted before parsing as the bytes `{`, `[` and `,` (an upper bound: they can sit
+in strings too). prod's preview has 12,175 such bytes; its real preview an estimated 70,000. Parsed JSON costs up to
+30 bytes of memory per byte of text when it is all small containers (`[[],[],...]`); this count keeps a document
+at the byte cap to a few hundred megabytes."""
+MAX_DEPTH = 64
+"""Resource inputs nest about a dozen levels (prod's preview: 15 in all)."""
 
 
 def _too_deep(value: Any) -> bool:
@@ -100,59 +102,22 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
-def _step_problem(index: int, step: Any, seen: set[tuple[str, str]]) -> str | None:
-    if not isinstance(step, dict):
-        return f"steps[{index}] is not an object"
-    op, urn = step.get("op"), step.get("urn")
-    if not isinstance(op, str) or op not in OLD_STATE_OPS | NEW_STATE_OPS:
-        return f"steps[{index}].op {op!r} is not a Pulumi step op ({', '.join(sorted(NEW_STATE_OPS | OLD_STATE_OPS))})"
-    if not isinstance(urn, str) or not urn.startswith("urn:pulumi:"):
-        return f"steps[{index}].urn must be a Pulumi URN string (urn:pulumi:...)"
-    if (urn, op) in seen:
-        return f"steps[{index}]: {op} of {urn} appears twice"
-    seen.add((urn, op))
-    key = "oldState" if op in OLD_STATE_OPS else "newState"
-    state = step.get(key)
-    if not isinstance(state, dict):
-        return f"steps[{index}] ({op}) needs `{key}`, as `pulumi preview --json` writes it"
-    if not isinstance(state.get("type"), str) or not state["type"]:
-        return f"steps[{index}].{key}.type must be the resource type (a string)"
-    if state.get("urn", urn) != urn:
-        return f"steps[{index}].{key}.urn differs from the step's urn"
-    if not isinstance(state.get("inputs", {}), dict):  # the root stack's state may have none
-        return f"steps[{index}].{key}.inputs must be an object of the resource's inputs"
-    return None
-
-
 def read_preview(path: Path) -> dict[str, Any]:
-    """A preview document from `gpucluster plan` or `pulumi preview --json`, checked enough for the policy run:
-    every problem is a SpecError with one line, never a traceback."""
+    """A preview document from `gpucluster plan` or `pulumi preview --json`, its shape checked at every field the
+    tool reads (components/offline/preview_shape.py): every problem is a SpecError line naming the file and the
+    JSON path, never a traceback. Reading costs at most MAX_PREVIEW_BYTES and MAX_VALUES, whatever the file."""
     where = str(path)
-    if not path.is_file():
-        raise SpecError.at(where, "no such file; run `gpucluster plan <stack>` first or pass a preview.json")
-    if path.stat().st_size > MAX_PREVIEW_BYTES:
-        raise SpecError.at(where, f"is larger than {MAX_PREVIEW_BYTES >> 20} MiB; not a preview this tool reads")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise SpecError.at(where, "is not UTF-8 JSON text; pass the file `pulumi preview --json` wrote") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SpecError.at(where, f"not valid JSON at line {error.lineno}: {error.msg}") from None
-    except RecursionError:  # the C decoder counts nesting against the recursion limit and raises, never crashes
-        raise SpecError.at(where, "is nested too deeply to be a preview") from None
+    what = "preview (`pulumi preview --json` or `gpucluster plan` output)"
+    data = read_bounded(path, MAX_PREVIEW_BYTES, what)
+    values = data.count(b"{") + data.count(b"[") + data.count(b",")
+    if values > MAX_VALUES:
+        raise SpecError.at(where, f"holds more than {MAX_VALUES:,} JSON values ({values:,} of `{{`, `[` and `,`); not a "
+                                  "preview this tool reads (docs/operations.md, \"Input bounds\")")
+    document = load_json(data, where, what)
+    del data
     if _too_deep(document):
         raise SpecError.at(where, f"is nested more than {MAX_DEPTH} levels deep; not a preview")
-    steps = document.get("steps") if isinstance(document, dict) else None
-    if not isinstance(steps, list):
-        raise SpecError.at(where, "not a preview: expected an object with `steps`, as `pulumi preview --json` or "
-                                  "`gpucluster plan` writes")
-    if not steps:
-        raise SpecError.at(where, "holds no resources to check: its `steps` list is empty; preview a stack that "
-                                  "declares resources")
-    seen: set[tuple[str, str]] = set()
-    problems = [p for p in (_step_problem(i, step, seen) for i, step in enumerate(steps)) if p]
+    problems = preview_problems(document, where)
     if problems:
-        raise SpecError([Problem(where, p) for p in problems[:20]])
+        raise SpecError(problems)
     return document

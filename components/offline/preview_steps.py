@@ -17,26 +17,30 @@ resource with `op`, `urn` and, serialised by `pkg/resource/stack` (SerializeReso
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from components.errors import SpecError
 from components.offline.engine import RESOURCE_SIG, SECRET_MARK, SECRET_SIG, SIG_KEY
+from components.spec.stack_names import stack_name_problem
 
 GONE_OPS = frozenset({"delete", "delete-replaced", "discard", "remove-pending-replace"})
 """Steps after which the resource no longer exists: not part of the stack the policies judge."""
 
 
 def _unwrap(value: Any) -> Any:
+    """`value` with serialised secrets masked and resource references as their URN. Copy on write: a subtree
+    without envelopes is returned as it is, so a large document is not copied (the reader bounded its depth)."""
     if isinstance(value, dict):
         signature = value.get(SIG_KEY)
         if signature == SECRET_SIG:
             return SECRET_MARK
         if signature == RESOURCE_SIG:
             return value.get("urn", "")
-        return {k: _unwrap(v) for k, v in value.items()}
+        changed = {k: new for k, v in value.items() if (new := _unwrap(v)) is not v}
+        return {**value, **changed} if changed else value
     if isinstance(value, list):
-        return [_unwrap(v) for v in value]
+        items = [_unwrap(v) for v in value]
+        return items if any(new is not old for new, old in zip(items, value, strict=True)) else value
     return value
 
 
@@ -94,20 +98,39 @@ def shows_sames(doc: dict[str, Any]) -> bool:
     return "same" in ops or ops <= {"create"}
 
 
-def stack_name(doc: dict[str, Any]) -> str | None:
-    """The stack a preview is of: `config.stack` in gpucluster's documents, else from a URN
-    (`urn:pulumi:<stack>::<project>::<type>::<name>`)."""
-    config = doc.get("config")
-    if isinstance(config, dict) and isinstance(config.get("stack"), str):
-        return config["stack"]
+def urn_stacks(doc: dict[str, Any]) -> set[str]:
+    """The stacks the steps' URNs name (`urn:pulumi:<stack>::<project>::<type>::<name>`)."""
+    found: set[str] = set()
     for step in doc.get("steps") or []:
         urn = step.get("urn") if isinstance(step, dict) else None
         if isinstance(urn, str) and urn.startswith("urn:pulumi:") and "::" in urn:
-            return urn.removeprefix("urn:pulumi:").split("::", 1)[0]
-    return None
+            found.add(urn.removeprefix("urn:pulumi:").split("::", 1)[0])
+    return found
 
 
-def stack_policy_config(doc: dict[str, Any], root: Path) -> Path | None:
-    """policies/config/<stack>.json for the preview's stack, as `gpucluster plan` uses it."""
-    name = stack_name(doc)
-    return root / "policies" / "config" / f"{name}.json" if name else None
+def stack_name(doc: dict[str, Any]) -> str | None:
+    """The stack a preview is of, from its URNs; None when they name none or several."""
+    stacks = urn_stacks(doc)
+    return next(iter(stacks)) if len(stacks) == 1 else None
+
+
+def preview_stack(doc: dict[str, Any], where: str, named: str | None) -> str:
+    """The one stack a preview's resources belong to, checked against what the document says of itself
+    (`config.stack` in gpucluster's previews) and against the stack the user named: a mismatch is an error, never
+    a reason to judge the preview by another stack's policy config."""
+    stacks = urn_stacks(doc)
+    if len(stacks) != 1:
+        shown = ", ".join(sorted(repr(s[:60]) for s in stacks)[:5])
+        raise SpecError.at(where, f"its URNs name {len(stacks)} stacks ({shown}); a preview is of one stack")
+    (stack,) = stacks
+    if (problem := stack_name_problem(stack)) is not None:
+        raise SpecError.at(where, f"the stack in its URNs {stack[:60]!r} {problem}")
+    config = doc.get("config")
+    claimed = config.get("stack") if isinstance(config, dict) else None
+    if isinstance(claimed, str) and claimed != stack:
+        raise SpecError.at(where, f"config.stack says {claimed[:60]!r} but its resources' URNs are of stack {stack!r}; "
+                                  "the document is not one preview of one stack")
+    if named is not None and named != stack:
+        raise SpecError.at(where, f"--stack {named} was given, but the preview's resources are of stack {stack!r}; "
+                                  f"pass --stack {stack}, or the preview of {named}")
+    return stack

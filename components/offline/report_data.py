@@ -11,12 +11,14 @@ from typing import Any
 
 from components.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
 from components.offline.cluster_data import balloons_data, scheduling_data
+from components.offline.lifetimes_report import tokens_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
 from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
+from components.planning.node_images import NodeImagesPlan
 from components.planning.node_template import node_taints
 from components.planning.placement import PoolPlan
 from components.planning.pod_addresses import node_addressing
@@ -24,7 +26,7 @@ from components.planning.pod_addresses import node_addressing
 SCHEMA_VERSION = 1
 
 
-def _pool(pool: PoolPlan, zones: tuple[str, ...]) -> dict[str, Any]:
+def _pool(pool: PoolPlan, zones: tuple[str, ...], images: NodeImagesPlan) -> dict[str, Any]:
     size = pool.size
 
     def amounts(nodes: int) -> dict[str, int]:
@@ -37,15 +39,17 @@ def _pool(pool: PoolPlan, zones: tuple[str, ...]) -> dict[str, Any]:
         **amounts(pool.nodes),
         "zones": {z: {"scaleSets": sum(1 for s in pool.scale_sets if s.zone == z), **amounts(pool.nodes_in_zone(z))}
                   for z in zones},
+        "image": str(images.pools[pool.name]),
         "scaleSets": [{"name": s.name, "zone": s.zone, "capacity": s.capacity, "gpus": s.capacity * size.gpus,
-                       "singlePlacementGroup": s.single_placement_group} for s in pool.scale_sets],
+                       "singlePlacementGroup": s.single_placement_group, "image": str(images.machines[s.name])}
+                      for s in pool.scale_sets],
         "taints": [f"{t.key}={t.value}:{t.effect}" for t in node_taints(pool)],
         "confidential": None if pool.confidential is None else {
             "securityType": pool.confidential.security_type, "secureBoot": pool.confidential.secure_boot,
             "vtpm": pool.confidential.vtpm, "osDiskEncryption": pool.confidential.os_disk_encryption,
             "keys": ("customer-managed via " + pool.confidential.customer_key.attestation_authority
                      if pool.confidential.customer_key else "platform-managed"),
-            "image": f"{pool.confidential.image.offer}:{pool.confidential.image.sku}"},
+            "image": str(images.pools[pool.name])},
     }
 
 
@@ -153,6 +157,18 @@ def limit_status_text(limit: dict[str, Any]) -> str:
     return "within the default"
 
 
+def node_images_data(plan: ClusterPlan) -> dict[str, Any]:
+    """Which image version every scale set and VM boots, and what this stack builds (docs/images.md)."""
+    images = plan.images
+    return {
+        "builds": images.builds,
+        "versions": [{"definition": v.image.definition, "version": v.image.version, "builtHere": v.built_here,
+                      "replicas": v.replicas if v.built_here else None, "vms": v.vms, "machines": list(v.machines)}
+                     for v in images.versions],
+        "machines": {name: str(image) for name, image in images.machines.items()},
+    }
+
+
 def limit_usage(plan: ClusterPlan) -> dict[str, int | None]:
     """What the plan uses of each Azure limit the catalogue knows; None where the limit does not apply."""
     ib = [s.capacity for p in plan.pools for s in p.scale_sets if s.infiniband]
@@ -174,7 +190,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
     spec, cp, ip = plan.spec, plan.control_plane, plan.ip
     zones = tuple(spec.zones)
     usage = limit_usage(plan)
-    pools = [_pool(p, zones) for p in plan.pools]
+    pools = [_pool(p, zones, plan.images) for p in plan.pools]
     return {
         "schemaVersion": SCHEMA_VERSION,
         "stack": stack,
@@ -245,7 +261,9 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                      "advisory": sum(not v.mandatory for v in violations),
                      "violations": [v.as_dict() for v in violations]},
         "versions": versions_data(plan),
+        "nodeImages": node_images_data(plan),
         "firstBoot": first_boot_data(plan),
+        "bootstrapTokens": tokens_data(plan),
         "outputs": outputs or {},
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},

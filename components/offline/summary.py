@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.offline.fold import merged_message, names_text
+from components.offline.lifetimes_report import print_tokens
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.offline.report_data import (
     count_status_text,
@@ -74,6 +75,19 @@ def _confidential(data: Data) -> Table | None:
         table.add_row(pool["name"], c["securityType"], f"{'on' if c['secureBoot'] else 'off'} / "
                       f"{'on' if c['vtpm'] else 'off'}", c["osDiskEncryption"], c["keys"], c["image"],
                       "on" if pool["infiniband"] else "off", ", ".join(pool["taints"]))
+    return table
+
+
+def _node_images(data: Data) -> Table | None:
+    """Which image version every scale set and VM boots: one row per version, the machines in it."""
+    images = data.get("nodeImages")
+    if not images:
+        return None
+    table = _table("Node images (docs/images.md)", ["image", "version", "built by this stack",
+                                                     "scale sets and VMs that boot it", "VMs", "gallery replicas"], left=4)
+    for v in images["versions"]:
+        table.add_row(v["definition"], v["version"], "yes" if v["builtHere"] else "no (already in the gallery)",
+                      ", ".join(v["machines"]), f"{v['vms']:,}", str(v["replicas"]) if v["replicas"] is not None else "-")
     return table
 
 
@@ -189,8 +203,8 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     c = data["cluster"]
     console.print(f"[bold]gpucluster plan[/bold] stack [bold]{data['stack']}[/bold]: cluster {c['name']} in "
                   f"{c['location']} zones {', '.join(c['zones'])}, Kubernetes {c['kubernetesVersion']}")
-    tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _ip_plan(data), _control_plane(data),
-              _agent_load(data), _zone_loss(data), _limits(data), _quota(data), _counts(data)]
+    tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _node_images(data), _ip_plan(data),
+              _control_plane(data), _agent_load(data), _zone_loss(data), _limits(data), _quota(data), _counts(data)]
     for table in tables:
         if table is not None:
             console.print(table)
@@ -201,6 +215,8 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     e = data["egress"]
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
+    if "bootstrapTokens" in data:
+        print_tokens(console, data["bootstrapTokens"])
     if "versions" in data:
         print_versions(console, data)
     print_violations(console, violations)

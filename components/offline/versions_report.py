@@ -19,10 +19,11 @@ Data = dict[str, Any]
 
 def versions_data(plan: ClusterPlan) -> Data:
     v = plan.versions
+    verified = {"patchVerified": v.patch_verified, "tableLatestPatch": v.release.latest_patch} if v.patch_verified else {}
     return {
         "kubernetes": {"version": v.kubernetes_version, "minor": v.minor,
                        "maintenanceStart": v.release.maintenance_start.isoformat(),
-                       "endOfLife": v.release.end_of_life.isoformat(), "source": v.release.source},
+                       "endOfLife": v.release.end_of_life.isoformat(), "source": v.release.source, **verified},
         "components": [{"name": c.name, "version": c.version, "minors": list(c.minors),
                         "endOfLife": c.end_of_life.isoformat() if c.end_of_life else None,
                         "inCluster": c.in_cluster, "source": c.source} for c in v.components],
@@ -48,6 +49,12 @@ def print_first_boot(console: Console, steps: list[Data]) -> None:
 
 def version_warnings(data: Data, today: date, warn_days: int = WARN_DAYS) -> list[str]:
     k = data["kubernetes"]
+    confirmed = [f"Kubernetes {k['version']} is newer than the version table's {k['tableLatestPatch']}; the stack "
+                 f"confirms it (cluster.kubernetesPatchVerified): {k['patchVerified']}"] if k.get("patchVerified") else []
+    return confirmed + _end_of_life(k, today, warn_days)
+
+
+def _end_of_life(k: Data, today: date, warn_days: int) -> list[str]:
     left = (date.fromisoformat(k["endOfLife"]) - today).days
     if left < 0:
         return [f"Kubernetes {k['minor']} reached end of life on {k['endOfLife']}: no security fixes; "

@@ -1,31 +1,44 @@
-"""The in-cluster layer as first-boot workloads: the library's own pod specs and the pinned charts' pods."""
+"""The in-cluster layer as first-boot workloads, read from the objects the layer declares.
+
+What a pod needs is read from its rendered spec (components/planning/pod_needs.py and below): its resolver
+(`dnsPolicy`, `hostNetwork`), whether it is on the pod network, the in-cluster Services its command names, the
+registry its images come from. What a workload gives when it runs (a pod network, addresses, labels, an
+untainted node) is what its software does, which no spec says: those rows are in GIVES, each with its source.
+A Service gives its name to the workload whose pod labels its selector matches; the Service at the cluster's DNS
+address gives cluster DNS.
+
+The charts' pods (Cilium, Kueue, the GPU operator and its NFD subchart) are rendered by the charts at deploy time;
+here they are the pod fields their templates render with the library's values (`chart_objects`), each row
+naming the template and tag it was read from. They are not rendered with `helm template`: no registry this project
+installs from (PyPI, npm, Debian) ships the pinned chart archives (docs/operations.md, "First boot").
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from components.bootstrap.node import PREFLIGHT_TAINT_KEY
 from components.bootstrap.taints import NodeTaint
+from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
 from components.errors import Problem, SpecError
-from components.kubernetes.objects.autoscaler import autoscaler_objects
-from components.kubernetes.objects.balloons import balloon_objects
-from components.kubernetes.objects.charts import gpu_operator_values
-from components.kubernetes.objects.common import on_system_nodes
-from components.kubernetes.objects.dns import coredns_objects
-from components.kubernetes.objects.health import health_objects
+from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT, OK_TOTAL_UNREADY_COUNT
+from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
+from components.kubernetes.objects.common import Object, on_system_nodes
+from components.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
+from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.nodelocaldns import APP as NODE_LOCAL_DNS_APP
-from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
-from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
+from components.kubernetes.objects.releases import RELEASES, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.first_boot import (
-    BootStep,
-    FirstBoot,
-    PoolState,
-    Workload,
-    simulate,
-)
+from components.planning.first_boot import BootStep, FirstBoot, PoolState, Stuck, Workload, simulate
 from components.planning.node_template import node_labels, node_taints, registers_preflight
+from components.planning.pod_addresses import api_server_pod_addresses
+from components.planning.pod_needs import needs_cluster_dns
+from components.planning.release_readiness import ReleaseProblem, release_problems
+from components.planning.scale_from_zero import scale_from_zero_problems
 
 NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 NFD_KEY = "label:feature.node.kubernetes.io/pci-10de.present=true"
@@ -35,96 +48,300 @@ OPERAND_LABELS = {"nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com
                   "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.dcgm": "true"}
 CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
                             "effect": "NoSchedule"}
-
-
+CLUSTER_DNS = "dns:cluster"
+"""A fact: the Service at the cluster's DNS address answers (its pods run)."""
 DNS_NODE_LOCAL = "dns:node-local"
-"""A fact of pools whose NodeLocal DNSCache answers (objects/nodelocaldns.py)."""
+"""A fact of pools whose NodeLocal DNSCache answers on the link-local address the kubelets give pods as their
+nameserver (objects/nodelocaldns.py, bootstrap/from_plan.py `clusterDNS`)."""
 POD_IPS = "pod-ips"
 """A fact of pools whose CiliumNodes hold pod addresses: in `ipam: crd` (prefix mode) the prefix IPAM
 controller publishes them; Cilium's agent reports ready, and pods get a network, only after."""
+NIC_POD_ADDRESSES = "nic:pod-addresses"
+"""A fact of pools whose NICs carry pod addresses beside the node's own (/28 blocks in prefix mode, the API servers'
+secondary addresses): all the prefix IPAM controller can publish."""
+CONTROL_PLANE_POOL = "apiservers"
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+"""kubeadm labels the nodes it inits with it (phases/markcontrolplane) and our InitConfiguration registers the
+taint of the same key (components/bootstrap/apiserver.py nodeRegistration.taints)."""
+WEBHOOK_SERVICE = "service:kueue-system/kueue-webhook-service"
+HEALTH_GIVER = "gpu-health-*"
+"""One health DaemonSet per GPU pool (objects/health.py), all alike."""
+SERVICE_NAME = re.compile(r"(?<![\w.-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.svc\b")
+"""An in-cluster Service name `<name>.<namespace>.svc[.cluster.local]` in a command, argument or env value."""
 
 
-def chart_workloads(prefix_mode: bool = False) -> list[Workload]:
-    """Pods the pinned charts deploy, with the values the library gives them."""
+@dataclass(frozen=True)
+class Gives:
+    keys: tuple[str, ...]
+    """What it makes possible once running, as the keys blockers name (first_boot.Workload.gives)."""
+    source: str
+    conditions: tuple[tuple[str, str], ...] = ()
+    """(given key, key the pool must have first)."""
+
+
+def gives_table(prefix_mode: bool) -> dict[str, Gives]:
+    """What each workload's software does once it runs, by workload name."""
+    cni = (("cni", POD_IPS),) if prefix_mode else ()
+    return {
+        "cilium-agent": Gives(("cni",), f"cilium {CILIUM.version}: the agent writes the CNI configuration and loads "
+                                        "the datapath; with ipam: crd only after its CiliumNode's spec.ipam.pool "
+                                        "holds addresses (docs.cilium.io network/concepts/ipam/crd)", cni),
+        PREFIX_IPAM_APP: Gives((POD_IPS,), "components/kubernetes/scripts/prefix_ipam.py: publishes the /28 blocks "
+                                           "of each node's NIC into its CiliumNode", ((POD_IPS, NIC_POD_ADDRESSES),)),
+        "gpu-operator": Gives(tuple(f"label:{k}={v}" for k, v in OPERAND_LABELS.items()),
+                              f"gpu-operator {GPU_OPERATOR.version}: labels nodes NFD found NVIDIA PCI devices on "
+                              "for its operands", tuple((f"label:{k}={v}", NFD_KEY) for k, v in OPERAND_LABELS.items())),
+        "nfd-worker": Gives((NFD_KEY,), "NFD 0.18.3 pci source: labels nodes with a vendor 10de device",
+                            ((NFD_KEY, HARDWARE_GPU),)),
+        "nvidia-container-toolkit": Gives(("runtime:nvidia",), "gpu-operator: the toolkit installs the nvidia "
+                                                               "runtime handler in containerd"),
+        "nvidia-device-plugin": Gives(("gpu-allocatable",), "gpu-operator: the device plugin registers nvidia.com/gpu"),
+        "nvidia-dcgm": Gives(("service:gpu-operator/nvidia-dcgm",), "gpu-operator v26.3.3 assets/state-dcgm: the host "
+                                                                     "engine behind Service nvidia-dcgm "
+                                                                     "(internalTrafficPolicy Local: on its own node)"),
+        "kueue-controller-manager": Gives(("service:kueue-system/kueue-webhook-service",),
+                                          f"kueue v{KUEUE.version} charts/kueue/templates/webhook/service.yaml: the "
+                                          "webhook Service selects the controller-manager pods"),
+        NODE_LOCAL_DNS_APP: Gives((DNS_NODE_LOCAL,), "kubernetes/kubernetes cluster/addons/dns/nodelocaldns: "
+                                                     "node-cache answers on -localip on its own node"),
+        HEALTH_GIVER: Gives((f"untaint:{PREFLIGHT_TAINT_KEY}",), "scripts/health_agent.py: removes the preflight "
+                                                                "taint once the node's diagnostics pass"),
+    }
+
+
+def _gives(name: str, table: dict[str, Gives]) -> Gives | None:
+    return table.get(HEALTH_GIVER if name.startswith("gpu-health-") else name)
+
+
+@dataclass(frozen=True)
+class ChartPod:
+    obj: Object
+    """A Deployment or DaemonSet with the pod fields the chart's template renders from the library's values."""
+    source: str
+
+
+def _workload_object(kind: str, name: str, namespace: str, pod: dict[str, Any],
+                     labels: dict[str, str] | None = None, **spec: Any) -> Object:
+    template = {"metadata": {"labels": labels or {"app.kubernetes.io/name": name}}, "spec": pod}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace},
+            "spec": {**spec, "template": template}}
+
+
+NFD_DNS_POLICY = "ClusterFirstWithHostNet"
+"""NFD 0.18.3 deployment/helm/node-feature-discovery/values.yaml: master, worker and gc `dnsPolicy`, rendered by
+their templates (worker.yaml `dnsPolicy: {{ .Values.worker.dnsPolicy }}`); hostNetwork false."""
+
+
+def chart_objects(prefix_mode: bool = False) -> list[ChartPod]:
+    """The pods the pinned charts deploy, as their templates render them with the library's values."""
     op = gpu_operator_values()
     system = on_system_nodes("x")["nodeSelector"]
-    daemonset_tolerations = tuple(op["daemonsets"]["tolerations"])
+    operand = {"tolerations": list(op["daemonsets"]["tolerations"])}
+    nfd = op["node-feature-discovery"]
+    every = [{"operator": "Exists"}]
+    identity = {k: "[at deploy]" for k in ("resource_group", "subscription_id", "tenant_id", "client_id")}
+    cilium = cilium_values("", 0, "", identity, prefix_mode)
     return [
-        Workload("cilium-agent", "DaemonSet", {}, ({"operator": "Exists"},), host_network=True,
-                 gives=("cni",), gives_if=(("cni", POD_IPS),) if prefix_mode else (),
-                 source="cilium chart: agent DaemonSet, hostNetwork, tolerations from values; with ipam: crd it "
-                        "waits for addresses in its CiliumNode's spec.ipam.pool"),
-        Workload("cilium-operator", "Deployment", system, ({"operator": "Exists"},), host_network=True,
-                 source="cilium Helm reference: operator.tolerations default [{operator: Exists}] in every release "
-                        "read (1.20's own page not read); hostNetwork"),
-        Workload("kueue-controller-manager", "Deployment", system, (),
-                 source="kueue 0.19.2 chart: controllerManager.tolerations default none"),
-        Workload("gpu-operator", "Deployment", dict(op["operator"]["nodeSelector"]), (CONTROL_PLANE_TOLERATION,),
-                 gives=tuple(f"label:{k}={v}" for k, v in OPERAND_LABELS.items()),
-                 gives_if=tuple((f"label:{k}={v}", NFD_KEY) for k, v in OPERAND_LABELS.items()),
-                 source="gpu-operator v26.3.3 values.yaml operator.tolerations: control-plane only"),
-        Workload("nfd-master", "Deployment", dict(op["node-feature-discovery"]["master"]["nodeSelector"]),
-                 (CONTROL_PLANE_TOLERATION,), source="NFD 0.18.3 chart master.tolerations: control-plane"),
-        Workload("nfd-gc", "Deployment", dict(op["node-feature-discovery"]["gc"]["nodeSelector"]), (),
-                 source="NFD 0.18.3 chart gc.tolerations: []"),
-        Workload("nfd-worker", "DaemonSet", {}, tuple(op["node-feature-discovery"]["worker"]["tolerations"]),
-                 gives=(NFD_KEY,), gives_if=((NFD_KEY, HARDWARE_GPU),),
-                 source="gpu-operator v26.3.3 values.yaml node-feature-discovery.worker.tolerations (ours)"),
-        Workload("nvidia-container-toolkit", "DaemonSet", {"nvidia.com/gpu.deploy.container-toolkit": "true"},
-                 daemonset_tolerations, gives=("runtime:nvidia",),
-                 source="gpu-operator: operands get daemonsets.tolerations (templates/clusterpolicy.yaml)"),
-        Workload("nvidia-device-plugin", "DaemonSet", {"nvidia.com/gpu.deploy.device-plugin": "true"},
-                 daemonset_tolerations, runtime_class="nvidia", gives=("gpu-allocatable",),
-                 source="gpu-operator: device plugin runs with runtimeClassName nvidia"),
-        Workload("nvidia-dcgm", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm": "true"}, daemonset_tolerations,
-                 runtime_class="nvidia", gives=("dcgm:nvidia-dcgm",),
-                 source="gpu-operator v26.3.3 assets/state-dcgm (dcgm.enabled): host engine per GPU node"),
-        Workload("nvidia-dcgm-exporter", "DaemonSet", {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
-                 daemonset_tolerations, runtime_class="nvidia", source="gpu-operator: dcgm-exporter operand"),
+        ChartPod(_workload_object("DaemonSet", "cilium-agent", "kube-system", {"hostNetwork": True,
+                                                                               "tolerations": cilium["tolerations"]},
+                                  updateStrategy=cilium["updateStrategy"]),
+                 "cilium/cilium install/kubernetes/cilium/templates/cilium-agent/daemonset.yaml (a stored version; "
+                 f"{CILIUM.version}'s own could not be read here): hostNetwork true; dnsPolicy only from "
+                 "values.dnsPolicy (templates/_extensions.tpl; unset: ClusterFirst, the node's resolver on the host "
+                 "network); tolerations and updateStrategy from values"),
+        ChartPod(_workload_object("Deployment", "cilium-operator", "kube-system", {
+            "hostNetwork": True, "nodeSelector": system, "tolerations": every}),
+                 "cilium/cilium install/kubernetes/cilium/templates/cilium-operator/deployment.yaml (a stored "
+                 f"version; {CILIUM.version}'s own could not be read here): hostNetwork from operator.hostNetwork, "
+                 "dnsPolicy only from operator.dnsPolicy (unset); operator.tolerations default [{operator: Exists}] "
+                 "in every Helm reference read"),
+        ChartPod(_workload_object("Deployment", "kueue-controller-manager", "kueue-system", {"nodeSelector": system},
+                                  {"control-plane": "controller-manager"}),
+                 f"kubernetes-sigs/kueue v{KUEUE.version} charts/kueue/templates/manager/manager.yaml: hostNetwork "
+                 "and dnsPolicy only from controllerManager values (unset), tolerations from "
+                 "controllerManager.tolerations (none); pods labelled control-plane: controller-manager, which "
+                 "templates/webhook/service.yaml selects"),
+        ChartPod(_workload_object("Deployment", "gpu-operator", "gpu-operator", {
+            "nodeSelector": dict(op["operator"]["nodeSelector"]), "tolerations": [CONTROL_PLANE_TOLERATION]}),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} deployments/gpu-operator/values.yaml operator.tolerations "
+                 "(control-plane only), templates/operator.yaml (no hostNetwork)"),
+        ChartPod(_workload_object("Deployment", "nfd-master", "gpu-operator", {
+            "nodeSelector": dict(nfd["master"]["nodeSelector"]), "tolerations": [CONTROL_PLANE_TOLERATION],
+            "dnsPolicy": NFD_DNS_POLICY}), "kubernetes-sigs/node-feature-discovery v0.18.3 "
+                                           "deployment/helm/node-feature-discovery/values.yaml master.tolerations "
+                                           "(control-plane), master.dnsPolicy"),
+        ChartPod(_workload_object("Deployment", "nfd-gc", "gpu-operator", {
+            "nodeSelector": dict(nfd["gc"]["nodeSelector"]), "dnsPolicy": NFD_DNS_POLICY}),
+                 "kubernetes-sigs/node-feature-discovery v0.18.3 values.yaml gc.tolerations ([]), gc.dnsPolicy"),
+        ChartPod(_workload_object("DaemonSet", "nfd-worker", "gpu-operator", {
+            "tolerations": list(nfd["worker"]["tolerations"]), "dnsPolicy": NFD_DNS_POLICY}),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} values.yaml node-feature-discovery.worker.tolerations "
+                 "(ours); kubernetes-sigs/node-feature-discovery v0.18.3 templates/worker.yaml and values.yaml "
+                 "worker.dnsPolicy, worker.hostNetwork false, worker.updateStrategy {} (the apps/v1 default)"),
+        ChartPod(_workload_object("DaemonSet", "nvidia-container-toolkit", "gpu-operator", {
+            "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"}, **operand}),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-container-toolkit/0500_daemonset.yaml "
+                 "(nodeSelector), daemonsets.tolerations (templates/clusterpolicy.yaml); hostNetwork only when "
+                 "configured (controllers/object_controls.go applyHostNetworkConfig)"),
+        ChartPod(_workload_object("DaemonSet", "nvidia-device-plugin", "gpu-operator", {
+            "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"}, "runtimeClassName": "nvidia", **operand}),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-device-plugin/0500_daemonset.yaml; "
+                 "runtimeClassName from controllers/object_controls.go setRuntimeClassName"),
+        ChartPod(_workload_object("DaemonSet", "nvidia-dcgm", "gpu-operator", {
+            "nodeSelector": {"nvidia.com/gpu.deploy.dcgm": "true"}, "runtimeClassName": "nvidia", **operand}),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-dcgm/0400_dcgm.yml (dcgm.enabled): host "
+                 "engine per GPU node; runtimeClassName from controllers/object_controls.go TransformDCGM"),
+        ChartPod(_workload_object("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator", {
+            "nodeSelector": {"nvidia.com/gpu.deploy.dcgm-exporter": "true"}, "runtimeClassName": "nvidia",
+            **operand}), f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-dcgm-exporter/0800_daemonset.yaml; "
+                         "runtimeClassName from controllers/object_controls.go"),
     ]
 
 
-def _pod(o: dict[str, Any]) -> dict[str, Any]:
-    if o["kind"] == "CronJob":
-        return o["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    return o["spec"]["template"]["spec"]
+@dataclass(frozen=True)
+class Webhook:
+    name: str
+    failure_policy: str
+    service: str
+    group: str
+    resources: tuple[str, ...]
 
 
-def own_workloads(plan: ClusterPlan) -> list[Workload]:
-    azure = {"subscription_id": "", "tenant_id": "", "resource_group": "", "client_id": ""}
-    objects = [*coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor),
-               *autoscaler_objects(plan.spec.name, plan.nodes, 0.01, azure, plan.versions.minor),
-               *balloon_objects(plan.balloons), *health_objects(plan.pools, plan.registry.agents_image),
-               *node_local_dns_objects(str(plan.ip.dns_service_ip)),
-               *(prefix_ipam_objects(azure, "api", 6443, plan.registry.agents_image) if plan.prefix_mode else [])]
+KUEUE_WEBHOOKS = tuple(Webhook(name, "Fail", WEBHOOK_SERVICE, "kueue.x-k8s.io", (resource,)) for name, resource in (
+    ("mclusterqueue.kb.io", "clusterqueues"), ("mresourceflavor.kb.io", "resourceflavors"),
+    ("vclusterqueue.kb.io", "clusterqueues"), ("vcohort.kb.io", "cohorts"), ("vresourceflavor.kb.io", "resourceflavors"),
+))
+"""The Kueue chart's webhooks on the objects the layer applies: kueue v0.19.2
+charts/kueue/templates/webhook/manifests.yaml (failurePolicy Fail, Service `kueue-webhook-service` in the release's
+namespace, CREATE and UPDATE). Topologies and LocalQueues have none there."""
+_PLURALS = {"ClusterQueue": "clusterqueues", "ResourceFlavor": "resourceflavors", "Cohort": "cohorts",
+            "Topology": "topologies", "LocalQueue": "localqueues"}
+
+
+def webhook_applies(objects: list[Object], webhooks: tuple[Webhook, ...] = KUEUE_WEBHOOKS) -> list[Workload]:
+    """The layer's objects that kube-apiserver admits only by calling a webhook with failurePolicy Fail, as one
+    step on the API servers' pool. kube-apiserver resolves a webhook Service to its ClusterIP (kubernetes
+    pkg/controlplane/apiserver buildServiceResolver: NewClusterIPServiceResolver unless --enable-aggregator-routing,
+    which the API servers do not set); without kube-proxy, only Cilium's kube-proxy replacement on the API server's
+    node translates it: the step needs that node's pod network ("cni") and the Service's pods."""
+    hooked: dict[str, set[str]] = {}
+    for o in objects:
+        group = o["apiVersion"].split("/")[0] if "/" in o["apiVersion"] else ""
+        resource = _PLURALS.get(o["kind"], o["kind"].lower() + "s")
+        for hook in webhooks:
+            if hook.failure_policy == "Fail" and hook.group == group and resource in hook.resources:
+                hooked.setdefault(hook.service, set()).add(hook.name)
+    return [Workload(f"admission via {service.removeprefix('service:')}", "Apply",
+                     {CONTROL_PLANE_LABEL: ""}, ({"operator": "Exists"},), host_network=True,
+                     needs=("cni", service), source=f"kube-apiserver calls {', '.join(sorted(names))} "
+                                                    "(failurePolicy Fail) while applying the layer's objects")
+            for service, names in sorted(hooked.items())]
+
+
+def _strings(pod: dict[str, Any]) -> Iterable[str]:
+    for key in CONTAINER_LISTS:
+        for container in pod.get(key) or []:
+            yield from (str(s) for s in [*(container.get("command") or []), *(container.get("args") or [])])
+            yield from (str(e["value"]) for e in container.get("env") or [] if isinstance(e.get("value"), str))
+
+
+def service_needs(pod: dict[str, Any]) -> tuple[str, ...]:
+    """The in-cluster Services its containers call by name."""
+    found = {f"service:{m.group(2)}/{m.group(1)}" for s in _strings(pod) for m in SERVICE_NAME.finditer(s)}
+    return tuple(sorted(found))
+
+
+def image_needs(pod: dict[str, Any], plan: ClusterPlan) -> tuple[str, ...]:
+    """A registry each image is pulled from: the cluster's own is reachable from every node from the start (its
+    private endpoint, docs/registry.md); any other is reached by nothing in the layer."""
+    hosts = set()
+    for key in CONTAINER_LISTS:
+        for container in pod.get(key) or []:
+            image = str(container.get("image", ""))
+            if image and not plan.registry.serves(image):
+                hosts.add(f"registry:{image.split('/', 1)[0]}")
+    return tuple(sorted(hosts))
+
+
+def cluster_ip_needs(pod: dict[str, Any], objects: list[Object]) -> tuple[str, ...]:
+    """A pod that sends to a Service's ClusterIP, in its arguments or in a ConfigMap it mounts (node-cache forwards
+    to the cluster DNS address from its Corefile), needs its node's service translation: Cilium's kube-proxy
+    replacement, hence a Ready CNI on the node, even on the host network."""
+    ips = {str(o["spec"]["clusterIP"]) for o in objects if o["kind"] == "Service"
+           and o["spec"].get("clusterIP") not in (None, "", "None")}
+    mounted = {v["configMap"]["name"] for v in pod.get("volumes") or [] if "configMap" in v}
+    texts = [*_strings(pod), *(str(value) for o in objects if o["kind"] == "ConfigMap"
+                               and o["metadata"]["name"] in mounted for value in (o.get("data") or {}).values())]
+    return ("cni",) if any(ip in text for ip in ips for text in texts) else ()
+
+
+def _selected(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def service_gives(objects: list[Object], dns_service_ip: str) -> dict[str, tuple[str, ...]]:
+    """Per workload name: the Services whose selector picks its pods (and cluster DNS for the one at the DNS IP)."""
+    services = [o for o in objects if o["kind"] == "Service"]
+    found: dict[str, list[str]] = {}
+    for o in objects:
+        spec = pod_spec(o)
+        if spec is None:
+            continue
+        labels = ((o["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {}
+        for s in services:
+            if _selected(s["spec"].get("selector") or {}, labels):
+                keys = found.setdefault(o["metadata"]["name"], [])
+                keys.append(f"service:{s['metadata'].get('namespace', 'default')}/{s['metadata']['name']}")
+                if s["spec"].get("clusterIP") == dns_service_ip:
+                    keys.append(CLUSTER_DNS)
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def read_workloads(objects: list[Object], plan: ClusterPlan, sources: dict[str, str] | None = None) -> list[Workload]:
+    """Deployments and DaemonSets as the simulation places them, every need read from the pod spec."""
+    table = gives_table(plan.prefix_mode)
+    from_services = service_gives(objects, str(plan.ip.dns_service_ip))
     found = []
     for o in objects:
         if o["kind"] not in ("Deployment", "DaemonSet"):
             continue
-        pod = _pod(o)
-        gpus = any(GPU_KEY in (c.get("resources", {}).get("requests") or {}) for c in pod["containers"])
+        pod = pod_spec(o)
+        assert pod is not None
         name = o["metadata"]["name"]
-        health = o["kind"] == "DaemonSet" and name.startswith("gpu-health-")
-        # The health checks reach the operator's host engine by its Service name (objects/health.py), through
-        # their node's NodeLocal DNSCache (the kubelets' clusterDNS), which forwards to CoreDNS's ClusterIP: a
-        # service address only Cilium's agent translates (kube-proxy replacement).
-        needs = (("dns:cluster", DNS_NODE_LOCAL, "dcgm:nvidia-dcgm") if health else
-                 ("cni",) if name == NODE_LOCAL_DNS_APP else ())
-        gives = (f"untaint:{PREFLIGHT_TAINT_KEY}",) if health else ("dns:cluster",) if name == "coredns" else (
-            (POD_IPS,) if name == PREFIX_IPAM_APP else (DNS_NODE_LOCAL,) if name == NODE_LOCAL_DNS_APP else ())
-        cpu, memory = requests(pod)
+        declared = _gives(name, table)
+        # Cluster DNS is asked through the node's cache (the kubelets' clusterDNS), which forwards to CoreDNS.
+        needs = ((CLUSTER_DNS, DNS_NODE_LOCAL) if needs_cluster_dns(pod, str(plan.ip.dns_service_ip)) else ()) + \
+            service_needs(pod) + image_needs(pod, plan) + cluster_ip_needs(pod, objects)
+        cpu, memory = requests(pod) if pod.get("containers") else (0, 0)
         affinity = pod.get("affinity") or {}
         terms = ((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
             "nodeSelectorTerms") or []
         anti = (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
-        found.append(Workload(name, o["kind"], dict(pod.get("nodeSelector") or {}),
-                              tuple(pod.get("tolerations") or ()), bool(pod.get("hostNetwork")),
-                              pod.get("runtimeClassName"), gpus, needs=needs, cpu_millis=cpu,
-                              memory_mib=memory, gives=gives,
-                              node_affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in terms),
-                              replicas=int(o["spec"].get("replicas", 1)),
-                              one_per_node=any(t.get("topologyKey") == "kubernetes.io/hostname" for t in anti)))
+        gpus = any(GPU_KEY in ((c.get("resources") or {}).get("requests") or {}) for c in pod.get("containers") or [])
+        found.append(Workload(
+            name, o["kind"], dict(pod.get("nodeSelector") or {}), tuple(pod.get("tolerations") or ()),
+            bool(pod.get("hostNetwork")), pod.get("runtimeClassName"), gpus,
+            source=(sources or {}).get(name, "declared by the library"), needs=needs, cpu_millis=cpu,
+            memory_mib=memory,
+            gives=(declared.keys if declared else ()) + from_services.get(name, ()),
+            gives_if=declared.conditions if declared else (),
+            node_affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in terms),
+            replicas=int(o["spec"].get("replicas", 1)),
+            one_per_node=any(t.get("topologyKey") == "kubernetes.io/hostname" for t in anti)))
     return found
+
+
+def chart_workloads(plan: ClusterPlan) -> list[Workload]:
+    """Pods the pinned charts deploy, with the values the library gives them."""
+    pods = chart_objects(plan.prefix_mode)
+    return read_workloads([p.obj for p in pods], plan, {p.obj["metadata"]["name"]: p.source for p in pods})
+
+
+def own_workloads(plan: ClusterPlan, objects: list[Object] | None = None) -> list[Workload]:
+    """The layer's own Deployments and DaemonSets and the admission of its objects (`objects`, default: as the
+    components declare them)."""
+    objects = layer_objects(plan) if objects is None else objects
+    return [*read_workloads(objects, plan), *webhook_applies(objects)]
 
 
 GPU_KEY = "nvidia.com/gpu"
@@ -164,24 +381,49 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
         taints = list(node_taints(pool))
         if registers_preflight(pool):
             taints.insert(0, NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"))
+        facts = {HARDWARE_GPU} if pool.size.gpus else set()
+        if pool.spec.pod_addresses == "prefixes":
+            facts.add(NIC_POD_ADDRESSES)
         states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus,
-                                facts={HARDWARE_GPU} if pool.size.gpus else set(),
-                                cpu_millis=pool.size.vcpus * 1000,
+                                facts=facts, cpu_millis=pool.size.vcpus * 1000,
                                 memory_mib=pool.size.memory_gib * 1024 - EVICTION_HARD_MIB, nodes=pool.nodes))
+    # The API servers' kubelets register too: every DaemonSet that tolerates the control-plane taint runs there,
+    # Cilium's agent first, and kube-apiserver reaches Services through it. No Deployment lands there (the
+    # simulation leaves its allocatable unset, so only DaemonSets and admission steps are placed).
+    states.append(PoolState(CONTROL_PLANE_POOL, {CONTROL_PLANE_LABEL: "",
+                                                 "node.kubernetes.io/exclude-from-external-load-balancers": ""},
+                            [NodeTaint(CONTROL_PLANE_LABEL, "", "NoSchedule")], 0,
+                            facts={NIC_POD_ADDRESSES} if api_server_pod_addresses(plan.spec) else set(),
+                            nodes=plan.control_plane.api.count))
     return states
 
 
-def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None,
-               charts: list[Workload] | None = None) -> FirstBoot:
-    """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits."""
-    boot = simulate(pool_states(plan), [*(chart_workloads(plan.prefix_mode) if charts is None else charts),
-                                        *own_workloads(plan),
-                                        *(extra or [])])
+def releases_at_size(plan: ClusterPlan, boot: FirstBoot,
+                     options: tuple[ReleaseOptions, ...]) -> list[ReleaseProblem]:
+    """Each release judged with its chart DaemonSets on the nodes the simulation placed them on."""
+    nodes = {p.name: p.nodes for p in plan.pools} | {CONTROL_PLANE_POOL: plan.control_plane.api.count}
+    placed = boot.placements()
+    daemonsets = {p.obj["metadata"]["name"]: (p.obj, sum(nodes.get(pool, 0) for pool in placed.get(
+        p.obj["metadata"]["name"], ()))) for p in chart_objects(plan.prefix_mode) if p.obj["kind"] == "DaemonSet"}
+    return release_problems(options, daemonsets, OK_TOTAL_UNREADY_COUNT, MAX_UNREADY_PERCENT)
+
+
+def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: list[Workload] | None = None,
+               objects: list[Object] | None = None) -> FirstBoot:
+    """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits.
+    `objects`: the layer's own objects (default: as declared)."""
+    boot = simulate(pool_states(plan), [*(chart_workloads(plan) if charts is None else charts),
+                                        *own_workloads(plan, objects), *(extra or [])])
+    releases = [Stuck(f"helm release {p.release}", None, p.reason)
+                for p in releases_at_size(plan, boot, RELEASES)]
+    bounds = {p.name: (p.spec.min_count, p.nodes) for p in plan.pools}
+    releases += [Stuck(f"gangs on flavor {flavor}", None, reason) for flavor, reason in scale_from_zero_problems(
+        layer_objects(plan) if objects is None else objects, bounds)]
     # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py), and
     # the flow-control objects are applied first (objects/flowcontrol.py), so no agent starts outside its level.
     boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)),
                       BootStep(0, "API Priority and Fairness: gpucluster-node-agents, gpucluster-breakglass",
-                               ("control plane",)), *boot.steps), boot.stuck)
+                               ("control plane",)), *boot.steps), (*boot.stuck, *releases))
     if boot.stuck:
         raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
                                  f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import date
 from typing import TypeVar
 
 from components.bootstrap.taints import NodeTaint
@@ -12,12 +13,15 @@ from components.planning.agent_load import AgentLoadPlan, plan_agent_load
 from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
 from components.planning.azure_names import resource_group_name
 from components.planning.balloons import BalloonPlan, plan_balloons
+from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
+from components.planning.clock import today as clock_today
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
+from components.planning.node_images import NodeImagesPlan, plan_node_images
 from components.planning.node_template import node_labels, node_taints
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
@@ -44,10 +48,14 @@ class ClusterPlan:
     versions: VersionPlan
     registry: RegistryPlan
     """The cluster's container registry: every image reference is served through it."""
+    images: NodeImagesPlan
+    tokens: TokenSchedule
+    """The bootstrap tokens' schedule as of the plan's date (components/planning/clock.py)."""
     first_boot: FirstBoot | None = None
-    first_up: FirstUpPlan | None = None
-    """Where `pulumi up` reaches the API server from and its readiness wait (None when the layer is off)."""
     """The simulated first boot of the in-cluster layer (None when the layer is off)."""
+    first_up: FirstUpPlan | None = None
+    """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
+    in-cluster layer are applied through it)."""
     counts: tuple[CountNeed, ...] = ()
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
     agent_load: AgentLoadPlan | None = None
@@ -104,8 +112,9 @@ def api_load(spec: ClusterSpec, pools: tuple[PoolPlan, ...], registry: RegistryP
     return plan_api_load(tuple(shapes), images, provider)
 
 
-def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
-    """Run every planner; problems from independent planners are reported together."""
+def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
+    """Run every planner; problems from independent planners are reported together. `today` (default: the
+    clock) places the bootstrap tokens in their rotation period."""
     limits = effective_limits(spec)
     problems: list[Problem] = []
     ip = _attempt(lambda: plan_ip(spec, limits), problems)
@@ -117,20 +126,23 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     registry = _attempt(lambda: plan_registry(spec, cluster_upstream_images(spec)), problems)
     control_plane = (_attempt(lambda: plan_control_plane(spec, api_load(spec, pools, registry)), problems)
                      if pools is not None and registry is not None else None)
-    first_up = (_attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems)
-                if spec.in_cluster.enabled and ip is not None else None)
+    images = (_attempt(lambda: plan_node_images(spec, pools, control_plane), problems)
+              if pools is not None and control_plane is not None else None)
+    # The stack declares the bootstrap tokens through the API servers, in-cluster layer or not.
+    first_up = _attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems) if ip is not None else None
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
-            or balloons is None or versions is None or registry is None
-            or (spec.in_cluster.enabled and first_up is None) or problems):
+            or balloons is None or versions is None or registry is None or images is None
+            or first_up is None or problems):
         raise SpecError(problems)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
     counts = plan_counts(pools, control_plane, egress, spec.resource_quota)
     if shortfall := quota_problems(quota, spec.location) + count_problems(counts, spec.location):
         raise SpecError(shortfall)
+    tokens = plan_bootstrap_tokens(spec.access.bootstrap_token, today or clock_today())
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
-                       registry, counts=counts)
+                       registry, images, tokens, first_up=first_up, counts=counts)
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
@@ -138,7 +150,9 @@ def plan_cluster(spec: ClusterSpec) -> ClusterPlan:
     from components.kubernetes.objects.node_agents import node_agent_loads
     from components.planning.boot_layer import first_boot
     api = control_plane.api
+    boot = first_boot(plan)
     agents = plan_agent_load(NODE_AGENTS, NODE_AGENTS_SHARES,
                              api.flags.max_requests_inflight + api.flags.max_mutating_requests_inflight,
-                             max(1, api.count - max(api.in_zone(z) for z in api.zones)), node_agent_loads(plan))
-    return replace(plan, first_boot=first_boot(plan), first_up=first_up, agent_load=agents)
+                             max(1, api.count - max(api.in_zone(z) for z in api.zones)),
+                             node_agent_loads(plan, boot.placements()))
+    return replace(plan, first_boot=boot, agent_load=agents)

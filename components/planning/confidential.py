@@ -1,7 +1,8 @@
 """Confidential-VM settings of a `kind: confidential` pool and the checks Azure imposes on them.
 
 Facts (../shared/reference/azure.md, confidential section): NCC sizes need securityType
-ConfidentialVM with secure boot and vTPM, a confidential-VM image, no accelerated networking, no
+ConfidentialVM with secure boot and vTPM, a confidential-VM image (the cluster's `confidential` node image,
+built from Ubuntu's 24.04 CVM image: components/catalog/node_images.py), no accelerated networking, no
 InfiniBand. The OS disk's `securityEncryptionType` is `VMGuestStateOnly` or `DiskWithVMGuestState`,
 in scale sets too (Azure quickstart `demos/vmss-cvm-fde`: a Uniform scale set with
 `DiskWithVMGuestState` and a disk encryption set). A customer-managed key sits in a Key Vault
@@ -18,10 +19,9 @@ import json
 from dataclasses import dataclass
 
 from components.catalog.attestation import SHARED_ATTESTATION
-from components.catalog.images import UBUNTU_CVM_2204, is_confidential_image
 from components.catalog.vm_sizes import VmSize
 from components.errors import Problem, pool_path
-from components.spec import ImageRef, PoolKind, PoolSpec
+from components.spec import PoolKind, PoolSpec
 
 SECURITY_TYPE = "ConfidentialVM"
 GUEST_STATE_ONLY = "VMGuestStateOnly"
@@ -63,7 +63,6 @@ class ConfidentialPlan:
     secure_boot: bool
     vtpm: bool
     os_disk_encryption: str
-    image: ImageRef
     customer_key: CustomerKeyPlan | None
 
 
@@ -82,11 +81,6 @@ def check_confidential(index: int, pool: PoolSpec, size: VmSize, location: str) 
     if pool.infiniband:
         problems.append(Problem(pool_path(index, "infiniband"),
                                 f"{size.name} (confidential) has no InfiniBand; remove the key or set it false"))
-    if pool.image is not None and not is_confidential_image(pool.image):
-        problems.append(Problem(pool_path(index, "image"),
-                                f"{pool.image.publisher}:{pool.image.offer}:{pool.image.sku} is not a confidential-VM image; "
-                                f"use e.g. {UBUNTU_CVM_2204.publisher}:{UBUNTU_CVM_2204.offer}:{UBUNTU_CVM_2204.sku} "
-                                "or remove the key"))
     key = settings.customer_managed_key if settings else None
     if key is not None and settings is not None and settings.os_disk_encryption == GUEST_STATE_ONLY:
         problems.append(Problem(pool_path(index, "confidential.osDiskEncryption"),
@@ -112,5 +106,4 @@ def plan_confidential(pool: PoolSpec, location: str) -> ConfidentialPlan | None:
         customer_key = CustomerKeyPlan(key.orchestrator_object_id, authority)
     encryption = chosen or (CUSTOMER_KEY_ENCRYPTION if customer_key else GUEST_STATE_ONLY)
     return ConfidentialPlan(security_type=SECURITY_TYPE, secure_boot=True, vtpm=True,
-                            os_disk_encryption=encryption, image=pool.image or UBUNTU_CVM_2204,
-                            customer_key=customer_key)
+                            os_disk_encryption=encryption, customer_key=customer_key)

@@ -3,8 +3,8 @@ what order things become possible. A workload that can land nowhere (or waits on
 on it) is a plan error naming the workload and what blocks it.
 
 Pure. Nodes: each pool's registered labels and taints (what the kubelet registers: node_labels,
-node_taints and the preflight taint). Workloads: the layer's own Deployments and DaemonSets (their pod
-specs) plus the pods the pinned charts deploy (`chart_workloads` in components/planning/boot_layer.py, a sourced table). Facts
+node_taints and the preflight taint). Workloads: the layer's own Deployments and DaemonSets and the pods the
+pinned charts deploy, their needs read from the pod specs (components/planning/boot_layer.py). Facts
 appear as workloads start: a CNI agent on a pool makes its pods routable, NFD labels GPU nodes, the
 operator's toolkit brings the `nvidia` runtime, the device plugin makes GPUs allocatable, the health
 checks remove the preflight taint. A pod lands where its nodeSelector and required node affinity match,
@@ -41,7 +41,8 @@ class PoolState:
 class Workload:
     name: str
     kind: str
-    """DaemonSet (one pod per matching node) or Deployment."""
+    """DaemonSet (one pod per matching node), Deployment, or Apply: objects kube-apiserver admits once what it
+    needs is there (placed once, like a Deployment, on the API servers' pool)."""
     node_selector: dict[str, str]
     tolerations: tuple[dict[str, Any], ...]
     host_network: bool = False
@@ -174,17 +175,25 @@ def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed
         links.append(f"{current.name} waits: {reason}")
         if key is None:
             return "; ".join(links)
-        giver = _giver(key, pool, workloads)
-        if giver is None:
-            return "; ".join(links) + " (nothing in the layer provides it)"
-        condition = dict(giver.gives_if).get(key)
-        if placed[giver.name] and condition and condition not in _keys(pool):
-            links.append(f"{giver.name} runs but gives {key} only after {condition}")
-            current = _giver(condition, pool, workloads)
-        elif placed[giver.name] and (giver.kind == "Deployment" or pool.name in placed[giver.name]):
-            return "; ".join(links)
-        else:
-            current = giver
+        current = None
+        while current is None:
+            giver = _giver(key, pool, workloads)
+            if giver is None:
+                return "; ".join(links) + " (nothing in the layer provides it)"
+            running = placed[giver.name] and (giver.kind != "DaemonSet" or pool.name in placed[giver.name])
+            condition = dict(giver.gives_if).get(key)
+            if running and condition and condition not in _keys(pool):
+                # It runs but gives the key here only once the pool has the condition: follow that instead.
+                links.append(f"{giver.name} runs but gives {key} only after {condition}")
+                if giver.name in seen:
+                    cycle = " -> ".join([*seen[seen.index(giver.name):], giver.name])
+                    return "; ".join(links) + f": a cycle ({cycle})"
+                seen.append(giver.name)
+                key = condition
+            elif running:
+                return "; ".join(links)
+            else:
+                current = giver
     return "; ".join(links)
 
 
@@ -232,13 +241,13 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
         step += 1
         landed: list[tuple[Workload, PoolState]] = []
         for w in workloads:
-            if w.kind == "Deployment" and placed[w.name]:
+            if w.kind != "DaemonSet" and placed[w.name]:
                 continue
             for pool in pools:
                 if pool.name not in placed[w.name] and _blocker(w, pool, _daemon_load(workloads, placed,
                                                                                     pool.name)) is None:
                     landed.append((w, pool))
-                    if w.kind == "Deployment":
+                    if w.kind != "DaemonSet":
                         break
         before = _snapshot(pools)
         for w, pool in landed:
@@ -253,7 +262,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
             steps.append(BootStep(step, name, tuple(sorted(p.name for w, p in landed if w.name == name))))
     stuck: list[Stuck] = []
     for w in workloads:
-        if w.kind == "Deployment" and not placed[w.name]:
+        if w.kind != "DaemonSet" and not placed[w.name]:
             selected = [p for p in pools if not _selector_only(w, p)]
             if selected:
                 stuck.append(Stuck(w.name, None, "; ".join(
@@ -280,5 +289,10 @@ def _snapshot(pools: list[PoolState]) -> list[tuple[object, ...]]:
 
 
 def _selector_only(w: Workload, pool: PoolState) -> bool:
-    """The DaemonSet does not select this pool at all (its selector labels never appear there)."""
-    return any(pool.labels.get(k) != v for k, v in w.node_selector.items())
+    """The workload does not select this pool at all: its selector labels never appear there, or its required node
+    affinity matches none of the pool's own labels (the DaemonSet controller runs a pod only on nodes matching both,
+    kubernetes pkg/controller/daemon NodeShouldRunDaemonPod)."""
+    if any(pool.labels.get(k) != v for k, v in w.node_selector.items()):
+        return True
+    return bool(w.node_affinity) and not any(all(_expression(e, pool.labels) for e in term)
+                                             for term in w.node_affinity)

@@ -14,6 +14,7 @@ from components.bootstrap.node import (
     NodeTaint,
     zone_label,
 )
+from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
 from components.planning.placement import PoolPlan, ScaleSetPlan
 
 LABEL_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_label_"
@@ -82,6 +83,10 @@ def autoscaler_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minim
         tags[TAINT_TAG_PREFIX + _tag_key(taint.key)] = f"{taint.value}:{taint.effect}"
     if pool.size.gpus:
         tags[RESOURCE_TAG_PREFIX + "nvidia.com_gpu"] = str(pool.size.gpus)
+    if pool.infiniband:
+        # The RDMA device plugin's resource (objects/rdma.py): a scale set at zero has no node to show it, and a
+        # pod asking for it would fit no template (cluster-autoscaler azure_template.go reads `_` as `/`).
+        tags[RESOURCE_TAG_PREFIX + RDMA_RESOURCE.replace("/", "_")] = str(RDMA_HCA_MAX)
     return tags
 
 

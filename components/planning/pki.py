@@ -15,6 +15,12 @@ CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA = "ca", "etcd-ca", "front-proxy-ca"
 SERVER = ("digital_signature", "key_encipherment", "server_auth")
 CLIENT = ("digital_signature", "key_encipherment", "client_auth")
 PEER = ("digital_signature", "key_encipherment", "server_auth", "client_auth")
+ETCD_SERVER = PEER
+"""etcd's serving certificate is a client certificate too: its gRPC gateway dials the member's own client URL with
+the `--cert-file` certificate (etcd `server/embed/serve.go`: the gateway's dial options clone the server's TLS config,
+whose client certificate is `--client-cert-file` or else `--cert-file`, `client/pkg/transport/listener.go`), and
+`--client-cert-auth` refuses a certificate without clientAuth. kubeadm issues its etcd serving certificate with both
+usages (kubernetes `cmd/kubeadm/app/phases/certs/certlist.go`, `KubeadmCertEtcdServer`)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,6 @@ def plan_certificates(cluster: str, ip: IpPlan, cp: ControlPlanePlan) -> tuple[C
     ]
     for name, address in etcd_member_ips(ip, cp).items():
         certs.append(CertPlan(f"{name}-server", ETCD_CA, name, None, (name, "localhost"),
-                              (str(address), "127.0.0.1"), SERVER))
+                              (str(address), "127.0.0.1"), ETCD_SERVER))
         certs.append(CertPlan(f"{name}-peer", ETCD_CA, name, None, (name,), (str(address),), PEER))
     return tuple(certs)

@@ -152,12 +152,6 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
         problems.append(Problem(pool_path(index, "acceleratedNetworking"),
                                 f"{size.name} does not support accelerated networking; remove the key or set it false"))
     problems.extend(check_confidential(index, pool, size, spec.location))
-    if pool.image is not None and pool.image.version == "latest" and not pool.image.allow_latest:
-        problems.append(Problem(pool_path(index, "image.version"),
-                                "latest lets VMs created later boot a newer build than the running ones (one "
-                                "InfiniBand domain with mixed driver/OFED builds); pin a version (az vm image list "
-                                f"--publisher {pool.image.publisher} --offer {pool.image.offer} --sku {pool.image.sku} "
-                                "--all) or opt in with image.allowLatest: true"))
     if pool.min_count > pool.count:
         problems.append(Problem(pool_path(index, "minCount"),
                                 f"{pool.min_count} is more than the pool's count ({pool.count})"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.spec import PoolSpec
+from components.spec import ClusterSpec, PoolSpec
 
 PREFIX_LENGTH = 28
 """The only prefix length Microsoft documents for IP configurations on NICs."""
@@ -55,6 +55,20 @@ class NodeAddressing:
     def subnet_addresses(self) -> int:
         """Addresses of the pool's subnet one node takes."""
         return 1 + self.pod_addresses
+
+
+API_SERVER_POD_ADDRESSES = 4
+"""Secondary addresses on each API server's NIC in prefix mode, which the prefix IPAM controller publishes into its
+CiliumNode: Cilium's router address (cilium_host) and its health endpoint, NFD's worker (the one pod-network
+DaemonSet that tolerates the control-plane taint) and one spare. Single addresses, not a /28: the control-plane
+subnet has room for twenty, not for five aligned blocks (docs/ip-plan.md)."""
+
+
+def api_server_pod_addresses(spec: ClusterSpec) -> int:
+    """Pod addresses declared on each API server's NIC: in prefix mode Cilium's `ipam: crd` takes only what the
+    controller publishes, and the API servers' agents need some; with secondary IPs Cilium's Azure IPAM adds its
+    own."""
+    return API_SERVER_POD_ADDRESSES if any(p.pod_addresses == PREFIXES for p in spec.pools) else 0
 
 
 def node_addressing(pool: PoolSpec) -> NodeAddressing:

@@ -13,18 +13,23 @@ from dataclasses import dataclass
 
 from components.catalog.chart_images import CHART_IMAGES
 from components.catalog.in_cluster import (
+    CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
     KUEUE_IMAGE,
     KUEUE_VERSION,
     NODE_CACHE_IMAGE,
     PAUSE_IMAGE,
+    RDMA_DEVICE_PLUGIN_IMAGE,
+    cloud_controller_manager_image,
     cluster_autoscaler_image,
     coredns_image,
 )
 from components.catalog.registries import MAX_CACHE_RULES, OWN_NAMESPACE, UPSTREAMS, Upstream, parse_image
+from components.catalog.versions import MINOR_COUPLED
 from components.errors import Problem, SpecError
 from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
+from components.planning.sizes import size_table
 from components.spec import ClusterSpec
 
 CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -105,9 +110,15 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs = [f"{K8S_REGISTRY}/{name}:v{spec.kubernetes_version}" for name in CONTROL_PLANE_IMAGES]
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
-        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", cluster_autoscaler_image(minor),
-                 coredns_image(minor), NODE_CACHE_IMAGE]
+        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", CSR_APPROVER_IMAGE, NODE_CACHE_IMAGE]
+        # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
+        refs += ([cluster_autoscaler_image(minor), coredns_image(minor), cloud_controller_manager_image(minor)]
+                 if minor in MINOR_COUPLED else [])
         refs += [image.upstream for images in CHART_IMAGES.values() for image in images]
+        table = size_table(spec)
+        if any(table[p.vm_size].infiniband if p.infiniband is None else p.infiniband
+               for p in spec.pools if p.vm_size in table):
+            refs.append(RDMA_DEVICE_PLUGIN_IMAGE)  # the RDMA device plugin on InfiniBand pools
     return tuple(refs)
 
 

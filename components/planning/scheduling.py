@@ -26,6 +26,8 @@ TOPOLOGY_LEVELS = (LABEL_ZONE, LABEL_IB_DOMAIN, LABEL_HOSTNAME)
 AUTOSCALER_EXPENDABLE_CUTOFF = -10
 """cluster-autoscaler's default --expendable-pods-priority-cutoff: pods below it never trigger scale-up."""
 TEAM_LABEL = "gpucluster.io/team"
+MAX_FLAVORS = 64
+"""ClusterQueue spec.resourceGroups[].flavors maxItems (kueue v0.19.2 CRD kueue.x-k8s.io_clusterqueues.yaml)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,15 @@ class FlavorPlan:
     @property
     def gpu(self) -> bool:
         return self.pool.size.gpus > 0
+
+    @property
+    def scales_below_demand(self) -> bool:
+        """A topology-aware flavor whose pool the autoscaler may shrink below its size (down to `minCount`, 0 by
+        default). Kueue's TAS places gangs only on existing Ready nodes and reaches cluster-autoscaler only through
+        the ProvisioningRequest admission check (kueue v0.19.2 site/content/en/docs/concepts/
+        topology_aware_scheduling.md, "ClusterAutoscaler support"): without it a gang larger than the nodes left is
+        never admitted, no pod is pending, and nothing scales up."""
+        return self.topology is not None and self.pool.spec.min_count < self.pool.nodes
 
     @property
     def capacity(self) -> Quota:
@@ -115,13 +126,32 @@ def _flavor(pool: PoolPlan) -> FlavorPlan:
                       topology=TOPOLOGY_NAME if pool.infiniband else None)
 
 
-def _scaled(quota: Quota, flavors: list[FlavorPlan]) -> list[Quota]:
-    """A team-wide quota as one Quota per flavor (GPU flavors first, then CPU flavors, in the given order)."""
+def split_within(total: int, weights: list[int], caps: list[int] | None) -> list[int]:
+    """`total` split by `weights`, no part above its cap (the caps add up to `total` or more). Largest remainder
+    is not monotone (the Alabama paradox: weights 1, 3, 3 split 3 as 1, 1, 1 but 4 as 0, 2, 2), so a limit split
+    beside the quota it limits can land above it on one flavor; the excess goes to parts with room, in order."""
+    parts = split_proportionally(total, weights)
+    if caps is None:
+        return parts
+    parts = [min(part, cap) for part, cap in zip(parts, caps, strict=True)]
+    left = total - sum(parts)
+    for i, cap in enumerate(caps):
+        step = min(left, cap - parts[i])
+        parts[i] += step
+        left -= step
+    return parts
+
+
+def _scaled(quota: Quota, flavors: list[FlavorPlan], within: list[Quota] | None = None) -> list[Quota]:
+    """A team-wide quota as one Quota per flavor (GPU flavors first, then CPU flavors, in the given order);
+    with `within`, no flavor's share above that flavor's Quota (a lending limit within the nominal quota)."""
     gpu = [f for f in flavors if f.gpu]
     cpu = [f for f in flavors if not f.gpu]
-    gpus = split_proportionally(quota.gpus, [f.pool.gpus for f in gpu])
-    cpus = split_proportionally(quota.cpus, [f.pool.vcpus for f in cpu])
-    memory = split_proportionally(quota.memory_gib, [f.pool.vcpus for f in cpu])
+    caps = dict(zip((f.name for f in flavors), within, strict=True)) if within is not None else None
+    gpus = split_within(quota.gpus, [f.pool.gpus for f in gpu], [caps[f.name].gpus for f in gpu] if caps else None)
+    cpus = split_within(quota.cpus, [f.pool.vcpus for f in cpu], [caps[f.name].cpus for f in cpu] if caps else None)
+    memory = split_within(quota.memory_gib, [f.pool.vcpus for f in cpu],
+                          [caps[f.name].memory_gib for f in cpu] if caps else None)
     by_name: dict[str, Quota] = {}
     for f, g in zip(gpu, gpus, strict=True):
         size = f.pool.size
@@ -151,6 +181,11 @@ def _team_flavors(index: int, team: TeamSpec, flavors: dict[str, FlavorPlan],
     if (team.quota.cpus or team.quota.memory_gib) and not any(not f.gpu for f in chosen):
         problems.append(Problem(f"{path}.cpus", "cpus and memoryGib are quota on CPU pools and the team has none; "
                                 "add a cpu pool to its pools or set them to 0 (GPU quota carries its CPU and memory)"))
+    if len(chosen) > MAX_FLAVORS:
+        where = f"cluster.teams[{index}]" + (".pools" if team.pools is not None else "")
+        problems.append(Problem(where, f"the team's queue would take {len(chosen)} pools; a ClusterQueue resource "
+                                f"group holds at most {MAX_FLAVORS} flavors (Kueue's CRD); name at most "
+                                f"{MAX_FLAVORS} pools under pools"))
     # CPU flavors first: a CPU-only pod fits there; a GPU pod finds no GPU quota there and moves on.
     chosen.sort(key=lambda f: (f.gpu, f.pool.spec.kind is PoolKind.CONFIDENTIAL))
     return chosen, problems
@@ -191,7 +226,8 @@ def plan_scheduling(spec: ClusterSpec, pools: tuple[PoolPlan, ...]) -> Schedulin
         problems.extend(found)
         nominal = _scaled(team.quota, chosen)
         borrowing = _scaled(team.borrowing_limit, chosen) if team.borrowing_limit else [None] * len(chosen)
-        lending = _scaled(team.lending_limit, chosen) if team.lending_limit else [None] * len(chosen)
+        # Kueue refuses a flavor's lendingLimit above its nominalQuota (kueue v0.19.2 clusterqueue_webhook.go)
+        lending = _scaled(team.lending_limit, chosen, nominal) if team.lending_limit else [None] * len(chosen)
         teams.append(TeamQueuePlan(team.name, f"team-{team.name}", team.fair_share_weight, tuple(
             FlavorQuota(f.name, n, b, le) for f, n, b, le in zip(chosen, nominal, borrowing, lending, strict=True))))
     over, capacity_problems = _check_capacity(spec, flavors, teams)

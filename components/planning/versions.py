@@ -1,7 +1,8 @@
 """A stack's Kubernetes minor against the version table: what runs, whether it is supported, how long for.
 
-Pure. A minor the table has no coupled versions for, or a component whose project does not list the
-minor, is a plan error (exit 2). End of life is judged against a date given by the caller: past it the
+Pure. A minor the table has no coupled versions for, a component whose project does not list the minor, or
+a patch newer than the table's latest that the stack does not confirm (cluster.kubernetesPatchVerified), is a
+plan error (exit 2). End of life is judged against a date given by the caller: past it the
 policy pack's version rule fails (policies/rules/versions.py); within WARN_DAYS the summary warns.
 """
 
@@ -32,6 +33,8 @@ class VersionPlan:
     release: KubernetesRelease
     components: tuple[Component, ...]
     """Every pinned component of the stack, the minor-coupled ones resolved for its minor."""
+    patch_verified: str | None = None
+    """Where the stack confirmed a patch newer than the table's (cluster.kubernetesPatchVerified.source)."""
 
     @property
     def minor(self) -> str:
@@ -73,13 +76,17 @@ def plan_versions(spec: ClusterSpec, addons: tuple[Component, ...] = ADDONS) -> 
         known = ", ".join(m for m in MINOR_COUPLED if m in KUBERNETES_RELEASES)
         raise SpecError([Problem(PATH, f"Kubernetes {minor} has no coupled versions in the catalogue "
                                  f"(cluster-autoscaler, CoreDNS, etcd of that minor); use one of {known}")])
-    if _patch_tuple(spec.kubernetes_version) > _patch_tuple(release.latest_patch):
+    newer = _patch_tuple(spec.kubernetes_version) > _patch_tuple(release.latest_patch)
+    if newer and spec.kubernetes_patch_verified is None:
         raise SpecError([Problem(PATH, f"{spec.kubernetes_version} is newer than {release.latest_patch}, the latest "
-                                 f"{minor} patch in the version table: kubelet and kubeadm packages of it may not "
-                                 "exist, so every machine would fail at boot; use a released patch, or add it to "
-                                 "components/catalog/versions.py with its source")])
+                                 f"{minor} patch in the version table: its kubelet and kubeadm packages may not exist, "
+                                 "and then every machine fails at boot; use a patch up to "
+                                 f"{release.latest_patch}, or confirm this one and say where under "
+                                 f"cluster.kubernetesPatchVerified {{version: {spec.kubernetes_version}, source: ...}} "
+                                 "(docs/versions.md)")])
     components = (*coupled.components, *NODE_APIS, *addons)
     problems = check_components(minor, components, spec.in_cluster.enabled)
     if problems:
         raise SpecError(problems)
-    return VersionPlan(spec.kubernetes_version, release, components)
+    verified = spec.kubernetes_patch_verified.source if newer and spec.kubernetes_patch_verified else None
+    return VersionPlan(spec.kubernetes_version, release, components, verified)

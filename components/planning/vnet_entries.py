@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.planning.pod_addresses import node_addressing
+from components.planning.pod_addresses import api_server_pod_addresses, node_addressing
 from components.spec import ClusterSpec
 
 
@@ -41,12 +41,19 @@ class VnetEntries:
         return None if self.hub_entries is None else self.vnet + self.hub_entries
 
 
+def _api_servers_line(pod_addresses: int) -> str:
+    if not pod_addresses:
+        return "API servers (one IP configuration each)"
+    return f"API servers ({1 + pod_addresses} IP configurations each: the node's and {pod_addresses} pod addresses)"
+
+
 def count_entries(spec: ClusterSpec) -> VnetEntries:
     cp = spec.control_plane
     lines = [EntryLine(f"pool {pool.name} ({pool.pod_addresses})", pool.count, node_addressing(pool).entries)
              for pool in spec.pools]
     lines += [
-        EntryLine("API servers (one IP configuration each)", cp.api_servers.count, 1),
+        EntryLine(_api_servers_line(api_server_pod_addresses(spec)), cp.api_servers.count,
+                  1 + api_server_pod_addresses(spec)),
         EntryLine("API load balancer private frontend", 1, 1),
         EntryLine("etcd members", cp.etcd.members, 1),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.catalog.arm_routes import PREFIX_ON_NIC_COMPUTE_API, api_version_at_least
 from components.catalog.vm_sizes import VmSize
 from components.preflight.model import Context, Finding, Resource, dig
 
@@ -171,14 +172,15 @@ def _confidential(resource: Resource, size: VmSize, sets: dict[str, Resource]) -
     return findings
 
 
-PREFIX_ON_NIC_COMPUTE_API = "2026-07-02"
-"""The first Microsoft.Compute API version whose VirtualMachineScaleSetIPConfigurationProperties carry
-privateIPAddressPrefixLength; azure-native 3.29's VirtualMachineScaleSet offers compute versions up to
-2026-03-01 (its docstring's "Other available API versions")."""
-
-
 def _prefix_on_nic(resource: Resource) -> list[Finding]:
-    """A scale set whose IP configurations ask for /28 blocks: the typed provider class cannot send the field."""
+    """A scale set whose IP configurations ask for /28 blocks must be declared through a route that sends the
+    field: a dynamic resource at Microsoft.Compute PREFIX_ON_NIC_COMPUTE_API or later. azure-native's typed
+    class builds its request body from its own schema (pulumi-azure-native provider/pkg/convert/
+    sdkInputsToRequestBody.go), which in 3.29 lacks the field: Azure would get single addresses."""
+    if api_version_at_least(resource.api_version, PREFIX_ON_NIC_COMPUTE_API):
+        return []
+    route = (f"{resource.declared_type} at api-version {resource.api_version}" if resource.declared_type else
+             f"azure-native's typed {resource.short_type}, whose schema lacks the field and drops it from the body")
     findings = []
     for path, config in _nic_configs(resource):
         blocks = [ip for ip in config.get("ipConfigurations") or [] if isinstance(ip, dict)
@@ -187,9 +189,9 @@ def _prefix_on_nic(resource: Resource) -> list[Finding]:
             findings.append(Finding(
                 "prefix-on-nic-api-version", resource.name, f"{path}.ipConfigurations",
                 f"{len(blocks)} IP configurations ask for /28 blocks (privateIPAddressPrefixLength), which scale sets "
-                f"take from Microsoft.Compute {PREFIX_ON_NIC_COMPUTE_API}; azure-native's typed VirtualMachineScaleSet "
-                "sends an older version: confirm the deployed API version carries it, and that the subscription is "
-                "onboarded to Prefix on NIC (docs/ip-plan.md), before `pulumi up`"))
+                f"take from Microsoft.Compute {PREFIX_ON_NIC_COMPUTE_API}; this one is declared through {route}: "
+                "Azure would allocate single addresses. Declare it through NodeScaleSet "
+                "(components/azure/node_scale_set.py), or set the pool's podAddresses to secondaryIps"))
     return findings
 
 
@@ -203,7 +205,7 @@ def check_machines(resources: list[Resource], ctx: Context, warnings: list[Findi
         if resource.type == VMSS:
             findings += _placement(resource, ctx)
             findings += _fault_domains(resource)
-            warnings += _prefix_on_nic(resource)
+            findings += _prefix_on_nic(resource)
         name = size_of(resource)
         size = ctx.sizes.get(name) if name else None
         if size is None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from components.catalog.availability import Availability
 from components.catalog.vm_sizes import VmSize
+from policies.rules.props import declared_api_version, resource_kind
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,12 @@ class Resource:
 
     urn: str
     type: str
+    """The azure-native type the rules judge it as (a node scale set's dynamic resource reads as the typed class)."""
     inputs: dict[str, Any]
+    declared_type: str = ""
+    """The type the program registered (`pulumi-python:dynamic:Resource` for node scale sets); "" when the same."""
+    api_version: str | None = None
+    """The api-version the resource declares (dynamic resources); None where the provider picks it."""
 
     @property
     def name(self) -> str:
@@ -61,13 +67,16 @@ class Preflight:
 
 
 def azure_resources(steps: Iterable[dict[str, Any]]) -> list[Resource]:
-    """The azure-native custom resources of a preview's steps."""
+    """The azure-native custom resources of a preview's steps, and the dynamic resources that mirror one."""
     found = []
     for step in steps:
         state = step.get("newState") or {}
-        typ = str(state.get("type", ""))
+        declared = str(state.get("type", ""))
+        inputs = dict(state.get("inputs") or {})
+        typ = resource_kind(declared, inputs)
         if state.get("custom") and typ.startswith("azure-native:"):
-            found.append(Resource(str(state.get("urn") or step.get("urn", "")), typ, dict(state.get("inputs") or {})))
+            found.append(Resource(str(state.get("urn") or step.get("urn", "")), typ, inputs,
+                                  declared if declared != typ else "", declared_api_version(declared, inputs)))
     return found
 
 

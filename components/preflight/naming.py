@@ -66,6 +66,16 @@ NAMING: dict[str, NameRule] = {
         "not ending with `.` or `-`", "resourceGroup"),
     "azure-native:compute:DiskEncryptionSet": NameRule(
         r"^[A-Za-z0-9_-]{1,80}$", "1-80 of a-z, A-Z, 0-9, `_` and `-`", "resourceGroup"),
+    "azure-native:compute:Gallery": NameRule(
+        r"^[A-Za-z0-9](?:[A-Za-z0-9.]{0,78}[A-Za-z0-9])?$",
+        "1-80 letters, digits and `.`, starting and ending with a letter or digit", "resourceGroup"),
+    "azure-native:compute:GalleryImage": NameRule(
+        r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9])?$",
+        "1-80 letters, digits, `_`, `-` and `.`, starting and ending with a letter or digit", "parent", "galleryName"),
+    # Not in the naming-rules page: the REST spec's path parameter (azure-rest-api-specs specification/imagebuilder/
+    # resource-manager/Microsoft.VirtualMachineImages/stable/2024-02-01/imagebuilder.json, ImageTemplateNameParameter).
+    "azure-native:virtualmachineimages:VirtualMachineImageTemplate": NameRule(
+        r"^[A-Za-z0-9-_.]{1,64}$", "1-64 letters, digits, `-`, `_` and `.`", "resourceGroup"),
     "azure-native:keyvault:Vault": NameRule(
         r"^(?!.*--)[A-Za-z][A-Za-z0-9-]{1,22}[A-Za-z0-9]$",
         "3-24 letters, digits and `-`, starting with a letter, ending with a letter or digit, no `--`, "

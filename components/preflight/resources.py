@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.offline.engine import UNKNOWN, UNKNOWN_MARK
 from components.planning.security_rules import is_address_prefix
 from components.preflight.compute import VM, VMSS, size_of
 from components.preflight.model import Context, Finding, Resource, dig
@@ -67,11 +68,24 @@ def check_tags(resources: list[Resource]) -> list[Finding]:
     return findings
 
 
-def _zones(resource: Resource) -> list[tuple[str, list[Any]]]:
-    found = [("zones", resource.inputs.get("zones") or [])]
-    for i, frontend in enumerate(resource.inputs.get("frontendIPConfigurations") or []):
+def _known(value: Any) -> bool:
+    return not (isinstance(value, str) and value in (UNKNOWN, UNKNOWN_MARK))
+
+
+def zone_list(value: Any) -> list[str]:
+    """The zones a resource input names, as far as they are known: a computed (unknown) list, or an unknown
+    entry in it, is judged at apply, not read as text (a string would otherwise be split into characters)."""
+    if not isinstance(value, list):
+        return []
+    return [str(zone) for zone in value if _known(zone)]
+
+
+def _zones(resource: Resource) -> list[tuple[str, list[str]]]:
+    found = [("zones", zone_list(resource.inputs.get("zones")))]
+    frontends = resource.inputs.get("frontendIPConfigurations")
+    for i, frontend in enumerate(frontends if isinstance(frontends, list) else []):
         if isinstance(frontend, dict):
-            found.append((f"frontendIPConfigurations[{i}].zones", frontend.get("zones") or []))
+            found.append((f"frontendIPConfigurations[{i}].zones", zone_list(frontend.get("zones"))))
     return found
 
 
@@ -84,7 +98,7 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
         if ctx.region_zones is not None:
             for field, zones in _zones(resource):
                 for zone in zones:
-                    if str(zone) not in ctx.region_zones:
+                    if zone not in ctx.region_zones:
                         findings.append(Finding("zones", resource.name, field,
                                                 f"zone {zone!r} does not exist in {location or ctx.location} (zones: "
                                                 f"{', '.join(ctx.region_zones)}); use one of them"))
@@ -116,7 +130,7 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
                                     f"({row.source}, {row.as_of}): move the stack or the pool there, or confirm "
                                     "otherwise under cluster.sizeRegions with the source"))
             continue
-        zones = [str(z) for z in resource.inputs.get("zones") or []]
+        zones = zone_list(resource.inputs.get("zones"))
         known = (row.zones or {}).get(location)
         if known is None and zones and (size, "zones") not in warned:
             warned.add((size, "zones"))

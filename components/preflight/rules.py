@@ -88,6 +88,14 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "with < > % & \\ ? /", "azure-docs articles/azure-resource-manager/management/tag-resources.md (limitations)"),
     Rule("zones", "a zone the region does not have", "azure-docs articles/reliability/availability-zones-region-support.md "
          "(components/catalog/regions.py; a stack declares others under cluster.limits.regionZones)"),
+    Rule("prefix-on-nic-api-version", "scale-set IP configurations asking for /28 blocks "
+         "(privateIPAddressPrefixLength) on a scale set declared through a route that cannot send the field: "
+         "azure-native's typed class (its schema lacks it and the body drops it) or a dynamic resource below "
+         "api-version 2026-07-02. Azure accepts the scale set and allocates single addresses: the plan's pod "
+         "capacity is not what deploys",
+         "azure-rest-api-specs Microsoft.Compute/Compute/stable/2026-07-02/ComputeRP.json (first version with the "
+         "field; components/catalog/arm_routes.py); pulumi-azure-native provider/pkg/convert/sdkInputsToRequestBody.go",
+         "accepts, deploys wrong"),
     Rule("size-region", "a VM size placed in a region its availability row, from Microsoft's own word, does not list",
          "components/catalog/availability.py (each row's source and date) or the stack's cluster.sizeRegions"),
 )}
@@ -101,8 +109,4 @@ WARNINGS: dict[str, Rule] = {r.id: r for r in (
          "(logical zones differ per subscription)", "az vm list-skus --zone, per subscription"),
     Rule("ephemeral-os-disk-placement", "an ephemeral OS disk placement other than ResourceDisk, which the "
          "catalogue cannot check (no cache or NVMe-placement sizes catalogued)", "azure-docs ephemeral-os-disks.md"),
-    Rule("prefix-on-nic-api-version", "scale-set IP configurations asking for /28 blocks "
-         "(privateIPAddressPrefixLength), a field Microsoft.Compute takes from 2026-07-02 and azure-native's typed "
-         "scale set does not send; and the subscription's onboarding to Prefix on NIC",
-         "azure-native 3.29 compute/virtual_machine_scale_set.py (API versions); docs/ip-plan.md"),
 )}

@@ -2,6 +2,7 @@
 
 from components.spec.cluster import AccessSpec, BootstrapTokenSpec, ClusterSpec, CustomVmSize
 from components.spec.control_plane import ApiServerSpec, ControlPlaneSpec, EtcdSpec
+from components.spec.images import ImageBuildSpec, ImagesSpec, NodeImageSpec
 from components.spec.limits import LimitOverride, LimitsSpec, RegionZones
 from components.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
 from components.spec.network import EgressSpec, NetworkSpec
@@ -21,11 +22,14 @@ __all__ = [
     "CustomerManagedKeySpec",
     "EgressSpec",
     "EtcdSpec",
+    "ImageBuildSpec",
     "ImageRef",
+    "ImagesSpec",
     "InClusterSpec",
     "LimitOverride",
     "LimitsSpec",
     "NetworkSpec",
+    "NodeImageSpec",
     "OversubscriptionSpec",
     "PoolKind",
     "PoolSpec",

@@ -11,6 +11,9 @@ from pydantic.alias_generators import to_camel
 
 class SpecModel(BaseModel):
     model_config = ConfigDict(
+        # Field patterns run on pydantic-core's Rust regex engine, where `$` matches only at the end of the text
+        # as in Go (whose rules they stand for), not before a final newline as Python's re does.
+        regex_engine="rust-regex",
         frozen=True,
         extra="forbid",
         alias_generator=to_camel,

@@ -8,6 +8,7 @@ from components.spec import consumer_rules as rules
 from components.spec.base import Cidr, SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
 from components.spec.day2 import AcknowledgedDeletions
+from components.spec.images import ImagesSpec
 from components.spec.limits import LimitsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
@@ -39,12 +40,30 @@ class CustomVmSize(SpecModel):
 
 
 class BootstrapTokenSpec(SpecModel):
-    """The kubeadm bootstrap token nodes join with (docs/operations.md, "Rotating the bootstrap token")."""
+    """The kubeadm bootstrap tokens nodes join with: declared by the stack as bootstrap-token Secrets, rotated
+    on a schedule (components/planning/bootstrap_tokens.py, docs/operations.md "The bootstrap token")."""
 
     generation: WholeNumber = Field(default=1, ge=1, le=1_000_000)
-    """Raise it to make a new token; the old one is then revoked by hand (the runbook says how)."""
-    ttl_hours: WholeNumber = Field(default=2160, ge=1, le=8760)
-    """How long a token stays valid after the API servers register it (kubeadm's `ttl`); rotate before."""
+    """Raise it to replace both tokens at the next `pulumi up` (a leaked token): the old ones are deleted."""
+    rotation_days: WholeNumber = Field(default=30, ge=1, le=365)
+    """A new token every this many days (UTC days since 1970-01-01), taken at the first `pulumi up` after."""
+    overlap_days: WholeNumber = Field(default=30, ge=1, le=365)
+    """How long the previous token stays valid after a rotation, for machines created from older models."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_ttl(cls, value: object) -> object:
+        if isinstance(value, dict) and ({"ttlHours", "ttl_hours"} & set(value)):
+            raise ValueError("ttlHours is gone: kubeadm no longer writes the token, the stack's Secret carries its "
+                             "expiry; set rotationDays and overlapDays instead (docs/operations.md)")
+        return value
+
+    @model_validator(mode="after")
+    def _overlap(self) -> BootstrapTokenSpec:
+        if self.overlap_days > self.rotation_days:
+            raise ValueError(f"overlapDays ({self.overlap_days}) must be at most rotationDays ({self.rotation_days}): "
+                             "the stack keeps two tokens, the current one and the one before it")
+        return self
 
 
 class SizeRegionsSpec(SpecModel):
@@ -94,14 +113,29 @@ class AccessSpec(SpecModel):
         return keys
 
 
+class PatchVerification(SpecModel):
+    """A Kubernetes patch release newer than the version table knows, confirmed by hand (docs/versions.md)."""
+
+    version: str = Field(max_length=20)
+    """The patch confirmed: it must be the stack's kubernetesVersion, so a later bump needs a new confirmation."""
+    source: str = Field(min_length=3, max_length=2000)
+    """Where the release and its kubelet/kubeadm packages were seen, with the date: e.g. `kubernetes.io/releases
+    lists 1.36.5; apt-cache madison kubeadm on pkgs.k8s.io core:/stable:/v1.36 shows 1.36.5-1.1, 2026-12-12`."""
+
+
 class ClusterSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
     location: str = Field(pattern=r"^[a-z0-9]{1,40}$")
     zones: list[str] = Field(min_length=1, max_length=3)
-    kubernetes_version: str = Field(pattern=r"^1\.\d{2}\.\d{1,3}$")
+    kubernetes_version: str = Field(max_length=20)
+    """MAJOR.MINOR.PATCH: any released patch of a minor the version table supports (components/catalog/versions.py);
+    a patch newer than the table's needs kubernetesPatchVerified."""
+    kubernetes_patch_verified: PatchVerification | None = None
     network: NetworkSpec
     pools: list[PoolSpec] = Field(default_factory=list, max_length=100)
     control_plane: ControlPlaneSpec = ControlPlaneSpec()
+    images: ImagesSpec = ImagesSpec()
+    """The version of each node image this stack builds (docs/images.md)."""
     teams: list[TeamSpec] = Field(default_factory=list, max_length=500)
     balloons: list[BalloonSpec] = Field(default_factory=list, max_length=100)
     in_cluster: InClusterSpec = InClusterSpec()
@@ -126,6 +160,11 @@ class ClusterSpec(SpecModel):
     def _zones(cls, zones: list[str]) -> list[str]:
         return rules.check_unique(zones)
 
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, version: str) -> str:
+        return rules.check_kubernetes_version(version)
+
     @field_validator("tags")
     @classmethod
     def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
@@ -138,6 +177,14 @@ class ClusterSpec(SpecModel):
             if not 0 <= value <= 100_000_000:
                 raise ValueError(f"{family}: {value} is not a vCPU quota (0 to 100,000,000)")
         return quota
+
+    @model_validator(mode="after")
+    def _patch_verified_for_this_version(self) -> ClusterSpec:
+        verified = self.kubernetes_patch_verified
+        if verified is not None and verified.version != self.kubernetes_version:
+            raise ValueError(f"kubernetesPatchVerified confirms {verified.version!r} but kubernetesVersion is "
+                             f"{self.kubernetes_version!r}: confirm the new patch and update both, or remove it")
+        return self
 
     @model_validator(mode="after")
     def _bounded(self) -> ClusterSpec:

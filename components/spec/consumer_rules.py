@@ -12,10 +12,16 @@ import re
 from collections.abc import Iterable, Mapping
 from ipaddress import IPv4Network
 
-# --- Kubernetes names: k8s.io/apimachinery pkg/util/validation/validation.go (IsQualifiedName, IsValidLabelValue)
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Every pattern here stands for one a Go program (or ARM) applies, and is used with fullmatch: Go's `$` matches
+# only at the end of the text ("at end of text (like \z not \Z)", Go regexp/syntax doc), Python's `$` also
+# before a final newline, so `re.match("^...$")` would take "gpu\n" for a valid label. Character classes are
+# spelled out in ASCII where Go's are ASCII (Go's \d is [0-9]; Python's matches any Unicode digit).
+
+# --- Kubernetes names: k8s.io/apimachinery pkg/util/validation/validation.go (IsQualifiedName, IsValidLabelValue:
+# regexp.MustCompile("^" + qualifiedNameFmt + "$"))
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 # --- kubelet --node-labels: kubernetes/kubernetes staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go
 # (IsKubeletLabel) and cmd/kubelet/app/options/options.go (ValidateKubeletFlags: "unknown 'kubernetes.io' or
@@ -36,16 +42,16 @@ def qualified_name_problem(key: str) -> str | None:
     prefix, _, name = key.rpartition("/")
     if "/" in prefix:
         return f"{key!r} has more than one '/'"
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
         return f"{key!r}: the prefix must be a lowercase DNS subdomain of at most 253 characters"
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
         return (f"{key!r}: the name must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a "
                 "letter or digit")
     return None
 
 
 def label_value_problem(value: str) -> str | None:
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         shown = value if len(value) <= 70 else value[:67] + "..."
         return (f"value {shown!r} must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a "
                 "letter or digit (or empty)")
@@ -76,7 +82,19 @@ def check_node_labels(labels: Mapping[str, str]) -> Mapping[str, str]:
         if namespace == OWN_PREFIX or namespace.endswith("." + OWN_PREFIX):
             raise ValueError(f"label {key!r}: the {OWN_PREFIX}/ prefix is the library's own (pool, role, InfiniBand "
                              "domain); use a prefix of your own")
+    _case_distinct("label", labels)
     return labels
+
+
+def _case_distinct(what: str, keys: Iterable[str]) -> None:
+    """Each label and taint key becomes the name of a scale-set tag the autoscaler reads (node-template tags,
+    components/planning/node_template.py), and Azure compares tag names ignoring case (see check_tags)."""
+    seen: dict[str, str] = {}
+    for key in keys:
+        other = seen.setdefault(key.casefold(), key)
+        if other != key:
+            raise ValueError(f"{what} keys {other!r} and {key!r} differ only by case: Kubernetes keeps both, but each "
+                             "becomes a scale-set tag for the autoscaler and Azure tag names ignore case; rename one")
 
 
 # --- taints: k8s.io/kubernetes pkg/apis/core/validation/validation.go (validateNodeTaints: key a qualified name,
@@ -91,6 +109,8 @@ def check_taint(key: str, value: str) -> None:
 
 def check_unique_taints(taints: Iterable[tuple[str, str]]) -> None:
     seen: set[tuple[str, str]] = set()
+    taints = list(taints)
+    _case_distinct("taint", dict.fromkeys(key for key, _ in taints))
     for key, effect in taints:
         if (key, effect) in seen:
             raise ValueError(f"taint {key!r} with effect {effect} is declared twice; the API server requires taints "
@@ -100,7 +120,8 @@ def check_unique_taints(taints: Iterable[tuple[str, str]]) -> None:
 
 # --- Azure tags: learn.microsoft.com azure-resource-manager/management/tag-resources, "Limitations": at most 50
 # tags a resource; names at most 512 characters (128 on storage accounts, which the library tags too), values
-# at most 256; names cannot contain < > % & \ ? /
+# at most 256; names cannot contain < > % & \ ? /. "Tag usage and recommendations": "Tag names are
+# case-insensitive for operations. A tag with a tag name, regardless of the casing, is updated or retrieved."
 MAX_TAGS = 50
 MAX_TAG_NAME = 512
 MAX_TAG_NAME_STORAGE = 128
@@ -108,8 +129,27 @@ MAX_TAG_VALUE = 256
 TAG_NAME_FORBIDDEN = frozenset('<>%&\\?/')
 
 
+LIBRARY_TAG_PREFIXES = ("gpucluster-", "k8s.io_cluster-autoscaler_")
+"""Tag names the library writes: its own (components/azure/tags.py, node_template.py INFINIBAND_TAG) and the
+autoscaler's node templates (node_template.py)."""
+AUTOSCALER_DISCOVERY_TAGS = ("cluster-autoscaler-enabled", "cluster-autoscaler-name")
+"""The autoscaler adopts every scale set carrying these (--node-group-auto-discovery, components/kubernetes/
+objects/autoscaler.py): on the API servers' scale set, which carries the user's tags, it would scale them."""
+
+
 def check_tags(tags: Mapping[str, str], reserved: int) -> Mapping[str, str]:
     """User tags, which the library adds `reserved` tags of its own to on every resource."""
+    seen: dict[str, str] = {}
+    for name in tags:
+        folded = name.casefold()
+        if folded.startswith(LIBRARY_TAG_PREFIXES) or folded in AUTOSCALER_DISCOVERY_TAGS:
+            raise ValueError(f"tag name {name!r} is the library's own or the cluster autoscaler's (names starting "
+                             f"{' or '.join(LIBRARY_TAG_PREFIXES)}, and {', '.join(AUTOSCALER_DISCOVERY_TAGS)}; Azure "
+                             "ignores case in tag names); choose another name")
+        other = seen.setdefault(folded, name)
+        if other != name:
+            raise ValueError(f"tag names {other!r} and {name!r} differ only by case, and Azure tag names ignore case "
+                             "(one would overwrite the other); keep one")
     if len(tags) + reserved > MAX_TAGS:
         raise ValueError(f"{len(tags)} tags plus the library's {reserved} exceed Azure's {MAX_TAGS} tags a resource; "
                          f"keep at most {MAX_TAGS - reserved}")
@@ -205,13 +245,13 @@ def service_range_problem(service: IPv4Network) -> str | None:
 # --- Resource ids: ARM's form /subscriptions/{guid}/resourceGroups/{name}/providers/Microsoft.Network/
 # virtualNetworks/{name} (resource group names: 1-90 of letters, digits, _ - . ( ), not ending in '.').
 _VNET_ID = re.compile(
-    r"^/subscriptions/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-    r"/resourceGroups/[-\w.()]{0,89}[-\w()]/providers/Microsoft\.Network/virtualNetworks/[A-Za-z0-9][-\w.]{0,62}[\w]$",
+    r"/subscriptions/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"/resourceGroups/[-\w.()]{0,89}[-\w()]/providers/Microsoft\.Network/virtualNetworks/[A-Za-z0-9][-\w.]{0,62}[\w]",
     re.IGNORECASE)
 
 
 def check_vnet_id(value: str) -> str:
-    if not _VNET_ID.match(value):
+    if not _VNET_ID.fullmatch(value):
         raise ValueError("must be a VNet resource id: /subscriptions/<subscription id>/resourceGroups/<group>/"
                          "providers/Microsoft.Network/virtualNetworks/<name> (az network vnet show --query id)")
     return value
@@ -222,3 +262,44 @@ def check_unique(values: list[str]) -> list[str]:
     if duplicates:
         raise ValueError(f"lists {', '.join(map(repr, duplicates))} more than once; list each once")
     return values
+
+
+# --- Kubernetes version: the install script pins `kubelet=<version>-*` and `kubeadm=<version>-*` (pkgs.k8s.io)
+# and kubeadm reads `kubernetesVersion: v<version>`, parsed by k8s.io/apimachinery pkg/util/version/version.go
+# ParseSemantic: exactly MAJOR.MINOR.PATCH, "illegal zero-prefixed version component" (Semantic Versioning
+# 2.0.0, item 2: "MUST NOT contain leading zeroes"). Whether the release exists is the version table's question
+# (components/planning/versions.py).
+_KUBERNETES_VERSION = re.compile(r"(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})")
+
+
+def check_kubernetes_version(value: str) -> str:
+    if not _KUBERNETES_VERSION.fullmatch(value):
+        hint = "; drop the leading v" if value.startswith("v") else ""
+        raise ValueError(f"{value!r} is not a Kubernetes release: write MAJOR.MINOR.PATCH in digits with no leading "
+                         f"zeros, such as 1.36.4 (kubeadm parses it as a semantic version){hint}")
+    return value
+
+
+# --- Image versions: Microsoft.Compute ImageReference.version (azure-rest-api-specs' ComputeRP spec, the same
+# text in pulumi-azure-native 3.29 compute ImageReferenceArgs.version): "The allowed formats are Major.Minor.Build
+# or 'latest'. Major, Minor, and Build are decimal numbers."
+_IMAGE_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+
+
+def check_image_version(value: str) -> str:
+    if value != "latest" and not _IMAGE_VERSION.fullmatch(value):
+        raise ValueError(f"{value!r} is not an image version Azure takes: Major.Minor.Build in decimal numbers (as "
+                         "`az vm image list --all` lists them, such as 22.04.2024102301), or latest")
+    return value
+
+
+# --- Microsoft Entra object ids: a role assignment's principalId must be a GUID (ARM: "InvalidPrincipalId ...
+# Principal ID must be a GUID"), 8-4-4-4-12 hexadecimal digits as `az ad sp show --query id` prints it.
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def check_guid(value: str) -> str:
+    if not _GUID.fullmatch(value):
+        raise ValueError(f"{value[:60]!r} is not an object id: a GUID of 8-4-4-4-12 hexadecimal digits such as "
+                         "0b8e5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b (az ad sp show --id <app id> --query id -o tsv)")
+    return value

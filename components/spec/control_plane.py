@@ -5,12 +5,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from components.spec.base import SpecModel, WholeNumber
+from components.spec.images import NodeImageSpec
 
 
 class ApiServerSpec(SpecModel):
     count: WholeNumber = Field(default=5, ge=1, le=100)
     vm_size: str | None = Field(default=None, pattern=r"^Standard_[A-Za-z0-9_]{1,60}$")
     """Override the computed size; too small for the node count is an error."""
+    image: NodeImageSpec = NodeImageSpec()
+    """The API-server image version the scale set boots (docs/images.md)."""
 
 
 class EtcdSpec(SpecModel):
@@ -19,6 +22,8 @@ class EtcdSpec(SpecModel):
     vm_size: str | None = Field(default=None, pattern=r"^Standard_[A-Za-z0-9_]{1,60}$")
     quorum_override_reason: str | None = Field(default=None, min_length=3, max_length=2000)
     """Accept a zone holding a quorum of members (e.g. a one-zone region); say why."""
+    image: NodeImageSpec = NodeImageSpec()
+    """The etcd image version new members boot; a member keeps the image it was created with (docs/images.md)."""
 
 
 class ControlPlaneSpec(SpecModel):

@@ -60,9 +60,25 @@ def _inner_model(annotation: Any) -> Any:
     return None
 
 
+SECRET_FIELDS: tuple[tuple[str, ...], ...] = (("access",), ("inCluster", "apiAccess", "proxyUrl"))
+"""Where a stack holds or may be mistaken for a secret: SSH keys (a private key pasted for a public one), the
+admin account, a proxy URL with credentials in it. An error there never quotes the value."""
+_KEY_MATERIAL = ("PRIVATE KEY", "-----BEGIN", "-----END")
+MAX_SHOWN = 80
+
+
+def _shown(got: Any, loc: tuple[int | str, ...]) -> str:
+    """`got` as an error line may quote it: cut to one short line, and never for a secret field or key material."""
+    names = tuple(part for part in loc if isinstance(part, str))
+    text = repr(got)
+    if any(names[:len(field)] == field for field in SECRET_FIELDS) or any(m in text for m in _KEY_MATERIAL):
+        return f"a {type(got).__name__}, not shown: this field can hold secrets"
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+
+
 def _describe(error: ErrorDetails, model: type[BaseModel]) -> str:
     kind = error["type"]
-    got = error.get("input")
+    shown = _shown(error.get("input"), tuple(error["loc"]))
     ctx = error.get("ctx") or {}
     if kind == "extra_forbidden":
         owner = _model_at(model, tuple(error["loc"][:-1]))
@@ -71,17 +87,17 @@ def _describe(error: ErrorDetails, model: type[BaseModel]) -> str:
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         ops = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
         bound = next(iter(ctx.values()), "?")
-        return f"must be {ops[kind]} {bound} (got {got!r})"
+        return f"must be {ops[kind]} {bound} (got {shown})"
     if kind == "string_pattern_mismatch":
-        return f"{got!r} does not match the required form {ctx.get('pattern')}"
+        return f"{shown} does not match the required form {ctx.get('pattern')}"
     if kind in ("too_short", "too_long"):
-        return f"{error['msg'].lower()} (got {got!r})"
+        return f"{error['msg'].lower()} (got {shown})"
     if kind == "value_error":
         return str(ctx.get("error", error["msg"]))
     hint = _HINTS.get(kind)
     if hint:
-        return hint if kind == "missing" else f"{hint} (got {got!r})"
-    return f"{error['msg']} (got {got!r})"
+        return hint if kind == "missing" else f"{hint} (got {shown})"
+    return f"{error['msg']} (got {shown})"
 
 
 def problems_from(error: ValidationError, model: type[BaseModel], root: str = "cluster") -> list[Problem]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from components.errors import Problem, SpecError
+from components.input_files import read_bounded
 from components.spec.cluster import ClusterSpec
+from components.spec.config_values import config_value_problems
 from components.spec.errors import problems_from
-from components.spec.yaml_text import load_yaml
+from components.spec.stack_names import check_stack_name
+from components.spec.yaml_text import MAX_BYTES, MAX_DEPTH, check_size, load_yaml
 
 CONFIG_KEY = "gpucluster:cluster"
+POLICY_CONFIG_KEY = "gpucluster:policyConfig"
+"""The stack's policy-pack config file, relative to the project (policies/config/<file>.json)."""
 
 
 @dataclass(frozen=True)
@@ -37,22 +43,19 @@ def parse_cluster(raw: Any) -> ClusterSpec:
 
 
 def resolve_stack_path(stack: str, stacks_dir: Path) -> tuple[str, Path]:
-    """A stack name (`prod`) or a path to a stack file -> (stack name, file path)."""
+    """A stack name (`prod`) or a path to a stack file -> (stack name, file path). The name must be one
+    Pulumi takes and no folder (`.`, `..`): it names files and the output folder."""
     candidate = Path(stack)
     if candidate.suffix in (".yaml", ".yml") or candidate.parent != Path("."):
         name = candidate.stem.removeprefix("Pulumi.")
-        return name, candidate
-    return stack, stacks_dir / f"Pulumi.{stack}.yaml"
+        return check_stack_name(name, f"{stack} (the stack name is the file name's `Pulumi.<name>.yaml`)"), candidate
+    return check_stack_name(stack, "stack"), stacks_dir / f"Pulumi.{stack}.yaml"
 
 
 def load_stack_file(path: Path, name: str) -> StackFile:
-    if not path.is_file():
+    if not path.exists():
         raise SpecError.at(str(path), "stack file not found; pass a stack name under stacks/ or a path to a stack file")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SpecError.at(str(path), f"cannot be read: {error.strerror}") from None
-    document = load_yaml(data, str(path))
+    document = load_yaml(read_bounded(path, MAX_BYTES, "stack file"), str(path))
     if document is None:
         raise SpecError.at(str(path), f"the file is empty; it needs `config: {{{CONFIG_KEY}: ...}}`")
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
@@ -60,8 +63,29 @@ def load_stack_file(path: Path, name: str) -> StackFile:
     config: dict[str, Any] = document["config"]
     if CONFIG_KEY not in config:
         raise SpecError.at("cluster", f"missing: add the structured key `{CONFIG_KEY}` under `config:` in {path}")
-    _reject_secrets(config[CONFIG_KEY], "cluster")
-    return StackFile(name=name, path=path, config=config, spec=parse_cluster(config[CONFIG_KEY]))
+    problems = config_value_problems(config, skip=CONFIG_KEY)
+    if problems:
+        raise SpecError(problems)
+    raw = config[CONFIG_KEY]
+    if isinstance(raw, str):
+        raw = _json_text(raw, str(path))
+    _reject_secrets(raw, "cluster")
+    return StackFile(name=name, path=path, config=config, spec=parse_cluster(raw))
+
+
+def _json_text(text: str, where: str) -> Any:
+    """`pulumi config set gpucluster:cluster '{...}'` (without --path) stores the object as a JSON string, and
+    the program's `Config.require_object` reads it with json.loads (pulumi/config.py): read it the same way."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SpecError.at("cluster", f"is text, not a mapping, and not JSON either ({error.msg} at character "
+                                      f"{error.pos}); write the keys under `{CONFIG_KEY}:` as YAML, or give "
+                                      "valid JSON") from None
+    except RecursionError:
+        raise SpecError.at("cluster", f"its JSON is nested more than {MAX_DEPTH} levels deep") from None
+    check_size(value, where)
+    return value
 
 
 def _reject_secrets(value: Any, path: str) -> None:

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.spec import consumer_rules as rules
 from components.spec.base import SpecModel, WholeNumber
+from components.spec.images import NodeImageSpec
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 MAX_NODES = 65_536
@@ -38,25 +39,33 @@ class Taint(SpecModel):
 
 
 class ImageRef(SpecModel):
+    """A marketplace image: the source a node image is baked from (components/catalog/images.py)."""
+
     publisher: str = Field(min_length=1, max_length=128)
     offer: str = Field(min_length=1, max_length=128)
     sku: str = Field(min_length=1, max_length=128)
-    version: str = Field(default="latest", min_length=1, max_length=64)
-    """A pinned version (`az vm image list --publisher P --offer O --sku S --all`). `latest` lets VMs created
-    later boot a newer build than the running ones (drivers, OFED), so it is refused unless `allowLatest`."""
-    allow_latest: bool = False
-    """Opt in to `version: latest` (never for InfiniBand pools: a policy rule refuses mixed builds there)."""
+    version: str = Field(min_length=1, max_length=64)
+
+    @field_validator("version")
+    @classmethod
+    def _azure_accepts_version(cls, version: str) -> str:
+        return rules.check_image_version(version)
 
 
 class CustomerManagedKeySpec(SpecModel):
     """Customer-managed key for confidential OS disks: a Key Vault (Premium) RSA-HSM key behind a
     confidential disk encryption set."""
 
-    orchestrator_object_id: str = Field(pattern=r"^[0-9a-fA-F-]{36}$")
+    orchestrator_object_id: str = Field(max_length=100)
     """Object id of the "Confidential VM Orchestrator" service principal in the tenant
     (`az ad sp show --id bf7b6499-ff71-4aa2-97a4-f372087be7f0 --query id -o tsv`); it is granted key release."""
     attestation_authority: str | None = Field(default=None, pattern=r"^https://[a-z0-9.-]+/?$")
     """Microsoft Azure Attestation endpoint the key-release policy trusts; defaults to the region's shared one."""
+
+    @field_validator("orchestrator_object_id")
+    @classmethod
+    def _guid(cls, value: str) -> str:
+        return rules.check_guid(value)
 
 
 class ConfidentialSpec(SpecModel):
@@ -91,7 +100,8 @@ class PoolSpec(SpecModel):
     team: str | None = Field(default=None, max_length=63)
     cost_centre: str | None = Field(default=None, min_length=1, max_length=256)
     """Becomes the scale sets' `cost-centre` tag (Azure tag values: at most 256 characters)."""
-    image: ImageRef | None = None
+    image: NodeImageSpec = NodeImageSpec()
+    """The node image version the pool's machines boot (docs/images.md)."""
     accelerated_networking: bool | None = None
     """Defaults to what the size supports. Confidential (NCC) sizes have none."""
     confidential: ConfidentialSpec | None = None

@@ -28,6 +28,20 @@ class TeamSpec(SpecModel):
     pools: list[str] | None = Field(default=None, max_length=100)
     """Pools the team's queue may use; defaults to every gpu and cpu pool (confidential pools only when named)."""
 
+    @model_validator(mode="after")
+    def _kueue_accepts_lending(self) -> TeamSpec:
+        """Kueue's ClusterQueue webhook (kubernetes-sigs/kueue v0.19.2 pkg/webhooks/clusterqueue_webhook.go,
+        validateLendingLimit) refuses a lendingLimit above the nominalQuota: "must be less than or equal to the
+        nominalQuota". The planner splits both over the same flavors in step, so the team's totals decide it."""
+        if self.lending_limit is None:
+            return self
+        for field, key in (("gpus", "gpus"), ("cpus", "cpus"), ("memory_gib", "memoryGib")):
+            lend, nominal = getattr(self.lending_limit, field), getattr(self.quota, field)
+            if lend > nominal:
+                raise ValueError(f"lendingLimit.{key} is {lend:,}, above quota.{key} ({nominal:,}); Kueue refuses a "
+                                 "lending limit above the nominal quota: lower it to at most the quota")
+        return self
+
 
 class OversubscriptionSpec(SpecModel):
     note: str = Field(min_length=3, max_length=2000)

@@ -20,6 +20,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from .props import resource_kind
+
 Config = Mapping[str, Any]
 ResourceCheck = Callable[[ResourceValidationArgs, ReportViolation, Config], None]
 StackCheck = Callable[[StackValidationArgs, ReportViolation, Config], None]
@@ -41,7 +43,7 @@ def resource_rule(name: str, *, description: str, severity: Severity, remediatio
                   ) -> Callable[[ResourceCheck], ResourceValidationPolicy]:
     def wrap(check: ResourceCheck) -> ResourceValidationPolicy:
         def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-            if not types or args.resource_type in types:
+            if not types or resource_kind(args.resource_type, args.props) in types:
                 check(args, report, _settings(config, args.get_config()))
 
         return ResourceValidationPolicy(

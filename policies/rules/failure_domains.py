@@ -15,6 +15,7 @@ from .props import (
     POOL_TAG,
     SCALE_SET,
     gpus_per_machine,
+    kind,
     machines_per_zone,
     of_roles,
     tags,
@@ -77,7 +78,7 @@ def apiserver_zone_spread(args: StackValidationArgs, report: ReportViolation, co
     for server in servers:
         placed = machines_per_zone(server)
         where.update(placed)
-        if server.resource_type == SCALE_SET and len(zones(server.props)) > 1 and NO_ZONE in placed:
+        if kind(server) == SCALE_SET and len(zones(server.props)) > 1 and NO_ZONE in placed:
             report("the API-server scale set spans zones without zoneBalance: Azure may stack them in one zone",
                    server.urn)
     count = sum(where.values())
@@ -115,12 +116,19 @@ def infiniband_zone_loss(args: StackValidationArgs, report: ReportViolation, con
 
 @stack_rule(
     "azure-native-compute-virtualmachinescaleset-gpu-zone-share", severity=Severity.HIGH,
-    description="No zone holds more than maxGpuShare of the cluster's GPUs.",
+    description="No zone holds more than maxGpuShare of the cluster's GPUs, unless the GPUs are too few to split "
+                "that finely: a zone may always hold its even share (GPUs / zoneCount) plus part of one machine.",
     remediation="Spread GPU pools over all zones (pool zones) or move capacity; raise maxGpuShare only when the "
                 "region lacks capacity in a zone, and say so in the stack's policy config.",
-    config={"maxGpuShare": {"type": "number", "default": 0.4, "exclusiveMinimum": 0, "maximum": 1}})
+    config={"maxGpuShare": {"type": "number", "default": 0.4, "exclusiveMinimum": 0, "maximum": 1},
+            "zoneCount": {"type": "integer", "default": 3, "minimum": 1}})
 def gpu_zone_share(args: StackValidationArgs, report: ReportViolation, config: Config) -> None:
+    """Whole machines cannot meet a share below 1 / zoneCount of a small count: 4 single-GPU machines over 3
+    zones put 2 (50%) in some zone however they are placed. So a zone over the share fails only when it would
+    still hold its even share without its largest machine: then some other placement does better (placing each
+    machine in the emptiest zone never leaves a zone at or above its even share before its last machine)."""
     gpus: Counter[str] = Counter()
+    largest: Counter[str] = Counter()
     holders: defaultdict[str, list[tuple[int, str]]] = defaultdict(list)
     for machine in of_roles(args.resources, *GPU_ROLES):
         per_machine = gpus_per_machine(machine.props)
@@ -130,11 +138,13 @@ def gpu_zone_share(args: StackValidationArgs, report: ReportViolation, config: C
             continue
         for zone, n in machines_per_zone(machine).items():
             gpus[zone] += n * per_machine
+            if n:
+                largest[zone] = max(largest[zone], per_machine)
             holders[zone].append((-n * per_machine, machine.urn))
     total = sum(gpus.values())
-    limit = float(config["maxGpuShare"])
+    limit, even = float(config["maxGpuShare"]), total / int(config["zoneCount"])
     for zone, n in sorted(gpus.items()):
-        if total and n / total > limit:
+        if total and n / total > limit and n - largest[zone] >= even:
             report(f"zone {zone} holds {n:,} of {total:,} GPUs ({n / total:.0%}); at most {limit:.0%} allowed "
                    f"(capacity {_by_zone(gpus)})", min(holders[zone])[1])  # the zone's largest GPU holder, then by URN
 

@@ -6,6 +6,7 @@ from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
 
 from .declare import Config, resource_rule
 from .props import (
+    DYNAMIC_RESOURCE,
     ETCD_ROLES,
     INFINIBAND_TAG,
     MACHINE_TYPES,
@@ -14,6 +15,7 @@ from .props import (
     SCALE_SET,
     VIRTUAL_MACHINE,
     get,
+    kind,
     nic_configs,
     role,
     tags,
@@ -53,13 +55,16 @@ def no_overprovision(args: ResourceValidationArgs, report: ReportViolation, _: C
 
 @resource_rule(
     "azure-native-compute-virtualmachinescaleset-capacity-ignored", types=(SCALE_SET,), severity=Severity.HIGH,
-    description="Scale sets the cluster autoscaler manages ignore changes to sku.capacity.",
-    remediation="Add ignore_changes=['sku.capacity'] so `pulumi up` never resizes a pool under the autoscaler.")
+    description="Scale sets the cluster autoscaler manages are declared through the route whose update never sends "
+                "sku (a dynamic resource with armType Microsoft.Compute/virtualMachineScaleSets): azure-native's typed "
+                "class updates with a full-body PUT, and ignore_changes=['sku.capacity'] puts the stored old capacity "
+                "in it, not the live one (pulumi/pulumi#2657), so every later update resizes the pool.",
+    remediation="Declare node scale sets through components/azure/node_pool.py (NodeScaleSet), whose update is a "
+                "PATCH without sku (docs/capacity.md).")
 def capacity_left_to_autoscaler(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
-    if tags(args.props).get("cluster-autoscaler-enabled") == "true" and \
-            "sku.capacity" not in (args.opts.ignore_changes or []):
-        report("the autoscaler owns sku.capacity but the program does not ignore changes to it: "
-               "every `pulumi up` would resize the pool back", None)
+    if tags(args.props).get("cluster-autoscaler-enabled") == "true" and args.resource_type != DYNAMIC_RESOURCE:
+        report(f"the autoscaler owns sku.capacity but {args.resource_type} sends the scale set's whole body, "
+               "capacity included, on every update: `pulumi up` would resize the pool under the autoscaler", None)
 
 
 @resource_rule(
@@ -131,7 +136,7 @@ def etcd_protected(args: ResourceValidationArgs, report: ReportViolation, _: Con
 
 
 def _custom_data(args: ResourceValidationArgs) -> object:
-    if args.resource_type == SCALE_SET:
+    if kind(args) == SCALE_SET:
         return get(args.props, "virtualMachineProfile", "osProfile", "customData")
     return get(args.props, "osProfile", "customData")
 

@@ -9,7 +9,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
 from .declare import Config, resource_rule, stack_rule
-from .props import ETCD_ROLES, SCALE_SET, Resource, get, items, last_segment, nic_configs, of_roles
+from .props import ETCD_ROLES, SCALE_SET, Resource, get, items, kind, last_segment, nic_configs, of_roles
 
 NSG = "azure-native:network:NetworkSecurityGroup"
 NIC = "azure-native:network:NetworkInterface"
@@ -25,7 +25,7 @@ ETCD_PORTS = (2379, 2380)
     description="No public IP on nodes or the control plane; egress goes through the NAT gateway.",
     remediation="Remove publicIPAddressConfiguration / the PublicIPAddress; reach machines through the hub network.")
 def no_public_ips(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
-    if args.resource_type == SCALE_SET:
+    if kind(args) == SCALE_SET:
         for nic in nic_configs(args.props):
             for ip in items(get(nic, "ipConfigurations")):
                 if get(ip, "publicIPAddressConfiguration") is not None:
@@ -84,7 +84,7 @@ def _subnet_key(subnet_id: Any) -> tuple[str | None, str | None]:
 
 
 def _machine_subnets(resource: Resource) -> list[Any]:
-    if resource.resource_type == SCALE_SET:
+    if kind(resource) == SCALE_SET:
         return [get(ip, "subnet", "id") for nic in nic_configs(resource.props) for ip in items(get(nic, "ipConfigurations"))]
     return []
 

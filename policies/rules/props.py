@@ -8,6 +8,11 @@ from typing import Any, Protocol
 SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 VIRTUAL_MACHINE = "azure-native:compute:VirtualMachine"
 MACHINE_TYPES = (SCALE_SET, VIRTUAL_MACHINE)
+# A Pulumi dynamic resource: the engine and CrossGuard see this type, whatever the provider builds.
+DYNAMIC_RESOURCE = "pulumi-python:dynamic:Resource"
+# ARM types a dynamic resource may declare in its `armType` input, and the azure-native type whose inputs
+# (camelCase, `properties` flattened) it mirrors: rules written for the typed class apply to it unchanged.
+ARM_TYPES = {"Microsoft.Compute/virtualMachineScaleSets": SCALE_SET}
 ROLE_TAG = "gpucluster-role"
 POOL_TAG = "gpucluster-pool"
 INFINIBAND_TAG = "gpucluster-infiniband"
@@ -26,6 +31,25 @@ class Resource(Protocol):
     resource_type: str
     props: Any
     urn: str
+
+
+def resource_kind(resource_type: str, props: Any) -> str:
+    """The type rules judge a resource as: a dynamic resource declaring a known `armType` is read as the
+    azure-native type it mirrors (node scale sets, components/catalog/arm_routes.py); anything else is its own type."""
+    if resource_type == DYNAMIC_RESOURCE and isinstance(props, Mapping):
+        return ARM_TYPES.get(str(props.get("armType")), resource_type)
+    return resource_type
+
+
+def kind(resource: Resource) -> str:
+    return resource_kind(resource.resource_type, resource.props)
+
+
+def declared_api_version(resource_type: str, props: Any) -> str | None:
+    """The api-version a dynamic resource declares (None for typed classes, whose provider picks it)."""
+    if resource_type == DYNAMIC_RESOURCE and isinstance(props, Mapping) and isinstance(props.get("apiVersion"), str):
+        return props["apiVersion"]
+    return None
 
 
 def get(props: Any, *path: str | int, default: Any = None) -> Any:
@@ -63,7 +87,7 @@ def zones(props: Any) -> list[str]:
 
 def capacity(resource: Resource) -> int:
     """Machines a resource stands for: a scale set's declared capacity, 1 for a VM."""
-    if resource.resource_type == SCALE_SET:
+    if kind(resource) == SCALE_SET:
         return int(get(resource.props, "sku", "capacity", default=0))
     return 1
 
@@ -91,7 +115,7 @@ def gpus_per_machine(props: Any) -> int | None:
 
 
 def of_roles(resources: Iterable[Resource], *roles: str) -> list[Resource]:
-    return [r for r in resources if r.resource_type in MACHINE_TYPES and role(r.props) in roles]
+    return [r for r in resources if kind(r) in MACHINE_TYPES and role(r.props) in roles]
 
 
 def nic_configs(props: Any) -> list[Any]:

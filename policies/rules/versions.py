@@ -13,7 +13,7 @@ from datetime import date
 from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .declare import Config, stack_rule
-from .props import ROLE_TAG, SCALE_SET, tags
+from .props import ROLE_TAG, SCALE_SET, kind, tags
 
 VERSION_TAG = "gpucluster-kubernetes-version"
 EOL_TAG = "gpucluster-kubernetes-end-of-life"
@@ -38,7 +38,7 @@ def _today(config: Config) -> date:
 def kubernetes_end_of_life(args: StackValidationArgs, report: ReportViolation, config: Config) -> None:
     today = _today(config)
     for resource in args.resources:
-        if resource.resource_type != SCALE_SET:
+        if kind(resource) != SCALE_SET:
             continue
         present = tags(resource.props)
         if present.get(ROLE_TAG) != "apiserver" or not present.get(EOL_TAG):

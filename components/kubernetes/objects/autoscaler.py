@@ -15,6 +15,8 @@ APP = "cluster-autoscaler"
 MAX_UNREADY_PERCENT = 10
 """Above this share of unready nodes the autoscaler stops acting: a network or control-plane fault
 makes healthy nodes look unready, and deleting them is how a partial outage becomes a full one."""
+OK_TOTAL_UNREADY_COUNT = 3
+"""Unready nodes always tolerated, whatever the share (the flag's default)."""
 
 
 def max_scale_down_parallelism(nodes: int, share: float) -> int:
@@ -45,10 +47,13 @@ def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes:
         f"--max-scale-down-parallelism={parallel}",
         f"--max-drain-parallelism={parallel}",
         f"--max-total-unready-percentage={MAX_UNREADY_PERCENT}",
-        "--ok-total-unready-count=3",
+        f"--ok-total-unready-count={OK_TOTAL_UNREADY_COUNT}",
         "--max-node-provision-time=25m",
         # Every registered node counts, the API servers' kubelets included.
         f"--max-nodes-total={nodes + control_plane_nodes}",
+        # Kueue asks for a gang's nodes with ProvisioningRequests (objects/kueue.py): the only way a topology-aware
+        # pool at zero is scaled up (cluster-autoscaler FAQ.md "How can I use ProvisioningRequest").
+        "--enable-provisioning-requests=true",
         "--skip-nodes-with-local-storage=false",
         "--skip-nodes-with-system-pods=true",
         "--leader-elect=true",
@@ -74,6 +79,10 @@ def _rules() -> list[dict[str, Any]]:
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceslices", "deviceclasses"],
          "verbs": watch},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]},
+        # cluster-autoscaler 1.36.1 FAQ.md, "Enabling ProvisioningRequest Support", RBAC permissions.
+        {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests", "provisioningrequests/status"],
+         "verbs": ["watch", "list", "get", "create", "update", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["podtemplates"], "verbs": watch},
     ]
 
 

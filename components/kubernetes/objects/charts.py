@@ -39,6 +39,10 @@ def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[st
                      "topologySpreadConstraints": placement["topologySpreadConstraints"],
                      "priorityClassName": "system-cluster-critical"},
         "priorityClassName": "system-node-critical",
+        # The agent DaemonSet's rollout (templates/cilium-agent/daemonset.yaml renders `updateStrategy` from this
+        # value): two nodes at a time. Helm's wait would need all other agents ready (objects/releases.py): the
+        # release does not wait.
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
         # The agent must run on nodes that still carry the preflight and pool taints.
         "tolerations": [{"operator": "Exists"}],
     }

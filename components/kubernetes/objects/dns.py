@@ -47,6 +47,11 @@ def coredns_objects(nodes: int, system_nodes: int, dns_service_ip: str, minor: s
     selector = {"matchLabels": {LABEL_APP: APP}}
     pod = {
         "serviceAccountName": APP,
+        # `forward . /etc/resolv.conf` must reach the node's resolver: under the default ClusterFirst the kubelet
+        # points that file at the kube-dns Service, CoreDNS forwards to itself and `loop` halts it (coredns
+        # plugin/loop/README.md). kubeadm's own CoreDNS Deployment sets Default for this reason (kubernetes
+        # cmd/kubeadm/app/phases/addons/dns/manifests.go); the cluster skips kubeadm's coredns phase.
+        "dnsPolicy": "Default",
         **placement,
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}},

@@ -49,13 +49,23 @@ def _everything() -> dict[str, Any]:
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}
 
 
+def calls_api(pod: dict[str, object]) -> bool:
+    """Whether its containers hold a service-account token: not when `automountServiceAccountToken: false` and no
+    volume projects one (kubelet mounts the token only then; k8s.io/api core/v1 PodSpec)."""
+    projected = any("serviceAccountToken" in source for v in pod.get("volumes") or []  # type: ignore[union-attr]
+                    for source in (v.get("projected") or {}).get("sources") or [])
+    return pod.get("automountServiceAccountToken") is not False or projected
+
+
 def daemonset_accounts(objects: list[Object]) -> list[tuple[str, str]]:
-    """(namespace, service account) of every DaemonSet among `objects` (the pod's `default` account when unset)."""
+    """(namespace, service account) of every DaemonSet among `objects` whose pods hold a token (the pod's `default`
+    account when unset)."""
     found = []
     for o in objects:
         if o["kind"] == "DaemonSet":
             pod = o["spec"]["template"]["spec"]
-            found.append((o["metadata"]["namespace"], pod.get("serviceAccountName") or "default"))
+            if calls_api(pod):
+                found.append((o["metadata"]["namespace"], pod.get("serviceAccountName") or "default"))
     return found
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION
+from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION, RDMA_RESOURCE
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from components.planning.scheduling import (
     GPU,
@@ -22,6 +22,13 @@ from components.spec import Quota
 API = "kueue.x-k8s.io/v1beta2"
 RESOURCES = ("cpu", "memory", GPU)
 LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
+PROVISIONING_CHECK = "ib-capacity"
+"""The AdmissionCheck (and its ProvisioningRequestConfig) that asks cluster-autoscaler for the nodes of a gang."""
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+ATOMIC_SCALE_UP = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+"""cluster-autoscaler 1.36.1 FAQ.md "Supported ProvisioningClasses": scales one node group up for all the pods it
+cannot place on existing nodes, all or nothing where the cloud provider can; `check-capacity` only checks and would
+never bring a pool up from zero."""
 ANNOTATION_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_REPLICAS = 2
 
@@ -62,8 +69,36 @@ def _resources(nominal: Quota, borrowing: Quota | None, lending: Quota | None) -
     return rows
 
 
+def provisioning_objects() -> list[Object]:
+    """kueue v0.19.2 site/content/en/docs/concepts/admission_check/provisioning_request.md: an AdmissionCheck with
+    controllerName kueue.x-k8s.io/provisioning-request whose parameters name a ProvisioningRequestConfig. Kueue makes
+    one ProvisioningRequest per admitted-by-quota workload, with its pod templates and the flavor's node selectors
+    (pkg/controller/admissionchecks/provisioning createPodTemplate); the autoscaler answers Provisioned."""
+    return [
+        obj(API, "ProvisioningRequestConfig", PROVISIONING_CHECK, spec={
+            "provisioningClassName": ATOMIC_SCALE_UP,
+            "managedResources": [GPU],
+            # A gang's identical pods become one pod template with a count.
+            "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
+            "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}}),
+        obj(API, "AdmissionCheck", PROVISIONING_CHECK, spec={
+            "controllerName": PROVISIONING_CONTROLLER,
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                           "name": PROVISIONING_CHECK}}),
+    ]
+
+
+def _provisioned_flavors(plan: SchedulingPlan, team: TeamQueuePlan) -> list[str]:
+    scaling = {f.name for f in plan.flavors if f.scales_below_demand}
+    return [f.flavor for f in team.flavors if f.flavor in scaling]
+
+
 def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
+    checks = _provisioned_flavors(plan, team)
+    strategy = ({"admissionChecksStrategy": {"admissionChecks": [{"name": PROVISIONING_CHECK, "onFlavors": checks}]}}
+                if checks else {})
     return obj(API, "ClusterQueue", team.name, labels={TEAM_LABEL: team.name}, spec={
+        **strategy,
         "cohortName": plan.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
         "queueingStrategy": "BestEffortFIFO",
@@ -91,7 +126,8 @@ def local_queue(team: TeamQueuePlan) -> Object:
 
 def kueue_objects(plan: SchedulingPlan) -> list[Object]:
     """Custom resources, in an order `kubectl apply` accepts (referenced objects first)."""
-    objects = [topology(), *(resource_flavor(f) for f in plan.flavors), cohort(plan)]
+    provisioning = provisioning_objects() if any(f.scales_below_demand for f in plan.flavors) else []
+    objects = [topology(), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
     for team in plan.teams:
         objects += [cluster_queue(plan, team), team_namespace(team), local_queue(team)]
     return objects
@@ -132,15 +168,31 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob",
                                         "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob"]},
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        # A gang's pods ask for the node's InfiniBand HCAs (objects/rdma.py). No ClusterQueue covers that resource,
+        # and a requested resource no resource group covers makes the workload inadmissible ("resource %s
+        # unavailable in ClusterQueue", kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go): it is not
+        # quota, so Kueue ignores it (apis/config/v1beta2 Resources.excludeResourcePrefixes).
+        "resources": {"excludeResourcePrefixes": [RDMA_RESOURCE.split("/")[0] + "/"]},
     }
 
 
-def kueue_chart_values(pods_ready_timeout_minutes: int) -> dict[str, Any]:
+PROVISIONING_API_ANNOTATION = "gpucluster.io/provisioning-request-api"
+
+
+def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = "") -> dict[str, Any]:
+    """`provisioning_api`: where the ProvisioningRequest CRD comes from. Kueue sets up its provisioning controller
+    only if that API is served when it starts (v0.19.2 cmd/kueue/main.go), and a ClusterQueue whose AdmissionCheck is
+    not Active is inactive (site/content/en/docs/concepts/admission_check): admits nothing. The annotation rolls
+    Kueue's pods (the template's podAnnotations, charts/kueue/templates/manager/manager.yaml) when it first appears
+    and whenever the CRD changes, after the CRD is applied (the release depends on it), so a Kueue that started
+    before the API existed does not keep every queue inactive."""
     placement = on_system_nodes("kueue")
+    annotations = {PROVISIONING_API_ANNOTATION: provisioning_api} if provisioning_api else {}
     return {
         "controllerManager": {
             "replicas": KUEUE_REPLICAS,
             "manager": {
+                **({"podAnnotations": annotations} if annotations else {}),
                 "image": {"repository": KUEUE_IMAGE, "tag": f"v{KUEUE_VERSION}", "pullPolicy": "IfNotPresent"},
                 "priorityClassName": placement["priorityClassName"],
                 "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}},

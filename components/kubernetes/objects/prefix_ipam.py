@@ -31,7 +31,9 @@ def prefix_ipam_objects(azure: dict[str, Any], api_host: str, api_port: int, ima
                             "runAsNonRoot": True, "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}},
     }
     pod = {
-        "serviceAccountName": APP, "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
+        # The node's resolver: management.azure.com must resolve before any pod has an address, and cluster DNS
+        # (CoreDNS) runs on pod addresses this controller hands out.
+        "serviceAccountName": APP, "hostNetwork": True, "dnsPolicy": "Default",
         "priorityClassName": placement["priorityClassName"], "nodeSelector": placement["nodeSelector"],
         "topologySpreadConstraints": placement["topologySpreadConstraints"],
         # Before any pod address exists, nodes still carry the taints Cilium's agent tolerates: so does this.

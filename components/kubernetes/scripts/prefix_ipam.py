@@ -75,22 +75,19 @@ def instance_of_nic(nic: dict[str, Any]) -> Instance | None:
 
 
 def nic_blocks(nic: dict[str, Any]) -> list[IPv4Network]:
-    """The address blocks on a NIC's IP configurations; single addresses (the primary) are not blocks."""
+    """The pod addresses on a NIC's IP configurations: each /28 block, and each single secondary address (the API
+    servers' NICs carry a few); the primary is the node's own."""
     blocks = []
     for config in nic.get("properties", {}).get("ipConfigurations") or []:
         props = config.get("properties", {})
         address = str(props.get("privateIPAddress") or "")
         length = props.get("privateIPAddressPrefixLength")
-        if not address:
+        if not address or props.get("primary"):
             continue
         if "/" in address:
-            block = IPv4Network(address, strict=False)
-        elif length:
-            block = IPv4Network(f"{address}/{int(length)}", strict=False)
+            blocks.append(IPv4Network(address, strict=False))
         else:
-            continue
-        if block.prefixlen < 32:
-            blocks.append(block)
+            blocks.append(IPv4Network(f"{address}/{int(length) if length else 32}", strict=False))
     return sorted(blocks)
 
 

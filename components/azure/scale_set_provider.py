@@ -1,0 +1,201 @@
+"""The node scale sets' Pulumi dynamic provider: Microsoft's Python SDK at the api-version that carries the /28 field.
+
+- create: a PUT of the full body (capacity included: the first size) with `If-None-Match: *`, so it never takes
+  over a scale set that already exists (a name clash fails instead of resizing it);
+- update: a PATCH built from the update model without `sku`: capacity is only ever the autoscaler's;
+- read: a GET; inputs and outputs take the live values of what the program declares (capacity too), and keep
+  what Azure never returns (customData);
+- delete: a DELETE, waited for; a scale set already gone counts as deleted;
+- diff: sku.capacity and the serialized provider are never changes; CREATE_ONLY_PATHS, the resource id, zones and
+  sku replace (delete first: the name is fixed).
+
+Long-running operations are azure-core's ARM pollers (Azure-AsyncOperation, then Location); throttling is its
+retry policy (429 with Retry-After). Credentials are azure-identity's DefaultAzureCredential at run time
+(`az login`, a managed identity, or AZURE_* variables), never stored in the state.
+
+The SDK is imported inside the methods: a plan never loads it. Pulumi pickles this provider into each scale
+set's state by reference to this module (pulumi.dynamic serialize_provider): keep the module path stable.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
+from components.catalog.arm_routes import (
+    PREFIX_ON_NIC_COMPUTE_API,
+    PROVIDER_INPUT,
+    SCALE_SET_API_VERSION,
+    SCALE_SET_ARM_TYPE,
+    api_version_at_least,
+    leaves,
+    scale_set_diff,
+)
+
+ARM_ENDPOINT = "https://management.azure.com"
+ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT)
+"""Inputs that name the resource or the route; not part of the ARM body."""
+
+
+def body(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The declared ARM part of the inputs (route keys removed)."""
+    return {k: v for k, v in inputs.items() if k not in ROUTE_KEYS}
+
+
+def patch_body(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The PATCH body: the update model's fields only, and never `sku`."""
+    return to_wire({k: v for k, v in body(inputs).items() if k != "sku"}, SCALE_SET_UPDATE_MODEL, strict=False)
+
+
+def _same_id(live: Any, declared: Any) -> bool:
+    return isinstance(live, str) and isinstance(declared, str) and live.startswith("/subscriptions/") \
+        and live.lower() == declared.lower()
+
+
+def project(live: Any, declared: Any) -> Any:
+    """The live value in the declared value's shape: keys the program does not declare are left out, keys
+    Azure does not return (customData, secrets) keep the declared value, ARM ids compare without case."""
+    if isinstance(declared, dict) and isinstance(live, dict):
+        return {k: project(live[k], v) if k in live else v for k, v in declared.items()}
+    if isinstance(declared, list) and isinstance(live, dict):  # user-assigned identities: ids -> map
+        return declared if {str(d).lower() for d in declared} == {k.lower() for k in live} else sorted(live)
+    if isinstance(declared, list) and isinstance(live, list) and len(declared) == len(live):
+        return [project(lv, dv) for lv, dv in zip(live, declared, strict=True)]
+    if _same_id(live, declared):
+        return declared
+    return copy.deepcopy(live)
+
+
+def resource_id(inputs: dict[str, Any]) -> str:
+    return (f"/subscriptions/{inputs['subscriptionId']}/resourceGroups/{inputs['resourceGroupName']}"
+            f"/providers/{SCALE_SET_ARM_TYPE}/{inputs['vmScaleSetName']}")
+
+
+def _parse_id(id_: str) -> dict[str, str]:
+    parts = id_.strip("/").split("/")
+    lowered = [p.lower() for p in parts]
+    try:
+        return {"subscriptionId": parts[lowered.index("subscriptions") + 1],
+                "resourceGroupName": parts[lowered.index("resourcegroups") + 1],
+                "vmScaleSetName": parts[lowered.index("virtualmachinescalesets") + 1]}
+    except (ValueError, IndexError):
+        raise ValueError(f"{id_!r} is not a scale-set id (/subscriptions/S/resourceGroups/G/providers/"
+                         f"{SCALE_SET_ARM_TYPE}/NAME)") from None
+
+
+def _where(id_: str, props: dict[str, Any]) -> dict[str, str]:
+    """Subscription, resource group and name: from the state when it has them (a state another provider wrote,
+    before an `aliases` move, may not), else from the id."""
+    return {**_parse_id(id_), **{k: props[k] for k in ("subscriptionId", "resourceGroupName", "vmScaleSetName")
+                                 if isinstance(props.get(k), str)}}
+
+
+def _api_version(props: dict[str, Any]) -> str:
+    version = props.get("apiVersion")
+    return version if isinstance(version, str) else SCALE_SET_API_VERSION
+
+
+class ScaleSetProvider(ResourceProvider):
+    """CRUD for a Microsoft.Compute/virtualMachineScaleSets resource through azure-mgmt-compute."""
+
+    serialize_as_secret_always = False  # holds no secret: credentials are found at run time
+
+    def __init__(self, endpoint: str | None = None, credential: Any = None, connection_verify: str | bool = True,
+                 polling_interval: float | None = None) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.credential = credential
+        self.connection_verify = connection_verify
+        self.polling_interval = polling_interval
+
+    # The SDK client, built per call (the provider process is short-lived and the pickle must stay small).
+    def _client(self, subscription: str) -> Any:
+        from azure.mgmt.compute import ComputeManagementClient
+
+        credential = self.credential
+        if credential is None:
+            from azure.identity import DefaultAzureCredential
+
+            credential = DefaultAzureCredential()
+        options: dict[str, Any] = {"connection_verify": self.connection_verify}
+        if self.polling_interval is not None:
+            options["polling_interval"] = self.polling_interval
+        return ComputeManagementClient(credential, subscription, base_url=self.endpoint or ARM_ENDPOINT, **options)
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = []
+        if news.get("armType") != SCALE_SET_ARM_TYPE:
+            failures.append(CheckFailure("armType", f"this provider manages {SCALE_SET_ARM_TYPE} only"))
+        prefix_asked = any(p.endswith("privateIPAddressPrefixLength") for p in leaves(news))
+        if prefix_asked and not api_version_at_least(news.get("apiVersion"), PREFIX_ON_NIC_COMPUTE_API):
+            failures.append(CheckFailure("apiVersion", f"privateIPAddressPrefixLength needs Microsoft.Compute "
+                                                       f"{PREFIX_ON_NIC_COMPUTE_API} or later"))
+        try:
+            to_wire(body(news))
+        except UnknownFieldError as error:
+            failures.append(CheckFailure(error.path.split(".")[0].split("[")[0], str(error)))
+        return CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed, replacing = scale_set_diff(olds, news)
+        replaces = sorted({p.split(".")[0].split("[")[0] for p in replacing})
+        # The name is fixed, so a replacement must delete first (the create also refuses an existing name).
+        return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from azure.core import MatchConditions
+
+        client = self._client(props["subscriptionId"])
+        parameters = model("VirtualMachineScaleSet")(to_wire(body(props)))
+        poller = client.virtual_machine_scale_sets.begin_create_or_update(
+            props["resourceGroupName"], props["vmScaleSetName"], parameters,
+            match_condition=MatchConditions.IfMissing, api_version=props["apiVersion"])
+        live = from_wire(poller.result().as_dict())
+        return CreateResult(resource_id(props), self._outputs(live, props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        client = self._client(news["subscriptionId"])
+        parameters = model(SCALE_SET_UPDATE_MODEL)(patch_body(news))
+        poller = client.virtual_machine_scale_sets.begin_update(
+            news["resourceGroupName"], news["vmScaleSetName"], parameters, api_version=news["apiVersion"])
+        live = from_wire(poller.result().as_dict())
+        return UpdateResult(self._outputs(live, news))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        where = _where(id_, props)
+        declared = {**props, **where}
+        client = self._client(where["subscriptionId"])
+        try:
+            found = client.virtual_machine_scale_sets.get(
+                where["resourceGroupName"], where["vmScaleSetName"], api_version=_api_version(props))
+        except ResourceNotFoundError:
+            return ReadResult("", {})
+        outputs = self._outputs(from_wire(found.as_dict()), declared)
+        return ReadResult(id_, outputs, outputs)
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        where = _where(id_, props)
+        client = self._client(where["subscriptionId"])
+        try:
+            client.virtual_machine_scale_sets.begin_delete(
+                where["resourceGroupName"], where["vmScaleSetName"], api_version=_api_version(props)).result()
+        except ResourceNotFoundError:
+            return
+
+    @staticmethod
+    def _outputs(live: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
+        """The declared inputs with the live values Azure returned; capacity is the live one."""
+        outputs = {k: v for k, v in declared.items() if k != PROVIDER_INPUT}
+        outputs.update(project({k: v for k, v in live.items() if k in outputs}, {k: outputs[k] for k in outputs
+                                                                              if k in live}))
+        capacity = (live.get("sku") or {}).get("capacity")
+        if isinstance(capacity, int) and isinstance(outputs.get("sku"), dict):
+            outputs["sku"] = {**outputs["sku"], "capacity": capacity}
+        return outputs

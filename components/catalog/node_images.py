@@ -1,0 +1,111 @@
+"""The cluster's node images: one Azure Compute Gallery image definition per machine role, each built by Azure
+VM Image Builder from a pinned marketplace image and the bake script `images/<definition>/bake.sh`.
+
+What each image holds and why is in docs/images.md; the versions of what they hold are here, each with its source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.catalog.images import UBUNTU_2204, UBUNTU_CVM_2404, UBUNTU_HPC_2204
+from components.catalog.in_cluster import (
+    CSR_APPROVER_IMAGE,
+    DCGM_IMAGE,
+    KUEUE_IMAGE,
+    KUEUE_VERSION,
+    PAUSE_IMAGE,
+    cloud_controller_manager_image,
+    cluster_autoscaler_image,
+    coredns_image,
+)
+from components.catalog.versions import MINOR_COUPLED, minor_of
+from components.spec import ImageRef
+
+TRUSTED_LAUNCH_SUPPORTED = "TrustedLaunchSupported"
+CONFIDENTIAL_VM_SUPPORTED = "ConfidentialVmSupported"
+"""Gallery image definition `SecurityType` features. Image Builder builds from TrustedLaunchSupported and
+ConfidentialVMSupported sources, and a TrustedLaunchSupported source must be distributed to a TrustedLaunchSupported
+definition (azure-compute-docs articles/virtual-machines/image-builder-overview.md, "Confidential VM and Trusted
+Launch Support"). Both still boot as a Standard VM."""
+
+CONTAINERD = {"jammy": "2.2.1-0ubuntu1~22.04.2", "noble": "2.2.1-0ubuntu1~24.04.3"}
+"""Ubuntu's own containerd 2.x (source package containerd-app), amd64, from jammy-updates and noble-updates
+(packages.ubuntu.com/jammy-updates/amd64/containerd, /noble-updates/amd64/containerd). containerd 2.0 added the CRI
+`RuntimeConfig` call through which kubelet 1.34+ reads the cgroup driver (KEP-4033; kubernetes/kubeadm#3229:
+Kubernetes 1.36 is the last minor that supports containerd 1.y), so the images carry 2.x."""
+
+NVIDIA_BRANCH = "580"
+"""R580, a production branch and NVIDIA's long-term support branch (docs.nvidia.com/datacenter/tesla/drivers/
+driver-lifecycle.html: "Every LTSB is a production branch"; LTSBs get fixes for 3 years). CUDA 13.0 needs
+driver >= 580.65.06 and CUDA 12.x runs on it by minor-version compatibility (CUDA Toolkit release notes, table
+"CUDA Toolkit and Corresponding Driver Versions"). The GPU image takes Ubuntu's `-server-open` build with
+DKMS-built modules for the base image's held kernel, and Ubuntu's fabric manager, which depends on
+nvidia-kernel-common-580-server at the driver's exact version (Launchpad bug 2129682); the confidential image takes
+Canonical's signed precompiled modules for the -azure-fde kernel, as Azure/az-cgpu-onboarding does
+(docs/confidential.md)."""
+
+GALLERY_PUBLISHER = "gpucluster"
+GALLERY_OFFER = "node-images"
+
+
+@dataclass(frozen=True)
+class NodeImageDefinition:
+    name: str
+    """The gallery image definition's name, the `images/<name>/bake.sh` it is built with, and the spec's
+    `image.definition`."""
+    description: str
+    source: ImageRef
+    ubuntu: str
+    """The source's Ubuntu release codename (its package pins differ per release)."""
+    security_type: str
+    version: str
+    """The version the repository's bake builds unless a stack names another (docs/images.md: a new bake is a new
+    version)."""
+    kubernetes: bool = True
+    """Carries containerd, runc, kubelet and kubeadm."""
+    build_vm_size: str = "Standard_D8ds_v5"
+    """The build VM: DKMS builds and image pulls want more than Image Builder's default Standard_D2ds_v4 (Gen2)
+    (azure-compute-docs articles/virtual-machines/linux/image-builder-json.md, "vmSize")."""
+
+
+NODE_IMAGES: dict[str, NodeImageDefinition] = {d.name: d for d in (
+    NodeImageDefinition("gpu", "GPU nodes with InfiniBand: NVIDIA R580 open driver, fabric manager, DOCA OFED, "
+                        "containerd 2, kubelet", UBUNTU_HPC_2204, "jammy", TRUSTED_LAUNCH_SUPPORTED, "1.0.0"),
+    NodeImageDefinition("cpu", "CPU and system nodes: containerd 2, kubelet", UBUNTU_2204, "jammy",
+                        TRUSTED_LAUNCH_SUPPORTED, "1.0.0"),
+    NodeImageDefinition("confidential", "Confidential GPU nodes: R580 open modules for the -azure-fde kernel, "
+                        "GPU attestation, containerd 2, kubelet", UBUNTU_CVM_2404, "noble",
+                        CONFIDENTIAL_VM_SUPPORTED, "1.0.0"),
+    NodeImageDefinition("apiserver", "API servers: containerd 2, kubelet, kubeadm, control-plane images",
+                        UBUNTU_2204, "jammy", TRUSTED_LAUNCH_SUPPORTED, "1.0.0"),
+    NodeImageDefinition("etcd", "etcd members: etcd, etcdctl, etcdutl", UBUNTU_2204, "jammy", TRUSTED_LAUNCH_SUPPORTED,
+                        "1.0.0", kubernetes=False),
+)}
+
+POOL_KIND_IMAGE = {"system": "cpu", "cpu": "cpu", "gpu": "gpu", "confidential": "confidential"}
+"""The image definition each pool kind boots (the spec may name it; it must be this one)."""
+
+
+def prepull_images(definition: str, kubernetes_version: str) -> tuple[str, ...]:
+    """Container images baked into an image, so its machines start their pods without pulling: the sandbox image
+    on every Kubernetes machine, and the images the library's own manifests run on that machine's pools
+    (tests/test_node_images.py compares this with the rendered manifests). Chart-rendered images (Cilium, the GPU
+    operator) are rendered by Helm at deploy time and pulled then."""
+    minor = minor_of(kubernetes_version)
+    node = (PAUSE_IMAGE,)
+    if definition in ("gpu", "confidential"):
+        return (*node, DCGM_IMAGE)
+    if definition == "cpu":
+        # The system pool runs on the CPU image: cluster add-ons and the library's controllers live there.
+        return (*node, coredns_image(minor), cluster_autoscaler_image(minor), f"{KUEUE_IMAGE}:v{KUEUE_VERSION}",
+                CSR_APPROVER_IMAGE, cloud_controller_manager_image(minor))
+    if definition == "apiserver":
+        # kubeadm's static pods (`kubeadm config images list`): etcd is external and kube-proxy is skipped.
+        return (*node, *(f"registry.k8s.io/{c}:v{kubernetes_version}"
+                         for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")))
+    return ()
+
+
+def etcd_version(kubernetes_version: str) -> str:
+    return MINOR_COUPLED[minor_of(kubernetes_version)].etcd.version

@@ -1,0 +1,57 @@
+"""JoinAccess: the bootstrap tokens and what `kubeadm join` reads, applied as soon as the API servers answer.
+
+Node pools depend on it, so a first `pulumi up` creates the control plane, waits for /readyz (the same wait
+as the in-cluster layer, components/planning/first_up.py), declares the tokens, and only then creates the
+scale sets whose machines join with them. The in-cluster layer has a provider of its own; this one exists
+even with the layer off, since nodes cannot join without a token.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_command as command
+import pulumi_kubernetes as k8s
+
+from components.azure.bootstrap_token import BootstrapTokens
+from components.kubernetes.declare import declare_all
+from components.kubernetes.in_cluster import with_proxy
+from components.kubernetes.objects.common import LABEL_PART_OF
+from components.kubernetes.objects.join import (
+    SECRET_TYPE,
+    cluster_info,
+    cluster_info_kubeconfig,
+    join_rbac,
+    secret_name,
+    token_string_data,
+)
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.pki import api_server_endpoint
+
+
+class JoinAccess(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: ClusterPlan, tokens: BootstrapTokens, kubeconfig: pulumi.Output[str],
+                 ca_pem: pulumi.Output[str], opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:kubernetes:JoinAccess", name, None, opts)
+        first_up = plan.first_up
+        assert first_up is not None, "the plan carries the path pulumi reaches the API servers by"
+        self.api_ready = command.local.Command(
+            f"{name}-api-ready", create=first_up.script, interpreter=["/bin/bash", "-c"],
+            environment=pulumi.Output.secret(ca_pem.apply(first_up.environment)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None))
+        self.provider = k8s.Provider(
+            f"{name}-provider", kubeconfig=pulumi.Output.secret(kubeconfig.apply(
+                lambda text: with_proxy(text, first_up.proxy_url))),
+            enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.api_ready]))
+        child = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        self.secrets = [
+            k8s.core.v1.Secret(
+                f"{name}-{period.slot}", type=SECRET_TYPE,
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=token_id.apply(secret_name), namespace="kube-system",
+                                                    labels={LABEL_PART_OF: "gpucluster"}),
+                string_data=token_string_data(token_id, token_secret, period), opts=child)
+            for period, (token_id, token_secret) in zip(plan.tokens.slots, tokens.slots, strict=True)]
+        server = f"https://{api_server_endpoint(plan.spec.name)}"
+        self.rbac = declare_all(join_rbac(), child)
+        self.cluster_info = declare_all([cluster_info(ca_pem.apply(lambda pem: cluster_info_kubeconfig(server, pem)))],
+                                        child)
+        self.register_outputs({})

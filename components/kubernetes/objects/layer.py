@@ -1,0 +1,103 @@
+"""The in-cluster layer's own objects, per component, exactly as the components declare them (images served by the
+cluster's registry). The first-boot simulation reads these same objects (components/planning/boot_layer.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from components.kubernetes.objects.autoscaler import autoscaler_objects
+from components.kubernetes.objects.balloons import COMPONENT as BALLOON
+from components.kubernetes.objects.balloons import LABEL_COMPONENT, balloon_objects
+from components.kubernetes.objects.common import Object
+from components.kubernetes.objects.csr_approver import csr_approver_from_plan
+from components.kubernetes.objects.dns import coredns_objects
+from components.kubernetes.objects.health import health_objects
+from components.kubernetes.objects.images import serve_objects
+from components.kubernetes.objects.kueue import kueue_objects
+from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
+from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
+from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
+from components.kubernetes.objects.priority import priority_classes
+from components.kubernetes.objects.rdma import rdma_objects
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.ip_plan import API_SERVER_PORT
+from components.planning.pki import api_server_host
+
+SKIP_AWAIT = "pulumi.com/skipAwait"
+"""pulumi-kubernetes reads this annotation to create the object without waiting for it to become ready."""
+AzureSettings = dict[str, Any]
+"""subscription_id, tenant_id, resource_group, client_id of one add-on identity (Pulumi outputs when declared)."""
+
+
+def at_deploy(identity: str) -> AzureSettings:
+    """An identity's settings before deployment: what exists only once Azure created it, marked as such."""
+    return {"subscription_id": "[at deploy: subscription id]", "tenant_id": "[at deploy: tenant id]",
+            "resource_group": "[at deploy: resource group]", "client_id": f"[at deploy: {identity} client id]"}
+
+
+def without_await(objects: list[Object]) -> list[Object]:
+    """DaemonSets and the balloons marked not to be awaited. pulumi-kubernetes waits for a DaemonSet until kstatus
+    calls it Current (provider/pkg/await/daemonset.go, 10 minutes by default): every desired pod available
+    (sigs.k8s.io/cli-utils kstatus/status core.go), on every node of a pool of thousands, GPU diagnostics
+    included. Balloons are ready only once their nodes have passed those checks. Neither is something the rest of
+    the layer waits on; the first-boot simulation orders them."""
+    for o in objects:
+        component = (o["metadata"].get("labels") or {}).get(LABEL_COMPONENT)
+        if o["kind"] == "DaemonSet" or (o["kind"] == "Deployment" and component == BALLOON):
+            o["metadata"].setdefault("annotations", {})[SKIP_AWAIT] = "true"
+    return objects
+
+
+def networking_objects(plan: ClusterPlan, prefix_ipam: AzureSettings | None) -> list[Object]:
+    """The prefix IPAM controller (prefix mode, with its identity), CoreDNS and NodeLocal DNSCache; Cilium is a
+    chart."""
+    host = api_server_host(plan.spec.name)
+    ipam = (prefix_ipam_objects(prefix_ipam, host, API_SERVER_PORT, plan.registry.agents_image)
+            if plan.prefix_mode and prefix_ipam is not None else [])
+    dns = coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor)
+    cache = without_await(node_local_dns_objects(str(plan.ip.dns_service_ip)))
+    return serve_objects([*ipam, *dns, *cache], plan.registry)
+
+
+def scheduling_objects(plan: ClusterPlan) -> tuple[list[Object], list[Object]]:
+    """Priority classes, and Kueue's objects (applied after its chart)."""
+    return priority_classes(), kueue_objects(plan.scheduling)
+
+
+def capacity_objects(plan: ClusterPlan, autoscaler: AzureSettings) -> tuple[list[Object], list[Object]]:
+    """cluster-autoscaler, and the balloons."""
+    scaler = autoscaler_objects(plan.spec.name, plan.nodes, plan.spec.in_cluster.autoscaler_max_scale_down_share,
+                                autoscaler, plan.versions.minor, plan.control_plane.api.count)
+    return (serve_objects(scaler, plan.registry),
+            without_await(serve_objects(balloon_objects(plan.balloons), plan.registry)))
+
+
+def lifecycle_objects(plan: ClusterPlan, identity: AzureSettings,
+                      render_json: Callable[[dict[str, Any]], Any] = json.dumps) -> list[Object]:
+    """cloud-node-lifecycle: Node objects of VMs that are gone are deleted."""
+    return serve_objects(node_lifecycle_objects(identity, plan.spec.location, plan.versions.minor, render_json),
+                         plan.registry)
+
+
+def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
+    return without_await(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry))
+
+
+def csr_objects(plan: ClusterPlan) -> list[Object]:
+    return serve_objects(csr_approver_from_plan(plan), plan.registry)
+
+
+def device_objects(plan: ClusterPlan) -> list[Object]:
+    """The RDMA shared device plugin on InfiniBand pools."""
+    return without_await(serve_objects(rdma_objects(plan.pools), plan.registry))
+
+
+def layer_objects(plan: ClusterPlan) -> list[Object]:
+    """Every object of the layer but the charts', as declared, with identities marked as known only at deploy."""
+    priority, kueue = scheduling_objects(plan)
+    scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
+    return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
+            *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan),
+            *csr_objects(plan)]

@@ -1,0 +1,68 @@
+"""The ARM clients verify reads with, built once each and only when a check needs them, all behind the read-only
+transport (components/verify/connect.py)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from components.planning.azure_names import resource_group_name
+from components.planning.cluster_plan import ClusterPlan
+from components.verify.connect import AzureAccess
+
+
+class Arm:
+    def __init__(self, access: AzureAccess, plan: ClusterPlan) -> None:
+        self.access = access
+        self.subscription = access.subscription
+        self.location = plan.spec.location
+        self.resource_group = resource_group_name(plan.spec.name)
+
+    @cached_property
+    def compute(self) -> Any:
+        from azure.mgmt.compute import ComputeManagementClient
+
+        return self.access.client(ComputeManagementClient)
+
+    @cached_property
+    def resources(self) -> Any:
+        from azure.mgmt.resource.resources import ResourceManagementClient
+
+        return self.access.client(ResourceManagementClient)
+
+    @cached_property
+    def features(self) -> Any:
+        from azure.mgmt.resource.features import FeatureClient
+
+        return self.access.client(FeatureClient)
+
+    @cached_property
+    def registry(self) -> Any:
+        from azure.mgmt.containerregistry import ContainerRegistryManagementClient
+
+        return self.access.client(ContainerRegistryManagementClient)
+
+    def get_json(self, url: str) -> dict[str, Any]:
+        """A raw GET through the compute client's pipeline (auth, retries, the read-only transport), for responses
+        read as their REST JSON rather than as SDK models."""
+        from azure.core.rest import HttpRequest
+
+        response = self.compute.send_request(HttpRequest("GET", url, headers={"Accept": "application/json"}))
+        response.raise_for_status()
+        return response.json()
+
+    def get_pages(self, url: str) -> list[dict[str, Any]]:
+        """Every `value` of a list, following `nextLink`."""
+        items: list[dict[str, Any]] = []
+        next_url: str | None = url
+        while next_url:
+            page = self.get_json(next_url)
+            items += page.get("value") or []
+            next_url = page.get("nextLink")
+        return items
+
+
+def not_found() -> type[Exception]:
+    from azure.core.exceptions import ResourceNotFoundError
+
+    return ResourceNotFoundError

@@ -1,0 +1,93 @@
+"""Where verify reads from: the Azure subscription (credential, subscription id, ARM endpoint) and the cluster (a
+kubeconfig). Missing or unusable input is a SpecError: one line, exit 2, before any check runs."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from components.errors import SpecError
+
+PUBLIC_ARM = "https://management.azure.com"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AzureAccess:
+    credential: Any
+    """An azure-core TokenCredential (DefaultAzureCredential from the command line)."""
+    subscription: str
+    endpoint: str = PUBLIC_ARM
+    """ARM's endpoint: the public cloud's, a sovereign cloud's (`https://management.chinacloudapi.cn`)."""
+    ca_bundle: str | None = None
+    """A CA file to trust for ARM instead of the system's (requests also honours REQUESTS_CA_BUNDLE)."""
+
+    @property
+    def scope(self) -> str:
+        return self.endpoint.rstrip("/") + "/.default"
+
+    def client(self, factory: Callable[..., T]) -> T:
+        """An ARM SDK client whose every request passes the read-only transport."""
+        from azure.core.pipeline.transport import RequestsTransport
+
+        from components.verify.readonly import ReadOnlyTransport
+
+        transport = ReadOnlyTransport(RequestsTransport(connection_verify=self.ca_bundle or True))
+        return factory(self.credential, self.subscription, base_url=self.endpoint, credential_scopes=[self.scope],
+                       transport=transport, retry_total=2)
+
+
+def azure_access(subscription: str | None, endpoint: str | None) -> AzureAccess:
+    """DefaultAzureCredential (environment, workload identity, managed identity, Azure CLI login) and the
+    subscription, asked for one token up front so that missing credentials stop verify in one line."""
+    from azure.core.exceptions import ClientAuthenticationError
+    from azure.identity import DefaultAzureCredential
+
+    # azure-identity logs each credential it tried as a warning; with no handler Python prints them to stderr. The
+    # one line below says what to do instead.
+    logging.getLogger("azure").addHandler(logging.NullHandler())
+    subscription = subscription or os.environ.get("AZURE_SUBSCRIPTION_ID")
+    if not subscription:
+        raise SpecError.at("--subscription", "no subscription: pass --subscription <id> or set AZURE_SUBSCRIPTION_ID "
+                                             "(`az account show --query id -o tsv`)")
+    access = AzureAccess(DefaultAzureCredential(), subscription, (endpoint or PUBLIC_ARM).rstrip("/"))
+    try:
+        access.credential.get_token(access.scope)
+    except ClientAuthenticationError:
+        raise SpecError.at("Azure credentials", "none found (azure-identity DefaultAzureCredential): run `az login`, "
+                           "or set AZURE_CLIENT_ID and AZURE_TENANT_ID with AZURE_CLIENT_SECRET or "
+                           "AZURE_FEDERATED_TOKEN_FILE for CI") from None
+    return access
+
+
+def kubeconfig_path(given: str | None) -> str:
+    """--kubeconfig, else $KUBECONFIG (a list as kubectl takes it), else ~/.kube/config when it exists."""
+    if given:
+        if not Path(given).is_file():
+            raise SpecError.at("--kubeconfig", f"{given}: no such file")
+        return given
+    if os.environ.get("KUBECONFIG"):
+        return os.environ["KUBECONFIG"]
+    default = Path.home() / ".kube" / "config"
+    if default.is_file():
+        return str(default)
+    raise SpecError.at("--kubeconfig", "no kubeconfig: pass --kubeconfig <file> or set KUBECONFIG "
+                                       "(`pulumi stack output adminKubeconfig --show-secrets > admin.conf`)")
+
+
+def kube_api_client(path: str, context: str | None) -> Any:
+    """The official client's ApiClient for the kubeconfig, guarded to send reads only."""
+    from kubernetes import config
+
+    from components.verify.readonly import guard_kubernetes
+
+    try:
+        client = config.new_client_from_config(config_file=path, context=context, persist_config=False)
+    except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as error:
+        text = " ".join(str(error).split())[:300]
+        raise SpecError.at(f"--kubeconfig {path}", f"cannot be used: {text}") from None
+    return guard_kubernetes(client)

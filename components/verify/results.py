@@ -1,0 +1,73 @@
+"""One verdict of a check: what was checked, pass/fail/skip, what to do on a failure and where the rule comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Status = Literal["pass", "fail", "skip"]
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    """The check's name (`azure.sizes`, `cluster.dns`), as printed and in `--json`."""
+    subject: str
+    """What this verdict is about: a size in a zone, a scale set, a node."""
+    status: Status
+    detail: str
+    """What was found (on a pass too: the evidence)."""
+    fix: str = ""
+    """What to do about a failure (empty on a pass)."""
+    source: str = ""
+    """Where the rule or the expectation comes from (a file of this project, a consumer's source, Microsoft's docs)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Check:
+    """Builds the verdicts of one named check with its source."""
+
+    def __init__(self, name: str, source: str) -> None:
+        self.name = name
+        self.source = source
+
+    def passed(self, subject: str, detail: str, source: str | None = None) -> Result:
+        return Result(self.name, subject, "pass", detail, "", source or self.source)
+
+    def failed(self, subject: str, detail: str, fix: str, source: str | None = None) -> Result:
+        return Result(self.name, subject, "fail", detail, fix, source or self.source)
+
+    def skipped(self, subject: str, detail: str, source: str | None = None) -> Result:
+        return Result(self.name, subject, "skip", detail, "", source or self.source)
+
+
+def failures(results: Iterable[Result]) -> list[Result]:
+    return [r for r in results if r.status == "fail"]
+
+
+def guarded(name: str, run: Callable[[], list[Result]], refused: type[Exception],
+            unreachable: tuple[type[Exception], ...]) -> list[Result]:
+    """Run one check; a write the guard refused, or a service that does not answer, is that check's failure and
+    the others still run."""
+    try:
+        return run()
+    except refused as error:
+        fix = "nothing was changed; report this (a check must only read)"
+        if "/register" in str(error):
+            namespace = str(error).split("/providers/")[-1].split("/register")[0]
+            fix = (f"nothing was changed: the ARM SDK answers MissingSubscriptionRegistration by registering the "
+                   f"provider itself; register it: az provider register --namespace {namespace} --wait")
+        return [Result(name, "read-only guard", "fail", f"refused a write before it was sent: {error}", fix,
+                       "components/verify/readonly.py")]
+    except unreachable as error:
+        text = " ".join(str(error).split())[:400]
+        return [Result(name, "request", "fail", f"could not read: {type(error).__name__}: {text}",
+                       "check the credentials' read access and the network path to the service, then run again",
+                       "")]
+    except Exception as error:  # an answer of a shape the check does not expect: its verdict, not a traceback
+        text = " ".join(str(error).split())[:400]
+        return [Result(name, "check", "fail", f"the check could not interpret what it read: {type(error).__name__}: "
+                       f"{text}", "report this with the --json output", "")]

@@ -1,0 +1,196 @@
+# shellcheck shell=bash
+# Steps every node image's bake script shares. Sourced by images/<definition>/bake.sh, never run on its own.
+#
+# The bake runs once, on Azure VM Image Builder's build VM, as root. Everything a machine runs is put in
+# place here; at boot a machine only configures itself (docs/images.md). The bundle Image Builder unpacks
+# holds this file, the definition's bake.sh, pins.env, prepull.txt and files/ (rendered from the plan).
+
+export DEBIAN_FRONTEND=noninteractive
+BUNDLE=${BUNDLE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+# shellcheck source=../pins.env
+. "$BUNDLE/pins.env"
+
+log() {
+  echo "gpucluster-bake: $*"
+}
+
+die() {
+  echo "gpucluster-bake: $*" >&2
+  exit 1
+}
+
+# retry <attempts> <command...>: exponential back-off with full jitter (a random wait up to 2^n seconds,
+# at most 5 minutes), so build VMs that fail together do not retry together.
+retry() {
+  local attempts=$1 n=1 cap
+  shift
+  until "$@"; do
+    if [ "$n" -ge "$attempts" ]; then
+      log "giving up after $n attempts: $*"
+      return 1
+    fi
+    cap=$((1 << n))
+    [ "$cap" -le 300 ] || cap=300
+    log "attempt $n failed: $*; retrying"
+    sleep $((RANDOM % cap + 1))
+    n=$((n + 1))
+  done
+}
+
+# apt-get as every step runs it. DPkg::Lock::Timeout waits for the dpkg frontend lock (apt.conf(5)); it does
+# not cover /var/lib/apt/lists/lock, which `apt-get update` takes: apt_update waits for that one itself.
+apt_get() {
+  apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=5 -y "$@"
+}
+
+lists_unlocked() {
+  ! fuser /var/lib/apt/lists/lock >/dev/null 2>&1
+}
+
+wait_for_apt_lists() {
+  local waited=0
+  until lists_unlocked; do
+    [ "$waited" -lt 600 ] || die "/var/lib/apt/lists/lock held for 10 minutes"
+    sleep 5
+    waited=$((waited + 5))
+  done
+}
+
+apt_update() {
+  wait_for_apt_lists
+  retry 5 apt_get update
+}
+
+# Cloud-init and apt-daily run apt at the build VM's first boot: let them finish first.
+wait_for_first_boot() {
+  cloud-init status --wait >/dev/null || log "cloud-init reported an error; continuing"
+  systemctl stop apt-daily.timer apt-daily-upgrade.timer unattended-upgrades.service || true
+}
+
+# remove_packages <package...>: purge those of them that are installed, in one transaction of its own.
+remove_packages() {
+  local -a installed=()
+  local package
+  for package in "$@"; do
+    if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+      installed+=("$package")
+    fi
+  done
+  if [ "${#installed[@]}" -gt 0 ]; then
+    apt-mark unhold "${installed[@]}" >/dev/null
+    apt_get purge "${installed[@]}"
+  fi
+}
+
+# install_packages <package[=version]...>: one transaction that may not remove anything: what the image
+# carries goes only by remove_packages, so apt's resolver never tears out a package to make room.
+install_packages() {
+  apt_get --no-remove install "$@"
+}
+
+hold_packages() {
+  apt-mark hold "$@" >/dev/null
+}
+
+add_kubernetes_repository() {
+  local key=/etc/apt/keyrings/kubernetes-apt-keyring.gpg
+  local url="https://pkgs.k8s.io/core:/stable:/v${KUBERNETES_MINOR}/deb/"
+  mkdir -p /etc/apt/keyrings
+  retry 5 curl -fsSL --connect-timeout 20 -o /tmp/kubernetes-release.key "${url}Release.key"
+  gpg --batch --yes --dearmor -o "$key" /tmp/kubernetes-release.key
+  rm -f /tmp/kubernetes-release.key
+  echo "deb [signed-by=$key] $url /" >/etc/apt/sources.list.d/kubernetes.list
+}
+
+# The Kubernetes packages of every Kubernetes image, pinned to the stack's version (pins.env).
+KUBERNETES_PACKAGES=("containerd=${CONTAINERD_VERSION}" runc "kubelet=${KUBERNETES_VERSION}-*"
+                     "kubeadm=${KUBERNETES_VERSION}-*")
+
+install_kubernetes() {
+  install_packages "${KUBERNETES_PACKAGES[@]}"
+  hold_packages containerd runc kubelet kubeadm
+}
+
+# require_module_for_every_kernel <module>: every kernel the image can boot (a /boot/vmlinuz-*) has the module.
+require_module_for_every_kernel() {
+  local image kernel found=
+  for image in "${ROOT:-}"/boot/vmlinuz-*; do
+    kernel=${image##*/vmlinuz-}
+    modinfo -k "$kernel" "$1" >/dev/null || die "kernel $kernel has no $1 module"
+    found=1
+  done
+  [ -n "$found" ] || die "no kernel in /boot"
+}
+
+# install_files: files/ of the bundle, rendered from the plan, onto the image with their modes.
+install_files() {
+  local source mode target
+  while read -r mode target; do
+    source="$BUNDLE/files$target"
+    [ -f "$source" ] || die "bundle has no files$target"
+    install -D -m "$mode" "$source" "${ROOT:-}$target"
+  done <"$BUNDLE/files.txt"
+}
+
+# strip_sysctl_conf: drop from /etc/sysctl.conf every key the image's own sysctl file sets. sysctl --system
+# applies /etc/sysctl.conf after every /etc/sysctl.d file (procps sysctl.c PreloadSystem), and Ubuntu-HPC's
+# tuning appends gc_thresh values to it (Azure/azhpc-images common/hpc-tuning.sh): left there, they win.
+strip_sysctl_conf() {
+  local conf="${ROOT:-}/etc/sysctl.conf" key
+  [ -f "$conf" ] || return 0
+  [ -f "${ROOT:-}$SYSCTL_FILE" ] || die "the image has no $SYSCTL_FILE"
+  while IFS='= ' read -r key _; do
+    case "$key" in '' | '#'*) continue ;; esac
+    sed -i -E "/^[[:space:]]*${key//./\\.}[[:space:]]*=/d" "$conf"
+  done <"${ROOT:-}$SYSCTL_FILE"
+}
+
+# prepull_images: every image in prepull.txt (`<upstream> <served>`) into containerd's k8s.io namespace, where the
+# kubelet looks, under the name the cluster's manifests use (the registry's cache of the same upstream image).
+prepull_images() {
+  local image served
+  systemctl start containerd
+  while read -r image served; do
+    [ -n "$image" ] || continue
+    retry 5 ctr --namespace k8s.io images pull "$image" >/dev/null
+    if [ -n "$served" ] && [ "$served" != "$image" ]; then
+      ctr --namespace k8s.io images tag --force "$image" "$served" >/dev/null
+    fi
+    log "pulled $image as ${served:-$image}"
+  done <"$BUNDLE/prepull.txt"
+}
+
+# Nothing changes the image's packages after the bake: unattended upgrades would move pinned drivers and runtimes.
+disable_package_timers() {
+  systemctl disable --now apt-daily.timer apt-daily-upgrade.timer || true
+  systemctl mask unattended-upgrades.service
+}
+
+# finish_kubernetes_image: what a Kubernetes node image ends with once its own packages are in: the rendered files,
+# sysctls that win, containerd and the kubelet enabled, the pre-pulled images, no package timers, the record.
+finish_kubernetes_image() {
+  install_files
+  strip_sysctl_conf
+  systemctl enable containerd.service kubelet.service
+  prepull_images
+  disable_package_timers
+  record_image
+  finish
+}
+
+# record_image: what this image holds, for `cat /etc/gpucluster/image` on any machine.
+record_image() {
+  mkdir -p /etc/gpucluster
+  {
+    echo "definition=$IMAGE_DEFINITION"
+    echo "version=$IMAGE_VERSION"
+    echo "bundle_sha256=$BUNDLE_SHA256"
+  } >/etc/gpucluster/image
+  dpkg-query -W -f='${Package} ${Version}\n' >/etc/gpucluster/image-packages
+}
+
+finish() {
+  apt-get clean
+  rm -rf /var/lib/apt/lists/*
+  log "done: $IMAGE_DEFINITION $IMAGE_VERSION"
+}

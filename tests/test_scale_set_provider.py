@@ -1,0 +1,187 @@
+"""The node scale sets' dynamic provider against a fake ARM on 127.0.0.1 (tests/fake_arm.py), through Microsoft's own
+SDK (azure-mgmt-compute 39, azure-core's pipeline, retry policy and ARM pollers).
+
+What it pins, with the consumer's rule:
+- create PUTs the full body at Microsoft.Compute 2026-07-02, zones and the /28 field included (the field exists
+  from that version: azure-rest-api-specs Compute/stable/2026-07-02/ComputeRP.json), with `If-None-Match: *`;
+- an update after the autoscaler resized the set sends no `sku`, so the live capacity stays (cluster-autoscaler
+  owns it: kubernetes/autoscaler cloudprovider/azure/azure_scale_set.go writes {name, sku, location});
+- read returns the live capacity, import reads the same shape as the declaration, delete waits until it is gone;
+- 429 with Retry-After is retried (azure-core RetryPolicy), Azure-AsyncOperation and Location are polled
+  (azure-mgmt-core ARMPolling).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import dill
+import pytest
+from azure.core.credentials import AccessToken
+from azure.core.exceptions import HttpResponseError
+from pulumi.dynamic.dynamic import serialize_provider
+
+from components.azure.scale_set_provider import ScaleSetProvider, patch_body
+from components.offline.engine import ProgramRun
+from tests.fake_arm import FakeArm, fake_arm
+
+
+class FakeCredential:
+    """A token credential (azure.core.credentials.TokenCredential protocol) that hands out a fixed token."""
+
+    def get_token(self, *_scopes: str, **_kwargs: Any) -> AccessToken:
+        return AccessToken("fake-token", int(time.time()) + 3600)
+
+
+def _provider(arm: FakeArm) -> ScaleSetProvider:
+    return ScaleSetProvider(endpoint=arm.base_url, credential=FakeCredential(), connection_verify=arm.ca_file,
+                            polling_interval=0)
+
+
+@pytest.fixture(scope="module")
+def h100_inputs(prod_run: ProgramRun) -> dict[str, Any]:
+    """prod's first InfiniBand scale set as the program declares it (its /28 blocks included)."""
+    reg = next(r for r in prod_run.registrations if r.name == "h100-z1-00" and r.custom)
+    return {k: v for k, v in copy.deepcopy(reg.inputs).items() if k != "__provider"}
+
+
+def _ip_configurations(wire: dict[str, Any]) -> list[dict[str, Any]]:
+    nic = wire["properties"]["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"][0]
+    return nic["properties"]["ipConfigurations"]
+
+
+def test_the_provider_lifecycle_against_arm(tmp_path: Path, h100_inputs: dict[str, Any]) -> None:
+    props = copy.deepcopy(h100_inputs)
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        arm.throttle(1)
+        created = provider.create(props)
+
+        # create: throttled once, retried after Retry-After; the full body at 2026-07-02 with zones and the blocks
+        puts = arm.calls("PUT")
+        assert len(puts) == 2 and arm.requests[0].method == "PUT"
+        put = puts[-1]
+        assert put.api_version == "2026-07-02" and put.headers["if-none-match"] == "*"
+        assert put.headers["authorization"] == "Bearer fake-token"
+        assert put.body["zones"] == ["1"] and put.body["sku"]["capacity"] == props["sku"]["capacity"]
+        configs = _ip_configurations(put.body)
+        assert len(configs) > 1 and "privateIPAddressPrefixLength" not in configs[0]["properties"]
+        assert all(c["properties"]["privateIPAddressPrefixLength"] == 28 for c in configs[1:])
+        # the long-running create: polled InProgress -> Succeeded, then the final GET of the resource
+        polls = [r for r in arm.requests if "/operations/" in r.path]
+        assert len(polls) == 2 and arm.calls("GET")
+        path = created.id
+        assert path == ("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/gpucluster-prod/providers/"
+                        "Microsoft.Compute/virtualMachineScaleSets/h100-z1-00")
+        stored = arm.stored(path)
+        assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
+        assert created.outs is not None and created.outs["zones"] == ["1"]
+
+        # the autoscaler grows the set; then a change of image version, tags and boot text goes out
+        arm.set_capacity(path, 77)
+        news = copy.deepcopy(props)
+        news["tags"]["gpucluster-note"] = "changed"
+        news["virtualMachineProfile"]["osProfile"]["customData"] = base64.b64encode(b"#cloud-config\n").decode()
+        news["virtualMachineProfile"]["storageProfile"]["imageReference"]["version"] = "22.04.2026110"
+        news["sku"] = {**news["sku"], "capacity": 3}  # a plan figure: never sent
+        diff = provider.diff(path, created.outs, news)
+        assert diff.changes and not diff.replaces
+        updated = provider.update(path, created.outs, news)
+        [patch] = arm.calls("PATCH")
+        assert patch.api_version == "2026-07-02" and "sku" not in patch.body
+        assert patch.body["tags"]["gpucluster-note"] == "changed"
+        assert patch.body["properties"]["virtualMachineProfile"]["storageProfile"]["imageReference"]["version"] == \
+            "22.04.2026110"
+        assert all(c["properties"]["privateIPAddressPrefixLength"] == 28 for c in _ip_configurations(patch.body)[1:])
+        after = arm.stored(path)
+        assert after is not None and after["sku"]["capacity"] == 77
+        assert updated.outs is not None and updated.outs["sku"]["capacity"] == 77
+
+        # refresh reads the live state: capacity is the autoscaler's, customData (never returned) is kept
+        read = provider.read(path, updated.outs)
+        assert read.id == path and read.outs is not None and read.outs["sku"]["capacity"] == 77
+        assert read.outs["virtualMachineProfile"]["osProfile"]["customData"] == \
+            news["virtualMachineProfile"]["osProfile"]["customData"]
+        assert not provider.diff(path, read.outs, news).changes
+
+        # import: the id and the declaration alone read back as the declaration (so the import shows no diff)
+        imported = provider.read(path, copy.deepcopy(news))
+        assert imported.inputs is not None and not provider.diff(path, imported.inputs, news).changes
+
+        # delete: 202 + Location polled until the scale set is gone; a second read finds nothing
+        provider.delete(path, read.outs)
+        [delete] = arm.calls("DELETE")
+        assert delete.api_version == "2026-07-02"
+        assert [r for r in arm.requests if "/operationResults/" in r.path] and arm.stored(path) is None
+        assert provider.read(path, read.outs).id == ""
+        provider.delete(path, read.outs)  # already gone: done
+
+
+def test_create_never_takes_over_an_existing_scale_set(tmp_path: Path, h100_inputs: dict[str, Any]) -> None:
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        provider.create(copy.deepcopy(h100_inputs))
+        with pytest.raises(HttpResponseError) as failure:
+            provider.create(copy.deepcopy(h100_inputs))
+        assert failure.value.status_code == 412 and len(arm.calls("PUT")) == 2
+
+
+def test_diff_leaves_capacity_to_the_autoscaler_and_replaces_what_azure_cannot_change(
+        h100_inputs: dict[str, Any]) -> None:
+    provider = ScaleSetProvider()
+    resized = {**h100_inputs, "sku": {**h100_inputs["sku"], "capacity": 1}}
+    assert not provider.diff("id", h100_inputs, resized).changes
+    moved = provider.diff("id", h100_inputs, {**h100_inputs, "zones": ["2"]})
+    assert moved.replaces == ["zones"] and moved.delete_before_replace
+    resized_vm = provider.diff("id", h100_inputs, {**h100_inputs, "sku": {**h100_inputs["sku"], "name": "Standard_X"}})
+    assert resized_vm.replaces == ["sku"]
+    relabelled = provider.diff("id", h100_inputs, {**h100_inputs, "tags": {**h100_inputs["tags"], "x": "y"}})
+    assert relabelled.changes and not relabelled.replaces
+
+
+def test_the_update_body_never_carries_capacity(h100_inputs: dict[str, Any]) -> None:
+    """What docs/capacity.md promises: `pulumi up` sends no sku to an existing node scale set."""
+    body = patch_body(h100_inputs)
+    assert "sku" not in body and "location" not in body
+    assert "orchestrationMode" not in body["properties"]  # create-only: not in VirtualMachineScaleSetUpdate
+    assert body["zones"] == ["1"]
+
+
+def test_check_refuses_fields_the_route_cannot_send(h100_inputs: dict[str, Any]) -> None:
+    provider = ScaleSetProvider()
+    assert provider.check({}, h100_inputs).failures == []
+    old = provider.check({}, {**h100_inputs, "apiVersion": "2026-04-01"}).failures
+    assert [f.property for f in old] == ["apiVersion"]
+    bogus = copy.deepcopy(h100_inputs)
+    bogus["virtualMachineProfile"]["networkProfile"]["bogusField"] = 1
+    [unknown] = provider.check({}, bogus).failures
+    assert unknown.property == "virtualMachineProfile" and "networkProfile.bogusField" in unknown.reason
+
+
+def test_the_state_holds_a_reference_to_the_provider_not_its_code() -> None:
+    """pulumi.dynamic pickles the provider into every scale set's state; by reference it stays small and holds
+    nothing secret (the credential is found at run time)."""
+    serialized = serialize_provider(ScaleSetProvider())
+    assert len(serialized) < 400
+    provider = dill.loads(base64.b64decode(serialized))
+    assert isinstance(provider, ScaleSetProvider) and provider.credential is None
+
+
+def test_a_state_another_provider_wrote_is_read_and_deleted_by_its_id(tmp_path: Path,
+                                                                      h100_inputs: dict[str, Any]) -> None:
+    """After an `aliases` move off the typed class the old state has no route keys (azure-native's outputs):
+    the provider finds the scale set from its id and talks at its own api-version."""
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        path = provider.create(copy.deepcopy(h100_inputs)).id
+        typed_state = {k: v for k, v in h100_inputs.items()
+                       if k not in ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName")}
+        read = provider.read(path, typed_state)
+        assert read.id == path and read.outs is not None and read.outs["vmScaleSetName"] == "h100-z1-00"
+        provider.delete(path, typed_state)
+        assert arm.stored(path) is None
+        assert {r.api_version for r in arm.requests if "/operation" not in r.path} == {"2026-07-02"}
