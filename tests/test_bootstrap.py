@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.node import (
-    ARP_SYSCTLS,
-    LABEL_IB_DOMAIN,
-    PREFLIGHT_TAINT_KEY,
-    NodeBootstrap,
-    NodeTaint,
-    render_cloud_init,
-)
+from components.bootstrap.node import ARP_SYSCTLS, NodeBootstrap, NodeTaint, render_cloud_init
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import autoscaler_tags, node_labels, split_min
+from components.vocabulary import LABEL_IB_DOMAIN, TAINT_PREFLIGHT
 from tests.conftest import small_spec
 
 
@@ -47,7 +41,7 @@ def test_kubelet_patch_has_max_pods_taints_and_parallel_pulls() -> None:
         "/etc/kubernetes/patches/kubeletconfiguration+strategic.yaml"])
     assert kubelet["maxPods"] == 32 and kubelet["serializeImagePulls"] is False
     keys = [t["key"] for t in kubelet["registerWithTaints"]]
-    assert keys == [PREFLIGHT_TAINT_KEY, "nvidia.com/gpu"]
+    assert keys == [TAINT_PREFLIGHT, "nvidia.com/gpu"]
 
 
 def test_arp_sysctls_are_in_every_node_image_not_the_boot_document() -> None:

@@ -18,8 +18,6 @@ from components.bootstrap.confidential import (
     GATE_UNIT,
     KUBELET_CLIENT_CERT,
     KUBELET_CONF,
-    LABEL_ATTESTATION,
-    LABEL_CC_MODE,
     PERSISTENCED_OVERRIDE,
     VERIFIER,
     gate_script,
@@ -36,6 +34,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.node_images import NodeImage
 from components.planning.node_template import autoscaler_tags, node_labels, node_taints
 from components.spec import ClusterSpec
+from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE
 from policies.rules.props import resource_kind
 from tests.conftest import small_cluster, small_spec
 

@@ -19,8 +19,8 @@ from components.offline.engine import run_program
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
 from components.spec import load_stack_file
+from components.vocabulary import AUTOSCALER_GPUS_TAG
 from policies.rules import ALL_POLICIES
-from policies.rules.props import GPUS_TAG
 from tests.conftest import ROOT, STACKS, plan_stack
 
 RULE = "azure-native-compute-virtualmachinescaleset-gpu-zone-share"
@@ -31,7 +31,7 @@ ZONE_SHARE = [p for p in ALL_POLICIES if p.name == RULE]
 def _gpu_set(name: str, zone: str, machines: int, gpus: int, role: str = "gpu") -> dict[str, Any]:
     urn = f"urn:pulumi:dev::gpucluster::{VMSS}::{name}"
     inputs = {"zones": [zone], "sku": {"name": "Standard_X", "capacity": machines},
-              "tags": {"gpucluster-role": role, GPUS_TAG: str(gpus)}}
+              "tags": {"gpucluster-role": role, AUTOSCALER_GPUS_TAG: str(gpus)}}
     return {"op": "create", "urn": urn, "newState": {"urn": urn, "type": VMSS, "custom": True, "inputs": inputs}}
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from components.diff.compare import MAX_CHANGED_PATHS, changed_paths, diff_sides
 from components.diff.sides import Side
-from policies.rules.props import POOL_TAG, SCALE_SET
+from components.vocabulary import POOL_TAG
+from policies.rules.props import SCALE_SET
 
 
 def test_changed_paths_compare_leaf_by_leaf() -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from components.azure.tags import KUBERNETES_VERSION_TAG, ROLE_TAG
 from components.diff.compare import diff_sides
 from components.diff.sides import Side
+from components.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
 from tests.test_cli import gpucluster
 
 SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"

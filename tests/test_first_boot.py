@@ -86,13 +86,8 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
     """The simulation's taints and labels are the kubelet's registerWithTaints and node-labels as rendered
     (components/bootstrap/node.py), and the autoscaler's scale-from-zero template taints, pool by pool."""
     from components.bootstrap.node import NodeBootstrap, kubelet_patch
-    from components.planning.node_template import (
-        TAINT_TAG_PREFIX,
-        autoscaler_tags,
-        node_labels,
-        node_taints,
-        registers_preflight,
-    )
+    from components.planning.node_template import autoscaler_tags, node_labels, node_taints, registers_preflight
+    from components.vocabulary import AUTOSCALER_TAINT_TAG_PREFIX
     plan = plan_cluster(stack_spec("prod"))
     states = {s.name: s for s in pool_states(plan)}
     for pool in plan.pools:
@@ -105,7 +100,7 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
         assert [{"key": t.key, "value": t.value, "effect": t.effect} for t in simulated.taints] == \
             rendered["registerWithTaints"]
         tags = autoscaler_tags(plan.spec.name, pool, scale_set, 0, plan.spec.location)
-        template = {k for k in tags if k.startswith(TAINT_TAG_PREFIX)}
+        template = {k for k in tags if k.startswith(AUTOSCALER_TAINT_TAG_PREFIX)}
         assert len(template) == len([t for t in simulated.taints if t.key != "gpucluster.io/preflight"])
 
 

@@ -71,11 +71,11 @@ def test_the_layers_daemonsets_and_balloons_are_not_awaited(prod_run: ProgramRun
     """pulumi-kubernetes provider/pkg/await/daemonset.go waits (10 minutes by default) until kstatus calls the
     DaemonSet Current: every desired pod available, on all 3,125 H100 nodes for a health DaemonSet whose pods run
     GPU diagnostics first. Balloons are ready only on nodes that passed them. Both are created without the wait."""
-    from components.kubernetes.objects.layer import SKIP_AWAIT
+    from components.vocabulary import ANNOTATION_SKIP_AWAIT
     workloads = [r for r in prod_run.registrations
                  if r.type in ("kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:Deployment")]
     skipped = {r.inputs["metadata"]["name"] for r in workloads
-               if (r.inputs["metadata"].get("annotations") or {}).get(SKIP_AWAIT) == "true"}
+               if (r.inputs["metadata"].get("annotations") or {}).get(ANNOTATION_SKIP_AWAIT) == "true"}
     daemonsets = {r.inputs["metadata"]["name"] for r in workloads if r.type.endswith("DaemonSet")}
     assert daemonsets and daemonsets <= skipped
     balloons = {n for n in {r.inputs["metadata"]["name"] for r in workloads} if n.startswith("balloon-")}

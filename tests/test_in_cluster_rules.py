@@ -7,7 +7,7 @@ import yaml
 
 from components.bootstrap.apiserver import BOOT_SCRIPT as API_BOOT
 from components.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
-from components.bootstrap.node import PREFLIGHT_TAINT_KEY, NodeBootstrap, kubelet_patch
+from components.bootstrap.node import NodeBootstrap, kubelet_patch
 from components.kubernetes.objects.autoscaler import autoscaler_args
 from components.kubernetes.objects.charts import gpu_operator_values
 from components.kubernetes.objects.dns import COREFILE
@@ -16,6 +16,7 @@ from components.offline.manifests import helm_releases
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import registers_preflight
 from components.planning.pki import api_server_host
+from components.vocabulary import TAINT_PREFLIGHT
 from tests.conftest import stack_spec
 
 
@@ -38,7 +39,7 @@ def test_only_pools_whose_checks_remove_it_register_the_preflight_taint() -> Non
         assert registers_preflight(pool) == (pool.size.gpus > 0)
     base = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10")
     keys = [t["key"] for t in kubelet_patch(base)["registerWithTaints"]]  # type: ignore[union-attr]
-    assert PREFLIGHT_TAINT_KEY in keys
+    assert TAINT_PREFLIGHT in keys
     off = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10",
                         preflight=False)
     assert kubelet_patch(off)["registerWithTaints"] == []
@@ -57,7 +58,7 @@ def test_autoscaler_flags_follow_its_source() -> None:
     """cluster-autoscaler 1.36.1 config/flags/flags.go: --startup-taint (ignored in templates while the node
     starts), --balancing-ignore-label, --max-nodes-total over all nodes."""
     args = autoscaler_args("prod", 7500, 0.01, control_plane_nodes=5)
-    assert f"--startup-taint={PREFLIGHT_TAINT_KEY}" in args
+    assert f"--startup-taint={TAINT_PREFLIGHT}" in args
     assert "--balancing-ignore-label=gpucluster.io/infiniband-domain" in args
     assert "--max-nodes-total=7505" in args
 

@@ -20,7 +20,8 @@ from components.kubernetes.objects.kueue import kueue_configuration, kueue_objec
 from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.rdma import APP
 from components.planning.cluster_plan import plan_cluster
-from components.planning.node_template import RESOURCE_TAG_PREFIX, autoscaler_tags
+from components.planning.node_template import autoscaler_tags
+from components.vocabulary import AUTOSCALER_RESOURCE_TAG_PREFIX
 from tests.conftest import ROOT, stack_spec
 from tests.manifest_validation import validate_object
 
@@ -68,8 +69,8 @@ def test_a_scale_set_at_zero_offers_the_resource_to_the_autoscaler() -> None:
     plan = plan_cluster(stack_spec("prod"))
     for pool in plan.pools:
         tags = autoscaler_tags("prod", pool, pool.scale_sets[0], 0, plan.spec.location)
-        resources = {k.removeprefix(RESOURCE_TAG_PREFIX).replace("_", "/"): v for k, v in tags.items()
-                     if k.startswith(RESOURCE_TAG_PREFIX)}
+        resources = {k.removeprefix(AUTOSCALER_RESOURCE_TAG_PREFIX).replace("_", "/"): v for k, v in tags.items()
+                     if k.startswith(AUTOSCALER_RESOURCE_TAG_PREFIX)}
         assert (RDMA_RESOURCE in resources) is pool.infiniband
 
 

@@ -113,8 +113,8 @@ def test_kueue_restarts_once_the_api_is_served(prod_run: ProgramRun) -> None:
     admission_check), and the check is Active only if Kueue found the ProvisioningRequest API when it started: the
     release's pod annotation names the CRD, so Kueue's pods roll after it is applied (on a cluster where Kueue ran
     before it, too)."""
-    from components.kubernetes.objects.kueue import PROVISIONING_API_ANNOTATION
+    from components.vocabulary import ANNOTATION_PROVISIONING_API
     kueue = next(r for r in prod_run.registrations if r.type == "kubernetes:helm.sh/v3:Release"
                  and r.inputs["name"] == "kueue")
     annotations = kueue.inputs["values"]["controllerManager"]["manager"]["podAnnotations"]
-    assert annotations == {PROVISIONING_API_ANNOTATION: provisioning_request_crd("1.36")}
+    assert annotations == {ANNOTATION_PROVISIONING_API: provisioning_request_crd("1.36")}

@@ -20,6 +20,7 @@ from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_en
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
+from components.vocabulary import LABEL_CONTROL_PLANE
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -97,7 +98,7 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
     init = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
         "kind": "InitConfiguration",
-        "nodeRegistration": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
+        "nodeRegistration": {"taints": [{"key": LABEL_CONTROL_PLANE, "effect": "NoSchedule"}],
                              **({"kubeletExtraArgs": kubelet_args()} if b.registry else {})},
         "patches": {"directory": PATCHES_DIR},
         # etcd members boot in parallel with the API servers: give the first API server time to find a quorum.

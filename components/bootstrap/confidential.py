@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from components.bootstrap.host_prep import RETRY_FUNCTION
 from components.bootstrap.taints import NodeTaint
+from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE, LABEL_CONFIDENTIAL
 
 LKCA_MODPROBE = "install nvidia /sbin/modprobe ecdsa_generic ecdh; /sbin/modprobe --ignore-install nvidia"
 """The driver's Linux-kernel-crypto (LKCA) needs these modules first (Azure/az-cgpu-onboarding `src/nvidia-lkca.conf`)."""
@@ -34,9 +35,6 @@ CC_ON_MARKER = "CC status: ON"
 KUBELET_CLIENT_CERT = "/var/lib/kubelet/pki/kubelet-client-current.pem"
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 
-LABEL_CONFIDENTIAL = "gpucluster.io/confidential"
-LABEL_CC_MODE = "gpucluster.io/gpu-cc-mode"
-LABEL_ATTESTATION = "gpucluster.io/gpu-attestation"
 CONFIDENTIAL_LABELS = {LABEL_CONFIDENTIAL: "true", LABEL_CC_MODE: "on", LABEL_ATTESTATION: "passed"}
 CONFIDENTIAL_TAINT = NodeTaint(LABEL_CONFIDENTIAL, "true", "NoSchedule")
 

@@ -15,15 +15,7 @@ from components.bootstrap.confidential import GATE_UNIT
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.taints import NodeTaint
-
-PREFLIGHT_TAINT_KEY = "gpucluster.io/preflight"
-"""Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
-LABEL_POOL = "gpucluster.io/pool"
-LABEL_ROLE = "gpucluster.io/role"
-LABEL_IB_DOMAIN = "gpucluster.io/infiniband-domain"
-LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
-LABEL_ACCELERATOR = "accelerator"
+from components.vocabulary import TAINT_PREFLIGHT
 
 ARP_SYSCTLS = {
     # OpenAI, 2018: ARP cache overflow at 2,500 nodes; one neighbour entry per pod IP on a flat network.
@@ -81,7 +73,7 @@ def _join_configuration(b: NodeBootstrap) -> dict[str, object]:
 
 
 def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
-    taints = [*([NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule")] if b.preflight else []), *b.taints]
+    taints = [*([NodeTaint(TAINT_PREFLIGHT, "pending", "NoSchedule")] if b.preflight else []), *b.taints]
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",

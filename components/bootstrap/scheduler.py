@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.planning.scheduling import GPU
+from components.vocabulary import GPU_RESOURCE
 
 SCHEDULER_CONFIG_PATH = "/etc/kubernetes/scheduler-config.yaml"
 GPU_WEIGHT = 5
@@ -30,7 +30,7 @@ def scheduler_configuration() -> dict[str, Any]:
             "pluginConfig": [
                 {"name": "NodeResourcesFit", "args": {"scoringStrategy": {
                     "type": "MostAllocated",
-                    "resources": [{"name": GPU, "weight": GPU_WEIGHT}, {"name": "cpu", "weight": 1},
+                    "resources": [{"name": GPU_RESOURCE, "weight": GPU_WEIGHT}, {"name": "cpu", "weight": 1},
                                   {"name": "memory", "weight": 1}]}}},
             ],
         }],

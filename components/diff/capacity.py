@@ -7,8 +7,8 @@ from collections import defaultdict
 from typing import Any
 
 from components.diff.sides import Side
-from components.planning.scheduling import TEAM_LABEL
-from policies.rules.props import GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET, resource_kind
+from components.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
+from policies.rules.props import SCALE_SET, resource_kind
 
 NOT_NODES = ("apiserver", "etcd", "etcd-events")
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -54,7 +54,7 @@ def _team_quotas(resources: dict[str, dict[str, Any]], by_flavor: bool = False) 
             continue
         inputs = _object(state.get("inputs"))
         meta = _object(inputs.get("metadata"))
-        team = _object(meta.get("labels")).get(TEAM_LABEL) or meta.get("name") or state["urn"].rsplit("::", 1)[-1]
+        team = _object(meta.get("labels")).get(LABEL_TEAM) or meta.get("name") or state["urn"].rsplit("::", 1)[-1]
         totals: dict[str, float] = defaultdict(float)
         for group in _items(_object(inputs.get("spec")).get("resourceGroups")):
             for flavor in _items(group.get("flavors")):
@@ -79,7 +79,7 @@ def capacity(side: Side) -> dict[str, Any]:
         count = _count(_object(inputs.get("sku")).get("capacity"))
         pool = pools[str(tags.get(POOL_TAG, "?"))]
         pool["nodes"] += count
-        pool["gpus"] += count * _count(tags.get(GPUS_TAG))
+        pool["gpus"] += count * _count(tags.get(AUTOSCALER_GPUS_TAG))
         pool["infinibandDomains"] += tags.get(INFINIBAND_TAG) == "true"
     totals = {key: sum(p[key] for p in pools.values()) for key in ("nodes", "gpus", "infinibandDomains")}
     pod_ips = None

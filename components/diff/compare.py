@@ -21,8 +21,8 @@ from components.diff.replacement import refused, replacements
 from components.diff.sides import Side
 from components.diff.values import ABSENT, JSON_VALUES, ValueChange
 from components.diff.versions import version_flags
-from components.planning.scheduling import TEAM_LABEL
-from policies.rules.props import DYNAMIC_RESOURCE, INFINIBAND_TAG, POOL_TAG, ROLE_TAG, SCALE_SET, resource_kind
+from components.vocabulary import INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
+from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
 
 SUBNET = "azure-native:network:Subnet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -306,8 +306,8 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                                             f"InfiniBand domain deleted with its {capacity} VMs and the jobs on them",
                                             _acknowledged(head, "infinibandDomains"), "infinibandDomains"))
             labels = _get(old["inputs"], "metadata.labels") or {}
-            if change.type == NAMESPACE and isinstance(labels, dict) and TEAM_LABEL in labels:
-                team = str(labels[TEAM_LABEL])
+            if change.type == NAMESPACE and isinstance(labels, dict) and LABEL_TEAM in labels:
+                team = str(labels[LABEL_TEAM])
                 namespace = _get(old["inputs"], "metadata.name") or change.name
                 flags.append(_deletion_flag("deleted-team-namespace", team,
                                             f"namespace {namespace} of team {team} is deleted with every workload in it",

@@ -11,9 +11,9 @@ is read from the API-server scale set's tag, so a real `pulumi preview --json` i
 
 from __future__ import annotations
 
-from components.azure.tags import KUBERNETES_VERSION_TAG
 from components.diff.sides import Side
-from policies.rules.props import ROLE_TAG, SCALE_SET
+from components.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
+from policies.rules.props import SCALE_SET
 
 Flag = tuple[str, str, str]
 """(resource, message, fix) of one error."""

@@ -15,7 +15,6 @@ import pulumi_kubernetes as k8s
 from components.azure.bootstrap_token import BootstrapTokens
 from components.kubernetes.declare import declare_all
 from components.kubernetes.in_cluster import with_proxy
-from components.kubernetes.objects.common import LABEL_PART_OF
 from components.kubernetes.objects.join import (
     SECRET_TYPE,
     cluster_info,
@@ -26,6 +25,7 @@ from components.kubernetes.objects.join import (
 )
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.pki import api_server_endpoint
+from components.vocabulary import LABEL_PART_OF
 
 
 class JoinAccess(pulumi.ComponentResource):

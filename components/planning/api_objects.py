@@ -13,6 +13,20 @@ import json
 from typing import Any
 
 from components.bootstrap.taints import NodeTaint
+from components.vocabulary import (
+    ANNOTATION_ATTACH_DETACH,
+    ANNOTATION_CRI_SOCKET,
+    ANNOTATION_NODE_TTL,
+    GPU_RESOURCE,
+    LABEL_ARCH,
+    LABEL_BETA_ARCH,
+    LABEL_BETA_OS,
+    LABEL_HOSTNAME,
+    LABEL_JOB_CONTROLLER_UID,
+    LABEL_JOB_NAME,
+    LABEL_OS,
+    NODE_NAMESPACE,
+)
 
 NODE_STATUS_MAX_IMAGES = 50
 """kubelet `nodeStatusMaxImages` default: the images a node reports in status.images (k8s.io/kubelet
@@ -51,17 +65,17 @@ def node_object(name: str, labels: dict[str, str], taints: tuple[NodeTaint, ...]
                 gpus: int, max_pods: int, provider_id: str, images: tuple[str, ...]) -> dict[str, Any]:
     """A registered, Ready node: the kubelet's well-known labels beside the plan's, its taints, capacity and
     allocatable, conditions, addresses, node info and up to `NODE_STATUS_MAX_IMAGES` images."""
-    well_known = {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
-                  "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux"}
+    well_known = {LABEL_ARCH: "amd64", LABEL_OS: "linux", LABEL_HOSTNAME: name,
+                  LABEL_BETA_ARCH: "amd64", LABEL_BETA_OS: "linux"}
     capacity = {"cpu": str(vcpus), "memory": f"{memory_gib * 1024 * 1024}Ki", "pods": str(max_pods),
                 "ephemeral-storage": "1073741824Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0",
-                **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+                **({GPU_RESOURCE: str(gpus)} if gpus else {})}
     shown = [images[i % len(images)] for i in range(min(NODE_STATUS_MAX_IMAGES, len(images)))] if images else []
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": _meta(name, labels={**well_known, **labels}, annotations={
-            "node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            "kubeadm.alpha.kubernetes.io/cri-socket": "unix:///var/run/containerd/containerd.sock"}),
+            ANNOTATION_NODE_TTL: "0", ANNOTATION_ATTACH_DETACH: "true",
+            ANNOTATION_CRI_SOCKET: "unix:///var/run/containerd/containerd.sock"}),
         "spec": {"providerID": provider_id,
                  "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]},
         "status": {
@@ -86,12 +100,12 @@ def pod_object(node: str, image: str, gpus: int) -> dict[str, Any]:
     (kubernetes pkg/apis/core/v1/defaults.go), the service-account token volume the ServiceAccount admission
     plugin mounts, the default not-ready/unreachable tolerations, and a running status."""
     name = "job-0000000000-00000"
-    resources = {"limits": {"nvidia.com/gpu": str(gpus)}, "requests": {"nvidia.com/gpu": str(gpus)}} if gpus else {
+    resources = {"limits": {GPU_RESOURCE: str(gpus)}, "requests": {GPU_RESOURCE: str(gpus)}} if gpus else {
         "requests": {"cpu": "1", "memory": "1Gi"}}
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {**_meta(name, "team-0000000000", labels={
-            "batch.kubernetes.io/controller-uid": UID, "batch.kubernetes.io/job-name": "job-0000000000",
+            LABEL_JOB_CONTROLLER_UID: UID, LABEL_JOB_NAME: "job-0000000000",
             "controller-uid": UID, "job-name": "job-0000000000"}),
             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "job-0000000000", "uid": UID,
                                  "controller": True, "blockOwnerDeletion": True}]},
@@ -104,7 +118,7 @@ def pod_object(node: str, image: str, gpus: int) -> dict[str, Any]:
                 "PreemptLowerPriority", "priority": 0, "restartPolicy": "Never", "schedulerName": "default-scheduler",
             "securityContext": {}, "serviceAccount": "default", "serviceAccountName": "default",
             "terminationGracePeriodSeconds": 30,
-            "tolerations": [{"key": f"node.kubernetes.io/{t}", "operator": "Exists", "effect": "NoExecute",
+            "tolerations": [{"key": f"{NODE_NAMESPACE}/{t}", "operator": "Exists", "effect": "NoExecute",
                              "tolerationSeconds": 300} for t in ("not-ready", "unreachable")],
             "volumes": [{"name": "kube-api-access-00000", "projected": {"defaultMode": 420, "sources": [
                 {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from components.bootstrap.taints import NodeTaint
 from components.planning.api_objects import event_object, json_size, lease_object, node_object, pod_object
+from components.vocabulary import LABEL_INSTANCE_TYPE, LABEL_REGION, LABEL_ZONE
 
 GIB = 2**30
 ANCHOR_HEAP_BYTES = 70e9
@@ -115,8 +116,7 @@ class ApiLoad:
         return notes
 
 
-ANCHOR_LABELS = {"node.kubernetes.io/instance-type": "Standard_ND96asr_v4", "topology.kubernetes.io/region": "eastus",
-                 "topology.kubernetes.io/zone": "eastus-1"}
+ANCHOR_LABELS = {LABEL_INSTANCE_TYPE: "Standard_ND96asr_v4", LABEL_REGION: "eastus", LABEL_ZONE: "eastus-1"}
 """The labels the kubelet's cloud provider sets on every node (kubernetes.io well-known labels)."""
 
 

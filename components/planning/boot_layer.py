@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.bootstrap.node import PREFLIGHT_TAINT_KEY
 from components.bootstrap.taints import NodeTaint
 from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
 from components.errors import Problem, SpecError
@@ -39,14 +38,27 @@ from components.planning.pod_addresses import api_server_pod_addresses
 from components.planning.pod_needs import needs_cluster_dns
 from components.planning.release_readiness import ReleaseProblem, release_problems
 from components.planning.scale_from_zero import scale_from_zero_problems
+from components.vocabulary import (
+    GPU_RESOURCE,
+    LABEL_APP,
+    LABEL_CONTROL_PLANE,
+    LABEL_DEPLOY_CONTAINER_TOOLKIT,
+    LABEL_DEPLOY_DCGM,
+    LABEL_DEPLOY_DCGM_EXPORTER,
+    LABEL_DEPLOY_DEVICE_PLUGIN,
+    LABEL_EXCLUDE_FROM_LB,
+    LABEL_HOSTNAME,
+    LABEL_NFD_NVIDIA_PCI,
+    TAINT_PREFLIGHT,
+)
 
-NFD_GPU_LABEL = {"feature.node.kubernetes.io/pci-10de.present": "true"}
-NFD_KEY = "label:feature.node.kubernetes.io/pci-10de.present=true"
+NFD_GPU_LABEL = {LABEL_NFD_NVIDIA_PCI: "true"}
+NFD_KEY = f"label:{LABEL_NFD_NVIDIA_PCI}=true"
 HARDWARE_GPU = "hardware:nvidia-gpu"
 """A fact of pools whose VMs have NVIDIA GPUs: what NFD's PCI source finds (vendor 10de)."""
-OPERAND_LABELS = {"nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com/gpu.deploy.device-plugin": "true",
-                  "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.dcgm": "true"}
-CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
+OPERAND_LABELS = {LABEL_DEPLOY_CONTAINER_TOOLKIT: "true", LABEL_DEPLOY_DEVICE_PLUGIN: "true",
+                  LABEL_DEPLOY_DCGM_EXPORTER: "true", LABEL_DEPLOY_DCGM: "true"}
+CONTROL_PLANE_TOLERATION = {"key": LABEL_CONTROL_PLANE, "operator": "Equal", "value": "",
                             "effect": "NoSchedule"}
 CLUSTER_DNS = "dns:cluster"
 """A fact: the Service at the cluster's DNS address answers (its pods run)."""
@@ -60,9 +72,6 @@ NIC_POD_ADDRESSES = "nic:pod-addresses"
 """A fact of pools whose NICs carry pod addresses beside the node's own (/28 blocks in prefix mode, the API servers'
 secondary addresses): all the prefix IPAM controller can publish."""
 CONTROL_PLANE_POOL = "apiservers"
-CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
-"""kubeadm labels the nodes it inits with it (phases/markcontrolplane) and our InitConfiguration registers the
-taint of the same key (components/bootstrap/apiserver.py nodeRegistration.taints)."""
 WEBHOOK_SERVICE = "service:kueue-system/kueue-webhook-service"
 HEALTH_GIVER = "gpu-health-*"
 """One health DaemonSet per GPU pool (objects/health.py), all alike."""
@@ -95,7 +104,7 @@ def gives_table(prefix_mode: bool) -> dict[str, Gives]:
                             ((NFD_KEY, HARDWARE_GPU),)),
         "nvidia-container-toolkit": Gives(("runtime:nvidia",), "gpu-operator: the toolkit installs the nvidia "
                                                                "runtime handler in containerd"),
-        "nvidia-device-plugin": Gives(("gpu-allocatable",), "gpu-operator: the device plugin registers nvidia.com/gpu"),
+        "nvidia-device-plugin": Gives(("gpu-allocatable",), f"gpu-operator: the device plugin registers {GPU_RESOURCE}"),
         "nvidia-dcgm": Gives(("service:gpu-operator/nvidia-dcgm",), "gpu-operator v26.3.3 assets/state-dcgm: the host "
                                                                      "engine behind Service nvidia-dcgm "
                                                                      "(internalTrafficPolicy Local: on its own node)"),
@@ -104,7 +113,7 @@ def gives_table(prefix_mode: bool) -> dict[str, Gives]:
                                           "webhook Service selects the controller-manager pods"),
         NODE_LOCAL_DNS_APP: Gives((DNS_NODE_LOCAL,), "kubernetes/kubernetes cluster/addons/dns/nodelocaldns: "
                                                      "node-cache answers on -localip on its own node"),
-        HEALTH_GIVER: Gives((f"untaint:{PREFLIGHT_TAINT_KEY}",), "scripts/health_agent.py: removes the preflight "
+        HEALTH_GIVER: Gives((f"untaint:{TAINT_PREFLIGHT}",), "scripts/health_agent.py: removes the preflight "
                                                                 "taint once the node's diagnostics pass"),
     }
 
@@ -122,7 +131,7 @@ class ChartPod:
 
 def _workload_object(kind: str, name: str, namespace: str, pod: dict[str, Any],
                      labels: dict[str, str] | None = None, **spec: Any) -> Object:
-    template = {"metadata": {"labels": labels or {"app.kubernetes.io/name": name}}, "spec": pod}
+    template = {"metadata": {"labels": labels or {LABEL_APP: name}}, "spec": pod}
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace},
             "spec": {**spec, "template": template}}
 
@@ -179,20 +188,20 @@ def chart_objects(prefix_mode: bool = False) -> list[ChartPod]:
                  "(ours); kubernetes-sigs/node-feature-discovery v0.18.3 templates/worker.yaml and values.yaml "
                  "worker.dnsPolicy, worker.hostNetwork false, worker.updateStrategy {} (the apps/v1 default)"),
         ChartPod(_workload_object("DaemonSet", "nvidia-container-toolkit", "gpu-operator", {
-            "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"}, **operand}),
+            "nodeSelector": {LABEL_DEPLOY_CONTAINER_TOOLKIT: "true"}, **operand}),
                  f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-container-toolkit/0500_daemonset.yaml "
                  "(nodeSelector), daemonsets.tolerations (templates/clusterpolicy.yaml); hostNetwork only when "
                  "configured (controllers/object_controls.go applyHostNetworkConfig)"),
         ChartPod(_workload_object("DaemonSet", "nvidia-device-plugin", "gpu-operator", {
-            "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"}, "runtimeClassName": "nvidia", **operand}),
+            "nodeSelector": {LABEL_DEPLOY_DEVICE_PLUGIN: "true"}, "runtimeClassName": "nvidia", **operand}),
                  f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-device-plugin/0500_daemonset.yaml; "
                  "runtimeClassName from controllers/object_controls.go setRuntimeClassName"),
         ChartPod(_workload_object("DaemonSet", "nvidia-dcgm", "gpu-operator", {
-            "nodeSelector": {"nvidia.com/gpu.deploy.dcgm": "true"}, "runtimeClassName": "nvidia", **operand}),
+            "nodeSelector": {LABEL_DEPLOY_DCGM: "true"}, "runtimeClassName": "nvidia", **operand}),
                  f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-dcgm/0400_dcgm.yml (dcgm.enabled): host "
                  "engine per GPU node; runtimeClassName from controllers/object_controls.go TransformDCGM"),
         ChartPod(_workload_object("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator", {
-            "nodeSelector": {"nvidia.com/gpu.deploy.dcgm-exporter": "true"}, "runtimeClassName": "nvidia",
+            "nodeSelector": {LABEL_DEPLOY_DCGM_EXPORTER: "true"}, "runtimeClassName": "nvidia",
             **operand}), f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-dcgm-exporter/0800_daemonset.yaml; "
                          "runtimeClassName from controllers/object_controls.go"),
     ]
@@ -232,7 +241,7 @@ def webhook_applies(objects: list[Object], webhooks: tuple[Webhook, ...] = KUEUE
             if hook.failure_policy == "Fail" and hook.group == group and resource in hook.resources:
                 hooked.setdefault(hook.service, set()).add(hook.name)
     return [Workload(f"admission via {service.removeprefix('service:')}", "Apply",
-                     {CONTROL_PLANE_LABEL: ""}, ({"operator": "Exists"},), host_network=True,
+                     {LABEL_CONTROL_PLANE: ""}, ({"operator": "Exists"},), host_network=True,
                      needs=("cni", service), source=f"kube-apiserver calls {', '.join(sorted(names))} "
                                                     "(failurePolicy Fail) while applying the layer's objects")
             for service, names in sorted(hooked.items())]
@@ -317,7 +326,7 @@ def read_workloads(objects: list[Object], plan: ClusterPlan, sources: dict[str, 
         terms = ((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
             "nodeSelectorTerms") or []
         anti = (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
-        gpus = any(GPU_KEY in ((c.get("resources") or {}).get("requests") or {}) for c in pod.get("containers") or [])
+        gpus = any(GPU_RESOURCE in ((c.get("resources") or {}).get("requests") or {}) for c in pod.get("containers") or [])
         found.append(Workload(
             name, o["kind"], dict(pod.get("nodeSelector") or {}), tuple(pod.get("tolerations") or ()),
             bool(pod.get("hostNetwork")), pod.get("runtimeClassName"), gpus,
@@ -327,7 +336,7 @@ def read_workloads(objects: list[Object], plan: ClusterPlan, sources: dict[str, 
             gives_if=declared.conditions if declared else (),
             node_affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in terms),
             replicas=int(o["spec"].get("replicas", 1)),
-            one_per_node=any(t.get("topologyKey") == "kubernetes.io/hostname" for t in anti)))
+            one_per_node=any(t.get("topologyKey") == LABEL_HOSTNAME for t in anti)))
     return found
 
 
@@ -344,7 +353,6 @@ def own_workloads(plan: ClusterPlan, objects: list[Object] | None = None) -> lis
     return [*read_workloads(objects, plan), *webhook_applies(objects)]
 
 
-GPU_KEY = "nvidia.com/gpu"
 EVICTION_HARD_MIB = 100
 """kubelet's default evictionHard memory.available (k8s.io/kubelet config/v1beta1 types.go)."""
 _UNITS = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "k": 1000 / 1024 / 1024, "M": 1000**2 / 1024**2,
@@ -380,7 +388,7 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
         scale_set = pool.scale_sets[0]
         taints = list(node_taints(pool))
         if registers_preflight(pool):
-            taints.insert(0, NodeTaint(PREFLIGHT_TAINT_KEY, "pending", "NoSchedule"))
+            taints.insert(0, NodeTaint(TAINT_PREFLIGHT, "pending", "NoSchedule"))
         facts = {HARDWARE_GPU} if pool.size.gpus else set()
         if pool.spec.pod_addresses == "prefixes":
             facts.add(NIC_POD_ADDRESSES)
@@ -390,9 +398,8 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
     # The API servers' kubelets register too: every DaemonSet that tolerates the control-plane taint runs there,
     # Cilium's agent first, and kube-apiserver reaches Services through it. No Deployment lands there (the
     # simulation leaves its allocatable unset, so only DaemonSets and admission steps are placed).
-    states.append(PoolState(CONTROL_PLANE_POOL, {CONTROL_PLANE_LABEL: "",
-                                                 "node.kubernetes.io/exclude-from-external-load-balancers": ""},
-                            [NodeTaint(CONTROL_PLANE_LABEL, "", "NoSchedule")], 0,
+    states.append(PoolState(CONTROL_PLANE_POOL, {LABEL_CONTROL_PLANE: "", LABEL_EXCLUDE_FROM_LB: ""},
+                            [NodeTaint(LABEL_CONTROL_PLANE, "", "NoSchedule")], 0,
                             facts={NIC_POD_ADDRESSES} if api_server_pod_addresses(plan.spec) else set(),
                             nodes=plan.control_plane.api.count))
     return states

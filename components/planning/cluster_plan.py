@@ -30,6 +30,7 @@ from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.planning.tag_limits import tag_count_problems
 from components.planning.versions import VersionPlan, plan_versions
 from components.spec import ClusterSpec
+from components.vocabulary import LABEL_CONTROL_PLANE, LABEL_EXCLUDE_FROM_LB
 
 T = TypeVar("T")
 
@@ -101,8 +102,8 @@ def api_load(spec: ClusterSpec, pools: tuple[PoolPlan, ...], registry: RegistryP
     # the capacity fields are a few bytes of a node object either way.
     largest = max(pools, key=lambda p: p.size.memory_gib, default=None)
     shapes.append(NodeShape("apiserver", spec.control_plane.api_servers.count,
-                            {"node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-"
-                             "load-balancers": ""}, (NodeTaint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),),
+                            {LABEL_CONTROL_PLANE: "", LABEL_EXCLUDE_FROM_LB: ""},
+                            (NodeTaint(LABEL_CONTROL_PLANE, "", "NoSchedule"),),
                             largest.size.vcpus if largest else 0, largest.size.memory_gib if largest else 0, 0, 0))
     # The providerID the cloud provider sets, at the length of the real one (the API servers' scale set).
     provider = (f"azure:///subscriptions/{'0' * 8}-0000-0000-0000-{'0' * 12}/resourceGroups/"

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.bootstrap.taints import NodeTaint
-
-GPU = "nvidia.com/gpu"
+from components.vocabulary import GPU_RESOURCE, LABEL_HOSTNAME
 
 
 @dataclass
@@ -129,7 +128,7 @@ def _why(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) ->
         if fact not in pool.facts:
             return f"waits for {fact}", fact
     if w.gpus and "gpu-allocatable" not in pool.facts:
-        return f"{GPU} not allocatable yet (device plugin not running)", "gpu-allocatable"
+        return f"{GPU_RESOURCE} not allocatable yet (device plugin not running)", "gpu-allocatable"
     if pool.cpu_millis and w.kind != "DaemonSet":
         cpu, memory = daemon_load[0] + w.cpu_millis, daemon_load[1] + w.memory_mib
         if cpu > pool.cpu_millis or memory > pool.memory_mib:
@@ -279,7 +278,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
             room = sum(p.nodes for p in pools if _blocker(w, p, _daemon_load(workloads, placed, p.name)) is None)
             if room and w.replicas > room:
                 stuck.append(Stuck(w.name, None, f"{w.replicas} replicas, one per node (required pod anti-affinity "
-                                                 f"on kubernetes.io/hostname), on {room} node(s) it may use"))
+                                                 f"on {LABEL_HOSTNAME}), on {room} node(s) it may use"))
     dense = {n: i + 1 for i, n in enumerate(sorted({st.step for st in steps}))}
     return FirstBoot(tuple(BootStep(dense[st.step], st.workload, st.pools) for st in steps), tuple(stuck))
 

@@ -4,23 +4,29 @@ from __future__ import annotations
 
 from components.azure.tags import machine_tags
 from components.bootstrap.confidential import CONFIDENTIAL_LABELS, CONFIDENTIAL_TAINT
-from components.bootstrap.node import (
+from components.bootstrap.node import NodeTaint, zone_label
+from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
+from components.planning.placement import PoolPlan, ScaleSetPlan
+from components.vocabulary import (
+    AUTOSCALER_ENABLED_TAG,
+    AUTOSCALER_GPUS_TAG,
+    AUTOSCALER_LABEL_TAG_PREFIX,
+    AUTOSCALER_MAX_TAG,
+    AUTOSCALER_MIN_TAG,
+    AUTOSCALER_NAME_TAG,
+    AUTOSCALER_RESOURCE_TAG_PREFIX,
+    AUTOSCALER_TAINT_TAG_PREFIX,
+    COST_CENTRE_TAG,
+    INFINIBAND_TAG,
     LABEL_ACCELERATOR,
     LABEL_GPU_PRODUCT,
     LABEL_IB_DOMAIN,
     LABEL_POOL,
     LABEL_ROLE,
     LABEL_ZONE,
-    NodeTaint,
-    zone_label,
+    TEAM_TAG,
+    autoscaler_tag_key,
 )
-from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
-from components.planning.placement import PoolPlan, ScaleSetPlan
-
-LABEL_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_label_"
-TAINT_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_taint_"
-RESOURCE_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_resources_"
-INFINIBAND_TAG = "gpucluster-infiniband"
 
 
 def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[str, str]:
@@ -56,11 +62,6 @@ def node_taints(pool: PoolPlan) -> tuple[NodeTaint, ...]:
     return taints
 
 
-def _tag_key(key: str) -> str:
-    """Azure tag names cannot hold '/': the autoscaler reads '_' as '/' and '~2' as '_'."""
-    return key.replace("_", "~2").replace("/", "_")
-
-
 def split_min(pool: PoolPlan) -> list[int]:
     """The pool's autoscaler minimum spread over its scale sets like their capacity."""
     total, sets = pool.spec.min_count, len(pool.scale_sets)
@@ -72,21 +73,21 @@ def autoscaler_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minim
                     location: str) -> dict[str, str]:
     """Tags the autoscaler's VMSS auto-discovery and scale-from-zero templates read."""
     tags = {
-        "cluster-autoscaler-enabled": "true",
-        "cluster-autoscaler-name": cluster,
-        "min": str(minimum),
-        "max": str(scale_set.capacity),
+        AUTOSCALER_ENABLED_TAG: "true",
+        AUTOSCALER_NAME_TAG: cluster,
+        AUTOSCALER_MIN_TAG: str(minimum),
+        AUTOSCALER_MAX_TAG: str(scale_set.capacity),
     }
     for key, value in node_labels(pool, scale_set, location).items():
-        tags[LABEL_TAG_PREFIX + _tag_key(key)] = value
+        tags[AUTOSCALER_LABEL_TAG_PREFIX + autoscaler_tag_key(key)] = value
     for taint in node_taints(pool):
-        tags[TAINT_TAG_PREFIX + _tag_key(taint.key)] = f"{taint.value}:{taint.effect}"
+        tags[AUTOSCALER_TAINT_TAG_PREFIX + autoscaler_tag_key(taint.key)] = f"{taint.value}:{taint.effect}"
     if pool.size.gpus:
-        tags[RESOURCE_TAG_PREFIX + "nvidia.com_gpu"] = str(pool.size.gpus)
+        tags[AUTOSCALER_GPUS_TAG] = str(pool.size.gpus)
     if pool.infiniband:
         # The RDMA device plugin's resource (objects/rdma.py): a scale set at zero has no node to show it, and a
         # pod asking for it would fit no template (cluster-autoscaler azure_template.go reads `_` as `/`).
-        tags[RESOURCE_TAG_PREFIX + RDMA_RESOURCE.replace("/", "_")] = str(RDMA_HCA_MAX)
+        tags[AUTOSCALER_RESOURCE_TAG_PREFIX + RDMA_RESOURCE.replace("/", "_")] = str(RDMA_HCA_MAX)
     return tags
 
 
@@ -96,8 +97,8 @@ def scale_set_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minimu
     spec = pool.spec
     return {
         **machine_tags(cluster, spec.kind.value, spec.name, {}),
-        **({"team": spec.team} if spec.team else {}),
-        **({"cost-centre": spec.cost_centre} if spec.cost_centre else {}),
+        **({TEAM_TAG: spec.team} if spec.team else {}),
+        **({COST_CENTRE_TAG: spec.cost_centre} if spec.cost_centre else {}),
         INFINIBAND_TAG: "true" if scale_set.infiniband else "false",
         **autoscaler_tags(cluster, pool, scale_set, minimum, location),
     }

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.bootstrap.node import LABEL_POOL
+from components.vocabulary import LABEL_POOL, PROVISIONING_REQUEST_CONTROLLER
 
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+PROVISIONING_CONTROLLER = PROVISIONING_REQUEST_CONTROLLER
 SCALING_CLASSES = ("best-effort-atomic-scale-up.autoscaling.x-k8s.io",)
 AUTOSCALER_FLAG = "--enable-provisioning-requests=true"
 

@@ -11,21 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.bootstrap.confidential import CONFIDENTIAL_TAINT
-from components.bootstrap.node import LABEL_IB_DOMAIN, LABEL_POOL, LABEL_ZONE
 from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
 from components.planning.node_template import node_taints
 from components.planning.placement import PoolPlan
 from components.spec import ClusterSpec, PoolKind, Quota, TeamSpec
+from components.vocabulary import LABEL_HOSTNAME, LABEL_IB_DOMAIN, LABEL_POOL, LABEL_ZONE
 
-GPU = "nvidia.com/gpu"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
 TOPOLOGY_NAME = "infiniband"
 TOPOLOGY_LEVELS = (LABEL_ZONE, LABEL_IB_DOMAIN, LABEL_HOSTNAME)
 """Zone -> InfiniBand domain (one scale set) -> node: the labels every node registers with."""
 AUTOSCALER_EXPENDABLE_CUTOFF = -10
 """cluster-autoscaler's default --expendable-pods-priority-cutoff: pods below it never trigger scale-up."""
-TEAM_LABEL = "gpucluster.io/team"
 MAX_FLAVORS = 64
 """ClusterQueue spec.resourceGroups[].flavors maxItems (kueue v0.19.2 CRD kueue.x-k8s.io_clusterqueues.yaml)."""
 

@@ -7,12 +7,12 @@ from typing import Any
 from components.catalog.arm_routes import PREFIX_ON_NIC_COMPUTE_API, api_version_at_least
 from components.catalog.vm_sizes import VmSize
 from components.preflight.model import Context, Finding, Resource, dig
+from components.vocabulary import INFINIBAND_TAG
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 VM = "azure-native:compute:VirtualMachine"
 DES = "azure-native:compute:DiskEncryptionSet"
 NIC = "azure-native:network:NetworkInterface"
-INFINIBAND_TAG = "gpucluster-infiniband"
 CONFIDENTIAL_DES_TYPE = "ConfidentialVmEncryptedWithCustomerKey"
 
 

@@ -12,6 +12,26 @@ import re
 from collections.abc import Iterable, Mapping
 from ipaddress import IPv4Network
 
+from components.vocabulary import (
+    AUTOSCALER_ENABLED_TAG,
+    AUTOSCALER_NAME_TAG,
+    AUTOSCALER_TAG_PREFIX,
+    LABEL_ARCH,
+    LABEL_BETA_ARCH,
+    LABEL_BETA_INSTANCE_TYPE,
+    LABEL_BETA_OS,
+    LABEL_FAILURE_DOMAIN_REGION,
+    LABEL_FAILURE_DOMAIN_ZONE,
+    LABEL_HOSTNAME,
+    LABEL_INSTANCE_TYPE,
+    LABEL_OS,
+    LABEL_REGION,
+    LABEL_ZONE,
+    LIBRARY_TAG_PREFIX,
+    NODE_NAMESPACE,
+    OWN_PREFIX,
+)
+
 # Every pattern here stands for one a Go program (or ARM) applies, and is used with fullmatch: Go's `$` matches
 # only at the end of the text ("at end of text (like \z not \Z)", Go regexp/syntax doc), Python's `$` also
 # before a final newline, so `re.match("^...$")` would take "gpu\n" for a valid label. Character classes are
@@ -27,14 +47,11 @@ _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 # (IsKubeletLabel) and cmd/kubelet/app/options/options.go (ValidateKubeletFlags: "unknown 'kubernetes.io' or
 # 'k8s.io' labels specified with --node-labels"), v1.34: kubelet refuses to start with any other label there.
 KUBELET_LABELS = frozenset({
-    "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
-    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
-    "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch",
-    "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+    LABEL_HOSTNAME, LABEL_ZONE, LABEL_REGION, LABEL_FAILURE_DOMAIN_ZONE, LABEL_FAILURE_DOMAIN_REGION,
+    LABEL_BETA_INSTANCE_TYPE, LABEL_INSTANCE_TYPE, LABEL_OS, LABEL_ARCH, LABEL_BETA_OS, LABEL_BETA_ARCH,
 })
-KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
-OWN_PREFIX = "gpucluster.io"
-"""Labels and taints under this prefix are set by the library (pool, role, InfiniBand domain, preflight)."""
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", NODE_NAMESPACE)
+# Labels and taints under OWN_PREFIX are set by the library (pool, role, InfiniBand domain, preflight).
 
 
 def qualified_name_problem(key: str) -> str | None:
@@ -77,7 +94,7 @@ def check_node_labels(labels: Mapping[str, str]) -> Mapping[str, str]:
                 namespace == n or namespace.endswith("." + n) for n in KUBELET_LABEL_NAMESPACES):
             raise ValueError(
                 f"label {key!r}: kubelet refuses 'kubernetes.io' and 'k8s.io' labels other than its own set (such as "
-                f"topology.kubernetes.io/zone) and the {' and '.join(KUBELET_LABEL_NAMESPACES)} namespaces "
+                f"{LABEL_ZONE}) and the {' and '.join(KUBELET_LABEL_NAMESPACES)} namespaces "
                 "(node-role.kubernetes.io is for admins, not kubelets); use a prefix of your own")
         if namespace == OWN_PREFIX or namespace.endswith("." + OWN_PREFIX):
             raise ValueError(f"label {key!r}: the {OWN_PREFIX}/ prefix is the library's own (pool, role, InfiniBand "
@@ -129,10 +146,10 @@ MAX_TAG_VALUE = 256
 TAG_NAME_FORBIDDEN = frozenset('<>%&\\?/')
 
 
-LIBRARY_TAG_PREFIXES = ("gpucluster-", "k8s.io_cluster-autoscaler_")
+LIBRARY_TAG_PREFIXES = (LIBRARY_TAG_PREFIX, AUTOSCALER_TAG_PREFIX)
 """Tag names the library writes: its own (components/azure/tags.py, node_template.py INFINIBAND_TAG) and the
 autoscaler's node templates (node_template.py)."""
-AUTOSCALER_DISCOVERY_TAGS = ("cluster-autoscaler-enabled", "cluster-autoscaler-name")
+AUTOSCALER_DISCOVERY_TAGS = (AUTOSCALER_ENABLED_TAG, AUTOSCALER_NAME_TAG)
 """The autoscaler adopts every scale set carrying these (--node-group-auto-discovery, components/kubernetes/
 objects/autoscaler.py): on the API servers' scale set, which carries the user's tags, it would scale them."""
 

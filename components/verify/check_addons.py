@@ -12,6 +12,7 @@ from components.kubernetes.objects import prefix_ipam as prefix_ipam_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.verify.kube import Kube
 from components.verify.results import Check, Result
+from components.vocabulary import LABEL_SERVICE_NAME
 
 DNS = Check("cluster.dns", "components/kubernetes/objects/dns.py (Deployment coredns, Service kube-dns at the plan's "
                            "dns_service_ip, the kubelets' clusterDNS); EndpointSlices' conditions.ready "
@@ -42,7 +43,7 @@ def check_dns(kube: Kube, plan: ClusterPlan) -> list[Result]:
     available, wanted = _available(kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{dns.APP}"))
     service = kube.get(f"/api/v1/namespaces/{ns}/services/kube-dns")
     slices = kube.list(f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
-                       [("labelSelector", "kubernetes.io/service-name=kube-dns")])
+                       [("labelSelector", f"{LABEL_SERVICE_NAME}=kube-dns")])
     ready = sorted({a for s in slices for e in s.get("endpoints") or []
                     if (e.get("conditions") or {}).get("ready") for a in e.get("addresses") or []})
     problems = []

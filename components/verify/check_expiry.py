@@ -16,14 +16,15 @@ from cryptography import x509
 
 from components.verify.kube import Kube
 from components.verify.results import Check, Result
+from components.vocabulary import SECRET_TYPE_BOOTSTRAP_TOKEN
 
 TOKENS = Check("cluster.bootstrap-token", "kubernetes/website content/en/docs/reference/access-authn-authz/"
-                                          "bootstrap-tokens.md (Secret type bootstrap.kubernetes.io/token, "
+                                          f"bootstrap-tokens.md (Secret type {SECRET_TYPE_BOOTSTRAP_TOKEN}, "
                                           "`expiration`, `usage-bootstrap-authentication`; the token cleaner deletes "
                                           "expired tokens); docs/operations.md 'Rotating the bootstrap token'")
 CERTIFICATES = Check("cluster.certificates", "docs/operations.md 'Certificate rotation' (kubeadm-issued serving "
                                              "certificates last one year from the API server's boot)")
-TOKEN_TYPE = "bootstrap.kubernetes.io/token"
+TOKEN_TYPE = SECRET_TYPE_BOOTSTRAP_TOKEN
 
 
 def _decoded(secret: dict[str, Any], key: str) -> str:

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.bootstrap.confidential import CONFIDENTIAL_LABELS
-from components.bootstrap.node import LABEL_IB_DOMAIN
 from components.catalog.node_images import NVIDIA_BRANCH
 from components.kubernetes.scripts.prefix_ipam import instance_of_node
 from components.planning.azure_names import resource_group_name
@@ -20,13 +19,14 @@ from components.planning.cluster_plan import ClusterPlan
 from components.verify import expected
 from components.verify.kube import Kube
 from components.verify.results import Check, Result
+from components.vocabulary import LABEL_IB_DOMAIN, LABEL_NFD_RDMA_AVAILABLE, LABEL_NFD_RDMA_CAPABLE
 
 NODES = Check("cluster.nodes", "kubelet's Ready condition; pod addresses from CiliumNode spec.ipam.pool (Cilium "
                                "ipam crd and azure modes; docs/ip-plan.md) or the node's spec.podCIDRs; pools' "
                                "minCount (cluster.pools[].minCount, the autoscaler's min tags)")
 INFINIBAND = Check("cluster.infiniband", "node-feature-discovery v0.18.3 (gpu-operator v26.3.3's NFD chart 0.18.3) "
                                          "source/custom/static_features.go: its worker pod labels "
-                                         "feature.node.kubernetes.io/rdma.capable (a Mellanox PCI device, vendor 15b3) "
+                                         f"{LABEL_NFD_RDMA_CAPABLE} (a Mellanox PCI device, vendor 15b3) "
                                          "and rdma.available (ib_uverbs and rdma_ucm loaded)")
 CONFIDENTIAL = Check("cluster.confidential", "components/bootstrap/confidential.py: the join gate sets "
                                              f"{', '.join(f'{k}={v}' for k, v in CONFIDENTIAL_LABELS.items())} only "
@@ -34,7 +34,7 @@ CONFIDENTIAL = Check("cluster.confidential", "components/bootstrap/confidential.
                                              f"linux-modules-nvidia-{NVIDIA_BRANCH}-server-open-azure-fde "
                                              "(images/confidential/bake.sh), "
                                              "built for the -azure-fde kernel")
-RDMA_LABELS = ("feature.node.kubernetes.io/rdma.capable", "feature.node.kubernetes.io/rdma.available")
+RDMA_LABELS = (LABEL_NFD_RDMA_CAPABLE, LABEL_NFD_RDMA_AVAILABLE)
 FDE_KERNEL_SUFFIX = "-azure-fde"
 SHOWN = 8
 

@@ -18,13 +18,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from components.bootstrap.node import LABEL_IB_DOMAIN
 from components.kubernetes.objects import health
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_template import node_taints
 from components.planning.placement import PoolPlan
 from components.verify.kube import Kube
 from components.verify.results import Check, Result
+from components.vocabulary import (
+    GPU_RESOURCE,
+    LABEL_APP,
+    LABEL_HOSTNAME,
+    LABEL_IB_DOMAIN,
+    LABEL_JOB_COMPLETION_INDEX,
+    LABEL_NCCL_RUN,
+)
 
 NCCL = Check("cluster.nccl", "NCCL's NET/IB transport (NCCL_DEBUG=INFO); torch.distributed all_reduce with the nccl "
                              "backend; Kubernetes indexed Jobs (pod hostname <job>-<index> under the Job's subdomain)")
@@ -56,7 +63,7 @@ dist.destroy_process_group()
 
 def job_objects(name: str, domain: str, pool: PoolPlan, image: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The headless Service and the indexed Job of one run in `domain`."""
-    labels = {"app.kubernetes.io/name": "gpucluster-nccl", "gpucluster.io/nccl-run": name}
+    labels = {LABEL_APP: "gpucluster-nccl", LABEL_NCCL_RUN: name}
     gpus = pool.size.gpus
     command = ["torchrun", "--nnodes=2", f"--nproc-per-node={gpus}", "--rdzv-backend=c10d",
                f"--rdzv-endpoint={name}-0.{name}.{NAMESPACE}.svc:{PORT}", f"--rdzv-id={name}", "-c", SCRIPT]
@@ -69,12 +76,12 @@ def job_objects(name: str, domain: str, pool: PoolPlan, image: str) -> tuple[dic
         "subdomain": name, "restartPolicy": "Never", "nodeSelector": {LABEL_IB_DOMAIN: domain},
         "tolerations": tolerations,
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}},
+            {"labelSelector": {"matchLabels": labels}, "topologyKey": LABEL_HOSTNAME}]}},
         "containers": [{
             "name": "allreduce", "image": image, "command": command,
             "env": [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}],
             "ports": [{"containerPort": PORT}],
-            "resources": {"limits": {"nvidia.com/gpu": gpus}},
+            "resources": {"limits": {GPU_RESOURCE: gpus}},
             "securityContext": {"privileged": True, "capabilities": {"add": ["IPC_LOCK"]}},
             "volumeMounts": [{"name": "infiniband", "mountPath": "/dev/infiniband"},
                              {"name": "shm", "mountPath": "/dev/shm"}]}],
@@ -165,7 +172,7 @@ def run_nccl(plan: ClusterPlan, kubeconfig: str, context: str | None, reader_cli
 
 def _rank0_log(kube: Kube, job: str) -> str:
     pods = kube.list(f"/api/v1/namespaces/{NAMESPACE}/pods",
-                     [("labelSelector", f"job-name={job},batch.kubernetes.io/job-completion-index=0")])
+                     [("labelSelector", f"job-name={job},{LABEL_JOB_COMPLETION_INDEX}=0")])
     if not pods:
         return ""
     name = pods[0]["metadata"]["name"]

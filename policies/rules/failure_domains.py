@@ -9,10 +9,12 @@ from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 from .declare import Config, stack_rule
 from .props import (
     ETCD_ROLES,
+    GPU_RESOURCE,
     GPU_ROLES,
     INFINIBAND_TAG,
     NO_ZONE,
     POOL_TAG,
+    ROLE_TAG,
     SCALE_SET,
     gpus_per_machine,
     kind,
@@ -45,7 +47,7 @@ def etcd_quorum_spread(args: StackValidationArgs, report: ReportViolation, confi
         members = of_roles(args.resources, etcd_role)
         if not members:
             if etcd_role == "etcd" and api_servers:
-                report("API servers but no etcd members tagged gpucluster-role=etcd", _first(api_servers))
+                report(f"API servers but no etcd members tagged {ROLE_TAG}=etcd", _first(api_servers))
             continue
         where: Counter[str] = Counter()
         for member in members:
@@ -133,7 +135,7 @@ def gpu_zone_share(args: StackValidationArgs, report: ReportViolation, config: C
     for machine in of_roles(args.resources, *GPU_ROLES):
         per_machine = gpus_per_machine(machine.props)
         if per_machine is None:
-            report("a GPU machine without the autoscaler's nvidia.com/gpu node-template tag: its GPUs cannot be "
+            report(f"a GPU machine without the autoscaler's {GPU_RESOURCE} node-template tag: its GPUs cannot be "
                    "counted (and the autoscaler cannot scale it from zero)", machine.urn)
             continue
         for zone, n in machines_per_zone(machine).items():

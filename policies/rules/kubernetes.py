@@ -7,13 +7,13 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
 from .declare import Config, resource_rule, stack_rule
-from .props import ZONE_LABEL, get, items
+from .props import ANNOTATION_WATCH_REASON, LABEL_COMPONENT, ZONE_LABEL, get, items
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
-WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
+WATCH_REASON = ANNOTATION_WATCH_REASON
 WATCHED = {"pods": ("",), "nodes": ("",), "secrets": ("",), "events": ("", "events.k8s.io"),
            "endpointslices": ("discovery.k8s.io",)}
 """Resources whose cluster-wide LIST/WATCH from every node scales with the cluster: resource -> API groups."""
@@ -21,7 +21,7 @@ BUILT_IN_WIDE = ("cluster-admin", "admin", "edit", "view")
 """Default ClusterRoles that grant list/watch on pods (kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy)."""
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
-BALLOON_LABEL = ("app.kubernetes.io/component", "balloon")
+BALLOON_LABEL = (LABEL_COMPONENT, "balloon")
 CUTOFF_FLAG = "--expendable-pods-priority-cutoff="
 AUTOSCALER_DEFAULT_CUTOFF = -10  # cluster-autoscaler's own default for the flag
 # Charts whose controllers are system components: chart name -> (values key of the Deployment, chart's default replicas).
@@ -51,7 +51,7 @@ def _spread_problems(replicas: int, pod: Any, config: Config) -> list[str]:
     "kubernetes-apps-deployment-system-zone-spread", types=(DEPLOYMENT,), severity=Severity.HIGH,
     description="Cluster system Deployments (CoreDNS, the autoscaler; those at a "
                 "system priority class) run at least minReplicas replicas and are required to spread over zones.",
-    remediation="Give the Deployment 2+ replicas and a topologySpreadConstraint on topology.kubernetes.io/zone with "
+    remediation=f"Give the Deployment 2+ replicas and a topologySpreadConstraint on {ZONE_LABEL} with "
                 "whenUnsatisfiable: DoNotSchedule (components.kubernetes.objects.common.on_system_nodes does both).",
     config=SPREAD_CONFIG)
 def system_deployment_spread(args: ResourceValidationArgs, report: ReportViolation, config: Config) -> None:

@@ -6,6 +6,8 @@ from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
 
 from .declare import Config, resource_rule
 from .props import (
+    AUTOSCALER_ENABLED_TAG,
+    CLUSTER_TAG,
     DYNAMIC_RESOURCE,
     ETCD_ROLES,
     INFINIBAND_TAG,
@@ -22,7 +24,7 @@ from .props import (
     zones,
 )
 
-REQUIRED_TAGS = ("gpucluster-cluster", ROLE_TAG, POOL_TAG)
+REQUIRED_TAGS = (CLUSTER_TAG, ROLE_TAG, POOL_TAG)
 ROLES = ("system", "cpu", "gpu", "confidential", "apiserver", *ETCD_ROLES)
 NODE_ROLES_WITH_AN = ("system", "cpu", "gpu")
 ENCRYPTION_TYPES = ["VMGuestStateOnly", "DiskWithVMGuestState"]
@@ -32,7 +34,7 @@ SECRET_MARK = "[secret]"
 
 @resource_rule(
     "azure-native-compute-machines-require-tags", types=MACHINE_TYPES, severity=Severity.MEDIUM,
-    description="Scale sets and VMs carry gpucluster-cluster, gpucluster-role and gpucluster-pool; the other rules, "
+    description=f"Scale sets and VMs carry {CLUSTER_TAG}, {ROLE_TAG} and {POOL_TAG}; the other rules, "
                 "cost reports and the autoscaler's discovery key on them.",
     remediation="Build machines through the gpucluster components, which set the tags, or add the missing ones.")
 def require_machine_tags(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
@@ -41,7 +43,7 @@ def require_machine_tags(args: ResourceValidationArgs, report: ReportViolation, 
     if missing:
         report(f"missing tags {', '.join(missing)}", None)
     elif present[ROLE_TAG] not in ROLES:
-        report(f"gpucluster-role is {present[ROLE_TAG]!r}; expected one of {', '.join(ROLES)}", None)
+        report(f"{ROLE_TAG} is {present[ROLE_TAG]!r}; expected one of {', '.join(ROLES)}", None)
 
 
 @resource_rule(
@@ -62,7 +64,7 @@ def no_overprovision(args: ResourceValidationArgs, report: ReportViolation, _: C
     remediation="Declare node scale sets through components/azure/node_pool.py (NodeScaleSet), whose update is a "
                 "PATCH without sku (docs/capacity.md).")
 def capacity_left_to_autoscaler(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
-    if tags(args.props).get("cluster-autoscaler-enabled") == "true" and args.resource_type != DYNAMIC_RESOURCE:
+    if tags(args.props).get(AUTOSCALER_ENABLED_TAG) == "true" and args.resource_type != DYNAMIC_RESOURCE:
         report(f"the autoscaler owns sku.capacity but {args.resource_type} sends the scale set's whole body, "
                "capacity included, on every update: `pulumi up` would resize the pool under the autoscaler", None)
 

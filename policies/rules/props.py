@@ -13,14 +13,23 @@ DYNAMIC_RESOURCE = "pulumi-python:dynamic:Resource"
 # ARM types a dynamic resource may declare in its `armType` input, and the azure-native type whose inputs
 # (camelCase, `properties` flattened) it mirrors: rules written for the typed class apply to it unchanged.
 ARM_TYPES = {"Microsoft.Compute/virtualMachineScaleSets": SCALE_SET}
+# The names the pack reads, spelled once here: the pack runs as a folder of its own (policies/__main__.py), without
+# components/, so it keeps this copy of components/vocabulary.py's names; tests/test_vocabulary.py checks them equal.
+CLUSTER_TAG = "gpucluster-cluster"
 ROLE_TAG = "gpucluster-role"
 POOL_TAG = "gpucluster-pool"
 INFINIBAND_TAG = "gpucluster-infiniband"
+KUBERNETES_VERSION_TAG = "gpucluster-kubernetes-version"
+KUBERNETES_EOL_TAG = "gpucluster-kubernetes-end-of-life"
+AUTOSCALER_ENABLED_TAG = "cluster-autoscaler-enabled"
 # The cluster autoscaler's scale-from-zero tag for GPUs per node ('/' encoded as '_'); node pools always set it.
 GPUS_TAG = "k8s.io_cluster-autoscaler_node-template_resources_nvidia.com_gpu"
+GPU_RESOURCE = "nvidia.com/gpu"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+LABEL_COMPONENT = "app.kubernetes.io/component"
+ANNOTATION_WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
 GPU_ROLES = ("gpu", "confidential")
 ETCD_ROLES = ("etcd", "etcd-events")
-ZONE_LABEL = "topology.kubernetes.io/zone"
 # A machine without zones is regional: Azure may put it in any zone, so it counts as its own failure domain.
 NO_ZONE = "(no zone)"
 

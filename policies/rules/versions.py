@@ -13,10 +13,10 @@ from datetime import date
 from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .declare import Config, stack_rule
-from .props import ROLE_TAG, SCALE_SET, kind, tags
+from .props import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG, ROLE_TAG, SCALE_SET, kind, tags
 
-VERSION_TAG = "gpucluster-kubernetes-version"
-EOL_TAG = "gpucluster-kubernetes-end-of-life"
+VERSION_TAG = KUBERNETES_VERSION_TAG
+EOL_TAG = KUBERNETES_EOL_TAG
 CONFIG = {
     "asOf": {"type": "string", "default": "", "pattern": r"^(\d{4}-\d{2}-\d{2})?$", "format": "date",
              "description": "judge as of this date (YYYY-MM-DD) instead of today, for reproducible reviews"},

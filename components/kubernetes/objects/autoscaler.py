@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.bootstrap.node import LABEL_IB_DOMAIN, PREFLIGHT_TAINT_KEY
 from components.catalog.in_cluster import cluster_autoscaler_image
-from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes
+from components.kubernetes.objects.common import Object, obj, on_system_nodes
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF
+from components.vocabulary import AUTOSCALER_ENABLED_TAG, AUTOSCALER_NAME_TAG, LABEL_APP, LABEL_IB_DOMAIN, TAINT_PREFLIGHT
 
 NAMESPACE = "kube-system"
 APP = "cluster-autoscaler"
@@ -28,7 +28,7 @@ def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes:
     parallel = max_scale_down_parallelism(nodes, share)
     return [
         "--cloud-provider=azure",
-        f"--node-group-auto-discovery=label:cluster-autoscaler-enabled=true,cluster-autoscaler-name={cluster}",
+        f"--node-group-auto-discovery=label:{AUTOSCALER_ENABLED_TAG}=true,{AUTOSCALER_NAME_TAG}={cluster}",
         # Balloons sit exactly at the cutoff: they still trigger scale-up; anything lower would not.
         f"--expendable-pods-priority-cutoff={AUTOSCALER_EXPENDABLE_CUTOFF}",
         "--balance-similar-node-groups=true",
@@ -37,7 +37,7 @@ def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes:
         f"--balancing-ignore-label={LABEL_IB_DOMAIN}",
         # New GPU nodes carry the preflight taint while their diagnostics run: a startup taint, so the
         # autoscaler does not treat them as unable to take the pending pods and scale up again.
-        f"--startup-taint={PREFLIGHT_TAINT_KEY}",
+        f"--startup-taint={TAINT_PREFLIGHT}",
         "--expander=least-waste",
         "--scale-down-utilization-threshold=0.5",
         "--scale-down-gpu-utilization-threshold=0.5",

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from components.bootstrap.node import LABEL_POOL, LABEL_ZONE
 from components.catalog.in_cluster import PAUSE_IMAGE
-from components.kubernetes.objects.common import LABEL_APP, Object, obj, toleration
+from components.kubernetes.objects.common import Object, obj, toleration
 from components.planning.balloons import BalloonPlan
+from components.vocabulary import GPU_RESOURCE, LABEL_APP, LABEL_COMPONENT, LABEL_HOSTNAME, LABEL_POOL, LABEL_ZONE
 
 NAMESPACE = "gpucluster-balloons"
-GPU = "nvidia.com/gpu"
 # The policy pack finds balloons by this label (well-known app.kubernetes.io/component).
-LABEL_COMPONENT = "app.kubernetes.io/component"
 COMPONENT = "balloon"
 
 
@@ -18,7 +16,7 @@ def balloon_deployment(b: BalloonPlan) -> Object:
     labels = {LABEL_APP: b.name, LABEL_COMPONENT: COMPONENT, LABEL_POOL: b.pool.name}
     resources = {"cpu": f"{b.cpu_millis}m", "memory": f"{b.memory_mib}Mi"}
     if b.gpus:
-        resources[GPU] = str(b.gpus)
+        resources[GPU_RESOURCE] = str(b.gpus)
     selector = {"matchLabels": {LABEL_APP: b.name}}
     pod = {
         "priorityClassName": b.priority_class,
@@ -28,7 +26,7 @@ def balloon_deployment(b: BalloonPlan) -> Object:
         "nodeSelector": {LABEL_POOL: b.pool.name},
         "tolerations": [toleration(t) for t in b.tolerations],
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}},
+            {"labelSelector": selector, "topologyKey": LABEL_HOSTNAME}]}},
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": LABEL_ZONE, "whenUnsatisfiable": "ScheduleAnyway",
                                        "labelSelector": selector}],
         "containers": [{"name": "pause", "image": PAUSE_IMAGE, "resources": {"requests": resources, "limits": resources},

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.bootstrap.node import LABEL_ROLE, LABEL_ZONE
 from components.bootstrap.taints import NodeTaint
+from components.vocabulary import LABEL_APP, LABEL_HOSTNAME, LABEL_PART_OF, LABEL_ROLE, LABEL_ZONE
 
 Object = dict[str, Any]
 SYSTEM_PRIORITY_CLASS = "gpucluster-system"
-LABEL_APP = "app.kubernetes.io/name"
-LABEL_PART_OF = "app.kubernetes.io/part-of"
 
 
 def obj(api_version: str, kind: str, name: str, namespace: str | None = None, labels: dict[str, str] | None = None,
@@ -34,7 +32,7 @@ def on_system_nodes(app: str) -> dict[str, Any]:
         "priorityClassName": SYSTEM_PRIORITY_CLASS,
         "topologySpreadConstraints": [
             {"maxSkew": 1, "topologyKey": LABEL_ZONE, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector},
-            {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+            {"maxSkew": 1, "topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway",
              "labelSelector": selector},
         ],
     }

@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 
 from components.catalog.in_cluster import CSR_APPROVER_IMAGE
-from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes
+from components.kubernetes.objects.common import Object, obj, on_system_nodes
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK, pool_block_name
+from components.vocabulary import LABEL_APP, SIGNER_KUBELET_SERVING
 
 NAMESPACE = "kube-system"
 APP = "kubelet-csr-approver"
@@ -43,7 +44,7 @@ def _rules() -> list[dict[str, object]]:
         {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/approval"],
          "verbs": ["update"]},
         {"apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
-         "resourceNames": ["kubernetes.io/kubelet-serving"], "verbs": ["approve"]},
+         "resourceNames": [SIGNER_KUBELET_SERVING], "verbs": ["approve"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
 

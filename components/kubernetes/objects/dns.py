@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from components.catalog.in_cluster import coredns_image
-from components.kubernetes.objects.common import LABEL_APP, Object, obj, on_system_nodes, pod_disruption_budget
+from components.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
+from components.vocabulary import LABEL_APP, LABEL_HOSTNAME
 
 NAMESPACE = "kube-system"
 APP = "coredns"
@@ -54,7 +55,7 @@ def coredns_objects(nodes: int, system_nodes: int, dns_service_ip: str, minor: s
         "dnsPolicy": "Default",
         **placement,
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}},
+            {"labelSelector": selector, "topologyKey": LABEL_HOSTNAME}]}},
         "containers": [{
             "name": APP, "image": coredns_image(minor), "args": ["-conf", "/etc/coredns/Corefile"],
             "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import math
 
-from components.bootstrap.node import LABEL_POOL, LABEL_ROLE
 from components.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
-from components.kubernetes.objects.common import LABEL_APP, SYSTEM_PRIORITY_CLASS, Object, obj
+from components.kubernetes.objects.common import SYSTEM_PRIORITY_CLASS, Object, obj
 from components.kubernetes.scripts.health_agent import API_CALLS_PER_MINUTE
 from components.planning.placement import PoolPlan
+from components.vocabulary import ANNOTATION_API_CALLS, LABEL_APP, LABEL_POOL, LABEL_ROLE
 
 NAMESPACE = "gpucluster-health"
 ACCOUNT = "gpu-health"
 """The node agent's account: its own node, read and patched by name; no list, no watch."""
 RECHECK_ACCOUNT = "gpu-health-recheck"
 """The hourly CronJob's: lists a pool's nodes and the running pods, deletes agent pods in its namespace."""
-ANNOTATION_API_CALLS = "gpucluster.io/api-calls-per-minute"
-"""A node agent's steady API requests per pod per minute, read by the plan's load check."""
 RECHECK_SHARE = 0.02
 """At most this share of a pool's nodes is taken out for re-checks per run."""
 RECHECK_SCHEDULE = "17 * * * *"

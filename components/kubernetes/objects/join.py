@@ -18,8 +18,9 @@ import yaml
 
 from components.kubernetes.objects.common import Object, obj
 from components.planning.bootstrap_tokens import NODE_GROUP, TokenPeriod
+from components.vocabulary import SECRET_TYPE_BOOTSTRAP_TOKEN
 
-SECRET_TYPE = "bootstrap.kubernetes.io/token"
+SECRET_TYPE = SECRET_TYPE_BOOTSTRAP_TOKEN
 NODES_GROUP = "system:nodes"
 RBAC = "rbac.authorization.k8s.io/v1"
 

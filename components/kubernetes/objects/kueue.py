@@ -8,28 +8,25 @@ import yaml
 
 from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION, RDMA_RESOURCE
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
-from components.planning.scheduling import (
-    GPU,
-    TEAM_LABEL,
-    TOPOLOGY_LEVELS,
-    TOPOLOGY_NAME,
-    FlavorPlan,
-    SchedulingPlan,
-    TeamQueuePlan,
-)
+from components.planning.scheduling import TOPOLOGY_LEVELS, TOPOLOGY_NAME, FlavorPlan, SchedulingPlan, TeamQueuePlan
 from components.spec import Quota
+from components.vocabulary import (
+    ANNOTATION_PROVISIONING_API,
+    GPU_RESOURCE,
+    LABEL_NAMESPACE_NAME,
+    LABEL_TEAM,
+    PROVISIONING_REQUEST_CONTROLLER,
+)
 
 API = "kueue.x-k8s.io/v1beta2"
-RESOURCES = ("cpu", "memory", GPU)
-LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
+RESOURCES = ("cpu", "memory", GPU_RESOURCE)
 PROVISIONING_CHECK = "ib-capacity"
 """The AdmissionCheck (and its ProvisioningRequestConfig) that asks cluster-autoscaler for the nodes of a gang."""
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+PROVISIONING_CONTROLLER = PROVISIONING_REQUEST_CONTROLLER
 ATOMIC_SCALE_UP = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 """cluster-autoscaler 1.36.1 FAQ.md "Supported ProvisioningClasses": scales one node group up for all the pods it
 cannot place on existing nodes, all or nothing where the cloud provider can; `check-capacity` only checks and would
 never bring a pool up from zero."""
-ANNOTATION_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_REPLICAS = 2
 
 
@@ -54,7 +51,7 @@ def cohort(plan: SchedulingPlan) -> Object:
 
 
 def _amounts(quota: Quota) -> dict[str, int | str]:
-    return {"cpu": quota.cpus, "memory": f"{quota.memory_gib}Gi", GPU: quota.gpus}
+    return {"cpu": quota.cpus, "memory": f"{quota.memory_gib}Gi", GPU_RESOURCE: quota.gpus}
 
 
 def _resources(nominal: Quota, borrowing: Quota | None, lending: Quota | None) -> list[dict[str, Any]]:
@@ -77,7 +74,7 @@ def provisioning_objects() -> list[Object]:
     return [
         obj(API, "ProvisioningRequestConfig", PROVISIONING_CHECK, spec={
             "provisioningClassName": ATOMIC_SCALE_UP,
-            "managedResources": [GPU],
+            "managedResources": [GPU_RESOURCE],
             # A gang's identical pods become one pod template with a count.
             "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
             "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}}),
@@ -97,10 +94,10 @@ def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
     checks = _provisioned_flavors(plan, team)
     strategy = ({"admissionChecksStrategy": {"admissionChecks": [{"name": PROVISIONING_CHECK, "onFlavors": checks}]}}
                 if checks else {})
-    return obj(API, "ClusterQueue", team.name, labels={TEAM_LABEL: team.name}, spec={
+    return obj(API, "ClusterQueue", team.name, labels={LABEL_TEAM: team.name}, spec={
         **strategy,
         "cohortName": plan.cohort,
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
+        "namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: team.namespace}},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": [{
             "coveredResources": list(RESOURCES),
@@ -116,11 +113,11 @@ def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
 
 
 def team_namespace(team: TeamQueuePlan) -> Object:
-    return obj("v1", "Namespace", team.namespace, labels={TEAM_LABEL: team.name})
+    return obj("v1", "Namespace", team.namespace, labels={LABEL_TEAM: team.name})
 
 
 def local_queue(team: TeamQueuePlan) -> Object:
-    return obj(API, "LocalQueue", team.name, team.namespace, labels={TEAM_LABEL: team.name},
+    return obj(API, "LocalQueue", team.name, team.namespace, labels={LABEL_TEAM: team.name},
                spec={"clusterQueue": team.name})
 
 
@@ -155,7 +152,7 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
         "controller": {"groupKindConcurrency": {kind: n * SCALE for kind, n in CHART_CONCURRENCY.items()}},
         "clientConnection": {"qps": DEFAULT_QPS * SCALE, "burst": DEFAULT_BURST * SCALE},
         "managedJobsNamespaceSelector": {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+            {"key": LABEL_NAMESPACE_NAME, "operator": "NotIn",
              "values": ["kube-system", KUEUE_NAMESPACE]}]},
         # All-or-nothing: an admitted workload whose pods are not all ready in time is evicted and requeued
         # (Kueue docs, tasks/manage/setup_wait_for_pods_ready). Admission is not serialised (blockAdmission):
@@ -176,7 +173,6 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
     }
 
 
-PROVISIONING_API_ANNOTATION = "gpucluster.io/provisioning-request-api"
 
 
 def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = "") -> dict[str, Any]:
@@ -187,7 +183,7 @@ def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = 
     and whenever the CRD changes, after the CRD is applied (the release depends on it), so a Kueue that started
     before the API existed does not keep every queue inactive."""
     placement = on_system_nodes("kueue")
-    annotations = {PROVISIONING_API_ANNOTATION: provisioning_api} if provisioning_api else {}
+    annotations = {ANNOTATION_PROVISIONING_API: provisioning_api} if provisioning_api else {}
     return {
         "controllerManager": {
             "replicas": KUEUE_REPLICAS,

@@ -9,7 +9,7 @@ from typing import Any
 
 from components.kubernetes.objects.autoscaler import autoscaler_objects
 from components.kubernetes.objects.balloons import COMPONENT as BALLOON
-from components.kubernetes.objects.balloons import LABEL_COMPONENT, balloon_objects
+from components.kubernetes.objects.balloons import balloon_objects
 from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.csr_approver import csr_approver_from_plan
 from components.kubernetes.objects.dns import coredns_objects
@@ -24,9 +24,8 @@ from components.kubernetes.objects.rdma import rdma_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
+from components.vocabulary import ANNOTATION_SKIP_AWAIT, LABEL_COMPONENT
 
-SKIP_AWAIT = "pulumi.com/skipAwait"
-"""pulumi-kubernetes reads this annotation to create the object without waiting for it to become ready."""
 AzureSettings = dict[str, Any]
 """subscription_id, tenant_id, resource_group, client_id of one add-on identity (Pulumi outputs when declared)."""
 
@@ -46,7 +45,7 @@ def without_await(objects: list[Object]) -> list[Object]:
     for o in objects:
         component = (o["metadata"].get("labels") or {}).get(LABEL_COMPONENT)
         if o["kind"] == "DaemonSet" or (o["kind"] == "Deployment" and component == BALLOON):
-            o["metadata"].setdefault("annotations", {})[SKIP_AWAIT] = "true"
+            o["metadata"].setdefault("annotations", {})[ANNOTATION_SKIP_AWAIT] = "true"
     return objects
 
 

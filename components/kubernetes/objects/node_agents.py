@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from components.catalog.flowcontrol import CHART_AGENTS
 from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.flowcontrol import calls_api
-from components.kubernetes.objects.health import ANNOTATION_API_CALLS
 from components.planning.agent_load import AgentLoad
+from components.vocabulary import ANNOTATION_API_CALLS
 
 if TYPE_CHECKING:
     from components.planning.cluster_plan import ClusterPlan

@@ -13,9 +13,9 @@ plugin/cache/README.md), which is also what hides such a failure: every answer i
 from __future__ import annotations
 
 from components.catalog.in_cluster import NODE_CACHE_IMAGE
-from components.kubernetes.objects.common import LABEL_APP, Object, obj
-from components.kubernetes.objects.health import ANNOTATION_API_CALLS
+from components.kubernetes.objects.common import Object, obj
 from components.planning.ip_plan import NODE_LOCAL_DNS_IP
+from components.vocabulary import ANNOTATION_API_CALLS, ANNOTATION_PROMETHEUS_PORT, ANNOTATION_PROMETHEUS_SCRAPE, LABEL_APP
 
 NAMESPACE = "kube-system"
 APP = "node-local-dns"
@@ -81,7 +81,7 @@ def node_local_dns_objects(cluster_dns: str) -> list[Object]:
         "updateStrategy": {"rollingUpdate": {"maxUnavailable": "10%"}},
         "selector": selector,
         "template": {"metadata": {"labels": labels, "annotations": {
-            "prometheus.io/port": str(METRICS_PORT), "prometheus.io/scrape": "true"}}, "spec": pod}})
+            ANNOTATION_PROMETHEUS_PORT: str(METRICS_PORT), ANNOTATION_PROMETHEUS_SCRAPE: "true"}}, "spec": pod}})
     # node-cache reads kube-dns-upstream's address from its environment: it calls no API.
     daemonset["metadata"]["annotations"] = {ANNOTATION_API_CALLS: "0"}
     return [

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 
-from components.bootstrap.node import LABEL_POOL
 from components.catalog.in_cluster import RDMA_DEVICE_PLUGIN_IMAGE, RDMA_HCA_MAX, RDMA_RESOURCE
-from components.kubernetes.objects.common import LABEL_APP, Object, obj
+from components.kubernetes.objects.common import Object, obj
 from components.planning.placement import PoolPlan
+from components.vocabulary import LABEL_APP, LABEL_POOL
 
 NAMESPACE = "kube-system"
 APP = "rdma-shared-device-plugin"

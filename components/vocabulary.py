@@ -1,0 +1,125 @@
+"""Every label, taint, annotation and tag name the cluster uses, spelled once.
+
+The bottom of components/: standard library only, imported by the spec, planners, boot text, Azure
+components, in-cluster objects and the simulation alike (tests/test_vocabulary.py fails on a name spelled
+anywhere else). The policy pack runs as a folder of its own and keeps its copy in policies/rules/props.py,
+checked equal to these by the same test. The in-cluster daemons (components/kubernetes/scripts/) ship
+standalone in the agents image and carry their own copies.
+"""
+
+from __future__ import annotations
+
+# --- Node labels: the cluster's own (kubelet `--node-labels` at join, components/planning/node_template.py).
+OWN_PREFIX = "gpucluster.io"
+"""The cluster's label namespace: a pool may not set labels in it (components/spec/consumer_rules.py)."""
+LABEL_POOL = "gpucluster.io/pool"
+LABEL_ROLE = "gpucluster.io/role"
+LABEL_IB_DOMAIN = "gpucluster.io/infiniband-domain"
+LABEL_TEAM = "gpucluster.io/team"
+"""On a team's namespace; Kueue's queues select it."""
+LABEL_CONFIDENTIAL = "gpucluster.io/confidential"
+"""Also the confidential pools' taint key."""
+LABEL_CC_MODE = "gpucluster.io/gpu-cc-mode"
+LABEL_ATTESTATION = "gpucluster.io/gpu-attestation"
+LABEL_NCCL_RUN = "gpucluster.io/nccl-run"
+"""On the pods of one `gpucluster verify --nccl` run."""
+LABEL_ACCELERATOR = "accelerator"
+
+# --- Well-known Kubernetes node labels (k8s.io/api core/v1 well_known_labels.go).
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_OS = "kubernetes.io/os"
+LABEL_ARCH = "kubernetes.io/arch"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_REGION = "topology.kubernetes.io/region"
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LABEL_BETA_OS = "beta.kubernetes.io/os"
+LABEL_BETA_ARCH = "beta.kubernetes.io/arch"
+LABEL_BETA_INSTANCE_TYPE = "beta.kubernetes.io/instance-type"
+LABEL_FAILURE_DOMAIN_ZONE = "failure-domain.beta.kubernetes.io/zone"
+LABEL_FAILURE_DOMAIN_REGION = "failure-domain.beta.kubernetes.io/region"
+LABEL_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+"""kubeadm's control-plane label, and the key of its taint."""
+LABEL_EXCLUDE_FROM_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
+"""Set by the API server on every namespace."""
+
+# --- Labels of NVIDIA's and node-feature-discovery's components we set or select on.
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The device plugin's extended resource (also a taint key the autoscaler's templates carry)."""
+LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
+LABEL_DEPLOY_CONTAINER_TOOLKIT = "nvidia.com/gpu.deploy.container-toolkit"
+LABEL_DEPLOY_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
+LABEL_DEPLOY_DCGM = "nvidia.com/gpu.deploy.dcgm"
+LABEL_DEPLOY_DCGM_EXPORTER = "nvidia.com/gpu.deploy.dcgm-exporter"
+LABEL_NFD_NVIDIA_PCI = "feature.node.kubernetes.io/pci-10de.present"
+LABEL_NFD_RDMA_CAPABLE = "feature.node.kubernetes.io/rdma.capable"
+LABEL_NFD_RDMA_AVAILABLE = "feature.node.kubernetes.io/rdma.available"
+
+# --- Workload labels (Kubernetes recommended labels, Job controller, Kueue).
+LABEL_APP = "app.kubernetes.io/name"
+LABEL_PART_OF = "app.kubernetes.io/part-of"
+LABEL_COMPONENT = "app.kubernetes.io/component"
+LABEL_JOB_NAME = "batch.kubernetes.io/job-name"
+LABEL_JOB_CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+LABEL_JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+LABEL_SERVICE_NAME = "kubernetes.io/service-name"
+"""On an EndpointSlice: the Service it belongs to."""
+LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
+
+# --- Taints.
+TAINT_PREFLIGHT = "gpucluster.io/preflight"
+"""Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
+NODE_NAMESPACE = "node.kubernetes.io"
+"""Kubelets may set labels under it; the node lifecycle controller's taints (`not-ready`, `unreachable`) live there."""
+
+# --- Annotations.
+ANNOTATION_SKIP_AWAIT = "pulumi.com/skipAwait"
+ANNOTATION_API_CALLS = "gpucluster.io/api-calls-per-minute"
+"""A node agent's steady API requests per pod per minute, read by the plan's load check."""
+ANNOTATION_PROVISIONING_API = "gpucluster.io/provisioning-request-api"
+ANNOTATION_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+ANNOTATION_PROMETHEUS_SCRAPE = "prometheus.io/scrape"
+ANNOTATION_PROMETHEUS_PORT = "prometheus.io/port"
+ANNOTATION_NODE_TTL = "node.alpha.kubernetes.io/ttl"
+ANNOTATION_ATTACH_DETACH = "volumes.kubernetes.io/controller-managed-attach-detach"
+ANNOTATION_CRI_SOCKET = "kubeadm.alpha.kubernetes.io/cri-socket"
+ANNOTATION_WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
+"""Read by the policy pack (policies/rules/kubernetes.py) on a workload that watches cluster-wide."""
+
+# --- Other Kubernetes names used in more than one place.
+SECRET_TYPE_BOOTSTRAP_TOKEN = "bootstrap.kubernetes.io/token"
+SIGNER_KUBELET_SERVING = "kubernetes.io/kubelet-serving"
+PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+"""Kueue's ProvisioningRequest admission check controller name."""
+
+# --- Azure tags.
+CLUSTER_TAG = "gpucluster-cluster"
+ROLE_TAG = "gpucluster-role"
+POOL_TAG = "gpucluster-pool"
+INFINIBAND_TAG = "gpucluster-infiniband"
+KUBERNETES_VERSION_TAG = "gpucluster-kubernetes-version"
+KUBERNETES_EOL_TAG = "gpucluster-kubernetes-end-of-life"
+"""On the API-server scale set: the version it runs and its minor's end-of-life date, from the version table
+(components/catalog/versions.py), so the policy pack judges support from the preview alone."""
+TEAM_TAG = "team"
+COST_CENTRE_TAG = "cost-centre"
+LIBRARY_TAG_PREFIX = "gpucluster-"
+"""Tags the library writes; a stack's own tags may not start with it."""
+AUTOSCALER_TAG_PREFIX = "k8s.io_cluster-autoscaler_"
+AUTOSCALER_ENABLED_TAG = "cluster-autoscaler-enabled"
+AUTOSCALER_NAME_TAG = "cluster-autoscaler-name"
+AUTOSCALER_MIN_TAG = "min"
+AUTOSCALER_MAX_TAG = "max"
+AUTOSCALER_LABEL_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_label_"
+AUTOSCALER_TAINT_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_taint_"
+AUTOSCALER_RESOURCE_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_resources_"
+
+
+def autoscaler_tag_key(key: str) -> str:
+    """Azure tag names cannot hold '/': the autoscaler reads '_' as '/' and '~2' as '_'
+    (kubernetes/autoscaler cloudprovider/azure/azure_template.go)."""
+    return key.replace("_", "~2").replace("/", "_")
+
+
+AUTOSCALER_GPUS_TAG = AUTOSCALER_RESOURCE_TAG_PREFIX + autoscaler_tag_key(GPU_RESOURCE)
+"""The scale-from-zero template's GPUs per node; every node pool sets it."""
