@@ -15,13 +15,13 @@ from components.azure.node_images import NodeImages
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.azure.registry import ContainerRegistry
-from components.azure.tags import base_tags
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster
 from components.kubernetes.join_access import JoinAccess
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import BREAK_GLASS_CERT, plan_certificates
+from components.planning.tags import base_tags
 from components.spec import PoolKind
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.node import ARP_SYSCTLS, NodeBootstrap, NodeTaint, render_cloud_init
+from components.bootstrap.node import ARP_SYSCTLS, NodeBootstrap, render_cloud_init
 from components.planning.cluster_plan import plan_cluster
-from components.planning.node_template import autoscaler_tags, node_labels, split_min
+from components.planning.node_template import PREFLIGHT_TAINT, autoscaler_tags, node_labels, split_min
+from components.planning.taints import NodeTaint
 from components.vocabulary import LABEL_IB_DOMAIN, TAINT_PREFLIGHT
 from tests.conftest import small_spec
 
@@ -22,7 +23,7 @@ def _bootstrap() -> NodeBootstrap:
         kubernetes_version="1.36.4", api_server_endpoint="10.0.0.4:6443", bootstrap_token="abcdef.0123456789abcdef",
         ca_cert_hash="sha256:" + "0" * 64, max_pods=32, cluster_dns="192.168.0.10",
         labels={LABEL_IB_DOMAIN: "h100-z1-00", "gpucluster.io/pool": "h100"},
-        taints=(NodeTaint("nvidia.com/gpu", "present", "NoSchedule"),))
+        taints=(PREFLIGHT_TAINT, NodeTaint("nvidia.com/gpu", "present", "NoSchedule")))
 
 
 def test_cloud_config_joins_with_token_and_hash() -> None:

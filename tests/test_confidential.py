@@ -13,7 +13,6 @@ import yaml
 
 from components.bootstrap.confidential import (
     ATTESTATION_LOG,
-    CONFIDENTIAL_TAINT,
     GATE_PATH,
     GATE_UNIT,
     KUBELET_CLIENT_CERT,
@@ -32,7 +31,7 @@ from components.images.content import image_files
 from components.offline.engine import ProgramRun, Registration, run_program
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_images import NodeImage
-from components.planning.node_template import autoscaler_tags, node_labels, node_taints
+from components.planning.node_template import CONFIDENTIAL_TAINT, autoscaler_tags, node_labels, node_taints
 from components.spec import ClusterSpec
 from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE
 from policies.rules.props import resource_kind

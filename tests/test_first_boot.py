@@ -86,7 +86,7 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
     """The simulation's taints and labels are the kubelet's registerWithTaints and node-labels as rendered
     (components/bootstrap/node.py), and the autoscaler's scale-from-zero template taints, pool by pool."""
     from components.bootstrap.node import NodeBootstrap, kubelet_patch
-    from components.planning.node_template import autoscaler_tags, node_labels, node_taints, registers_preflight
+    from components.planning.node_template import autoscaler_tags, node_labels, registered_taints
     from components.vocabulary import AUTOSCALER_TAINT_TAG_PREFIX
     plan = plan_cluster(stack_spec("prod"))
     states = {s.name: s for s in pool_states(plan)}
@@ -95,7 +95,7 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
         rendered = kubelet_patch(NodeBootstrap(
             plan.spec.kubernetes_version, plan.ip.api_server_endpoint, "abcdef.0123456789abcdef", "sha256:" + "0" * 64,
             pool.spec.pods_per_node, str(plan.ip.dns_service_ip), node_labels(pool, scale_set, plan.spec.location),
-            node_taints(pool), preflight=registers_preflight(pool)))
+            registered_taints(pool)))
         simulated = states[pool.name]
         assert [{"key": t.key, "value": t.value, "effect": t.effect} for t in simulated.taints] == \
             rendered["registerWithTaints"]
@@ -107,8 +107,8 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
 def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """The former design: every node registered the preflight taint, only GPU health checks removed it, and no
     system add-on tolerated it. The simulation names CoreDNS and the taint, with nothing to remove it there."""
-    import components.planning.boot_layer as boot_layer
-    monkeypatch.setattr(boot_layer, "registers_preflight", lambda pool: True)
+    import components.planning.node_template as node_template
+    monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
     with pytest.raises(SpecError) as error:
         first_boot(plan_cluster(stack_spec("dev")))
     coredns = next(p.message for p in error.value.problems if p.message.startswith("coredns cannot start"))
@@ -139,8 +139,8 @@ def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
 def test_toleration_semantics_follow_core_v1() -> None:
     """k8s.io/api core/v1 toleration.go ToleratesTaint: empty key with Exists matches every taint; an effect
     given must match; Equal compares the value (empty operator means Equal)."""
-    from components.bootstrap.taints import NodeTaint
     from components.planning.first_boot import tolerates
+    from components.planning.taints import NodeTaint
     taint = NodeTaint("gpucluster.io/preflight", "pending", "NoSchedule")
     assert tolerates(({"operator": "Exists"},), taint)
     assert not tolerates(({"operator": "Exists", "effect": "NoExecute"},), taint)

@@ -37,12 +37,12 @@ def test_only_pools_whose_checks_remove_it_register_the_preflight_taint() -> Non
     plan = plan_cluster(stack_spec("prod"))
     for pool in plan.pools:
         assert registers_preflight(pool) == (pool.size.gpus > 0)
-    base = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10")
-    keys = [t["key"] for t in kubelet_patch(base)["registerWithTaints"]]  # type: ignore[union-attr]
-    assert TAINT_PREFLIGHT in keys
-    off = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10",
-                        preflight=False)
-    assert kubelet_patch(off)["registerWithTaints"] == []
+    for pool in plan.pools:
+        node = plan.boot.node(pool.scale_sets[0].name)
+        bootstrap = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30,
+                                  "10.96.0.10", taints=node.taints)
+        keys = [t["key"] for t in kubelet_patch(bootstrap)["registerWithTaints"]]  # type: ignore[union-attr]
+        assert (TAINT_PREFLIGHT in keys) == (pool.size.gpus > 0), pool.name
 
 
 def test_gpu_operator_values_reach_what_the_chart_reads() -> None:

@@ -52,9 +52,9 @@ from components.bootstrap.etcd import (
     EtcdMember,
     render_etcd_cloud_init,
 )
-from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap, etcd_member_certificates
+from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import plan_cluster
-from components.planning.pki import ETCD_CA, SERVER, plan_certificates
+from components.planning.pki import ETCD_CA, SERVER, etcd_member_certificates, plan_certificates
 from tests.conftest import stack_spec
 from tests.real_pki import Issued, issue, make_ca
 

@@ -30,13 +30,7 @@ import yaml
 
 from components.bootstrap.apiserver import kubeadm_config
 from components.bootstrap.etcd import etcd_flags, snapshot_script
-from components.bootstrap.from_plan import (
-    EtcdSecrets,
-    apiserver_bootstrap,
-    etcd_bootstrap,
-    etcd_member_certificates,
-    node_bootstrap,
-)
+from components.bootstrap.from_plan import EtcdSecrets, apiserver_bootstrap, etcd_bootstrap, node_bootstrap
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
@@ -49,6 +43,7 @@ from components.planning.pki import (
     FRONT_PROXY_CA,
     SERVER,
     CertPlan,
+    etcd_member_certificates,
     kubeadm_apiserver_cert,
     plan_certificates,
 )

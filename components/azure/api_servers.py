@@ -11,7 +11,6 @@ from components.azure.node_images import ImageIds
 from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
-from components.azure.tags import machine_tags
 from components.bootstrap.apiserver import render_apiserver_cloud_init
 from components.bootstrap.from_plan import (
     APISERVER_PKI_CAS,
@@ -23,6 +22,7 @@ from components.bootstrap.from_plan import (
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_images import API_SCALE_SET
 from components.planning.pod_addresses import api_server_pod_addresses
+from components.planning.tags import machine_tags
 from components.vocabulary import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG
 
 

@@ -12,12 +12,12 @@ from components.azure.node_images import ImageIds
 from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
-from components.azure.tags import base_tags
 from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
 from components.planning.azure_names import resource_group_name, storage_account_name
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
 from components.planning.pki import etcd_member_ips
+from components.planning.tags import base_tags
 
 SNAPSHOT_CONTAINER = "etcd-snapshots"
 LB_NAME = "apiserver"

@@ -10,12 +10,12 @@ import pulumi_azure_native as azure
 from components.azure.node_images import ImageIds
 from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
-from components.azure.tags import machine_tags
 from components.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
-from components.bootstrap.from_plan import EtcdSecrets, etcd_addresses, etcd_bootstrap, etcd_member_certificates
+from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import ETCD_DISK_GIB, EtcdPlan, Member
-from components.planning.pki import ETCD_CA
+from components.planning.pki import ETCD_CA, etcd_member_certificates
+from components.planning.tags import machine_tags
 
 
 def _custom_data(cluster: ClusterPlan, plan: EtcdPlan, member: Member, pki: ClusterPki,
@@ -46,7 +46,7 @@ class EtcdCluster(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:EtcdCluster", name, None, opts)
         cluster = cluster_plan.spec.name
-        addresses = etcd_addresses(cluster_plan)
+        addresses = cluster_plan.boot.etcd_addresses
         peers = tuple(EtcdMember(m.name, addresses[m.name]) for m in plan.members)
         tags = machine_tags(cluster, "etcd-events" if plan.role == "etcd-events" else "etcd", plan.role, {})
         self.vms: list[azure.compute.VirtualMachine] = []

@@ -13,13 +13,13 @@ from components.azure.confidential_key import ConfidentialDiskKey
 from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
 from components.azure.node_scale_set import NodeScaleSet
-from components.azure.tags import base_tags
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
 from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_template import scale_set_tags, split_min
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
+from components.planning.tags import base_tags
 
 
 @dataclass(frozen=True)

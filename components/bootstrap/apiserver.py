@@ -20,7 +20,7 @@ from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_en
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
 from components.planning.control_plane import ApiServerFlags
-from components.vocabulary import LABEL_CONTROL_PLANE
+from components.planning.taints import NodeTaint
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -66,6 +66,8 @@ class ApiServerBootstrap:
     """Path under /etc/kubernetes/pki -> PEM text."""
     cert_sans: tuple[str, ...] = ()
     """Extra names and addresses for kubeadm's serving certificate (the load balancer's IP, loopback)."""
+    taints: tuple[NodeTaint, ...] = ()
+    """What the API servers register with (kubeadm's control-plane taint)."""
 
     @property
     def endpoint_host(self) -> str:
@@ -98,7 +100,8 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
     init = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
         "kind": "InitConfiguration",
-        "nodeRegistration": {"taints": [{"key": LABEL_CONTROL_PLANE, "effect": "NoSchedule"}],
+        "nodeRegistration": {"taints": [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
+                                        for t in b.taints],
                              **({"kubeletExtraArgs": kubelet_args()} if b.registry else {})},
         "patches": {"directory": PATCHES_DIR},
         # etcd members boot in parallel with the API servers: give the first API server time to find a quorum.

@@ -17,8 +17,7 @@ The verdict and the verifier's output stay in the node's journal (tag `gpucluste
 from __future__ import annotations
 
 from components.bootstrap.host_prep import RETRY_FUNCTION
-from components.bootstrap.taints import NodeTaint
-from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE, LABEL_CONFIDENTIAL
+from components.vocabulary import LABEL_ATTESTATION
 
 LKCA_MODPROBE = "install nvidia /sbin/modprobe ecdsa_generic ecdh; /sbin/modprobe --ignore-install nvidia"
 """The driver's Linux-kernel-crypto (LKCA) needs these modules first (Azure/az-cgpu-onboarding `src/nvidia-lkca.conf`)."""
@@ -34,9 +33,6 @@ ATTESTATION_LOG = "/var/log/gpucluster/gpu-attestation.log"
 CC_ON_MARKER = "CC status: ON"
 KUBELET_CLIENT_CERT = "/var/lib/kubelet/pki/kubelet-client-current.pem"
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
-
-CONFIDENTIAL_LABELS = {LABEL_CONFIDENTIAL: "true", LABEL_CC_MODE: "on", LABEL_ATTESTATION: "passed"}
-CONFIDENTIAL_TAINT = NodeTaint(LABEL_CONFIDENTIAL, "true", "NoSchedule")
 
 
 def persistenced_override() -> str:

@@ -16,14 +16,6 @@ from components.bootstrap.node import NodeBootstrap
 from components.bootstrap.registry import Mirror, RegistryBoot
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan, Member
-from components.planning.ip_plan import NODE_LOCAL_DNS_IP
-from components.planning.node_template import node_labels, node_taints, registers_preflight
-from components.planning.pki import (
-    ETCD_SNAPSHOT_CLIENT,
-    api_server_cert_sans,
-    api_server_endpoint,
-    etcd_member_ips,
-)
 from components.planning.placement import PoolPlan, ScaleSetPlan
 
 APISERVER_PKI_CAS = {"ca": ("ca.crt", "ca.key"), "front-proxy-ca": ("front-proxy-ca.crt", "front-proxy-ca.key"),
@@ -41,10 +33,6 @@ def apiserver_pki_paths() -> tuple[str, ...]:
     paths = [p for cert, key in APISERVER_PKI_CAS.values() for p in (cert, key) if p]
     paths += [f"{leaf}.{ext}" for leaf in APISERVER_PKI_LEAVES for ext in ("crt", "key")]
     return tuple(sorted([*paths, *SERVICE_ACCOUNT_FILES]))
-
-
-def etcd_addresses(plan: ClusterPlan) -> dict[str, str]:
-    return {k: str(v) for k, v in etcd_member_ips(plan.ip, plan.control_plane).items()}
 
 
 def _etcd_endpoints(etcd: EtcdPlan | None, addresses: dict[str, str]) -> tuple[str, ...]:
@@ -68,29 +56,23 @@ def registry_boot(plan: ClusterPlan, identity: PullIdentity) -> RegistryBoot:
 
 def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str],
                         identity: PullIdentity | None = None) -> ApiServerBootstrap:
-    spec, cp = plan.spec, plan.control_plane
-    addresses = etcd_addresses(plan)
+    boot, cp = plan.boot, plan.control_plane
     return ApiServerBootstrap(
-        cluster=spec.name, kubernetes_version=spec.kubernetes_version, endpoint=api_server_endpoint(spec.name),
-        service_cidr=str(plan.ip.service_cidr), etcd_endpoints=_etcd_endpoints(cp.etcd, addresses),
-        events_etcd_endpoints=_etcd_endpoints(cp.events, addresses), flags=cp.api.flags,
-        pki_files=pki_files,
-        cert_sans=api_server_cert_sans(spec.name, plan.ip),
+        cluster=plan.spec.name, kubernetes_version=boot.kubernetes_version, endpoint=boot.api_server_endpoint,
+        service_cidr=boot.service_cidr, etcd_endpoints=_etcd_endpoints(cp.etcd, boot.etcd_addresses),
+        events_etcd_endpoints=_etcd_endpoints(cp.events, boot.etcd_addresses), flags=cp.api.flags,
+        pki_files=pki_files, cert_sans=boot.cert_sans, taints=boot.api_server_taints,
         registry=registry_boot(plan, identity) if identity else None)
 
 
 def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, token: str,
                    ca_cert_hash: str, identity: PullIdentity | None = None) -> NodeBootstrap:
-    spec = plan.spec
+    boot, node = plan.boot, plan.boot.node(scale_set.name)
     return NodeBootstrap(
-        kubernetes_version=spec.kubernetes_version, api_server_endpoint=api_server_endpoint(spec.name),
-        bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=pool.spec.pods_per_node,
-        # NodeLocal DNSCache answers there on every node when the in-cluster layer runs it (objects/nodelocaldns.py).
-        cluster_dns=NODE_LOCAL_DNS_IP if spec.in_cluster.enabled else str(plan.ip.dns_service_ip),
-        labels=node_labels(pool, scale_set, spec.location),
-        taints=node_taints(pool), confidential_gpu=pool.confidential is not None,
-        api_server_address=str(plan.ip.api_server_ip), preflight=registers_preflight(pool),
-        registry=registry_boot(plan, identity) if identity else None)
+        kubernetes_version=boot.kubernetes_version, api_server_endpoint=boot.api_server_endpoint,
+        bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=node.max_pods, cluster_dns=boot.cluster_dns,
+        labels=node.labels, taints=node.taints, confidential_gpu=node.confidential_gpu,
+        api_server_address=boot.api_server_address, registry=registry_boot(plan, identity) if identity else None)
 
 
 @dataclass(frozen=True)
@@ -109,17 +91,12 @@ class EtcdSecrets:
     """The etcd CA's key: the member renews its own certificates with it (components/bootstrap/cert_renewal.py)."""
 
 
-def etcd_member_certificates(member: str) -> dict[str, str]:
-    """EtcdSecrets field -> planned certificate name (components/planning/pki.py)."""
-    return {"server": f"{member}-server", "peer": f"{member}-peer", "client": ETCD_SNAPSHOT_CLIENT}
-
-
 def etcd_bootstrap(plan: ClusterPlan, etcd: EtcdPlan, member: Member, secrets: EtcdSecrets) -> EtcdBootstrap:
-    addresses = etcd_addresses(plan)
+    addresses = plan.boot.etcd_addresses
     peers = tuple(EtcdMember(m.name, addresses[m.name]) for m in etcd.members)
     this = next(p for p in peers if p.name == member.name)
     return EtcdBootstrap(
-        member=this, cluster=peers, cluster_token=f"{plan.spec.name}-{etcd.role}",
+        member=this, cluster=peers, cluster_token=plan.boot.etcd_tokens[etcd.role],
         quota_backend_bytes=etcd.quota_backend_bytes, data_on_nvme=etcd.data_on_nvme, ca_cert=secrets.ca_cert,
         server_cert=secrets.server_cert, server_key=secrets.server_key, peer_cert=secrets.peer_cert,
         peer_key=secrets.peer_key, snapshot_url=secrets.snapshot_url, client_cert=secrets.client_cert,

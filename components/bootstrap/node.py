@@ -14,8 +14,7 @@ from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.confidential import GATE_UNIT
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
-from components.bootstrap.taints import NodeTaint
-from components.vocabulary import TAINT_PREFLIGHT
+from components.planning.taints import NodeTaint
 
 ARP_SYSCTLS = {
     # OpenAI, 2018: ARP cache overflow at 2,500 nodes; one neighbour entry per pod IP on a flat network.
@@ -37,21 +36,16 @@ class NodeBootstrap:
     cluster_dns: str
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[NodeTaint, ...] = ()
+    """Every taint the node registers with (kubelet `registerWithTaints`), as the plan decides them."""
     join_spread_seconds: int = 60
     """Random delay before the first network fetch, so hundreds of new VMs do not hit IMDS and the API servers at once."""
     confidential_gpu: bool = False
     """Join only after the image's gate finds the GPU in confidential-computing mode and attested."""
-    preflight: bool = True
-    """Register with the preflight taint; only pools whose health checks remove it (GPU pools) do."""
     api_server_address: str = ""
     """The internal load balancer's frontend IP, written to /etc/hosts for the endpoint's name."""
     join_attempts: int = 5
     registry: RegistryBoot | None = None
     """The cluster's registry: containerd mirrors every upstream there; the kubelet pulls with the VM's identity."""
-
-
-def zone_label(location: str, zone: str) -> str:
-    return f"{location}-{zone}"
 
 
 def _join_configuration(b: NodeBootstrap) -> dict[str, object]:
@@ -73,7 +67,7 @@ def _join_configuration(b: NodeBootstrap) -> dict[str, object]:
 
 
 def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
-    taints = [*([NodeTaint(TAINT_PREFLIGHT, "pending", "NoSchedule")] if b.preflight else []), *b.taints]
+    taints = list(b.taints)
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",

@@ -19,11 +19,11 @@ from components.bootstrap.from_plan import (
     apiserver_bootstrap,
     apiserver_pki_paths,
     etcd_bootstrap,
-    etcd_member_certificates,
     node_bootstrap,
 )
 from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.pki import etcd_member_certificates
 
 BOOT_DIR = "boot"
 

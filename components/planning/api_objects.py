@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.bootstrap.taints import NodeTaint
+from components.planning.taints import NodeTaint
 from components.vocabulary import (
     ANNOTATION_ATTACH_DETACH,
     ANNOTATION_CRI_SOCKET,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
 from components.planning.node_template import node_taints
 from components.planning.placement import PoolPlan
 from components.planning.scheduling import BALLOON_CLASS
+from components.planning.taints import NodeTaint
 from components.spec import ClusterSpec
 
 NODE_SHARE = 0.85

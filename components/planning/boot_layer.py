@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.bootstrap.taints import NodeTaint
 from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
 from components.errors import Problem, SpecError
 from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT, OK_TOTAL_UNREADY_COUNT
@@ -33,7 +32,6 @@ from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
 from components.kubernetes.objects.releases import RELEASES, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.first_boot import BootStep, FirstBoot, PoolState, Stuck, Workload, simulate
-from components.planning.node_template import node_labels, node_taints, registers_preflight
 from components.planning.pod_addresses import api_server_pod_addresses
 from components.planning.pod_needs import needs_cluster_dns
 from components.planning.release_readiness import ReleaseProblem, release_problems
@@ -385,21 +383,20 @@ def requests(pod: dict[str, Any]) -> tuple[int, int]:
 def pool_states(plan: ClusterPlan) -> list[PoolState]:
     states = []
     for pool in plan.pools:
-        scale_set = pool.scale_sets[0]
-        taints = list(node_taints(pool))
-        if registers_preflight(pool):
-            taints.insert(0, NodeTaint(TAINT_PREFLIGHT, "pending", "NoSchedule"))
+        # What the first scale set's kubelets register with, as the boot documents render it (components/planning/
+        # boot_plan.py).
+        node = plan.boot.node(pool.scale_sets[0].name)
         facts = {HARDWARE_GPU} if pool.size.gpus else set()
         if pool.spec.pod_addresses == "prefixes":
             facts.add(NIC_POD_ADDRESSES)
-        states.append(PoolState(pool.name, node_labels(pool, scale_set, plan.spec.location), taints, pool.size.gpus,
+        states.append(PoolState(pool.name, dict(node.labels), list(node.taints), pool.size.gpus,
                                 facts=facts, cpu_millis=pool.size.vcpus * 1000,
                                 memory_mib=pool.size.memory_gib * 1024 - EVICTION_HARD_MIB, nodes=pool.nodes))
     # The API servers' kubelets register too: every DaemonSet that tolerates the control-plane taint runs there,
     # Cilium's agent first, and kube-apiserver reaches Services through it. No Deployment lands there (the
     # simulation leaves its allocatable unset, so only DaemonSets and admission steps are placed).
     states.append(PoolState(CONTROL_PLANE_POOL, {LABEL_CONTROL_PLANE: "", LABEL_EXCLUDE_FROM_LB: ""},
-                            [NodeTaint(LABEL_CONTROL_PLANE, "", "NoSchedule")], 0,
+                            list(plan.boot.api_server_taints), 0,
                             facts={NIC_POD_ADDRESSES} if api_server_pod_addresses(plan.spec) else set(),
                             nodes=plan.control_plane.api.count))
     return states

@@ -7,12 +7,12 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import TypeVar
 
-from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
 from components.planning.agent_load import AgentLoadPlan, plan_agent_load
 from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
 from components.planning.azure_names import resource_group_name
 from components.planning.balloons import BalloonPlan, plan_balloons
+from components.planning.boot_plan import BootPlan, plan_boot
 from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
 from components.planning.clock import today as clock_today
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
@@ -22,7 +22,7 @@ from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.node_images import NodeImagesPlan, plan_node_images
-from components.planning.node_template import node_labels, node_taints
+from components.planning.node_template import CONTROL_PLANE_TAINT, node_labels, node_taints
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
 from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
@@ -52,6 +52,8 @@ class ClusterPlan:
     images: NodeImagesPlan
     tokens: TokenSchedule
     """The bootstrap tokens' schedule as of the plan's date (components/planning/clock.py)."""
+    boot: BootPlan
+    """What every machine boots with (components/bootstrap/ renders it)."""
     first_boot: FirstBoot | None = None
     """The simulated first boot of the in-cluster layer (None when the layer is off)."""
     first_up: FirstUpPlan | None = None
@@ -103,7 +105,7 @@ def api_load(spec: ClusterSpec, pools: tuple[PoolPlan, ...], registry: RegistryP
     largest = max(pools, key=lambda p: p.size.memory_gib, default=None)
     shapes.append(NodeShape("apiserver", spec.control_plane.api_servers.count,
                             {LABEL_CONTROL_PLANE: "", LABEL_EXCLUDE_FROM_LB: ""},
-                            (NodeTaint(LABEL_CONTROL_PLANE, "", "NoSchedule"),),
+                            (CONTROL_PLANE_TAINT,),
                             largest.size.vcpus if largest else 0, largest.size.memory_gib if largest else 0, 0, 0))
     # The providerID the cloud provider sets, at the length of the real one (the API servers' scale set).
     provider = (f"azure:///subscriptions/{'0' * 8}-0000-0000-0000-{'0' * 12}/resourceGroups/"
@@ -143,7 +145,8 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
         raise SpecError(shortfall)
     tokens = plan_bootstrap_tokens(spec.access.bootstrap_token, today or clock_today())
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
-                       registry, images, tokens, first_up=first_up, counts=counts)
+                       registry, images, tokens, plan_boot(spec, ip, pools, control_plane), first_up=first_up,
+                       counts=counts)
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.bootstrap.taints import NodeTaint
+from components.planning.taints import NodeTaint
 from components.vocabulary import GPU_RESOURCE, LABEL_HOSTNAME
 
 

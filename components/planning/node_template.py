@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from components.azure.tags import machine_tags
-from components.bootstrap.confidential import CONFIDENTIAL_LABELS, CONFIDENTIAL_TAINT
-from components.bootstrap.node import NodeTaint, zone_label
 from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
 from components.planning.placement import PoolPlan, ScaleSetPlan
+from components.planning.tags import machine_tags
+from components.planning.taints import NodeTaint
 from components.vocabulary import (
     AUTOSCALER_ENABLED_TAG,
     AUTOSCALER_GPUS_TAG,
@@ -19,14 +18,32 @@ from components.vocabulary import (
     COST_CENTRE_TAG,
     INFINIBAND_TAG,
     LABEL_ACCELERATOR,
+    LABEL_ATTESTATION,
+    LABEL_CC_MODE,
+    LABEL_CONFIDENTIAL,
+    LABEL_CONTROL_PLANE,
     LABEL_GPU_PRODUCT,
     LABEL_IB_DOMAIN,
     LABEL_POOL,
     LABEL_ROLE,
     LABEL_ZONE,
+    TAINT_PREFLIGHT,
     TEAM_TAG,
     autoscaler_tag_key,
 )
+
+CONFIDENTIAL_LABELS = {LABEL_CONFIDENTIAL: "true", LABEL_CC_MODE: "on", LABEL_ATTESTATION: "passed"}
+"""Set at join, which the image's gate allows only once the GPU reports CC on and passes attestation
+(components/bootstrap/confidential.py)."""
+CONFIDENTIAL_TAINT = NodeTaint(LABEL_CONFIDENTIAL, "true", "NoSchedule")
+PREFLIGHT_TAINT = NodeTaint(TAINT_PREFLIGHT, "pending", "NoSchedule")
+"""Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
+CONTROL_PLANE_TAINT = NodeTaint(LABEL_CONTROL_PLANE, "", "NoSchedule")
+"""kubeadm's control-plane taint, which the API servers register with."""
+
+
+def zone_label(location: str, zone: str) -> str:
+    return f"{location}-{zone}"
 
 
 def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[str, str]:
@@ -60,6 +77,12 @@ def node_taints(pool: PoolPlan) -> tuple[NodeTaint, ...]:
     if pool.confidential is not None and all(t.key != CONFIDENTIAL_TAINT.key for t in taints):
         taints += (CONFIDENTIAL_TAINT,)
     return taints
+
+
+def registered_taints(pool: PoolPlan) -> tuple[NodeTaint, ...]:
+    """What a node of the pool registers with (kubelet `registerWithTaints`): the preflight taint first where
+    the pool's health checks remove it, then the pool's own."""
+    return (*((PREFLIGHT_TAINT,) if registers_preflight(pool) else ()), *node_taints(pool))
 
 
 def split_min(pool: PoolPlan) -> list[int]:

@@ -92,6 +92,11 @@ ETCD_SNAPSHOT_CLIENT = "etcd-snapshot-client"
 (`--client-cert-auth`); a serving certificate is refused by Go's TLS (`incompatible key usage`)."""
 
 
+def etcd_member_certificates(member: str) -> dict[str, str]:
+    """An etcd member's secrets (components/bootstrap/from_plan.py `EtcdSecrets` field) -> planned certificate name."""
+    return {"server": f"{member}-server", "peer": f"{member}-peer", "client": ETCD_SNAPSHOT_CLIENT}
+
+
 def plan_certificates(cluster: str, ip: IpPlan, cp: ControlPlanePlan) -> tuple[CertPlan, ...]:
     """Certificates Pulumi issues. The API server's serving certificate is issued by kubeadm on each VM
     (`kubeadm_apiserver_cert`), with the cluster CA that the VMs carry."""

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.bootstrap.confidential import CONFIDENTIAL_TAINT
-from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
-from components.planning.node_template import node_taints
+from components.planning.node_template import CONFIDENTIAL_TAINT, node_taints
 from components.planning.placement import PoolPlan
+from components.planning.taints import NodeTaint
 from components.spec import ClusterSpec, PoolKind, Quota, TeamSpec
 from components.vocabulary import LABEL_HOSTNAME, LABEL_IB_DOMAIN, LABEL_POOL, LABEL_ZONE
 

@@ -17,7 +17,7 @@ from components.spec.registry import RegistrySpec
 from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
 
 LIBRARY_TAGS = 5
-"""The most tags the library adds where `cluster.tags` go: cluster, role and pool (components/azure/tags.py),
+"""The most tags the library adds where `cluster.tags` go: cluster, role and pool (components/planning/tags.py),
 and on the API-server scale set the Kubernetes version and its end of life."""
 
 

@@ -147,7 +147,7 @@ TAG_NAME_FORBIDDEN = frozenset('<>%&\\?/')
 
 
 LIBRARY_TAG_PREFIXES = (LIBRARY_TAG_PREFIX, AUTOSCALER_TAG_PREFIX)
-"""Tag names the library writes: its own (components/azure/tags.py, node_template.py INFINIBAND_TAG) and the
+"""Tag names the library writes: its own (components/planning/tags.py, node_template.py INFINIBAND_TAG) and the
 autoscaler's node templates (node_template.py)."""
 AUTOSCALER_DISCOVERY_TAGS = (AUTOSCALER_ENABLED_TAG, AUTOSCALER_NAME_TAG)
 """The autoscaler adopts every scale set carrying these (--node-group-auto-discovery, components/kubernetes/

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.bootstrap.confidential import CONFIDENTIAL_LABELS
 from components.catalog.node_images import NVIDIA_BRANCH
 from components.kubernetes.scripts.prefix_ipam import instance_of_node
 from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.node_template import CONFIDENTIAL_LABELS
 from components.verify import expected
 from components.verify.kube import Kube
 from components.verify.results import Check, Result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.bootstrap.taints import NodeTaint
+from components.planning.taints import NodeTaint
 from components.vocabulary import LABEL_APP, LABEL_HOSTNAME, LABEL_PART_OF, LABEL_ROLE, LABEL_ZONE
 
 Object = dict[str, Any]

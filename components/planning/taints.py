@@ -1,4 +1,4 @@
-"""A taint as nodes register with it (kubelet `registerWithTaints`)."""
+"""A taint as nodes register with it (kubelet `registerWithTaints`): a plan type the boot text renders."""
 
 from __future__ import annotations
 
