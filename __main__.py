@@ -4,11 +4,11 @@ import pulumi
 
 from components.cluster import GpuCluster, plan_outputs
 from components.errors import SpecError
-from components.planning.cluster_plan import plan_cluster
+from components.simulation.check import plan_checked
 from components.spec import parse_cluster
 
 try:
-    plan = plan_cluster(parse_cluster(pulumi.Config().require_object("cluster")))
+    plan = plan_checked(parse_cluster(pulumi.Config().require_object("cluster")))
 except SpecError as error:
     raise pulumi.RunError("invalid gpucluster:cluster config:\n" + "\n".join(map(str, error.problems))) from None
 

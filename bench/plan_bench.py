@@ -130,7 +130,7 @@ def stacks(folder: Path) -> list[tuple[str, Path, str]]:
 
 
 def run_table() -> None:
-    from components.planning.cluster_plan import plan_cluster
+    from components.simulation.check import plan_checked
     from components.spec import load_stack_file
 
     header = (f"{'stack':<9}{'nodes':>8}{'IB dom.':>8}{'scale sets':>11}{'resources':>10}{'plan s':>8}{'plan MiB':>9}"
@@ -143,7 +143,7 @@ def run_table() -> None:
             if mode == "lift-nat-ceiling":
                 from components.catalog import limits
                 limits.OVERRIDE_CEILINGS.pop("natGatewayPublicIps", None)
-            plan = plan_cluster(load_stack_file(path, name).spec)
+            plan = plan_checked(load_stack_file(path, name).spec)
             domains = sum(len(p.scale_sets) for p in plan.pools if p.infiniband)
             sets = sum(len(p.scale_sets) for p in plan.pools)
             measured = _child(PLAN_CHILD, str(path), str(Path(tmp) / name), mode)

@@ -56,11 +56,11 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.progress import Progress
     from components.offline.report_data import report_data
     from components.offline.summary import print_summary, print_violations
-    from components.planning.cluster_plan import plan_cluster
     from components.preflight import problems as preflight_problems
     from components.preflight import run_preflight
     from components.preflight.report import KEY as PREFLIGHT_KEY
     from components.preflight.report import print_warnings, warning_rows
+    from components.simulation.check import plan_checked
     from components.spec import load_stack_file, resolve_stack_path
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
@@ -79,7 +79,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     progress.stage(f"planning stack {name} from {path}")
     try:
         stack = load_stack_file(path, name)
-        plan = plan_cluster(stack.spec)
+        plan = plan_checked(stack.spec)
         config_path = stack_policy_config(stack.config, name, root)
     except SpecError as error:
         errors.print(f"{path}:", markup=False, highlight=False, emoji=False)
@@ -188,11 +188,11 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
 def _preflight_preview(states: list[dict[str, Any]], stack: StackFile) -> None:
     """The ARM preflight over a saved preview, for the stack the user named: the rules need the stack's region,
     sizes and limits. What Azure would refuse raises a SpecError (exit 2)."""
-    from components.planning.cluster_plan import plan_cluster
     from components.preflight import problems as preflight_problems
     from components.preflight import run_preflight
+    from components.simulation.check import plan_checked
 
-    checked = run_preflight([{"newState": state} for state in states], plan_cluster(stack.spec))
+    checked = run_preflight([{"newState": state} for state in states], plan_checked(stack.spec))
     if checked.errors:
         raise SpecError(preflight_problems(checked.errors))
 

@@ -22,11 +22,15 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import BREAK_GLASS_CERT, plan_certificates
 from components.planning.tags import base_tags
+from components.simulation.check import check_plan
 from components.spec import PoolKind
 
 
 class GpuCluster(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        # What the plan refuses, `pulumi up` refuses: a plan not checked against the in-cluster layer yet is checked
+        # here, before anything is declared (components/simulation/check.py; raises SpecError).
+        plan = check_plan(plan)
         super().__init__("gpucluster:index:GpuCluster", name, None, opts)
         spec = plan.spec
         child = pulumi.ResourceOptions(parent=self)

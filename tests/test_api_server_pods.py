@@ -16,10 +16,10 @@ import pytest
 from components.errors import SpecError
 from components.kubernetes.scripts.prefix_ipam import expand, nic_blocks
 from components.offline.engine import ProgramRun
-from components.planning.boot_layer import CONTROL_PLANE_POOL, first_boot, own_workloads, pool_states
-from components.planning.cluster_plan import plan_cluster
 from components.planning.pod_addresses import API_SERVER_POD_ADDRESSES, api_server_pod_addresses
 from components.planning.vnet_entries import count_entries
+from components.simulation.boot_layer import CONTROL_PLANE_POOL, first_boot, own_workloads, pool_states
+from components.simulation.check import plan_checked
 from tests.conftest import stack_spec
 
 
@@ -27,8 +27,8 @@ def test_without_addresses_on_their_nics_the_api_servers_never_join_the_pod_netw
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The earlier API-server NIC (one IP configuration): the controller has nothing to publish for those nodes,
     Cilium's agent there never gives a pod network, and the Kueue objects' admission never passes."""
-    import components.planning.boot_layer as boot_layer
-    plan = plan_cluster(stack_spec("prod"))
+    import components.simulation.boot_layer as boot_layer
+    plan = plan_checked(stack_spec("prod"))
     monkeypatch.setattr(boot_layer, "api_server_pod_addresses", lambda spec: 0)
     with pytest.raises(SpecError) as error:
         first_boot(plan)
@@ -42,7 +42,7 @@ def test_without_addresses_on_their_nics_the_api_servers_never_join_the_pod_netw
 
 
 def test_prod_boots_with_the_api_servers_on_the_pod_network() -> None:
-    plan = plan_cluster(stack_spec("prod"))
+    plan = plan_checked(stack_spec("prod"))
     assert plan.first_boot is not None
     placed = plan.first_boot.placements()
     assert CONTROL_PLANE_POOL in placed["cilium-agent"] and CONTROL_PLANE_POOL in placed["nfd-worker"]

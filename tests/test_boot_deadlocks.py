@@ -11,14 +11,15 @@ import pytest
 from components.errors import SpecError
 from components.kubernetes.objects.images import pod_spec
 from components.kubernetes.objects.layer import layer_objects
-from components.planning.boot_layer import first_boot, own_workloads, service_needs
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from components.planning.cluster_plan import ClusterPlan
+from components.simulation.boot_layer import first_boot, own_workloads, service_needs
+from components.simulation.check import plan_checked
 from tests.conftest import stack_spec
 
 
 @pytest.fixture(scope="module")
 def prod() -> ClusterPlan:
-    return plan_cluster(stack_spec("prod"))
+    return plan_checked(stack_spec("prod"))
 
 
 def _with_pod(objects: list[dict[str, Any]], name: str, **fields: Any) -> list[dict[str, Any]]:

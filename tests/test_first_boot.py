@@ -8,15 +8,16 @@ from dataclasses import replace
 import pytest
 
 from components.errors import SpecError
-from components.planning.boot_layer import chart_workloads, first_boot, own_workloads, pool_states
 from components.planning.cluster_plan import plan_cluster
-from components.planning.first_boot import simulate
+from components.simulation.boot_layer import chart_workloads, first_boot, own_workloads, pool_states
+from components.simulation.check import check_plan, plan_checked
+from components.simulation.engine import simulate
 from tests.conftest import stack_spec
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_shipped_stacks_boot_with_nothing_stuck(stack: str) -> None:
-    plan = plan_cluster(stack_spec(stack))
+    plan = plan_checked(stack_spec(stack))
     assert plan.first_boot is not None and not plan.first_boot.stuck
     order = {s.workload: s.step for s in plan.first_boot.steps}
     # CNI first, then DNS and controllers, then the GPU stack, then the health checks that lift the taint.
@@ -33,7 +34,7 @@ def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
     `node-feature-discovery.worker.tolerations`): on GPU nodes still carrying the preflight taint it never runs,
     so the operator never labels them for its operands, the DCGM host engine never starts, the health checks
     never run and the taint is never removed. The plan fails naming the workloads, the taint and the cycle."""
-    plan = plan_cluster(stack_spec("dev"))
+    plan = plan_checked(stack_spec("dev"))
     charts = [replace(w, tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},))
               if w.name == "nfd-worker" else w for w in chart_workloads(plan)]
     with pytest.raises(SpecError) as error:
@@ -45,8 +46,8 @@ def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
 
 
 def test_stuck_workloads_are_a_plan_error() -> None:
-    plan = plan_cluster(stack_spec("dev"))
-    from components.planning.first_boot import Workload
+    plan = plan_checked(stack_spec("dev"))
+    from components.simulation.engine import Workload
     needy = Workload("needs-a-label", "Deployment", {"example.com/never": "true"}, ())
     with pytest.raises(SpecError, match=r"cluster\.inCluster: needs-a-label cannot start"):
         first_boot(plan, [needy])
@@ -55,8 +56,8 @@ def test_stuck_workloads_are_a_plan_error() -> None:
 def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
     """Requests against allocatable: with the DaemonSets' requests on the node, a pod needing more than the
     rest of a node is stuck, named with its requests."""
-    plan = plan_cluster(stack_spec("dev"))
-    from components.planning.first_boot import Workload
+    plan = plan_checked(stack_spec("dev"))
+    from components.simulation.engine import Workload
     system = next(p for p in pool_states(plan) if p.name == "system")
     huge = Workload("huge", "Deployment", {"gpucluster.io/role": "system"}, (), cpu_millis=system.cpu_millis + 1)
     boot = simulate(pool_states(plan), [*chart_workloads(plan), *own_workloads(plan), huge])
@@ -65,7 +66,7 @@ def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
 
 
 def test_effective_requests_follow_the_init_container_rule() -> None:
-    from components.planning.boot_layer import requests
+    from components.simulation.boot_layer import requests
     pod = {"initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
            "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
                           {"resources": {"requests": {"cpu": "250m", "memory": "2Gi"}}}]}
@@ -77,7 +78,7 @@ def test_report_shows_boot_order_and_versions() -> None:
 
     from components.offline.html_report import render_report
     from components.offline.report_data import report_data
-    html = render_report(report_data(plan_cluster(stack_spec("dev")), "dev", Counter(), []))
+    html = render_report(report_data(plan_checked(stack_spec("dev")), "dev", Counter(), []))
     assert "First boot: when each workload can start" in html and "gpu-health-t4" in html
     assert "Versions: Kubernetes 1.36.4, end of life 2027-06-28" in html
 
@@ -88,7 +89,7 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
     from components.bootstrap.node import NodeBootstrap, kubelet_patch
     from components.planning.node_template import autoscaler_tags, node_labels, registered_taints
     from components.vocabulary import AUTOSCALER_TAINT_TAG_PREFIX
-    plan = plan_cluster(stack_spec("prod"))
+    plan = plan_checked(stack_spec("prod"))
     states = {s.name: s for s in pool_states(plan)}
     for pool in plan.pools:
         scale_set = pool.scale_sets[0]
@@ -116,11 +117,30 @@ def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pyte
     assert "nothing in the layer provides it" in coredns
 
 
+def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planners do not reach the in-cluster layer: `plan_cluster` leaves the simulation to the entry point above
+    it. The CLI and `__main__.py` plan through `plan_checked`; `GpuCluster` checks a plan it is handed unchecked,
+    before it declares anything. All three refuse the stuck stack with the same problems."""
+    import components.planning.node_template as node_template
+    from components.cluster import GpuCluster
+    monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
+    plan = plan_cluster(stack_spec("dev"))
+    assert plan.first_boot is None and plan.agent_load is None
+    with pytest.raises(SpecError) as planned:
+        plan_checked(stack_spec("dev"))
+    with pytest.raises(SpecError) as declared:
+        GpuCluster("dev", plan)
+    assert planned.value.problems == declared.value.problems
+    assert any(p.message.startswith("coredns cannot start") for p in planned.value.problems)
+    assert check_plan(replace(plan, spec=plan.spec.model_copy(update={"in_cluster": plan.spec.in_cluster.model_copy(
+        update={"enabled": False})}))).first_boot is None
+
+
 def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
     """kube-scheduler's InterPodAffinity (required anti-affinity on kubernetes.io/hostname: one replica per node)
     and NodeAffinity (required nodeSelectorTerms ORed, matchExpressions ANDed; core/v1 NodeSelectorRequirement)."""
-    from components.planning.first_boot import Workload
-    plan = plan_cluster(stack_spec("dev"))
+    from components.simulation.engine import Workload
+    plan = plan_checked(stack_spec("dev"))
     system = {"gpucluster.io/role": "system"}
     too_many = Workload("too-many", "Deployment", system, (), replicas=3, one_per_node=True)  # dev: 2 system nodes
     elsewhere = Workload("elsewhere", "Deployment", {}, (), node_affinity=(
@@ -139,8 +159,8 @@ def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
 def test_toleration_semantics_follow_core_v1() -> None:
     """k8s.io/api core/v1 toleration.go ToleratesTaint: empty key with Exists matches every taint; an effect
     given must match; Equal compares the value (empty operator means Equal)."""
-    from components.planning.first_boot import tolerates
     from components.planning.taints import NodeTaint
+    from components.simulation.engine import tolerates
     taint = NodeTaint("gpucluster.io/preflight", "pending", "NoSchedule")
     assert tolerates(({"operator": "Exists"},), taint)
     assert not tolerates(({"operator": "Exists", "effect": "NoExecute"},), taint)
@@ -154,7 +174,7 @@ def test_each_chart_row_names_the_template_and_tag_it_was_read_from() -> None:
     """The charts' pods are a table, not `helm template` output (no reachable registry ships the pinned archives):
     every row says where, and at which release, its fields were read."""
     from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
-    from components.planning.boot_layer import chart_objects
+    from components.simulation.boot_layer import chart_objects
     releases = (CILIUM.version, GPU_OPERATOR.version, KUEUE.version, "v0.18.3")
     for row in chart_objects():
         assert any(r in row.source for r in releases), row.source

@@ -29,7 +29,7 @@ from components.kubernetes.objects.node_agents import layer_daemonsets
 from components.offline.engine import ProgramRun
 from components.offline.manifests import kubernetes_objects
 from components.planning.agent_load import AgentLoad, nominal_seats, plan_agent_load
-from components.planning.cluster_plan import plan_cluster
+from components.simulation.check import plan_checked
 from components.spec import ClusterSpec
 from tests.manifest_validation import validate_object
 
@@ -71,7 +71,7 @@ def apiserver_problems(o: dict[str, Any]) -> list[str]:
 
 
 def _objects(prod_spec: ClusterSpec) -> dict[str, dict[str, Any]]:
-    plan = plan_cluster(prod_spec)
+    plan = plan_checked(prod_spec)
     return {f"{o['kind']}/{o['metadata']['name']}": o
             for o in flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan)))}
 
@@ -164,7 +164,7 @@ def test_an_agent_over_the_levels_seats_fails_with_the_numbers() -> None:
 
 
 def test_prod_agents_fit_and_a_lost_zone_is_counted(prod_spec: ClusterSpec) -> None:
-    load = plan_cluster(prod_spec).agent_load
+    load = plan_checked(prod_spec).agent_load
     assert load is not None and load.servers == 3  # 5 API servers, 2 in the largest zone
     assert 0 < load.seats_needed <= load.seats
     nfd = next(a for a in load.agents if a.service_account == "node-feature-discovery")
@@ -180,7 +180,7 @@ def test_a_stack_whose_agents_outgrow_one_api_server_fails_the_plan() -> None:
     raw = small_cluster(controlPlane={"apiServers": {"count": 1}, "etcd": {"members": 3}, "eventsEtcd": None})
     raw["pools"][1]["count"] = 1_500
     with pytest.raises(SpecError) as caught:
-        plan_cluster(parse_cluster(raw))
+        plan_checked(parse_cluster(raw))
     [line] = [str(p) for p in caught.value.problems if "node agents" in str(p)]
     assert "it has 46 (46 on each of 1 API servers" in line
     assert "gpucluster-health/gpu-health-gpu: 2/min x 1,500 nodes = 50 req/s" in line

@@ -13,15 +13,16 @@ import pytest
 
 from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, KUEUE_RELEASE, RELEASES
 from components.offline.engine import ProgramRun
-from components.planning.boot_layer import releases_at_size
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.release_readiness import daemonset_ready, max_unavailable, scaled, tolerated_unready
+from components.planning.cluster_plan import ClusterPlan
+from components.simulation.boot_layer import releases_at_size
+from components.simulation.check import plan_checked
+from components.simulation.release_readiness import daemonset_ready, max_unavailable, scaled, tolerated_unready
 from tests.conftest import stack_spec
 
 
 @pytest.fixture(scope="module")
 def prod() -> ClusterPlan:
-    return plan_cluster(stack_spec("prod"))
+    return plan_checked(stack_spec("prod"))
 
 
 def test_helms_daemonset_rule() -> None:
@@ -49,7 +50,7 @@ def test_the_earlier_releases_fail_at_prods_size(prod: ClusterPlan) -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_shipped_releases_hold_at_the_stacks_size(stack: str) -> None:
-    plan = plan_cluster(stack_spec(stack))
+    plan = plan_checked(stack_spec(stack))
     assert plan.first_boot is not None
     assert releases_at_size(plan, plan.first_boot, RELEASES) == []
     assert not any(o.atomic for o in RELEASES)

@@ -17,13 +17,13 @@ from components.kubernetes.objects.images import pod_spec
 from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.node_lifecycle import APP, CONFIG_PATH
 from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import plan_cluster
+from components.simulation.check import plan_checked
 from tests.conftest import stack_spec
 from tests.manifest_validation import validate_object
 
 
 def _objects() -> list[dict[str, Any]]:
-    return [o for o in layer_objects(plan_cluster(stack_spec("prod"))) if APP in o["metadata"]["name"]]
+    return [o for o in layer_objects(plan_checked(stack_spec("prod"))) if APP in o["metadata"]["name"]]
 
 
 def test_the_manager_runs_the_lifecycle_controller_only() -> None:
@@ -65,5 +65,5 @@ def test_its_azure_identity_only_reads_scale_sets(prod_run: ProgramRun) -> None:
 
 
 def test_it_starts_on_the_system_pool_in_the_first_boot() -> None:
-    plan = plan_cluster(stack_spec("prod"))
+    plan = plan_checked(stack_spec("prod"))
     assert plan.first_boot is not None and plan.first_boot.placements()[APP] == ("system",)

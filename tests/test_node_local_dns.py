@@ -19,8 +19,8 @@ from components.kubernetes.objects.nodelocaldns import corefile, node_local_dns_
 from components.offline.boot_docs import boot_documents
 from components.offline.engine import ProgramRun
 from components.offline.manifests import kubernetes_objects
-from components.planning.cluster_plan import plan_cluster
 from components.planning.ip_plan import NODE_LOCAL_DNS_IP
+from components.simulation.check import plan_checked
 from tests.conftest import stack_spec
 from tests.manifest_validation import validate_object
 
@@ -95,7 +95,7 @@ def test_the_caches_serve_stale_answers_and_still_count_them() -> None:
 
 def test_kubelets_resolve_through_the_cache() -> None:
     """kubelet clusterDNS is what every ClusterFirst pod's resolv.conf names: the cache's link-local address."""
-    plan = plan_cluster(stack_spec("dev"))
+    plan = plan_checked(stack_spec("dev"))
     documents = boot_documents(plan)
     pools = {name: text for name, text in documents.items() if name.startswith("pool-")}
     assert pools
@@ -106,7 +106,7 @@ def test_kubelets_resolve_through_the_cache() -> None:
 
 
 def test_the_cache_runs_on_every_pool_in_the_first_boot() -> None:
-    plan = plan_cluster(stack_spec("prod"))
+    plan = plan_checked(stack_spec("prod"))
     assert plan.first_boot is not None
     placed = plan.first_boot.placements()
     assert set(placed["node-local-dns"]) == {p.name for p in plan.pools}

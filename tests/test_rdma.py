@@ -19,8 +19,8 @@ from components.kubernetes.objects.images import pod_spec
 from components.kubernetes.objects.kueue import kueue_configuration, kueue_objects
 from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.rdma import APP
-from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import autoscaler_tags
+from components.simulation.check import plan_checked
 from components.vocabulary import AUTOSCALER_RESOURCE_TAG_PREFIX
 from tests.conftest import ROOT, stack_spec
 from tests.manifest_validation import validate_object
@@ -37,7 +37,7 @@ def uncovered(requests: dict[str, Any], queue: dict[str, Any], configuration: di
 
 
 def test_kueue_admits_a_gang_that_asks_for_the_hcas() -> None:
-    plan = plan_cluster(stack_spec("prod"))
+    plan = plan_checked(stack_spec("prod"))
     queue = next(o for o in kueue_objects(plan.scheduling) if o["kind"] == "ClusterQueue")
     configuration = kueue_configuration(10)
     assert uncovered(GANG_POD, queue, configuration) == []
@@ -46,7 +46,7 @@ def test_kueue_admits_a_gang_that_asks_for_the_hcas() -> None:
 
 
 def test_the_plugin_runs_on_infiniband_pools_only_and_selects_the_ib_hcas() -> None:
-    plan = plan_cluster(stack_spec("prod"))
+    plan = plan_checked(stack_spec("prod"))
     objects = [o for o in layer_objects(plan) if o["metadata"]["name"] == APP]
     for o in objects:
         validate_object(o)
@@ -62,11 +62,11 @@ def test_the_plugin_runs_on_infiniband_pools_only_and_selects_the_ib_hcas() -> N
     assert terms[0]["matchExpressions"][0]["values"] == sorted(p.name for p in plan.pools if p.infiniband) == ["h100"]
     assert plan.registry.serves(pod["containers"][0]["image"])
     assert plan.first_boot is not None and plan.first_boot.placements()[APP] == ("h100",)
-    assert not [o for o in layer_objects(plan_cluster(stack_spec("dev"))) if o["metadata"]["name"] == APP]
+    assert not [o for o in layer_objects(plan_checked(stack_spec("dev"))) if o["metadata"]["name"] == APP]
 
 
 def test_a_scale_set_at_zero_offers_the_resource_to_the_autoscaler() -> None:
-    plan = plan_cluster(stack_spec("prod"))
+    plan = plan_checked(stack_spec("prod"))
     for pool in plan.pools:
         tags = autoscaler_tags("prod", pool, pool.scale_sets[0], 0, plan.spec.location)
         resources = {k.removeprefix(AUTOSCALER_RESOURCE_TAG_PREFIX).replace("_", "/"): v for k, v in tags.items()

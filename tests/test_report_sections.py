@@ -12,7 +12,8 @@ import pytest
 from components.diff.compare import diff_sides
 from components.diff.sides import Side
 from components.offline.html_report import render_report
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from components.planning.cluster_plan import ClusterPlan
+from components.simulation.check import plan_checked
 from tests.conftest import stack_spec
 
 
@@ -57,7 +58,7 @@ def _section(sections: dict[str, list[list[str]]], title: str) -> list[list[str]
 
 @pytest.fixture(scope="module")
 def dev_plan() -> ClusterPlan:
-    return plan_cluster(stack_spec("dev"))
+    return plan_checked(stack_spec("dev"))
 
 
 @pytest.fixture(scope="module")

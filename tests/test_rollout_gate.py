@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
+from components.kubernetes.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
 from components.offline.engine import ProgramRun
-from components.planning.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
 from tests.test_first_up import _cert
 
 PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/cilium"

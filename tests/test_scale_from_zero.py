@@ -19,15 +19,16 @@ from components.errors import SpecError
 from components.kubernetes.objects.kueue import ATOMIC_SCALE_UP, PROVISIONING_CHECK
 from components.kubernetes.objects.layer import layer_objects
 from components.offline.engine import ProgramRun
-from components.planning.boot_layer import first_boot
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from components.planning.cluster_plan import ClusterPlan
 from components.planning.scale_from_zero import scale_from_zero_problems
+from components.simulation.boot_layer import first_boot
+from components.simulation.check import plan_checked
 from tests.conftest import stack_spec
 
 
 @pytest.fixture(scope="module")
 def prod() -> ClusterPlan:
-    return plan_cluster(stack_spec("prod"))
+    return plan_checked(stack_spec("prod"))
 
 
 def _bounds(plan: ClusterPlan) -> dict[str, tuple[int, int]]:
@@ -94,7 +95,7 @@ def test_the_shipped_objects_scale_the_pool_up(prod: ClusterPlan) -> None:
 def test_dev_declares_no_check_without_a_topology_aware_pool() -> None:
     """dev's T4 pool has no InfiniBand, so no topology: Kueue admits by quota, unschedulable pods are pending, and
     the autoscaler scales up for them as for any pod."""
-    plan = plan_cluster(stack_spec("dev"))
+    plan = plan_checked(stack_spec("dev"))
     assert not [o for o in layer_objects(plan) if o["kind"] in ("AdmissionCheck", "ProvisioningRequestConfig")]
 
 

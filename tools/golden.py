@@ -37,11 +37,11 @@ def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document
     from components.offline.report_data import report_data
-    from components.planning.cluster_plan import plan_cluster
+    from components.simulation.check import plan_checked
     from components.spec import load_stack_file
 
     loaded = load_stack_file(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)
-    plan = plan_cluster(loaded.spec)
+    plan = plan_checked(loaded.spec)
     if run is None:
         run = run_program(ROOT / "__main__.py", "gpucluster", stack, loaded.config)
     config_path = ROOT / "policies" / "config" / f"{stack}.json"

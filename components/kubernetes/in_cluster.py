@@ -20,9 +20,9 @@ from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects
 from components.kubernetes.objects.node_agents import layer_daemonsets
+from components.kubernetes.rollout_gate import CILIUM_GATE
 from components.kubernetes.scheduling import Scheduling
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.rollout_gate import CILIUM_GATE
 
 
 def with_proxy(kubeconfig: str, proxy_url: str | None) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from typing import TypeVar
 
 from components.errors import Problem, SpecError
-from components.planning.agent_load import AgentLoadPlan, plan_agent_load
+from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
 from components.planning.azure_names import resource_group_name
 from components.planning.balloons import BalloonPlan, plan_balloons
@@ -55,14 +55,15 @@ class ClusterPlan:
     boot: BootPlan
     """What every machine boots with (components/bootstrap/ renders it)."""
     first_boot: FirstBoot | None = None
-    """The simulated first boot of the in-cluster layer (None when the layer is off)."""
+    """The simulated first boot of the in-cluster layer, set by components/simulation/check.py (None when the layer
+    is off or the plan was not checked yet)."""
     first_up: FirstUpPlan | None = None
     """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
     in-cluster layer are applied through it)."""
     counts: tuple[CountNeed, ...] = ()
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
     agent_load: AgentLoadPlan | None = None
-    """The node agents' API load against their APF level's seats (None when the layer is off)."""
+    """The node agents' API load against their APF level's seats, set with `first_boot`."""
 
     @property
     def nodes(self) -> int:
@@ -117,7 +118,8 @@ def api_load(spec: ClusterSpec, pools: tuple[PoolPlan, ...], registry: RegistryP
 
 def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     """Run every planner; problems from independent planners are reported together. `today` (default: the
-    clock) places the bootstrap tokens in their rotation period."""
+    clock) places the bootstrap tokens in their rotation period. The checks against the in-cluster layer come
+    after, above the layer (components/simulation/check.py `plan_checked`)."""
     limits = effective_limits(spec)
     problems: list[Problem] = []
     ip = _attempt(lambda: plan_ip(spec, limits), problems)
@@ -147,16 +149,4 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
                        registry, images, tokens, plan_boot(spec, ip, pools, control_plane), first_up=first_up,
                        counts=counts)
-    if not spec.in_cluster.enabled:
-        return plan
-    # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
-    from components.kubernetes.objects.flowcontrol import NODE_AGENTS, NODE_AGENTS_SHARES
-    from components.kubernetes.objects.node_agents import node_agent_loads
-    from components.planning.boot_layer import first_boot
-    api = control_plane.api
-    boot = first_boot(plan)
-    agents = plan_agent_load(NODE_AGENTS, NODE_AGENTS_SHARES,
-                             api.flags.max_requests_inflight + api.flags.max_mutating_requests_inflight,
-                             max(1, api.count - max(api.in_zone(z) for z in api.zones)),
-                             node_agent_loads(plan, boot.placements()))
-    return replace(plan, first_boot=boot, agent_load=agents)
+    return plan

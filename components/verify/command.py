@@ -92,11 +92,11 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
 
 def _plan(stack: str) -> tuple[str, ClusterPlan]:
     from components.cli import project_root
-    from components.planning.cluster_plan import plan_cluster
+    from components.simulation.check import plan_checked
     from components.spec import load_stack_file, resolve_stack_path
 
     name, path = resolve_stack_path(stack, project_root() / "stacks")
-    return name, plan_cluster(load_stack_file(path, name).spec)
+    return name, plan_checked(load_stack_file(path, name).spec)
 
 
 def _default_azure(subscription: str | None, endpoint: str | None) -> AzureAccess:

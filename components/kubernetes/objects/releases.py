@@ -1,6 +1,6 @@
 """How each Helm release is installed: whether the install waits for the chart's workloads, whether a failure rolls
 back, and how long it may take. Pure: the components declare releases with these options and the first-boot
-simulation judges them (components/planning/release_readiness.py).
+simulation judges them (components/simulation/release_readiness.py).
 
 pulumi-kubernetes 4.x installs a `helm.v3.Release` with the Helm library: `client.Wait = !skipAwait`,
 `client.Atomic = atomic` (provider/pkg/provider/helm_release.go). Helm's install sets Wait whenever Atomic is set
@@ -23,7 +23,7 @@ class ReleaseOptions:
     atomic: bool
     timeout_seconds: int
     waits_for: tuple[str, ...]
-    """The chart's workloads Helm's wait judges (components/planning/boot_layer.py chart_objects names)."""
+    """The chart's workloads Helm's wait judges (components/simulation/boot_layer.py chart_objects names)."""
     why: str
 
 

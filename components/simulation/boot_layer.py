@@ -31,11 +31,12 @@ from components.kubernetes.objects.nodelocaldns import APP as NODE_LOCAL_DNS_APP
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
 from components.kubernetes.objects.releases import RELEASES, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.first_boot import BootStep, FirstBoot, PoolState, Stuck, Workload, simulate
+from components.planning.first_boot import BootStep, FirstBoot, Stuck
 from components.planning.pod_addresses import api_server_pod_addresses
 from components.planning.pod_needs import needs_cluster_dns
-from components.planning.release_readiness import ReleaseProblem, release_problems
 from components.planning.scale_from_zero import scale_from_zero_problems
+from components.simulation.engine import PoolState, Workload, simulate
+from components.simulation.release_readiness import ReleaseProblem, release_problems
 from components.vocabulary import (
     GPU_RESOURCE,
     LABEL_APP,
