@@ -17,6 +17,7 @@ from rich.console import Console
 from components.diff.command import add_parser as add_diff_parser
 from components.diff.command import cmd_diff
 from components.errors import Problem, SpecError
+from components.project import project_root
 from components.verify.command import add_parser as add_verify_parser
 from components.verify.command import cmd_verify
 
@@ -26,14 +27,6 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 PROJECT = "gpucluster"
-
-
-def project_root(start: Path | None = None) -> Path:
-    """The folder holding this project's Pulumi.yaml: from the working directory up, else the package's."""
-    for folder in [(start or Path.cwd()).resolve(), *(start or Path.cwd()).resolve().parents]:
-        if (folder / "Pulumi.yaml").is_file() and (folder / "__main__.py").is_file():
-            return folder
-    return Path(__file__).resolve().parent.parent
 
 
 def _fail(problems: SpecError, console: Console) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from components.catalog.arm_types import ARM_TYPES, SUB_RESOURCES, id_pattern
-from components.offline.autonaming import NAME_PROPERTIES
+from components.catalog.autonaming import NAME_PROPERTIES
 from components.offline.engine import ProgramRun
 from components.offline.mock_values import SUBSCRIPTION, computed_state
 from components.offline.preview import preview_document

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from components.offline.autonaming import NAME_PROPERTIES, autoname, default_name
+from components.catalog.autonaming import NAME_PROPERTIES, autoname, default_name
 from components.offline.engine import ProgramRun
 from components.preflight.naming import NAMING
 from policies.rules.props import resource_kind

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from components.cli import project_root
 from components.errors import SpecError
 from components.kubernetes.objects.autoscaler import autoscaler_args, max_scale_down_parallelism
 from components.kubernetes.objects.balloons import balloon_deployment
@@ -19,6 +18,7 @@ from components.offline.manifests import helm_releases, kubernetes_objects
 from components.planning.agents_image import CONTEXT
 from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
+from components.project import project_root
 from components.spec import ClusterSpec, load_stack_file
 from tests.conftest import small_spec
 from tests.manifest_validation import validate_object

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.cli import project_root
 from components.offline.engine import ProgramRun, Registration, run_program
 from components.offline.manifests import kubernetes_objects
+from components.project import project_root
 from policies.rules.props import resource_kind
 from tests.conftest import small_cluster
 

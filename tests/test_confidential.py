@@ -24,7 +24,6 @@ from components.bootstrap.confidential import (
 from components.bootstrap.node import BOOT_SCRIPT, JOIN_COMMAND, NodeBootstrap, render_cloud_init
 from components.catalog.images import UBUNTU_CVM_2404, UBUNTU_HPC_2204, is_confidential_image
 from components.catalog.node_images import NODE_IMAGES
-from components.cli import project_root
 from components.errors import SpecError
 from components.images.bundle import IMAGES_DIR
 from components.images.content import image_files
@@ -32,6 +31,7 @@ from components.offline.engine import ProgramRun, Registration, run_program
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_images import NodeImage
 from components.planning.node_template import CONFIDENTIAL_TAINT, autoscaler_tags, node_labels, node_taints
+from components.project import project_root
 from components.spec import ClusterSpec
 from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE
 from policies.rules.props import resource_kind

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from components.offline.engine import UNKNOWN, UNKNOWN_MARK
+from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 from components.offline.lazy_props import lazy_props
 
 INPUTS: dict[str, Any] = {

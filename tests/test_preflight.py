@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from components.catalog.autonaming import default_name
 from components.catalog.availability import AVAILABILITY
-from components.offline.autonaming import default_name
 from components.offline.engine import ProgramRun
 from components.offline.preview import preview_document
 from components.planning.cluster_plan import plan_cluster

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from components.offline.engine import UNKNOWN, UNKNOWN_MARK
+from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 from components.planning.cluster_plan import plan_cluster
 from components.preflight import context_for, preflight
 from tests.conftest import stack_spec

@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.bootstrap.scheduler import scheduler_configuration
-from components.cli import project_root
 from components.errors import SpecError
 from components.kubernetes.objects.kueue import kueue_chart_values, kueue_configuration, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
@@ -27,6 +26,7 @@ from components.planning.scheduling import (
     WORKLOAD_CLASSES,
     split_proportionally,
 )
+from components.project import project_root
 from components.spec import ClusterSpec
 from tests.conftest import small_cluster, small_spec, stack_spec
 from tests.manifest_validation import CRD_ROOT, shared_schema_dir, validate_object

@@ -11,7 +11,6 @@ import pytest
 from rich.console import Console
 
 from components.offline.engine import ProgramRun
-from components.offline.fold import merged_message, names_text
 from components.offline.html_report import render_report
 from components.offline.policy_runner import Violation
 from components.offline.preview import preview_document
@@ -19,6 +18,7 @@ from components.offline.report_data import report_data
 from components.offline.summary import print_violations
 from components.planning.cluster_plan import plan_cluster
 from components.preflight import run_preflight
+from components.preflight.fold import merged_message, names_text
 from components.preflight.model import Finding
 from components.preflight.report import KEY, html_section, print_warnings, warning_rows
 

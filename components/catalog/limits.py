@@ -60,9 +60,6 @@ OVERRIDE_CEILINGS: dict[str, int] = {"vmsPerInfinibandDomain": 300, "privateIpsP
 RESERVED_IPS_PER_SUBNET = 5
 """Azure reserves the network address, the gateway, two DNS addresses and broadcast (azure-docs virtual-network FAQ)."""
 
-SCALE_SET_SUBNET_SPARE = 0.20
-"""Spare addresses to keep in a scale set's subnet (../shared/reference/azure.md, scale sets)."""
-
 SNAT_PORTS_PER_PUBLIC_IP = 64_512
 """SNAT ports one NAT gateway public IP provides (azure-docs articles/nat-gateway/nat-gateway-resource.md)."""
 

@@ -21,15 +21,14 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
 
-from components.offline.autonaming import autoname
+from components.catalog.autonaming import autoname
+from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 from components.offline.mock_values import computed_state, invoke_result
 
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 SIG_KEY = "4dabf18193072939515e22adb298388d"
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 SECRET_MARK = "[secret]"
-UNKNOWN_MARK = "[unknown]"
 DYNAMIC_PROVIDER_KEY = "__provider"
 """pulumi.dynamic's input holding the pickled provider (base64): shown as the class it names, not its bytes."""
 

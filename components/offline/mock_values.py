@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from components.catalog.arm_types import ARM_TYPES
-from components.offline.autonaming import name_property
+from components.catalog.autonaming import name_property
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 

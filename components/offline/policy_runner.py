@@ -27,8 +27,8 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError  # what args.not_applicable() raises
 from pulumi_policy.proxy import UnknownValueError
 
+from components.catalog.preview_values import UNKNOWN
 from components.errors import Problem, SpecError
-from components.offline.engine import UNKNOWN
 from components.offline.lazy_props import lazy_props
 from policies.rules import ALL_POLICIES
 

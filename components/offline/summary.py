@@ -7,7 +7,6 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from components.offline.fold import merged_message, names_text
 from components.offline.lifetimes_report import print_tokens
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.offline.report_data import (
@@ -20,6 +19,7 @@ from components.offline.report_data import (
     unpinned_text,
 )
 from components.offline.versions_report import print_versions
+from components.preflight.fold import merged_message, names_text
 
 Data = dict[str, Any]
 

@@ -21,12 +21,13 @@ import math
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
-from components.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET, SCALE_SET_SUBNET_SPARE
+from components.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET
 from components.errors import Problem, SpecError, pool_path
 from components.planning.limits import Limits
 from components.planning.pod_addresses import BLOCK_SIZE, PREFIX_LENGTH, api_server_pod_addresses, node_addressing
 from components.planning.vnet_entries import VnetEntries, count_entries
 from components.spec import ClusterSpec
+from components.spec.network import SCALE_SET_SUBNET_SPARE
 
 RDMA = IPv4Network(RDMA_NETWORK)
 SMALLEST_SUBNET_PREFIX = 29

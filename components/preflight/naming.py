@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
-from components.offline.autonaming import NAME_PROPERTIES, default_name
-from components.offline.engine import UNKNOWN, UNKNOWN_MARK
+from components.catalog.autonaming import NAME_PROPERTIES, default_name
+from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 from components.preflight.model import Finding, Resource, dig
 
 Scope = Literal["global", "subscription", "resourceGroup", "parent", "assignment"]
@@ -129,7 +129,7 @@ def check_names(resources: list[Resource]) -> list[Finding]:
         if rule is None or prop is None:
             findings.append(Finding("name-type-catalogued", resource.name, "type",
                                     f"{resource.type} has no naming rule; add it to components/preflight/naming.py "
-                                    "and components/offline/autonaming.py with its source"))
+                                    "and components/catalog/autonaming.py with its source"))
             continue
         name = resource.inputs.get(prop)
         if not isinstance(name, str) or name in (UNKNOWN, UNKNOWN_MARK):

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from components.offline.fold import Folded, fold
+from components.preflight.fold import Folded, fold
 from components.preflight.model import Finding
 
 KEY = "preflightWarnings"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.offline.engine import UNKNOWN, UNKNOWN_MARK
+from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 from components.planning.security_rules import is_address_prefix
 from components.preflight.compute import VM, VMSS, size_of
 from components.preflight.model import Context, Finding, Resource, dig

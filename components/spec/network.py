@@ -6,9 +6,11 @@ from ipaddress import IPv4Network
 
 from pydantic import Field, field_validator
 
-from components.catalog.limits import SCALE_SET_SUBNET_SPARE
 from components.spec import consumer_rules as rules
 from components.spec.base import Cidr, RealNumber, SpecModel, WholeNumber
+
+SCALE_SET_SUBNET_SPARE = 0.20
+"""Spare addresses to keep in a scale set's subnet (../shared/reference/azure.md, scale sets): `blockSpare`'s default."""
 
 
 class EgressSpec(SpecModel):

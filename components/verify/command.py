@@ -91,7 +91,7 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
 
 
 def _plan(stack: str) -> tuple[str, ClusterPlan]:
-    from components.cli import project_root
+    from components.project import project_root
     from components.simulation.check import plan_checked
     from components.spec import load_stack_file, resolve_stack_path
 
