@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-Role = Literal["system", "cpu", "gpu", "confidential", "apiserver", "etcd", "etcd-events"]
+Role = Literal["system", "cpu", "gpu", "confidential", "rack", "apiserver", "etcd", "etcd-events"]
 CLUSTER_TAG = "gpucluster-cluster"
 ROLE_TAG = "gpucluster-role"
 POOL_TAG = "gpucluster-pool"

@@ -68,7 +68,7 @@ def image_files(definition: str) -> tuple[ImageFile, ...]:
     """What `definition`'s image carries besides packages, sorted by path."""
     if definition == "etcd":
         return ()
-    node = definition in ("gpu", "cpu", "confidential")
+    node = definition in ("gpu", "rack", "cpu", "confidential")
     files = [
         ImageFile(MODULES_FILE, "0644", modules_text()),
         # Nodes hold one neighbour entry per pod address: the ARP cache thresholds too (OpenAI, 2018).

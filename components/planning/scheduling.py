@@ -165,7 +165,7 @@ def _team_flavors(index: int, team: TeamSpec, flavors: dict[str, FlavorPlan],
                   pools: dict[str, PoolPlan]) -> tuple[list[FlavorPlan], list[Problem]]:
     problems: list[Problem] = []
     if team.pools is None:
-        chosen = [f for f in flavors.values() if f.pool.spec.kind in (PoolKind.GPU, PoolKind.CPU)]
+        chosen = [f for f in flavors.values() if f.pool.spec.kind in (PoolKind.GPU, PoolKind.RACK, PoolKind.CPU)]
     else:
         chosen = []
         for j, name in enumerate(team.pools):

@@ -12,13 +12,17 @@ MACHINE_TYPES = (SCALE_SET, VIRTUAL_MACHINE)
 DYNAMIC_RESOURCE = "pulumi-python:dynamic:Resource"
 # ARM types a dynamic resource may declare in its `armType` input, and the azure-native type whose inputs
 # (camelCase, `properties` flattened) it mirrors: rules written for the typed class apply to it unchanged.
-ARM_TYPES = {"Microsoft.Compute/virtualMachineScaleSets": SCALE_SET}
+INTERCONNECT_BLOCK = "azure-native:compute:InterconnectBlock"
+"""How rules name an interconnect block: azure-native has no such type yet (docs/rack-scale.md), so this is the
+name its typed class would take (azure-native names types `<module>:<Type>` after the ARM namespace)."""
+ARM_TYPES = {"Microsoft.Compute/virtualMachineScaleSets": SCALE_SET, "Microsoft.Compute/interconnectBlocks":
+             INTERCONNECT_BLOCK}
 ROLE_TAG = "gpucluster-role"
 POOL_TAG = "gpucluster-pool"
 INFINIBAND_TAG = "gpucluster-infiniband"
 # The cluster autoscaler's scale-from-zero tag for GPUs per node ('/' encoded as '_'); node pools always set it.
 GPUS_TAG = "k8s.io_cluster-autoscaler_node-template_resources_nvidia.com_gpu"
-GPU_ROLES = ("gpu", "confidential")
+GPU_ROLES = ("gpu", "confidential", "rack")
 ETCD_ROLES = ("etcd", "etcd-events")
 ZONE_LABEL = "topology.kubernetes.io/zone"
 # A machine without zones is regional: Azure may put it in any zone, so it counts as its own failure domain.
