@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.bootstrap.confidential import CONFIDENTIAL_TAINT
-from components.bootstrap.node import LABEL_IB_DOMAIN, LABEL_POOL, LABEL_ZONE
+from components.bootstrap.node import LABEL_IB_DOMAIN, LABEL_POOL, LABEL_RACK, LABEL_ZONE
 from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
 from components.planning.node_template import node_taints
@@ -23,6 +23,11 @@ LABEL_HOSTNAME = "kubernetes.io/hostname"
 TOPOLOGY_NAME = "infiniband"
 TOPOLOGY_LEVELS = (LABEL_ZONE, LABEL_IB_DOMAIN, LABEL_HOSTNAME)
 """Zone -> InfiniBand domain (one scale set) -> node: the labels every node registers with."""
+RACK_TOPOLOGY_NAME = "nvlink"
+RACK_TOPOLOGY_LEVELS = (LABEL_IB_DOMAIN, LABEL_RACK, LABEL_HOSTNAME)
+"""A rack pool's levels: interconnect group (its InfiniBand domain, one zone) -> NVLink rack -> node. A gang that
+asks for `kueue.x-k8s.io/podset-required-topology: gpucluster.io/rack` is placed within one rack
+(docs/rack-scale.md, "One rack per gang")."""
 AUTOSCALER_EXPENDABLE_CUTOFF = -10
 """cluster-autoscaler's default --expendable-pods-priority-cutoff: pods below it never trigger scale-up."""
 TEAM_LABEL = "gpucluster.io/team"
@@ -123,7 +128,8 @@ def _flavor(pool: PoolPlan) -> FlavorPlan:
     taints = node_taints(pool)
     return FlavorPlan(name=pool.name, pool=pool, node_labels={LABEL_POOL: pool.name}, node_taints=taints,
                       tolerations=tuple(t for t in taints if t.key != CONFIDENTIAL_TAINT.key),
-                      topology=TOPOLOGY_NAME if pool.infiniband else None)
+                      topology=RACK_TOPOLOGY_NAME if pool.racks is not None
+                      else TOPOLOGY_NAME if pool.infiniband else None)
 
 
 def split_within(total: int, weights: list[int], caps: list[int] | None) -> list[int]:

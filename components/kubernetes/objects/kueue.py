@@ -10,6 +10,8 @@ from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VE
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from components.planning.scheduling import (
     GPU,
+    RACK_TOPOLOGY_LEVELS,
+    RACK_TOPOLOGY_NAME,
     TEAM_LABEL,
     TOPOLOGY_LEVELS,
     TOPOLOGY_NAME,
@@ -33,8 +35,21 @@ ANNOTATION_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_REPLICAS = 2
 
 
-def topology() -> Object:
-    return obj(API, "Topology", TOPOLOGY_NAME, spec={"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]})
+SPARE_RACKS_ANNOTATION = "gpucluster.io/spare-racks-per-zone"
+"""On a rack pool's flavor: the stack's `racks.spareRacksPerZone`, which the policy pack's spare-rack rule keeps free
+of nominal quota (policies/rules/racks.py)."""
+
+
+def topology(name: str = TOPOLOGY_NAME, levels: tuple[str, ...] = TOPOLOGY_LEVELS) -> Object:
+    return obj(API, "Topology", name, spec={"levels": [{"nodeLabel": label} for label in levels]})
+
+
+def topologies(plan: SchedulingPlan) -> list[Object]:
+    """The cluster's `infiniband` topology, and the `nvlink` one when a rack pool's flavor names it."""
+    found = [topology()]
+    if any(f.topology == RACK_TOPOLOGY_NAME for f in plan.flavors):
+        found.append(topology(RACK_TOPOLOGY_NAME, RACK_TOPOLOGY_LEVELS))
+    return found
 
 
 def resource_flavor(flavor: FlavorPlan) -> Object:
@@ -45,7 +60,10 @@ def resource_flavor(flavor: FlavorPlan) -> Object:
         spec["tolerations"] = [toleration(t) for t in flavor.tolerations]
     if flavor.topology:
         spec["topologyName"] = flavor.topology
-    return obj(API, "ResourceFlavor", flavor.name, spec=spec)
+    found = obj(API, "ResourceFlavor", flavor.name, spec=spec)
+    if flavor.pool.racks is not None:
+        found["metadata"]["annotations"] = {SPARE_RACKS_ANNOTATION: str(flavor.pool.racks.spare_racks_per_zone)}
+    return found
 
 
 def cohort(plan: SchedulingPlan) -> Object:
@@ -127,7 +145,7 @@ def local_queue(team: TeamQueuePlan) -> Object:
 def kueue_objects(plan: SchedulingPlan) -> list[Object]:
     """Custom resources, in an order `kubectl apply` accepts (referenced objects first)."""
     provisioning = provisioning_objects() if any(f.scales_below_demand for f in plan.flavors) else []
-    objects = [topology(), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
+    objects = [*topologies(plan), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
     for team in plan.teams:
         objects += [cluster_queue(plan, team), team_namespace(team), local_queue(team)]
     return objects
