@@ -90,6 +90,7 @@ def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, t
         labels=node_labels(pool, scale_set, spec.location),
         taints=node_taints(pool), confidential_gpu=pool.confidential is not None,
         api_server_address=str(plan.ip.api_server_ip), preflight=registers_preflight(pool),
+        rack=pool.racks is not None,
         registry=registry_boot(plan, identity) if identity else None)
 
 

@@ -13,6 +13,7 @@ import yaml
 from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.confidential import GATE_UNIT
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
+from components.bootstrap.rack import rack_boot_lines
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.taints import NodeTaint
 
@@ -57,6 +58,8 @@ class NodeBootstrap:
     api_server_address: str = ""
     """The internal load balancer's frontend IP, written to /etc/hosts for the endpoint's name."""
     join_attempts: int = 5
+    rack: bool = False
+    """An NVLink rack VM: checks IMEX and memlock, labels the node with its interconnect ids (bootstrap/rack.py)."""
     registry: RegistryBoot | None = None
     """The cluster's registry: containerd mirrors every upstream there; the kubelet pulls with the VM's identity."""
 
@@ -131,6 +134,7 @@ def boot_script(b: NodeBootstrap) -> str:
         # Before the first network fetch: hundreds of new VMs do not reach IMDS and the API servers at once.
         boot_jitter(b.join_spread_seconds),
         *provider_id_script(),
+        *(rack_boot_lines() if b.rack else []),
     ]
     if b.confidential_gpu:
         # The image's gate unit (CC mode, attestation) runs before the kubelet on every boot; start it here so

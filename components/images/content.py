@@ -28,6 +28,7 @@ from components.bootstrap.confidential import (
 )
 from components.bootstrap.host_prep import MODULES_FILE, SYSCTL_FILE, modules_text, sysctl_text
 from components.bootstrap.node import ARP_SYSCTLS
+from components.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, MEMLOCK_DROP_IN
 from components.catalog.in_cluster import PAUSE_IMAGE
 from components.images.os_guards import NETWORKD_DROPIN, networkd_dropin
 
@@ -86,4 +87,7 @@ def image_files(definition: str) -> tuple[ImageFile, ...]:
             ImageFile(GATE_PATH, "0755", gate_script()),
             ImageFile(f"/etc/systemd/system/{GATE_UNIT}", "0644", gate_unit()),
         ]
+    if definition == "rack":
+        # RDMA in pods needs unlimited memlock, inherited from containerd (components/bootstrap/rack.py).
+        files.append(ImageFile(CONTAINERD_MEMLOCK_DROP_IN, "0644", MEMLOCK_DROP_IN))
     return tuple(sorted(files, key=lambda f: f.path))

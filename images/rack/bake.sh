@@ -20,6 +20,13 @@ disable_host_dcgm() {
   systemctl mask nvidia-dcgm.service
 }
 
+# IMEX runs in the ComputeDomain daemon's pods (NVIDIA's DRA driver), not as the host's service: masked, so
+# neither the base image nor a package enables it (components/bootstrap/rack.py; the node boot checks it).
+mask_host_imex() {
+  systemctl disable --now nvidia-imex.service || true
+  systemctl mask nvidia-imex.service
+}
+
 main() {
   wait_for_first_boot
   add_kubernetes_repository
@@ -27,6 +34,7 @@ main() {
   remove_packages "${REMOVE_FIRST[@]}"
   install_kubernetes
   disable_host_dcgm
+  mask_host_imex
   finish_kubernetes_image
 }
 
