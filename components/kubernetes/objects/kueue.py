@@ -33,6 +33,14 @@ cannot place on existing nodes, all or nothing where the cloud provider can; `ch
 never bring a pool up from zero."""
 ANNOTATION_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_REPLICAS = 2
+COMPUTE_DOMAIN_CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
+"""The DeviceClass a ComputeDomain's ResourceClaimTemplate asks its IMEX channel of (kubernetes-sigs/
+dra-driver-nvidia-gpu v25.12.0 deployments/helm/nvidia-dra-driver-gpu/templates/
+deviceclass-compute-domain-default-channel.yaml)."""
+CHANNEL_RESOURCE = "compute-domain.nvidia.com/channel"
+"""The quota resource Kueue counts those channels as: kueue v0.19.2 makes a workload whose claim names a DeviceClass
+without a deviceClassMappings entry inadmissible ("DeviceClass %s is not mapped in DRA configuration", pkg/dra/
+claims.go), and a mapped resource no resource group covers is "unavailable in ClusterQueue" (flavorassigner.go)."""
 
 
 SPARE_RACKS_ANNOTATION = "gpucluster.io/spare-racks-per-zone"
@@ -111,6 +119,31 @@ def _provisioned_flavors(plan: SchedulingPlan, team: TeamQueuePlan) -> list[str]
     return [f.flavor for f in team.flavors if f.flavor in scaling]
 
 
+def _rack_group(plan: SchedulingPlan, team: TeamQueuePlan) -> dict[str, Any]:
+    group: dict[str, Any] = {
+        "coveredResources": list(RESOURCES),
+        "flavors": [{"name": f.flavor, "resources": _resources(f.nominal, f.borrowing_limit, f.lending_limit)}
+                    for f in team.flavors],
+    }
+    return _with_channels(plan, group, team) if has_racks(plan) else group
+
+
+def has_racks(plan: SchedulingPlan) -> bool:
+    return any(f.pool.racks is not None for f in plan.flavors)
+
+
+def _with_channels(plan: SchedulingPlan, group: dict[str, Any], team: TeamQueuePlan) -> dict[str, Any]:
+    """One ComputeDomain channel per GPU of quota on rack flavors (a pod on a rack node takes one channel and at
+    least one GPU), none elsewhere."""
+    racks = {f.name for f in plan.flavors if f.pool.racks is not None}
+    gpus = {f.flavor: f.nominal.gpus for f in team.flavors}
+    group["coveredResources"].append(CHANNEL_RESOURCE)
+    for flavor in group["flavors"]:
+        flavor["resources"].append({"name": CHANNEL_RESOURCE,
+                                    "nominalQuota": gpus[flavor["name"]] if flavor["name"] in racks else 0})
+    return group
+
+
 def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
     checks = _provisioned_flavors(plan, team)
     strategy = ({"admissionChecksStrategy": {"admissionChecks": [{"name": PROVISIONING_CHECK, "onFlavors": checks}]}}
@@ -120,11 +153,7 @@ def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
         "cohortName": plan.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
         "queueingStrategy": "BestEffortFIFO",
-        "resourceGroups": [{
-            "coveredResources": list(RESOURCES),
-            "flavors": [{"name": f.flavor, "resources": _resources(f.nominal, f.borrowing_limit, f.lending_limit)}
-                        for f in team.flavors],
-        }],
+        "resourceGroups": [_rack_group(plan, team)],
         "fairSharing": {"weight": team.weight},
         # Under fair sharing Kueue ignores borrowWithinCohort (Kueue docs, concepts/preemption "Fair Sharing"):
         # borrowing is decided by fair share alone. A team borrows idle quota up to its borrowingLimit; the
@@ -160,7 +189,7 @@ SCALE = 2
 """Thousands of workloads at 7,500 nodes: twice the defaults' client throughput and reconcile workers."""
 
 
-def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
+def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) -> dict[str, Any]:
     """config.kueue.x-k8s.io/v1beta2 Configuration: the chart's default config (the chart replaces it whole
     with this value) raised for scale, fair sharing on, all-or-nothing admission for gangs."""
     return {
@@ -190,14 +219,19 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
         # and a requested resource no resource group covers makes the workload inadmissible ("resource %s
         # unavailable in ClusterQueue", kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go): it is not
         # quota, so Kueue ignores it (apis/config/v1beta2 Resources.excludeResourcePrefixes).
-        "resources": {"excludeResourcePrefixes": [RDMA_RESOURCE.split("/")[0] + "/"]},
+        "resources": {"excludeResourcePrefixes": [RDMA_RESOURCE.split("/")[0] + "/"],
+                      # ComputeDomain channels on rack pools (apis/config/v1beta2 Resources.deviceClassMappings).
+                      **({"deviceClassMappings": [{"name": CHANNEL_RESOURCE,
+                                                   "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]}]}
+                         if racks else {})},
     }
 
 
 PROVISIONING_API_ANNOTATION = "gpucluster.io/provisioning-request-api"
 
 
-def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = "") -> dict[str, Any]:
+def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = "", racks: bool = False
+                       ) -> dict[str, Any]:
     """`provisioning_api`: where the ProvisioningRequest CRD comes from. Kueue sets up its provisioning controller
     only if that API is served when it starts (v0.19.2 cmd/kueue/main.go), and a ClusterQueue whose AdmissionCheck is
     not Active is inactive (site/content/en/docs/concepts/admission_check): admits nothing. The annotation rolls
@@ -221,5 +255,5 @@ def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = 
             "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
         },
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(
-            kueue_configuration(pods_ready_timeout_minutes), sort_keys=False)},
+            kueue_configuration(pods_ready_timeout_minutes, racks), sort_keys=False)},
     }
