@@ -20,8 +20,6 @@ from typing import Any
 from components.kubernetes.scripts.prefix_ipam import (
     blocks_by_instance,
     expand,
-    lease_action,
-    micro_time,
     pool_patch,
     sync_plan,
 )
@@ -81,17 +79,6 @@ def test_idempotent_and_never_drops_an_address_in_use() -> None:
     pool = pool_patch(node, moved)["spec"]["ipam"]["pool"]  # type: ignore[index]
     assert {ip for ip, v in pool.items() if v == {}} == set(moved)
     assert {ip for ip, v in pool.items() if v is None} == set(desired) - {"10.2.0.65"}
-
-
-def test_lease_is_taken_only_when_free_or_expired() -> None:
-    now = 1_800_000_000.0
-    held = {"spec": {"holderIdentity": "prefix-ipam-a", "leaseDurationSeconds": 30, "renewTime": micro_time(now - 10)}}
-    assert lease_action(None, "prefix-ipam-b", now) == "create"
-    assert lease_action(held, "prefix-ipam-a", now) == "renew"
-    assert lease_action(held, "prefix-ipam-b", now) == "wait"
-    assert lease_action(held, "prefix-ipam-b", now + 25) == "take"
-    assert lease_action({"spec": {}}, "prefix-ipam-b", now) == "take"
-    assert micro_time(now).endswith("Z") and "." in micro_time(now)
 
 
 def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None:
