@@ -21,6 +21,7 @@ import http.client
 import json
 import os
 import random
+import re
 import ssl
 import sys
 import time
@@ -72,28 +73,31 @@ def retry_after_seconds(value: str | None, now: float, cap: float = RETRY_AFTER_
     return max(0.0, min(when.timestamp() - now, cap))
 
 
-def too_deep(doc: Any, limit: int) -> bool:
-    """Whether `doc` nests more than `limit` containers deep (iterative: no recursion to exhaust)."""
-    stack: list[tuple[Any, int]] = [(doc, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict | list):
-            if depth > limit:
-                return True
-            children = value.values() if isinstance(value, dict) else value
-            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def too_deep(data: bytes, limit: int) -> bool:
+    """Whether a JSON text nests more than `limit` containers deep, decided before parsing it (so a hostile body
+    never reaches json's recursion): strings dropped, brackets kept, innermost pairs removed once per level; all of
+    it in C, a pass per level, not a Python step per character."""
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        inner = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if not inner or inner == brackets:
+            return False  # balanced within the limit, or malformed (json reports that)
+        brackets = inner
+    return True
 
 
 def decode(data: bytes, max_depth: int = MAX_DEPTH) -> Any:
     """JSON from a body, or ApiError(0): not JSON, cut short, or nested deeper than `max_depth`."""
+    if too_deep(data, max_depth):
+        raise ApiError(0, f"body nests deeper than {max_depth} levels")
     try:
-        doc = json.loads(data) if data.strip() else None
+        return json.loads(data) if data.strip() else None
     except (ValueError, RecursionError) as error:
         raise ApiError(0, f"body is not JSON ({type(error).__name__}, {len(data)} bytes)") from None
-    if too_deep(doc, max_depth):
-        raise ApiError(0, f"body nests deeper than {max_depth} levels")
-    return doc
 
 
 def backoff_seconds(failures: int, base: float, cap: float, rng: random.Random | None = None) -> float:
@@ -143,12 +147,14 @@ class Http:
     def __init__(self, headers: Callable[[], dict[str, str]] = dict, *, ca_file: str | None = None,
                  timeout: float = 15.0, max_body: int = MAX_BODY, max_depth: int = MAX_DEPTH,
                  budget: Budget | None = None, wall: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, retry_base: float = 1.0,
+                 retry_cap: float = 30.0) -> None:
         self.headers = headers
         self.context = ssl.create_default_context(cafile=ca_file) if ca_file and os.path.exists(ca_file) else None
         self.timeout, self.max_body, self.max_depth = timeout, max_body, max_depth
         self.budget = budget or Budget(600)
         self.wall, self.sleep = wall, sleep
+        self.retry_base, self.retry_cap = retry_base, retry_cap
 
     def send(self, request: urllib.request.Request) -> Any:
         """One attempt. Raises ApiError for any failure, with the server's Retry-After when it named one."""
@@ -201,9 +207,10 @@ class Http:
             request.add_header("Content-Type", content_type)
         return self.send(request)
 
-    def retrying(self, attempt: Callable[[], Any], tries: int = 3, base: float = 1.0, cap: float = 30.0) -> Any:
-        """`attempt()` again on a retryable failure, `tries` times in all; waits Retry-After (capped at `cap`)
+    def retrying(self, attempt: Callable[[], Any], tries: int = 3) -> Any:
+        """`attempt()` again on a retryable failure, `tries` times in all; waits Retry-After (at most `retry_cap`)
         or backoff with jitter between tries. Only for idempotent calls."""
+        base, cap = self.retry_base, self.retry_cap
         for n in range(1, tries + 1):
             try:
                 return attempt()
