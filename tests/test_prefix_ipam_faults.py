@@ -16,6 +16,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from email.utils import formatdate
 from pathlib import Path
 
@@ -43,15 +44,15 @@ __all__ = ["servers"]
 
 # Isolation, backoff and Retry-After.
 
-FAULTS = {
-    "429 Retry-After seconds": Fault(429, {"Retry-After": "120"}),
-    "429 Retry-After HTTP-date": Fault(429, {"Retry-After": formatdate(time.time() + 90, usegmt=True)}),
-    "500": Fault(500),
-    "503": Fault(503),
-    "timeout": Fault(delay=1.0, times=1),
-    "truncated body": Fault(truncate=True),
-    "not JSON": Fault(200, body=b"<html>gateway</html>"),
-    "deep JSON": Fault(200, body=deep_json(5000)),
+FAULTS: dict[str, Callable[[], Fault]] = {  # made when the test runs: an HTTP-date is relative to now
+    "429 Retry-After seconds": lambda: Fault(429, {"Retry-After": "120"}),
+    "429 Retry-After HTTP-date": lambda: Fault(429, {"Retry-After": formatdate(time.time() + 90, usegmt=True)}),
+    "500": lambda: Fault(500),
+    "503": lambda: Fault(503),
+    "timeout": lambda: Fault(delay=1.0),
+    "truncated body": lambda: Fault(truncate=True),
+    "not JSON": lambda: Fault(200, body=b"<html>gateway</html>"),
+    "deep JSON": lambda: Fault(200, body=deep_json(5000)),
 }
 
 
@@ -65,9 +66,7 @@ def test_one_failing_scale_set_is_skipped_alone_and_backs_off(servers: tuple[Fak
     assert stale is not None
     stale["spec"]["ipam"]["pool"] = {"10.99.0.1": {}}
     kube.put_object(CILIUM, stale)
-    fault = FAULTS[name]
-    azure.inject("GET", r"/virtualMachineScaleSets/h100-z1-01/networkInterfaces", Fault(
-        fault.status, fault.headers, fault.body, fault.delay, fault.truncate, fault.times))
+    azure.inject("GET", r"/virtualMachineScaleSets/h100-z1-01/networkInterfaces", FAULTS[name]())
     ctl = controller(kube, tmp_path, timeout=0.3)
     report = ctl.round()
     assert report.led and report.sets_failed == ["h100-z1-01"] and report.sets_read == 2
