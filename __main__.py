@@ -25,5 +25,6 @@ pulumi.export("bootstrapTokens", {
 })
 pulumi.export("apiServerEndpoint", plan.ip.api_server_endpoint)
 pulumi.export("adminKubeconfig", cluster.admin_kubeconfig)
+pulumi.export("breakGlassKubeconfig", cluster.break_glass_kubeconfig)
 if cluster.break_glass_key is not None:
     pulumi.export("breakGlassSshPrivateKey", pulumi.Output.secret(cluster.break_glass_key.private_key_openssh))

@@ -21,7 +21,7 @@ from components.kubernetes.in_cluster import InCluster
 from components.kubernetes.join_access import JoinAccess
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
-from components.planning.pki import plan_certificates
+from components.planning.pki import BREAK_GLASS_CERT, plan_certificates
 from components.spec import PoolKind
 
 
@@ -59,6 +59,13 @@ class GpuCluster(pulumi.ComponentResource):
         self.admin_kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.pki.ca_cert_pem, admin.cert.cert_pem, admin.key.private_key_pem).apply(
             lambda pems: render_kubeconfig(spec.name, endpoint, pems[0], pems[1], pems[2])))
+        # Kept apart from the admin kubeconfig: the exempt group's certificate, at the break-glass frontend when the
+        # stack has one (else the normal endpoint); docs/operations.md, "When the API servers are overloaded".
+        glass = self.pki.certificates[BREAK_GLASS_CERT]
+        glass_endpoint = plan.ip.break_glass_endpoint if spec.access.break_glass else endpoint
+        self.break_glass_kubeconfig = pulumi.Output.secret(pulumi.Output.all(
+            self.pki.ca_cert_pem, glass.cert.cert_pem, glass.key.private_key_pem).apply(
+            lambda pems: render_kubeconfig(spec.name, glass_endpoint, pems[0], pems[1], pems[2], user="breakglass")))
         # The tokens, cluster-info and kubeadm's join RBAC, once the API servers answer; nodes are created after.
         self.join_access = JoinAccess(f"{name}-join", plan, self.bootstrap_tokens, self.admin_kubeconfig,
                                       self.pki.ca_cert_pem, pulumi.ResourceOptions(

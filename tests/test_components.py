@@ -68,6 +68,10 @@ def test_network_subnets_nsgs_and_egress(small_run: ProgramRun) -> None:
     etcd_rules = {r["name"]: r for r in nsgs["test-etcd"]}
     assert etcd_rules["allow-etcd-from-apiservers"]["sourceAddressPrefixes"] == [subnets["controlplane"]["addressPrefix"]]
     assert etcd_rules["deny-vnet-inbound"]["access"] == "Deny"
+    # etcd's metrics port (components/bootstrap/etcd.py --listen-metrics-urls), from the system pool only.
+    metrics = etcd_rules["allow-etcd-metrics-from-system"]
+    assert metrics["sourceAddressPrefixes"] == [subnets["pool-system"]["addressPrefix"]]
+    assert metrics["destinationPortRange"] == "2381" and metrics["priority"] < etcd_rules["deny-vnet-inbound"]["priority"]
     api_rules = {r["name"]: r for r in nsgs["test-controlplane"]}
     assert sorted(api_rules["allow-apiserver-from-nodes"]["sourceAddressPrefixes"]) == sorted(
         [subnets["pool-system"]["addressPrefix"], subnets["pool-gpu"]["addressPrefix"]])

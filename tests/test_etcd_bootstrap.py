@@ -63,3 +63,14 @@ def test_etcd_unit_waits_for_its_peers_without_a_start_timeout() -> None:
     files = {f["path"]: f["content"] for f in yaml.safe_load(render_etcd_cloud_init(_bootstrap()))["write_files"]}
     unit = files["/etc/systemd/system/etcd.service"].splitlines()
     assert "Type=notify" in unit and "TimeoutStartSec=0" in unit
+
+
+def test_defragmentation_timer_and_metrics_listener() -> None:
+    """Defragmentation runs from a daily timer on every member (only the leader's run acts: tests/test_real_etcd.py
+    runs it); the metrics listener serves on the member's own address for a scraper (etcd --listen-metrics-urls)."""
+    files = {f["path"]: f["content"] for f in yaml.safe_load(render_etcd_cloud_init(_bootstrap()))["write_files"]}
+    timer = files["/etc/systemd/system/etcd-defrag.timer"]
+    assert "OnCalendar=*-*-* 04:17:00" in timer and "RandomizedDelaySec" not in timer
+    assert "ExecStart=/usr/local/sbin/gpucluster-etcd-defrag" in files["/etc/systemd/system/etcd-defrag.service"]
+    assert "etcd-defrag.timer" in files["/usr/local/sbin/gpucluster-etcd-boot"]
+    assert "--listen-metrics-urls=http://127.0.0.1:2381,http://10.0.0.69:2381" in etcd_flags(_bootstrap())

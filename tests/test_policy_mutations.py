@@ -309,7 +309,29 @@ def operator_operands_from_nvcr(steps: Steps) -> State:
     return _set(_release(steps, "gpu-operator"), "nvcr.io/nvidia/k8s", "values", "toolkit", "repository")
 
 
+def _daemonset(steps: Steps, prefix: str) -> State:
+    return next(s for s in _states(steps, type_suffix="apps/v1:DaemonSet")
+                if s["inputs"]["metadata"]["name"].startswith(prefix))
+
+
+def agent_granted_cluster_wide_pod_watch(steps: Steps) -> State:
+    """The health agent's ClusterRole given what OpenAI's Endpoints watchers had: every pod, from every node."""
+    role = next(s for s in _states(steps, type_suffix="rbac.authorization.k8s.io/v1:ClusterRole")
+                if s["inputs"]["metadata"]["name"] == "gpucluster:gpu-health-agent")
+    role["inputs"]["rules"].append({"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]})
+    return _daemonset(steps, "gpu-health-")
+
+
+def agent_bound_to_view(steps: Steps) -> State:
+    binding = next(s for s in _states(steps, type_suffix="rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+                   if s["inputs"]["metadata"]["name"] == "gpucluster:gpu-health-agent")
+    binding["inputs"]["roleRef"]["name"] = "view"
+    return _daemonset(steps, "gpu-health-")
+
+
 MUTATIONS: list[tuple[Callable[[Steps], State], str]] = [
+    (agent_granted_cluster_wide_pod_watch, "kubernetes-apps-daemonset-cluster-wide-watch"),
+    (agent_bound_to_view, "kubernetes-apps-daemonset-cluster-wide-watch"),
     (coredns_from_a_public_registry, "kubernetes-image-public-registry"),
     (agent_on_docker_hub, "kubernetes-image-public-registry"),
     (cilium_from_quay, "kubernetes-image-public-registry"),
@@ -390,3 +412,22 @@ def test_thresholds_come_from_the_pack_config(prod_steps: Steps) -> None:
     advisory = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"enforcementLevel": "advisory",
                                                                               "maxGpuShare": 0.3, "zoneCount": 4}}
     assert _mandatory(run_policies(prod_steps, advisory)) == []
+
+
+def test_a_reason_on_the_daemonset_accepts_its_cluster_wide_watch(prod_steps: Steps) -> None:
+    steps = copy.deepcopy(prod_steps)
+    agent_granted_cluster_wide_pod_watch(steps)
+    for daemonset in _states(steps, type_suffix="apps/v1:DaemonSet"):
+        daemonset["inputs"]["metadata"].setdefault("annotations", {})[
+            "gpucluster.io/cluster-wide-watch-reason"] = "maps GPUs to pods of the whole cluster (measured: 2 req/min)"
+    assert not [v for v in run_policies(steps) if v.policy == "kubernetes-apps-daemonset-cluster-wide-watch"]
+    caught = [v for v in run_policies(_with_wide(prod_steps))
+              if v.policy == "kubernetes-apps-daemonset-cluster-wide-watch"]
+    assert caught and "granted cluster-wide pods (list, watch) through ClusterRoleBinding gpucluster:gpu-health" in \
+        caught[0].message
+
+
+def _with_wide(prod_steps: Steps) -> Steps:
+    steps = copy.deepcopy(prod_steps)
+    agent_granted_cluster_wide_pod_watch(steps)
+    return steps

@@ -43,6 +43,7 @@ from components.bootstrap.cert_renewal import RENEW_SCRIPT, etcd_renew_script
 from components.bootstrap.etcd import (
     BIN_DIR,
     DATA_DIR,
+    DEFRAG_SCRIPT,
     PKI_DIR,
     RUN_SCRIPT,
     SNAPSHOT_SCRIPT,
@@ -151,6 +152,8 @@ def _write(issued: Issued, folder: Path, name: str) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Member]]:
     plan = plan_cluster(stack_spec("dev"))
     etcd = plan.control_plane.etcd
+    # prod's quota, not etcd's 2 GiB default: the metric below then shows the rendered flag took effect.
+    quota = plan_cluster(stack_spec("prod")).control_plane.etcd.quota_backend_bytes
     root = tmp_path_factory.mktemp("etcd")
     ca = make_ca(ETCD_CA, "etcd-ca")
     _write(ca, root / "ca", "ca")
@@ -162,7 +165,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Member]]:
         folder = root / planned.name
         secrets = EtcdSecrets(*(["unused"] * 7), snapshot_url="https://account.blob.core.windows.net/etcd-snapshots")
         b = etcd_bootstrap(plan, etcd, planned, secrets)
-        b = replace(b, member=local[i], cluster=local, metrics_port=ports[3 * i + 2])
+        b = replace(b, member=local[i], cluster=local, metrics_port=ports[3 * i + 2], quota_backend_bytes=quota)
         (folder / "pki").mkdir(parents=True)
         (folder / "pki" / "ca.crt").write_text(ca.cert_pem())
         for role, cert_name in etcd_member_certificates(planned.name).items():
@@ -191,6 +194,79 @@ def test_members_bootstrap_with_the_rendered_flags(cluster: list[Member]) -> Non
         assert "--initial-cluster-state=new" not in member.rendered(RUN_SCRIPT)  # decided at start
         # No peer had a quorum when each started: the first bootstrap, decided by the run script.
         assert '"initial-cluster-state":"new"' in member.log.read_text()
+
+
+def _metrics(member: Member) -> dict[str, float]:
+    """etcd's own /metrics on the rendered `--listen-metrics-urls` (Prometheus text format)."""
+    url = f"http://{LOOPBACK}:{member.bootstrap.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            found[name] = float(value)
+    return found
+
+
+def test_metrics_export_the_quota_db_size_and_fsync_latency(cluster: list[Member]) -> None:
+    """What docs/control-plane.md tells a scraper to alert on: the DB size against the quota, and WAL fsync
+    latency (etcd v3.6 op-guide/maintenance.md "Space quota"; etcd's metrics.md, disk section)."""
+    member = cluster[0]
+    metrics = _metrics(member)
+    assert f"--quota-backend-bytes={member.bootstrap.quota_backend_bytes}" in member.rendered(RUN_SCRIPT)
+    assert member.bootstrap.quota_backend_bytes != 2 * 2**30
+    assert metrics["etcd_server_quota_backend_bytes"] == member.bootstrap.quota_backend_bytes
+    assert metrics["etcd_mvcc_db_total_size_in_bytes"] > 0
+    assert any(name.startswith("etcd_disk_wal_fsync_duration_seconds_bucket") for name in metrics)
+
+
+def _leader(cluster: list[Member]) -> Member:
+    rows = json.loads(cluster[0].etcdctl("endpoint", "status", "--cluster", "--write-out=json").stdout)
+    url = next(r["Endpoint"] for r in rows if r["Status"]["header"]["member_id"] == r["Status"]["leader"])
+    return next(m for m in cluster if m.bootstrap.member.client_url == url)
+
+
+def _defrag_times(member: Member, since: int) -> list[str]:
+    """Timestamps of the defragmentations etcd logged after byte `since` of its log."""
+    found = []
+    for line in member.log.read_text()[since:].splitlines():
+        if line.startswith("{") and "finished defragmenting directory" in line:
+            found.append(json.loads(line)["ts"])
+    return found
+
+
+def test_the_rendered_defragmentation_runs_followers_first_and_the_leader_last(cluster: list[Member]) -> None:
+    """Defragmentation blocks the member and is issued per endpoint (etcd v3.6 op-guide/maintenance.md): the
+    leader's timer defragments each follower, hands leadership on, then defragments itself."""
+    for i in range(200):  # history to compact and free pages to reclaim
+        assert cluster[0].etcdctl("put", f"/registry/defrag/{i % 20}", "x" * 2000).returncode == 0
+    leader = _leader(cluster)
+    followers = [m for m in cluster if m is not leader]
+    marks = {m.name: len(m.log.read_text()) for m in cluster}
+
+    def run(member: Member) -> subprocess.CompletedProcess[str]:
+        script = member.root / "defrag.sh"
+        script.write_text(member.localise(member.rendered(DEFRAG_SCRIPT)))
+        return _run(["bash", str(script)], timeout=180, env={"PATH": "/usr/bin:/bin"})
+
+    idle = run(followers[0])
+    assert idle.returncode == 0, idle.stderr
+    assert "its timer defragments the cluster" in idle.stdout
+    assert all(not _defrag_times(m, marks[m.name]) for m in cluster)
+
+    done = run(leader)
+    assert done.returncode == 0, done.stderr
+    order = [re.findall(r"https://[0-9.:]+", line)[0] for line in done.stdout.splitlines()
+             if line.startswith("gpucluster: defragmenting")]
+    assert sorted(order[:-1]) == sorted(m.bootstrap.member.client_url for m in followers)
+    assert order[-1] == leader.bootstrap.member.client_url
+    times = {m.name: _defrag_times(m, marks[m.name]) for m in cluster}
+    assert all(len(t) == 1 for t in times.values()), times
+    assert all(times[leader.name][0] > times[f.name][0] for f in followers)
+    assert _leader(cluster) is not leader  # it was a follower when it was defragmented
+    for member in cluster:
+        member.wait_healthy()
 
 
 class BlobService(http.server.ThreadingHTTPServer):

@@ -78,6 +78,15 @@ def test_control_plane_sizing(dev_sections: dict, dev_plan: ClusterPlan) -> None
     assert etcd_row[7] == f"quota-backend {etcd.quota_backend_bytes / 2**30:g} GiB"
 
 
+def test_node_agents_against_their_seats(dev_sections: dict, dev_plan: ClusterPlan) -> None:
+    rows = _section(dev_sections, "Node agents and API Priority and Fairness")
+    load = dev_plan.agent_load
+    assert load is not None and len(rows) == len(load.agents) + 1
+    nfd = next(a for a in load.agents if a.service_account == "node-feature-discovery")
+    [row] = [r for r in rows if r[:2] == [f"{nfd.namespace}/{nfd.name}", nfd.service_account]]
+    assert row[2:5] == [f"{nfd.nodes:,}", "2", f"{nfd.requests_per_second:,.1f}"]
+
+
 def test_teams_and_quotas(dev_sections: dict, dev_plan: ClusterPlan) -> None:
     rows = _section(dev_sections, f"Teams and quotas (Kueue cohort {dev_plan.scheduling.cohort})")
     [team] = dev_plan.scheduling.teams

@@ -21,6 +21,7 @@ from components.planning.pki import etcd_member_ips
 
 SNAPSHOT_CONTAINER = "etcd-snapshots"
 LB_NAME = "apiserver"
+BREAK_GLASS_FRONTEND = "apiserver-breakglass"
 
 
 def _lb_child_id(subscription: pulumi.Input[str], rg: pulumi.Input[str], kind: str, name: str) -> pulumi.Output[str]:
@@ -42,22 +43,33 @@ class ControlPlane(pulumi.ComponentResource):
         def lb_id(kind: str, child_name: str) -> pulumi.Output[str]:
             return _lb_child_id(subscription, rg, kind, child_name)
 
+        def frontend(frontend_name: str, address: str) -> azure.network.FrontendIPConfigurationArgs:
+            return azure.network.FrontendIPConfigurationArgs(
+                name=frontend_name, private_ip_address=address, private_ip_allocation_method="Static",
+                zones=list(plan.control_plane.api.zones),
+                subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]))
+
+        def rule(frontend_name: str) -> azure.network.LoadBalancingRuleArgs:
+            return azure.network.LoadBalancingRuleArgs(
+                name=frontend_name, protocol="Tcp", frontend_port=API_SERVER_PORT, backend_port=API_SERVER_PORT,
+                frontend_ip_configuration=azure.network.SubResourceArgs(id=lb_id("frontendIPConfigurations",
+                                                                                 frontend_name)),
+                backend_address_pool=azure.network.SubResourceArgs(id=lb_id("backendAddressPools", "apiservers")),
+                probe=azure.network.SubResourceArgs(id=lb_id("probes", "readyz")),
+                idle_timeout_in_minutes=30, enable_tcp_reset=True, disable_outbound_snat=True)
+
+        # The break-glass frontend: the same API servers at an address only its own NSG rule's networks reach
+        # (security_rules.py allow-apiserver-breakglass); docs/operations.md says when to use it.
+        frontends = [("apiserver", str(plan.ip.api_server_ip)),
+                     *([(BREAK_GLASS_FRONTEND, str(plan.ip.break_glass_ip))] if spec.access.break_glass else [])]
         self.load_balancer = azure.network.LoadBalancer(
             f"{name}-apiserver-lb", load_balancer_name=LB_NAME, resource_group_name=rg, location=location, tags=tags,
             sku=azure.network.LoadBalancerSkuArgs(name="Standard", tier="Regional"),
-            frontend_ip_configurations=[azure.network.FrontendIPConfigurationArgs(
-                name="apiserver", private_ip_address=str(plan.ip.api_server_ip),
-                private_ip_allocation_method="Static", zones=list(plan.control_plane.api.zones),
-                subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]))],
+            frontend_ip_configurations=[frontend(n, a) for n, a in frontends],
             backend_address_pools=[azure.network.BackendAddressPoolArgs(name="apiservers")],
             probes=[azure.network.ProbeArgs(name="readyz", protocol="Https", port=API_SERVER_PORT, request_path="/readyz",
                                             interval_in_seconds=5, number_of_probes=2)],
-            load_balancing_rules=[azure.network.LoadBalancingRuleArgs(
-                name="apiserver", protocol="Tcp", frontend_port=API_SERVER_PORT, backend_port=API_SERVER_PORT,
-                frontend_ip_configuration=azure.network.SubResourceArgs(id=lb_id("frontendIPConfigurations", "apiserver")),
-                backend_address_pool=azure.network.SubResourceArgs(id=lb_id("backendAddressPools", "apiservers")),
-                probe=azure.network.SubResourceArgs(id=lb_id("probes", "readyz")),
-                idle_timeout_in_minutes=30, enable_tcp_reset=True, disable_outbound_snat=True)],
+            load_balancing_rules=[rule(n) for n, _ in frontends],
             opts=child)
         self.api_backend_pool_id = lb_id("backendAddressPools", "apiservers")
 

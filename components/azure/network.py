@@ -62,7 +62,9 @@ class Network(pulumi.ComponentResource):
                 f"{name}-nsg-{tier}", resource_group_name=rg, location=spec.location, tags=tags,
                 network_security_group_name=f"{spec.name}-{tier}",
                 security_rules=[_security_rule(r) for r in rules], opts=child)
-            for tier, rules in plan_security_rules(plan.ip, spec.network.admin_cidrs).items()
+            for tier, rules in plan_security_rules(plan.ip, spec.network.admin_cidrs, tuple(
+                p.name for p in plan.pools if p.role == "system"),
+                spec.access.break_glass.admin_cidrs if spec.access.break_glass else None).items()
         }
 
         egress_prefix = azure.network.PublicIPPrefix(

@@ -28,6 +28,11 @@ STATE_DIR = "/var/lib/gpucluster"
 STARTED_MARKER = f"{STATE_DIR}/etcd-started"
 RUN_SCRIPT = "/usr/local/sbin/gpucluster-etcd-run"
 SNAPSHOT_SCRIPT = "/usr/local/sbin/gpucluster-etcd-snapshot"
+DEFRAG_SCRIPT = "/usr/local/sbin/gpucluster-etcd-defrag"
+DEFRAG_SCHEDULE = "*-*-* 04:17:00"
+"""Daily, the same time on every member: only the member that is the leader then acts (`defrag_script`)."""
+DEFRAG_TIMEOUT = "10m"
+"""Defragmentation rewrites the whole file and blocks the member meanwhile (etcd v3.6 op-guide/maintenance.md)."""
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-etcd-boot"
 SNAPSHOT_WORK = "/var/lib/gpucluster/snapshot"
 """Where a snapshot is written, compressed and cut into blocks; emptied at the start and the end of every run."""
@@ -107,7 +112,10 @@ def etcd_flags(b: EtcdBootstrap) -> list[str]:
         "--auto-compaction-mode=periodic",
         "--auto-compaction-retention=1h",
         "--snapshot-count=10000",
-        f"--listen-metrics-urls=http://127.0.0.1:{b.metrics_port}",
+        # /metrics and /health only (no keyspace), plain HTTP: on loopback for the member itself and on its own
+        # address for a scraper on the system pool (NSG rule allow-etcd-metrics-from-system, docs/control-plane.md).
+        "--listen-metrics-urls=" + ",".join(dict.fromkeys(
+            [f"http://127.0.0.1:{b.metrics_port}", f"http://{m.address}:{b.metrics_port}"])),
     ]
 
 
@@ -167,6 +175,56 @@ def run_script(b: EtcdBootstrap) -> str:
     ])
 
 
+def defrag_script(b: EtcdBootstrap) -> str:
+    """Defragment every member one at a time, followers first and the leader last.
+
+    Defragmentation blocks the member it runs on and is not replicated: it is issued per endpoint (etcd v3.6
+    op-guide/maintenance.md, "Defragmentation"). Every member's timer fires; only the one that is the leader
+    goes on, so one run covers the cluster. It stops unless every member is healthy, defragments each follower
+    and waits for it to be healthy again, then hands leadership to a defragmented follower (`move-leader`) and
+    defragments itself as a follower: the leader is never blocked (ahrtr/etcd-defrag README.md, "run
+    defragmentation on the leader last")."""
+    m = b.member
+    endpoints = ",".join(p.client_url for p in b.cluster)
+    parse = ("import json, sys; [print('leader' if r['Status']['header']['member_id'] == r['Status']['leader'] "
+             "else 'follower', r['Endpoint'], format(r['Status']['header']['member_id'], 'x')) "
+             "for r in json.load(sys.stdin)]")
+    return "\n".join([
+        "#!/bin/bash",
+        "set -euo pipefail",
+        "etcdctl_at() { local endpoint=$1; shift; " + etcdctl_command('"$endpoint"', DEFRAG_TIMEOUT) + ' "$@"; }',
+        f'if ! etcdctl_at "{endpoints}" endpoint health >/dev/null; then',
+        '  echo "gpucluster: a member is unhealthy; no defragmentation" >&2',
+        "  exit 1",
+        "fi",
+        f'status=$(etcdctl_at "{endpoints}" endpoint status --write-out=json)',
+        f'rows=$(python3 -c "{parse}" <<<"$status")',
+        "leader=$(awk '$1 == \"leader\" {print $2}' <<<\"$rows\")",
+        f'if [ "$leader" != "{m.client_url}" ]; then',
+        '  echo "gpucluster: the leader is ${leader:-unknown}; its timer defragments the cluster"',
+        "  exit 0",
+        "fi",
+        "next=",
+        "while read -r role endpoint id; do",
+        '  [ "$role" = follower ] || continue',
+        '  echo "gpucluster: defragmenting follower $endpoint"',
+        '  etcdctl_at "$endpoint" defrag </dev/null',
+        "  for _ in $(seq 1 60); do",
+        '    if etcdctl_at "$endpoint" endpoint health </dev/null >/dev/null 2>&1; then break; fi',
+        "    sleep 2",
+        "  done",
+        '  etcdctl_at "$endpoint" endpoint health </dev/null >/dev/null',
+        '  next=${next:-$id}',
+        'done <<<"$rows"',
+        'if [ -n "$next" ]; then',
+        f'  etcdctl_at "{m.client_url}" move-leader "$next"',
+        "fi",
+        f'echo "gpucluster: defragmenting {m.client_url} (the leader until now) last"',
+        f'etcdctl_at "{m.client_url}" defrag',
+        "",
+    ])
+
+
 def _unit() -> str:
     # The data disk is prepared (formatted when blank) and mounted at every boot before etcd starts, and
     # etcd never starts on the OS disk's empty /var/lib/etcd.
@@ -221,7 +279,7 @@ def boot_script() -> str:
         "  exit 1",
         "fi",
         "systemctl daemon-reload",
-        f"systemctl enable --now etcd.service etcd-snapshot.timer {TIMER}",
+        f"systemctl enable --now etcd.service etcd-snapshot.timer etcd-defrag.timer {TIMER}",
         "",
     ])
 
@@ -299,6 +357,14 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
         ("/etc/systemd/system/etcd-snapshot.timer", "0644",
          "[Unit]\nDescription=hourly etcd snapshot\n\n[Timer]\nOnCalendar=hourly\nRandomizedDelaySec=600\n"
          "Persistent=true\n\n[Install]\nWantedBy=timers.target\n"),
+        (DEFRAG_SCRIPT, "0755", defrag_script(b)),
+        ("/etc/systemd/system/etcd-defrag.service", "0644",
+         "[Unit]\nDescription=etcd defragmentation, followers first, leader last\nAfter=etcd.service\n\n"
+         f"[Service]\nType=oneshot\nExecStart={DEFRAG_SCRIPT}\n"),
+        # No random delay: every member's timer fires together, and only the leader's run acts.
+        ("/etc/systemd/system/etcd-defrag.timer", "0644",
+         f"[Unit]\nDescription=daily etcd defragmentation\n\n[Timer]\nOnCalendar={DEFRAG_SCHEDULE}\n\n"
+         "[Install]\nWantedBy=timers.target\n"),
     ]
     document = {
         "write_files": [{"path": p, "permissions": mode, "content": content} for p, mode, content in files],

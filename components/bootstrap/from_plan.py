@@ -16,6 +16,7 @@ from components.bootstrap.node import NodeBootstrap
 from components.bootstrap.registry import Mirror, RegistryBoot
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan, Member
+from components.planning.ip_plan import NODE_LOCAL_DNS_IP
 from components.planning.node_template import node_labels, node_taints, registers_preflight
 from components.planning.pki import (
     ETCD_SNAPSHOT_CLIENT,
@@ -84,7 +85,9 @@ def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, t
     return NodeBootstrap(
         kubernetes_version=spec.kubernetes_version, api_server_endpoint=api_server_endpoint(spec.name),
         bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=pool.spec.pods_per_node,
-        cluster_dns=str(plan.ip.dns_service_ip), labels=node_labels(pool, scale_set, spec.location),
+        # NodeLocal DNSCache answers there on every node when the in-cluster layer runs it (objects/nodelocaldns.py).
+        cluster_dns=NODE_LOCAL_DNS_IP if spec.in_cluster.enabled else str(plan.ip.dns_service_ip),
+        labels=node_labels(pool, scale_set, spec.location),
         taints=node_taints(pool), confidential_gpu=pool.confidential is not None,
         api_server_address=str(plan.ip.api_server_ip), preflight=registers_preflight(pool),
         registry=registry_boot(plan, identity) if identity else None)

@@ -11,8 +11,9 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def render_kubeconfig(cluster: str, endpoint: str, ca_pem: str, cert_pem: str, key_pem: str) -> str:
-    user = f"{cluster}-admin"
+def render_kubeconfig(cluster: str, endpoint: str, ca_pem: str, cert_pem: str, key_pem: str,
+                      user: str = "admin") -> str:
+    user = f"{cluster}-{user}"
     return yaml.safe_dump({
         "apiVersion": "v1",
         "kind": "Config",

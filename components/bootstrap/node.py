@@ -92,6 +92,8 @@ def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
         "kind": "KubeletConfiguration",
         "maxPods": b.max_pods,
         "serializeImagePulls": False,
+        # cgroup v2 stated, not inherited from the default (true since 1.35; KubeletConfiguration v1beta1 FailCgroupV1).
+        "failCgroupV1": True,
         # A serving certificate from the cluster CA through a CSR (components/kubernetes/objects/csr_approver.py).
         "serverTLSBootstrap": True,
         "clusterDNS": [b.cluster_dns],

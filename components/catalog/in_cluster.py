@@ -20,6 +20,9 @@ GPU_OPERATOR_VERSION = GPU_OPERATOR.version
 PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 """The dcgmi client, at the DCGM release the operator runs (gpu-operator v26.3.3 values.yaml `dcgm.version`)."""
+NODE_CACHE_IMAGE = "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4"
+"""NodeLocal DNSCache, as kubernetes/kubernetes cluster/addons/dns/nodelocaldns/nodelocaldns.yaml pins it (read at a
+stored revision of that file; the add-on is versioned apart from Kubernetes)."""
 RDMA_DEVICE_PLUGIN_IMAGE = "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.3"
 """Mellanox/k8s-rdma-shared-dev-plugin v1.5.3 (2025-03-26), as its release workflow publishes it
 (.github/workflows/release.yaml: ghcr.io/<repository>:<tag>)."""

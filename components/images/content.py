@@ -29,6 +29,7 @@ from components.bootstrap.confidential import (
 from components.bootstrap.host_prep import MODULES_FILE, SYSCTL_FILE, modules_text, sysctl_text
 from components.bootstrap.node import ARP_SYSCTLS
 from components.catalog.in_cluster import PAUSE_IMAGE
+from components.images.os_guards import NETWORKD_DROPIN, networkd_dropin
 
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CONTAINERD_CERTS_DIR = "/etc/containerd/certs.d"
@@ -74,6 +75,8 @@ def image_files(definition: str) -> tuple[ImageFile, ...]:
         # Nodes hold one neighbour entry per pod address: the ARP cache thresholds too (OpenAI, 2018).
         ImageFile(SYSCTL_FILE, "0644", sysctl_text(ARP_SYSCTLS if node else None)),
         ImageFile(CONTAINERD_CONFIG, "0644", containerd_config()),
+        # Cilium's routes and rules survive a networkd restart (components/images/os_guards.py).
+        ImageFile(NETWORKD_DROPIN, "0644", networkd_dropin()),
     ]
     if definition == "confidential":
         files += [

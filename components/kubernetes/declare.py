@@ -25,6 +25,8 @@ _TYPED: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"): k8s.flowcontrol.v1.FlowSchema,
+    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"): k8s.flowcontrol.v1.PriorityLevelConfiguration,
 }
 
 

@@ -17,7 +17,9 @@ from components.azure.addon_identities import AddonAzureRefs
 from components.catalog.in_cluster import CILIUM_VERSION
 from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
 from components.kubernetes.declare import declare_all
+from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects
+from components.kubernetes.objects.node_agents import layer_daemonsets
 from components.kubernetes.scheduling import Scheduling
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.rollout_gate import CILIUM_GATE
@@ -51,6 +53,8 @@ class InCluster(pulumi.ComponentResource):
                 lambda text: with_proxy(text, first_up.proxy_url))),
             enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.api_ready]))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        # First: the node agents' own APF level and the break-glass schema hold before any agent starts.
+        self.flow_control = declare_all(flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan))), child)
         self.networking = Networking(f"{name}-networking", plan, azure, child)
         # Cilium's release does not wait (objects/releases.py): this gate does, for most of the nodes, and what needs
         # pod networking comes after it. A new Cilium version gates again.

@@ -8,7 +8,13 @@ from html import escape
 from typing import Any
 
 from components.diff.render import diff_section
-from components.offline.html_sections import balloons_section, control_plane_section, egress_section, teams_section
+from components.offline.html_sections import (
+    agent_load_section,
+    balloons_section,
+    control_plane_section,
+    egress_section,
+    teams_section,
+)
 from components.offline.html_table import n, table
 from components.offline.policy_runner import Violation
 from components.offline.report_data import (
@@ -195,7 +201,7 @@ def _tables(data: Data) -> list[str]:
          for p in data["pools"]],
         left=4)]
     out += _node_images(data)
-    out += control_plane_section(data) + teams_section(data) + balloons_section(data)
+    out += control_plane_section(data) + agent_load_section(data) + teams_section(data) + balloons_section(data)
     out += ["<h2>If a zone is lost</h2>", _table(
         ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left", "API servers left"],
         [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),

@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 from components.offline.html_table import n, table
+from components.offline.report_data import load_text
 
 Data = dict[str, Any]
 
@@ -31,9 +32,28 @@ def control_plane_section(data: Data) -> list[str]:
                          escape(etcd["vmSize"]), n(etcd["vcpus"]), n(etcd["memoryGib"]), "-",
                          f"{etcd['memoryNeededGib']:.0f}", f"quota-backend {etcd['quotaBackendGib']:g} GiB",
                          "local NVMe" if etcd["dataOnNvme"] else "Premium SSD v2", escape(etcd["reasoning"])])
-    return ["<h2>Control plane sizing</h2>", table(
+    out = ["<h2>Control plane sizing</h2>", table(
         ["tier", "members", "size", "vCPUs", "memory GiB", "vCPUs needed", "memory needed GiB", "sized for", "data",
          "why this size"], rows, left=3, left_last=True)]
+    if cp.get("load"):
+        out.append(f"<p>{escape(load_text(cp['load']))}</p>")
+    return out
+
+
+def agent_load_section(data: Data) -> list[str]:
+    load = data.get("agentLoad")
+    if not load:
+        return []
+    rows = [[escape(f"{a['namespace']}/{a['name']}"), escape(a["serviceAccount"]), n(a["nodes"]),
+             "not modelled" if a["callsPerMinute"] is None else f"{a['callsPerMinute']:g}",
+             "-" if a["requestsPerSecond"] is None else f"{a['requestsPerSecond']:,.1f}", escape(a["source"])]
+            for a in load["agents"]]
+    return [f"<h2>Node agents and API Priority and Fairness</h2><p>Level {escape(load['level'])}: "
+            f"{load['seatsNeeded']:,.0f} of {n(load['seats'])} seats ({load['seatsPerServer']} on each of "
+            f"{load['servers']} API servers left after losing a zone). Seats: {escape(load['seatsSource'])}; a request "
+            f"holds its seat up to 1 s: {escape(load['latencySource'])}.</p>",
+            table(["agent", "service account", "nodes", "calls/min per pod", "requests/s", "rate from"], rows,
+                  left=2, left_last=True)]
 
 
 def teams_section(data: Data) -> list[str]:

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from components.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
 from components.offline.cluster_data import balloons_data, scheduling_data
 from components.offline.lifetimes_report import tokens_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
+from components.planning.agent_load import AgentLoadPlan
+from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.control_plane import EtcdPlan
 from components.planning.node_images import NodeImagesPlan
@@ -57,7 +60,30 @@ def _etcd(etcd: EtcdPlan | None) -> dict[str, Any] | None:
             "quorum": etcd.quorum, "vmSize": etcd.size.name, "reasoning": etcd.reasoning,
             "vcpus": etcd.size.vcpus, "memoryGib": etcd.size.memory_gib,
             "memoryNeededGib": round(etcd.memory_needed_gib, 1), "quotaBackendGib": etcd.quota_backend_bytes / 2**30,
-            "dataOnNvme": etcd.data_on_nvme, "overridden": etcd.overridden}
+            "dataGib": round(etcd.db_bytes / 2**30, 3), "dataOnNvme": etcd.data_on_nvme, "overridden": etcd.overridden}
+
+
+def _agent_load(load: AgentLoadPlan | None) -> dict[str, Any] | None:
+    if load is None:
+        return None
+    return {"level": load.level, "shares": load.shares, "serverConcurrency": load.server_concurrency,
+            "seatsPerServer": load.seats_per_server, "servers": load.servers, "seats": load.seats,
+            "seatsNeeded": round(load.seats_needed, 1), "seatsSource": APF_SEATS_SOURCE, "latencySource": SLO_SOURCE,
+            "agents": [{"name": a.name, "namespace": a.namespace, "serviceAccount": a.service_account,
+                        "nodes": a.nodes, "callsPerMinute": a.calls_per_minute,
+                        "requestsPerSecond": None if a.requests_per_second is None else round(a.requests_per_second, 1),
+                        "source": a.source} for a in load.agents]}
+
+
+def _load(load: ApiLoad | None) -> dict[str, Any] | None:
+    if load is None:
+        return None
+    return {"nodes": load.nodes, "heapGb": round(load.heap_gb, 1), "objectsGb": round(load.cached_bytes / 1e9, 2),
+            "servingMbPerNode": round(load.serving_bytes_per_node / 1e6, 2), "anchor": ANCHOR_SOURCE,
+            "kinds": [{"kind": k.kind, "count": k.count, "bytesEach": k.bytes_each,
+                       "writesPerWindow": k.writes_per_window, "eventsStore": k.events_store, "why": k.why}
+                      for k in load.kinds],
+            "pastEnvelope": load.envelope_notes(), "envelope": ENVELOPE_SOURCE}
 
 
 def _etcd_left(etcd: EtcdPlan | None, zone: str) -> dict[str, Any] | None:
@@ -205,8 +231,9 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                            "vcpus": cp.api.size.vcpus, "memoryGib": cp.api.size.memory_gib,
                            "heapGb": round(cp.api.heap_gb, 1), "memoryNeededGib": round(cp.api.memory_needed_gib, 1),
                            "vcpusNeeded": cp.api.vcpus_needed, "overridden": cp.api.overridden},
-            "etcd": _etcd(cp.etcd), "eventsEtcd": _etcd(cp.events),
+            "etcd": _etcd(cp.etcd), "eventsEtcd": _etcd(cp.events), "load": _load(cp.load),
         },
+        "agentLoad": _agent_load(plan.agent_load),
         "zoneLoss": [{"zone": z, "gpusLost": sum(p["zones"][z]["gpus"] for p in pools),
                       "nodesLost": sum(p["zones"][z]["nodes"] for p in pools),
                       "etcd": _etcd_left(cp.etcd, z), "eventsEtcd": _etcd_left(cp.events, z),
@@ -241,3 +268,11 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},
     }
+
+
+def load_text(load: dict[str, Any]) -> str:
+    """The sizing model's inputs in one paragraph: objects per kind, the serving cost per node, its sources."""
+    kinds = ", ".join(f"{k['kind']} {k['count']:,} x {k['bytesEach']:,} B" for k in load["kinds"])
+    past = f"; past the tested envelope: {', '.join(load['pastEnvelope'])}" if load["pastEnvelope"] else ""
+    return (f"API-server heap ~{load['heapGb']:.0f} GB = {load['objectsGb']:.1f} GB of objects ({kinds}) + "
+            f"{load['servingMbPerNode']:.1f} MB x {load['nodes']:,} nodes (from {load['anchor']}){past}")

@@ -15,6 +15,7 @@ from components.offline.report_data import (
     entries_text,
     headroom_text,
     limit_status_text,
+    load_text,
     prerequisite_text,
     unpinned_text,
 )
@@ -116,6 +117,28 @@ def _control_plane(data: Data) -> Table:
         if etcd:
             table.add_row(etcd["role"], f"{len(etcd['members'])} (quorum {etcd['quorum']})", etcd["vmSize"],
                           *(str(sum(m["zone"] == z for m in etcd["members"])) for z in zones), etcd["reasoning"])
+    if cp.get("load"):
+        table.caption = load_text(cp["load"])
+        table.caption_justify = "left"
+    return table
+
+
+
+def _agent_load(data: Data) -> Table | None:
+    load = data.get("agentLoad")
+    if not load:
+        return None
+    table = _table(f"Node agents against API Priority and Fairness level {load['level']}: {load['seatsNeeded']:,.0f} "
+                   f"of {load['seats']:,} seats ({load['seatsPerServer']} x {load['servers']} API servers left after "
+                   "losing a zone)", ["agent", "service account", "nodes", "calls/min per pod", "requests/s"], left=2)
+    for a in load["agents"]:
+        unknown = a["callsPerMinute"] is None
+        table.add_row(f"{a['namespace']}/{a['name']}", a["serviceAccount"], f"{a['nodes']:,}",
+                      "not modelled" if unknown else f"{a['callsPerMinute']:g}",
+                      "-" if unknown else f"{a['requestsPerSecond']:,.1f}")
+    table.caption = (f"seats: {load['seatsSource']}; a request holds its seat up to 1 s: {load['latencySource']}; "
+                     "'not modelled': the agent's request rate was not read from its source (docs/control-plane.md)")
+    table.caption_justify = "left"
     return table
 
 
@@ -181,7 +204,7 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     console.print(f"[bold]gpucluster plan[/bold] stack [bold]{data['stack']}[/bold]: cluster {c['name']} in "
                   f"{c['location']} zones {', '.join(c['zones'])}, Kubernetes {c['kubernetesVersion']}")
     tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _node_images(data), _ip_plan(data),
-              _control_plane(data), _zone_loss(data), _limits(data), _quota(data), _counts(data)]
+              _control_plane(data), _agent_load(data), _zone_loss(data), _limits(data), _quota(data), _counts(data)]
     for table in tables:
         if table is not None:
             console.print(table)

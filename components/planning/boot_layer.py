@@ -29,6 +29,7 @@ from components.kubernetes.objects.charts import cilium_values, gpu_operator_val
 from components.kubernetes.objects.common import Object, on_system_nodes
 from components.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
 from components.kubernetes.objects.layer import layer_objects
+from components.kubernetes.objects.nodelocaldns import APP as NODE_LOCAL_DNS_APP
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
 from components.kubernetes.objects.releases import RELEASES, ReleaseOptions
 from components.planning.cluster_plan import ClusterPlan
@@ -49,6 +50,9 @@ CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "ope
                             "effect": "NoSchedule"}
 CLUSTER_DNS = "dns:cluster"
 """A fact: the Service at the cluster's DNS address answers (its pods run)."""
+DNS_NODE_LOCAL = "dns:node-local"
+"""A fact of pools whose NodeLocal DNSCache answers on the link-local address the kubelets give pods as their
+nameserver (objects/nodelocaldns.py, bootstrap/from_plan.py `clusterDNS`)."""
 POD_IPS = "pod-ips"
 """A fact of pools whose CiliumNodes hold pod addresses: in `ipam: crd` (prefix mode) the prefix IPAM
 controller publishes them; Cilium's agent reports ready, and pods get a network, only after."""
@@ -98,6 +102,8 @@ def gives_table(prefix_mode: bool) -> dict[str, Gives]:
         "kueue-controller-manager": Gives(("service:kueue-system/kueue-webhook-service",),
                                           f"kueue v{KUEUE.version} charts/kueue/templates/webhook/service.yaml: the "
                                           "webhook Service selects the controller-manager pods"),
+        NODE_LOCAL_DNS_APP: Gives((DNS_NODE_LOCAL,), "kubernetes/kubernetes cluster/addons/dns/nodelocaldns: "
+                                                     "node-cache answers on -localip on its own node"),
         HEALTH_GIVER: Gives((f"untaint:{PREFLIGHT_TAINT_KEY}",), "scripts/health_agent.py: removes the preflight "
                                                                 "taint once the node's diagnostics pass"),
     }
@@ -257,6 +263,18 @@ def image_needs(pod: dict[str, Any], plan: ClusterPlan) -> tuple[str, ...]:
     return tuple(sorted(hosts))
 
 
+def cluster_ip_needs(pod: dict[str, Any], objects: list[Object]) -> tuple[str, ...]:
+    """A pod that sends to a Service's ClusterIP, in its arguments or in a ConfigMap it mounts (node-cache forwards
+    to the cluster DNS address from its Corefile), needs its node's service translation: Cilium's kube-proxy
+    replacement, hence a Ready CNI on the node, even on the host network."""
+    ips = {str(o["spec"]["clusterIP"]) for o in objects if o["kind"] == "Service"
+           and o["spec"].get("clusterIP") not in (None, "", "None")}
+    mounted = {v["configMap"]["name"] for v in pod.get("volumes") or [] if "configMap" in v}
+    texts = [*_strings(pod), *(str(value) for o in objects if o["kind"] == "ConfigMap"
+                               and o["metadata"]["name"] in mounted for value in (o.get("data") or {}).values())]
+    return ("cni",) if any(ip in text for ip in ips for text in texts) else ()
+
+
 def _selected(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
@@ -291,8 +309,9 @@ def read_workloads(objects: list[Object], plan: ClusterPlan, sources: dict[str, 
         assert pod is not None
         name = o["metadata"]["name"]
         declared = _gives(name, table)
-        needs = ((CLUSTER_DNS,) if needs_cluster_dns(pod, str(plan.ip.dns_service_ip)) else ()) + \
-            service_needs(pod) + image_needs(pod, plan)
+        # Cluster DNS is asked through the node's cache (the kubelets' clusterDNS), which forwards to CoreDNS.
+        needs = ((CLUSTER_DNS, DNS_NODE_LOCAL) if needs_cluster_dns(pod, str(plan.ip.dns_service_ip)) else ()) + \
+            service_needs(pod) + image_needs(pod, plan) + cluster_ip_needs(pod, objects)
         cpu, memory = requests(pod) if pod.get("containers") else (0, 0)
         affinity = pod.get("affinity") or {}
         terms = ((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
@@ -400,9 +419,11 @@ def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: l
     bounds = {p.name: (p.spec.min_count, p.nodes) for p in plan.pools}
     releases += [Stuck(f"gangs on flavor {flavor}", None, reason) for flavor, reason in scale_from_zero_problems(
         layer_objects(plan) if objects is None else objects, bounds)]
-    # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py).
-    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)), *boot.steps),
-                     (*boot.stuck, *releases))
+    # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py), and
+    # the flow-control objects are applied first (objects/flowcontrol.py), so no agent starts outside its level.
+    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)),
+                      BootStep(0, "API Priority and Fairness: gpucluster-node-agents, gpucluster-breakglass",
+                               ("control plane",)), *boot.steps), (*boot.stuck, *releases))
     if boot.stuck:
         raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
                                  f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])

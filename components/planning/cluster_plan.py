@@ -7,7 +7,11 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import TypeVar
 
+from components.bootstrap.taints import NodeTaint
 from components.errors import Problem, SpecError
+from components.planning.agent_load import AgentLoadPlan, plan_agent_load
+from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
+from components.planning.azure_names import resource_group_name
 from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
 from components.planning.clock import today as clock_today
@@ -18,6 +22,7 @@ from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
 from components.planning.node_images import NodeImagesPlan, plan_node_images
+from components.planning.node_template import node_labels, node_taints
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
 from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
@@ -53,6 +58,8 @@ class ClusterPlan:
     in-cluster layer are applied through it)."""
     counts: tuple[CountNeed, ...] = ()
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
+    agent_load: AgentLoadPlan | None = None
+    """The node agents' API load against their APF level's seats (None when the layer is off)."""
 
     @property
     def nodes(self) -> int:
@@ -81,6 +88,30 @@ def _attempt(planner: Callable[[], T], problems: list[Problem]) -> T | None:
         return None
 
 
+KUBELET_DEFAULT_MAX_PODS = 110
+"""The API servers' kubelets keep kubelet's default maxPods (k8s.io/kubelet config/v1beta1 types.go MaxPods)."""
+
+
+def api_load(spec: ClusterSpec, pools: tuple[PoolPlan, ...], registry: RegistryPlan) -> ApiLoad:
+    """Each pool's nodes as they register (labels and taints of its first scale set), the API servers' own
+    kubelets shaped as kubeadm registers a control-plane node, and the images the cluster's registry serves."""
+    shapes = [NodeShape(p.name, p.nodes, node_labels(p, p.scale_sets[0], spec.location), node_taints(p),
+                        p.size.vcpus, p.size.memory_gib, p.size.gpus, p.spec.pods_per_node) for p in pools]
+    # The API servers' capacity is the largest pool's as an estimate (their size is picked from this very load);
+    # the capacity fields are a few bytes of a node object either way.
+    largest = max(pools, key=lambda p: p.size.memory_gib, default=None)
+    shapes.append(NodeShape("apiserver", spec.control_plane.api_servers.count,
+                            {"node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-"
+                             "load-balancers": ""}, (NodeTaint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),),
+                            largest.size.vcpus if largest else 0, largest.size.memory_gib if largest else 0, 0, 0))
+    # The providerID the cloud provider sets, at the length of the real one (the API servers' scale set).
+    provider = (f"azure:///subscriptions/{'0' * 8}-0000-0000-0000-{'0' * 12}/resourceGroups/"
+                f"{resource_group_name(spec.name)}/providers/Microsoft.Compute/virtualMachineScaleSets/"
+                "apiserver/virtualMachines/0")
+    images = tuple(registry.serve(i) for i in cluster_upstream_images(spec))
+    return plan_api_load(tuple(shapes), images, provider)
+
+
 def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     """Run every planner; problems from independent planners are reported together. `today` (default: the
     clock) places the bootstrap tokens in their rotation period."""
@@ -89,12 +120,12 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     ip = _attempt(lambda: plan_ip(spec, limits), problems)
     egress = _attempt(lambda: plan_egress(spec, limits), problems)
     pools = _attempt(lambda: plan_pools(spec, limits), problems)
-    nodes = sum(p.count for p in spec.pools)
-    control_plane = _attempt(lambda: plan_control_plane(spec, nodes), problems)
     scheduling = _attempt(lambda: plan_scheduling(spec, pools), problems) if pools is not None else None
     balloons = _attempt(lambda: plan_balloons(spec, pools), problems) if pools is not None else None
     versions = _attempt(lambda: plan_versions(spec), problems)
     registry = _attempt(lambda: plan_registry(spec, cluster_upstream_images(spec)), problems)
+    control_plane = (_attempt(lambda: plan_control_plane(spec, api_load(spec, pools, registry)), problems)
+                     if pools is not None and registry is not None else None)
     images = (_attempt(lambda: plan_node_images(spec, pools, control_plane), problems)
               if pools is not None and control_plane is not None else None)
     # The stack declares the bootstrap tokens through the API servers, in-cluster layer or not.
@@ -115,5 +146,13 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     if not spec.in_cluster.enabled:
         return plan
     # The simulation reads the layer's pod specs, which are built from this plan (imported here: no cycle).
+    from components.kubernetes.objects.flowcontrol import NODE_AGENTS, NODE_AGENTS_SHARES
+    from components.kubernetes.objects.node_agents import node_agent_loads
     from components.planning.boot_layer import first_boot
-    return replace(plan, first_boot=first_boot(plan))
+    api = control_plane.api
+    boot = first_boot(plan)
+    agents = plan_agent_load(NODE_AGENTS, NODE_AGENTS_SHARES,
+                             api.flags.max_requests_inflight + api.flags.max_mutating_requests_inflight,
+                             max(1, api.count - max(api.in_zone(z) for z in api.zones)),
+                             node_agent_loads(plan, boot.placements()))
+    return replace(plan, first_boot=boot, agent_load=agents)

@@ -1,8 +1,8 @@
 """Control-plane sizing and placement: API servers and etcd outside the cluster.
 
-API-server memory grows about linearly with nodes: OpenAI saw up to 70 GB of heap per API server
-at 7,500 nodes (../shared/reference/openai-practices.md). etcd members are placed so that no zone
-holds a quorum: losing any one zone leaves etcd writable.
+API-server memory and etcd's size come from the sizing model (components/planning/api_sizing.py: objects per
+kind and a serving cost per node, anchored on OpenAI's 70 GB of heap at 7,500 nodes). etcd members are placed
+so that no zone holds a quorum: losing any one zone leaves etcd writable.
 """
 
 from __future__ import annotations
@@ -13,12 +13,18 @@ from dataclasses import dataclass
 
 from components.catalog.vm_sizes import VmSize
 from components.errors import Problem, SpecError
+from components.planning.api_sizing import (
+    ANCHOR_SOURCE,
+    ETCD_MAX_QUOTA,
+    ETCD_QUOTA_SOURCE,
+    ApiLoad,
+    etcd_file_bytes,
+    etcd_quota,
+)
 from components.planning.placement import ordered_zones
 from components.planning.sizes import size_table, unknown_size_message
 from components.spec import ClusterSpec, EtcdSpec
 
-HEAP_GB_AT_REFERENCE = 70.0
-REFERENCE_NODES = 7_500
 MIN_HEAP_GB = 4.0
 MEMORY_HEADROOM = 1.5
 """VM memory per GB of heap: controller-manager, scheduler, OS and page cache share the VM."""
@@ -31,17 +37,8 @@ ETCD_PREMIUM_V2_IOPS = 3_000
 ETCD_DISK_GIB = 64
 
 
-def api_heap_gb(nodes: int) -> float:
-    return max(MIN_HEAP_GB, HEAP_GB_AT_REFERENCE * nodes / REFERENCE_NODES)
-
-
-def quota_backend_bytes(nodes: int) -> int:
-    """etcd's backend quota: the 2 GiB default stops all writes on a large cluster; 8 GiB is the suggested max."""
-    if nodes > 1_000:
-        return 8 * GIB
-    if nodes > 100:
-        return 4 * GIB
-    return 2 * GIB
+def api_heap_gb(load: ApiLoad) -> float:
+    return max(MIN_HEAP_GB, load.heap_gb)
 
 
 @dataclass(frozen=True)
@@ -98,6 +95,8 @@ class EtcdPlan:
     data_on_nvme: bool
     quorum_override_reason: str | None
     overridden: bool
+    db_bytes: float = 0.0
+    """The model's live data and kept history (components/planning/api_sizing.py); the quota holds it twice."""
 
     @property
     def quorum(self) -> int:
@@ -112,7 +111,8 @@ class EtcdPlan:
     @property
     def reasoning(self) -> str:
         disk = "local NVMe" if self.data_on_nvme else f"Premium SSD v2 at {ETCD_PREMIUM_V2_IOPS} IOPS"
-        return (f"quota-backend-bytes {self.quota_backend_bytes // GIB} GiB; {self.memory_needed_gib:.0f} GiB "
+        return (f"data ~{self.db_bytes / GIB:.2f} GiB, quota-backend-bytes {self.quota_backend_bytes // GIB} GiB; "
+                f"{self.memory_needed_gib:.0f} GiB "
                 f"memory needed; {self.size.name} ({self.size.memory_gib} GiB), data on {disk}"
                 + (" (stack override)" if self.overridden else ""))
 
@@ -122,6 +122,8 @@ class ControlPlanePlan:
     api: ApiServerPlan
     etcd: EtcdPlan
     events: EtcdPlan | None
+    load: ApiLoad | None = None
+    """What the sizing model counted: objects per kind and the serving cost per node."""
 
     def vcpus_by_family(self) -> dict[str, int]:
         need: dict[str, int] = {}
@@ -150,15 +152,19 @@ def _pick_size(table: dict[str, VmSize], override: str | None, path: str, candid
     return size
 
 
-def _plan_api(spec: ClusterSpec, nodes: int, table: dict[str, VmSize], problems: list[Problem]) -> ApiServerPlan | None:
+def _plan_api(spec: ClusterSpec, load: ApiLoad, table: dict[str, VmSize],
+              problems: list[Problem]) -> ApiServerPlan | None:
     api = spec.control_plane.api_servers
-    heap = api_heap_gb(nodes)
+    nodes = load.nodes
+    heap = api_heap_gb(load)
     memory = heap / GB_PER_GIB * MEMORY_HEADROOM
     vcpus = max(4, math.ceil(nodes / NODES_PER_API_VCPU))
     general = [s for s in table.values() if not s.gpus and not s.confidential and not s.nvme_gb]
     size = _pick_size(table, api.vm_size, "cluster.controlPlane.apiServers.vmSize", general,
                       lambda s: s.memory_gib >= memory and s.vcpus >= vcpus,
-                      f"API servers of {nodes:,} nodes need {memory:.0f} GiB (heap ~{heap:.0f} GB x {MEMORY_HEADROOM}) "
+                      f"API servers of {nodes:,} nodes need {memory:.0f} GiB (heap ~{heap:.0f} GB x {MEMORY_HEADROOM}: "
+                      f"{load.cached_bytes / 1e9:.1f} GB of objects and "
+                      f"{load.serving_bytes_per_node / 1e6:.1f} MB per node, from {ANCHOR_SOURCE}) "
                       f"and {vcpus} vCPUs", problems)
     if size is None:
         return None
@@ -170,7 +176,7 @@ def place_members(prefix: str, count: int, zones: tuple[str, ...]) -> tuple[Memb
     return tuple(Member(f"{prefix}-{i}", zones[i % len(zones)], i) for i in range(count))
 
 
-def _plan_etcd(role: str, etcd: EtcdSpec, path: str, spec: ClusterSpec, nodes: int, table: dict[str, VmSize],
+def _plan_etcd(role: str, etcd: EtcdSpec, path: str, spec: ClusterSpec, db_bytes: float, table: dict[str, VmSize],
                problems: list[Problem]) -> EtcdPlan | None:
     count = etcd.members
     if count < 3 or count % 2 == 0:
@@ -187,7 +193,15 @@ def _plan_etcd(role: str, etcd: EtcdSpec, path: str, spec: ClusterSpec, nodes: i
                                 f"quorum of {quorum}: losing that zone stops etcd. Use 3 zones, or accept it with "
                                 f"{path}.quorumOverrideReason"))
         return None
-    quota = quota_backend_bytes(nodes)
+    quota = etcd_quota(db_bytes)
+    if etcd_file_bytes(db_bytes) > ETCD_MAX_QUOTA:
+        problems.append(Problem(path, f"{role} would hold ~{db_bytes / GIB:.1f} GiB (objects and their kept history, "
+                                      f"components/planning/api_sizing.py), a file of "
+                                      f"~{etcd_file_bytes(db_bytes) / GIB:.1f} GiB between defragmentations, past the "
+                                      f"{ETCD_MAX_QUOTA // GIB} GiB quota maximum ({ETCD_QUOTA_SOURCE}): "
+                                      "lower the pools' podsPerNode or keep Events in their own etcd "
+                                      "(cluster.controlPlane.eventsEtcd)"))
+        return None
     memory = 2 * quota / GIB + ETCD_OS_GIB
     nvme = [s for s in table.values() if s.nvme_gb and not s.gpus and not s.confidential]
     size = _pick_size(table, etcd.vm_size, f"{path}.vmSize", nvme, lambda s: s.memory_gib >= memory,
@@ -195,18 +209,20 @@ def _plan_etcd(role: str, etcd: EtcdSpec, path: str, spec: ClusterSpec, nodes: i
     if size is None:
         return None
     return EtcdPlan(role, members, size, quota, memory, size.nvme_gb > 0, etcd.quorum_override_reason,
-                    bool(etcd.vm_size))
+                    bool(etcd.vm_size), db_bytes)
 
 
-def plan_control_plane(spec: ClusterSpec, nodes: int) -> ControlPlanePlan:
-    """Size and place the control plane for a cluster of `nodes` worker nodes."""
+def plan_control_plane(spec: ClusterSpec, load: ApiLoad) -> ControlPlanePlan:
+    """Size and place the control plane for what the cluster holds at its largest (`load`)."""
     table = size_table(spec)
     cp = spec.control_plane
     problems: list[Problem] = []
-    api = _plan_api(spec, nodes, table, problems)
-    etcd = _plan_etcd("etcd", cp.etcd, "cluster.controlPlane.etcd", spec, nodes, table, problems)
-    events = (_plan_etcd("etcd-events", cp.events_etcd, "cluster.controlPlane.eventsEtcd", spec, nodes, table,
-                         problems) if cp.events_etcd else None)
+    apart = cp.events_etcd is not None
+    api = _plan_api(spec, load, table, problems)
+    etcd = _plan_etcd("etcd", cp.etcd, "cluster.controlPlane.etcd", spec, load.etcd_bytes(apart, False), table,
+                      problems)
+    events = (_plan_etcd("etcd-events", cp.events_etcd, "cluster.controlPlane.eventsEtcd", spec,
+                         load.etcd_bytes(apart, True), table, problems) if cp.events_etcd else None)
     if problems or api is None or etcd is None or (cp.events_etcd and events is None):
         raise SpecError(problems)
-    return ControlPlanePlan(api, etcd, events)
+    return ControlPlanePlan(api, etcd, events, load)

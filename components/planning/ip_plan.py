@@ -37,6 +37,9 @@ LARGEST_SERVICE_PREFIX = 12
 """kube-apiserver refuses a Service range larger than /12 (20 bits)."""
 API_SERVER_PORT = 6443
 CONTROL_PLANE_BLOCK = "controlplane"
+NODE_LOCAL_DNS_IP = "169.254.20.10"
+"""Where NodeLocal DNSCache answers on every node (link-local: never in the VNet or the service range), the
+address the Kubernetes docs use (tasks/administer-cluster/nodelocaldns.md); the kubelets' clusterDNS."""
 REGISTRY_ENDPOINT_IPS = 2
 """The container registry's private endpoint in the control-plane subnet: the registry endpoint and the home
 region's dedicated data endpoint (azure-management-docs container-registry-private-endpoints.md, "Plan IP
@@ -149,6 +152,16 @@ class IpPlan:
     def api_server_endpoint(self) -> str:
         return f"{self.api_server_ip}:{API_SERVER_PORT}"
 
+    @property
+    def break_glass_ip(self) -> IPv4Address:
+        """The break-glass frontend: the control-plane block's last usable address (Azure keeps the last one),
+        away from the low addresses Azure hands the API servers and the private endpoint."""
+        return self.block(CONTROL_PLANE_BLOCK).cidr.broadcast_address - 1
+
+    @property
+    def break_glass_endpoint(self) -> str:
+        return f"{self.break_glass_ip}:{API_SERVER_PORT}"
+
     def block(self, name: str) -> Block:
         return next(b for b in self.blocks if b.name == name)
 
@@ -197,13 +210,14 @@ def _requests(spec: ClusterSpec) -> list[_Request]:
     cp = spec.control_plane
     spare = spec.network.block_spare
     etcd_members = cp.etcd.members + (cp.events_etcd.members if cp.events_etcd else 0)
+    frontends = 2 if spec.access.break_glass else 1
     api_ips = cp.api_servers.count * (1 + api_server_pod_addresses(spec))
     requests = [
         # API servers (replaced side by side in a rolling upgrade) with their pod addresses in prefix mode, plus
-        # the load balancer's frontend.
+        # the load balancer's frontends (the break-glass one when the stack has it).
         _Request(CONTROL_PLANE_BLOCK, "API servers, their internal load balancer and the registry's private endpoint",
-                 prefix_for(2 * api_ips + 1 + REGISTRY_ENDPOINT_IPS, INFRA_PREFIX, spare),
-                 api_ips + 1 + REGISTRY_ENDPOINT_IPS,
+                 prefix_for(2 * api_ips + frontends + REGISTRY_ENDPOINT_IPS, INFRA_PREFIX, spare),
+                 api_ips + frontends + REGISTRY_ENDPOINT_IPS,
                  "cluster.controlPlane.apiServers.count", 1 + api_server_pod_addresses(spec), "members"),
         _Request(ETCD_BLOCK, "etcd and events-etcd members", prefix_for(2 * etcd_members, INFRA_PREFIX, spare),
                  etcd_members, "cluster.controlPlane.etcd.members", 1, "members"),

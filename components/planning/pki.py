@@ -54,9 +54,10 @@ def api_server_endpoint(cluster: str) -> str:
 
 
 def api_server_cert_sans(cluster: str, ip: IpPlan) -> tuple[str, ...]:
-    """`apiServer.certSANs`: addresses clients dial beyond what kubeadm adds by itself. The load balancer's IP
-    (the admin kubeconfig, Cilium's k8sServiceHost), loopback, and the endpoint's name."""
-    return (api_server_host(cluster), str(ip.api_server_ip), "127.0.0.1", "localhost")
+    """`apiServer.certSANs`: addresses clients dial beyond what kubeadm adds by itself. The load balancer's IPs
+    (the admin kubeconfig, Cilium's k8sServiceHost; the break-glass frontend's, whether or not the stack has it
+    yet, so adding it needs no new serving certificate), loopback, and the endpoint's name."""
+    return (api_server_host(cluster), str(ip.api_server_ip), str(ip.break_glass_ip), "127.0.0.1", "localhost")
 
 
 def kubeadm_apiserver_cert(cluster: str, ip: IpPlan, node_name: str, advertise_address: str,
@@ -83,6 +84,9 @@ def _is_ip(text: str) -> bool:
     return True
 
 
+BREAK_GLASS_CERT = "breakglass"
+BREAK_GLASS_GROUP = "gpucluster:breakglass"
+"""The client certificate's organization: the group the break-glass FlowSchema maps to the exempt level."""
 ETCD_SNAPSHOT_CLIENT = "etcd-snapshot-client"
 """The client identity of `etcdctl snapshot save` on each member: etcd requires clientAuth usage
 (`--client-cert-auth`); a serving certificate is refused by Go's TLS (`incompatible key usage`)."""
@@ -95,6 +99,9 @@ def plan_certificates(cluster: str, ip: IpPlan, cp: ControlPlanePlan) -> tuple[C
         CertPlan("apiserver-kubelet-client", CLUSTER_CA, "kube-apiserver-kubelet-client", "kubeadm:cluster-admins",
                  (), (), CLIENT),
         CertPlan("admin", CLUSTER_CA, "kubernetes-admin", "kubeadm:cluster-admins", (), (), CLIENT),
+        # Kept apart from `admin`: its group is exempt from API Priority and Fairness and bound to cluster-admin by a
+        # ClusterRoleBinding (components/kubernetes/objects/flowcontrol.py); its kubeconfig is its own output.
+        CertPlan(BREAK_GLASS_CERT, CLUSTER_CA, "gpucluster-breakglass", BREAK_GLASS_GROUP, (), (), CLIENT),
         CertPlan("front-proxy-client", FRONT_PROXY_CA, "front-proxy-client", None, (), (), CLIENT),
         CertPlan("apiserver-etcd-client", ETCD_CA, "kube-apiserver-etcd-client", None, (), (), CLIENT),
         CertPlan(ETCD_SNAPSHOT_CLIENT, ETCD_CA, ETCD_SNAPSHOT_CLIENT, None, (), (), CLIENT),

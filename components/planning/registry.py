@@ -17,6 +17,7 @@ from components.catalog.in_cluster import (
     DCGM_IMAGE,
     KUEUE_IMAGE,
     KUEUE_VERSION,
+    NODE_CACHE_IMAGE,
     PAUSE_IMAGE,
     RDMA_DEVICE_PLUGIN_IMAGE,
     cloud_controller_manager_image,
@@ -109,7 +110,7 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs = [f"{K8S_REGISTRY}/{name}:v{spec.kubernetes_version}" for name in CONTROL_PLANE_IMAGES]
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
-        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", CSR_APPROVER_IMAGE]
+        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", CSR_APPROVER_IMAGE, NODE_CACHE_IMAGE]
         # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
         refs += ([cluster_autoscaler_image(minor), coredns_image(minor), cloud_controller_manager_image(minor)]
                  if minor in MINOR_COUPLED else [])

@@ -10,6 +10,8 @@ from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ET
 
 ETCD_CLIENT_PORT = "2379"
 ETCD_PORTS = "2379-2380"
+ETCD_METRICS_PORT = "2381"
+"""etcd's `--listen-metrics-urls`: /metrics and /health over plain HTTP, no keyspace (components/bootstrap/etcd.py)."""
 SSH_PORT = "22"
 DENY_PRIORITY = 4000
 
@@ -63,8 +65,10 @@ def _deny_rest() -> list[SecurityRule]:
     ]
 
 
-def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network]) -> dict[str, tuple[SecurityRule, ...]]:
-    """Inbound rules for each tier (`nodes`, `controlplane`, `etcd`); outbound stays Azure's default."""
+def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network], system_pools: tuple[str, ...] = (),
+                        break_glass_cidrs: list[IPv4Network] | None = None) -> dict[str, tuple[SecurityRule, ...]]:
+    """Inbound rules for each tier (`nodes`, `controlplane`, `etcd`); outbound stays Azure's default.
+    `system_pools`: where cluster add-ons run, a metrics scraper among them (etcd's metrics port)."""
     nodes = _cidrs([b.cidr for b in ip.blocks if b.name.startswith("pool-")])
     control_plane = _cidrs([ip.block(CONTROL_PLANE_BLOCK).cidr])
     etcd = _cidrs([ip.block(ETCD_BLOCK).cidr])
@@ -83,10 +87,18 @@ def plan_security_rules(ip: IpPlan, admin_cidrs: list[IPv4Network]) -> dict[str,
     ]
     if admin:
         api_rules.append(SecurityRule("allow-apiserver-from-admin", 130, "Allow", "Tcp", admin, str(API_SERVER_PORT)))
+    if break_glass_cidrs:
+        # The break-glass frontend's callers, by their own rule: an incident never depends on the normal path's.
+        api_rules.append(SecurityRule("allow-apiserver-breakglass", 140, "Allow", "Tcp", _cidrs(break_glass_cidrs),
+                                      str(API_SERVER_PORT)))
     etcd_rules = [
         SecurityRule("allow-etcd-from-apiservers", 100, "Allow", "Tcp", control_plane, ETCD_CLIENT_PORT),
         SecurityRule("allow-etcd-peers", 110, "Allow", "Tcp", etcd, ETCD_PORTS),
     ]
+    if system_pools:
+        scrapers = _cidrs([ip.pool_block(p).cidr for p in system_pools])
+        etcd_rules.append(SecurityRule("allow-etcd-metrics-from-system", 120, "Allow", "Tcp", scrapers,
+                                       ETCD_METRICS_PORT))
     return {
         "nodes": tuple(node_rules + ssh + _deny_rest()),
         "controlplane": tuple(api_rules + ssh + _deny_rest()),

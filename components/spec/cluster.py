@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 
 from components.spec import consumer_rules as rules
-from components.spec.base import SpecModel, WholeNumber
+from components.spec.base import Cidr, SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
 from components.spec.day2 import AcknowledgedDeletions
 from components.spec.images import ImagesSpec
@@ -76,11 +76,22 @@ class SizeRegionsSpec(SpecModel):
     """How it was confirmed, with the date: e.g. `az vm list-skus -l eastus --size Standard_X --zone, 2026-11-20`."""
 
 
+class BreakGlassSpec(SpecModel):
+    """A second API-server endpoint for incidents, reachable only from an admin network, and a client certificate
+    whose group API Priority and Fairness exempts (docs/operations.md, "When the API servers are overloaded")."""
+
+    admin_cidrs: list[Cidr] = Field(min_length=1, max_length=20)
+    """The only networks the break-glass frontend accepts (an NSG rule of its own); keep it apart from
+    network.adminCidrs, which reach the normal endpoint."""
+
+
 class AccessSpec(SpecModel):
     admin_username: str = Field(default="azureuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
     ssh_public_keys: list[str] = Field(default_factory=list, max_length=64)
     """OpenSSH public keys; with none, a break-glass key is generated and exported as a secret."""
     bootstrap_token: BootstrapTokenSpec = BootstrapTokenSpec()
+    break_glass: BreakGlassSpec | None = None
+    """The break-glass endpoint; without it the break-glass certificate still exists and reaches the normal one."""
 
     @field_validator("admin_username")
     @classmethod

@@ -10,6 +10,15 @@ from .declare import Config, resource_rule, stack_rule
 from .props import ZONE_LABEL, get, items
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
+WATCHED = {"pods": ("",), "nodes": ("",), "secrets": ("",), "events": ("", "events.k8s.io"),
+           "endpointslices": ("discovery.k8s.io",)}
+"""Resources whose cluster-wide LIST/WATCH from every node scales with the cluster: resource -> API groups."""
+BUILT_IN_WIDE = ("cluster-admin", "admin", "edit", "view")
+"""Default ClusterRoles that grant list/watch on pods (kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy)."""
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 BALLOON_LABEL = ("app.kubernetes.io/component", "balloon")
@@ -111,4 +120,64 @@ def balloon_priority(args: StackValidationArgs, report: ReportViolation, _: Conf
             report(f"balloon class {name} may preempt: balloons must never evict real pods", declared.urn)
 
 
-RULES = [system_deployment_spread, system_release_spread, balloon_priority]
+def _wide_grants(rules: list[Any]) -> list[str]:
+    """`resource (verbs)` for every cluster-wide list/watch grant among a ClusterRole's rules."""
+    found = []
+    for rule in rules:
+        verbs = {str(v) for v in items(get(rule, "verbs"))}
+        if not verbs & {"list", "watch", "*"} or items(get(rule, "resourceNames")):
+            continue
+        groups = {str(g) for g in items(get(rule, "apiGroups"))}
+        for resource in items(get(rule, "resources")):
+            for name, wanted in WATCHED.items():
+                if resource in (name, "*") and (groups & set(wanted) or "*" in groups):
+                    found.append(f"{name} ({', '.join(sorted(verbs & {'list', 'watch', '*'}))})")
+    return sorted(set(found))
+
+
+def _bound(binding: Any, namespace: str, account: str) -> bool:
+    for subject in items(get(binding, "subjects")):
+        kind, name = get(subject, "kind"), get(subject, "name")
+        if kind == "ServiceAccount" and name == account and get(subject, "namespace") == namespace:
+            return True
+        if kind == "Group" and name in ("system:serviceaccounts", f"system:serviceaccounts:{namespace}",
+                                        "system:authenticated"):
+            return True
+    return False
+
+
+@stack_rule(
+    "kubernetes-apps-daemonset-cluster-wide-watch", severity=Severity.HIGH,
+    description="A DaemonSet's service account is not granted cluster-wide list or watch (ClusterRoleBinding) on "
+                "pods, nodes, endpointslices, secrets or events, unless the DaemonSet's "
+                f"`{WATCH_REASON}` annotation says why: one such agent per node makes every change of those objects "
+                "a message to every node (OpenAI's API servers reached 70 GB of heap at 7,500 nodes from Endpoints "
+                "watches on every node).",
+    remediation="Read the agent's own node by name (GET /api/v1/nodes/$NODE_NAME), list with a field selector on "
+                "spec.nodeName, or move the cluster-wide read to one Deployment; if the agent truly needs it, say why "
+                f"in the DaemonSet's {WATCH_REASON} annotation (its load then shows in the plan's node-agent table).")
+def daemonset_cluster_wide_watch(args: StackValidationArgs, report: ReportViolation, _: Config) -> None:
+    roles = {get(r.props, "metadata", "name"): r for r in args.resources if r.resource_type == CLUSTER_ROLE}
+    bindings = [r for r in args.resources if r.resource_type == CLUSTER_ROLE_BINDING]
+    for daemonset in (r for r in args.resources if r.resource_type == DAEMONSET):
+        if str(get(daemonset.props, "metadata", "annotations", WATCH_REASON, default="")).strip():
+            continue
+        namespace = get(daemonset.props, "metadata", "namespace", default="default")
+        account = get(daemonset.props, "spec", "template", "spec", "serviceAccountName", default="default")
+        for binding in bindings:
+            if not _bound(binding.props, namespace, account):
+                continue
+            role = get(binding.props, "roleRef", "name")
+            if role in roles:
+                grants = _wide_grants(items(get(roles[role].props, "rules")))
+            elif role in BUILT_IN_WIDE:
+                grants = [f"everything the built-in {role} role reads"]
+            else:
+                grants = [f"rules of ClusterRole {role}, which the stack does not declare (cannot be checked)"]
+            if grants:
+                report(f"DaemonSet {namespace}/{get(daemonset.props, 'metadata', 'name')}: service account {account} is "
+                       f"granted cluster-wide {', '.join(grants)} through ClusterRoleBinding "
+                       f"{get(binding.props, 'metadata', 'name')}", daemonset.urn)
+
+
+RULES = [system_deployment_spread, system_release_spread, balloon_priority, daemonset_cluster_wide_watch]

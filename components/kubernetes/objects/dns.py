@@ -26,7 +26,9 @@ COREFILE = """.:53 {
     forward . /etc/resolv.conf {
         max_concurrent 1000
     }
-    cache 30
+    cache 30 {
+        serve_stale 1h verify
+    }
     loop
     reload
     loadbalance
@@ -69,8 +71,10 @@ def coredns_objects(nodes: int, system_nodes: int, dns_service_ip: str, minor: s
     }
     return [
         obj("v1", "ServiceAccount", APP, NAMESPACE),
+        # What CoreDNS v1.12.1-v1.14.2 (every pinned minor's) watches (plugin/kubernetes/controller.go): services,
+        # endpointslices, namespaces, and pods only with `pods verified` (this Corefile: `pods insecure`). No Endpoints.
         obj("rbac.authorization.k8s.io/v1", "ClusterRole", "system:coredns", rules=[
-            {"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"], "verbs": ["list", "watch"]},
+            {"apiGroups": [""], "resources": ["services", "namespaces"], "verbs": ["list", "watch"]},
             {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]}]),
         obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "system:coredns",
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},

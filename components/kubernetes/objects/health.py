@@ -9,9 +9,12 @@ import math
 from components.bootstrap.node import LABEL_POOL, LABEL_ROLE, PREFLIGHT_TAINT_KEY, UNHEALTHY_TAINT_KEY
 from components.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
 from components.kubernetes.objects.common import LABEL_APP, SYSTEM_PRIORITY_CLASS, Object, obj
+from components.kubernetes.scripts.health_agent import API_CALLS_PER_MINUTE
 from components.planning.placement import PoolPlan
 
 NAMESPACE = "gpucluster-health"
+ANNOTATION_API_CALLS = "gpucluster.io/api-calls-per-minute"
+"""A node agent's steady API requests per pod per minute, read by the plan's load check."""
 RECHECK_SHARE = 0.02
 """At most this share of a pool's nodes is taken out for re-checks per run."""
 RECHECK_SCHEDULE = "17 * * * *"
@@ -66,10 +69,12 @@ def health_daemonset(pool: PoolPlan, image: str) -> Object:
         "containers": [_dcgm("health-watch", WATCH), {"name": "agent", **_agent(image, ["agent"])}],
         "volumes": [{"name": "shared", "emptyDir": {}}],
     }
-    return obj("apps/v1", "DaemonSet", app, NAMESPACE, labels=labels, spec={
+    daemonset = obj("apps/v1", "DaemonSet", app, NAMESPACE, labels=labels, spec={
         "selector": {"matchLabels": {LABEL_APP: app}},
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
         "template": {"metadata": {"labels": labels}, "spec": pod}})
+    daemonset["metadata"]["annotations"] = {ANNOTATION_API_CALLS: f"{API_CALLS_PER_MINUTE:g}"}
+    return daemonset
 
 
 def recheck_limit(pool: PoolPlan) -> int:

@@ -17,6 +17,7 @@ from components.kubernetes.objects.health import health_objects
 from components.kubernetes.objects.images import serve_objects
 from components.kubernetes.objects.kueue import kueue_objects
 from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
+from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.kubernetes.objects.priority import priority_classes
 from components.kubernetes.objects.rdma import rdma_objects
@@ -50,12 +51,14 @@ def without_await(objects: list[Object]) -> list[Object]:
 
 
 def networking_objects(plan: ClusterPlan, prefix_ipam: AzureSettings | None) -> list[Object]:
-    """The prefix IPAM controller (prefix mode, with its identity) and CoreDNS; Cilium is a chart."""
+    """The prefix IPAM controller (prefix mode, with its identity), CoreDNS and NodeLocal DNSCache; Cilium is a
+    chart."""
     host = api_server_host(plan.spec.name)
     ipam = (prefix_ipam_objects(prefix_ipam, host, API_SERVER_PORT, plan.registry.agents_image)
             if plan.prefix_mode and prefix_ipam is not None else [])
     dns = coredns_objects(plan.nodes, plan.system_nodes, str(plan.ip.dns_service_ip), plan.versions.minor)
-    return serve_objects([*ipam, *dns], plan.registry)
+    cache = without_await(node_local_dns_objects(str(plan.ip.dns_service_ip)))
+    return serve_objects([*ipam, *dns, *cache], plan.registry)
 
 
 def scheduling_objects(plan: ClusterPlan) -> tuple[list[Object], list[Object]]:
