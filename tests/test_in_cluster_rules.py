@@ -165,8 +165,7 @@ def test_each_health_account_has_only_its_own_calls() -> None:
     to the node its token was issued on (`authentication.kubernetes.io/node-name` in userInfo.extra,
     ServiceAccountTokenPodNodeInfo GA in 1.32: kubernetes pkg/features/versioned_kube_features.go) and to our two
     taints. The recheck lists nodes and pods (per node by field selector) and deletes pods in its namespace only.
-    The policy's CEL is checked here for what it names, not evaluated (no CEL evaluator of Kubernetes' dialect runs
-    in these tests)."""
+    What the policy's CEL decides is evaluated in tests/test_health_admission.py."""
     from components.bootstrap.node import UNHEALTHY_TAINT_KEY
     from components.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, RECHECK_ACCOUNT, health_objects
     from components.kubernetes.scripts import health_agent

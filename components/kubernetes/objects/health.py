@@ -108,14 +108,22 @@ def _user(account: str) -> str:
     return f"system:serviceaccount:{NAMESPACE}:{account}"
 
 
+def _or_empty(path: str, empty: str) -> str:
+    """`path` when the object has it, else `empty`: `has()` is core CEL (the optional `.?` syntax is a cel-go
+    library other CEL engines lack, so tests can evaluate these expressions with cel-python)."""
+    parent, _, field = path.rpartition(".")
+    return f"(has({parent}.{field}) ? {path} : {empty})"
+
+
 def _others_unchanged(keys: tuple[str, ...]) -> str:
     """CEL: nothing of the node changes but taints with `keys` (labels, annotations, cordon, other taints)."""
     listed = ", ".join(f"'{k}'" for k in keys)
     kept = f"filter(t, !(t.key in [{listed}]))"
-    return (f"object.spec.?taints.orValue([]).{kept} == oldObject.spec.?taints.orValue([]).{kept} && "
-            "object.metadata.?labels.orValue({}) == oldObject.metadata.?labels.orValue({}) && "
-            "object.metadata.?annotations.orValue({}) == oldObject.metadata.?annotations.orValue({}) && "
-            "object.spec.?unschedulable.orValue(false) == oldObject.spec.?unschedulable.orValue(false)")
+    return (f"{_or_empty('object.spec.taints', '[]')}.{kept} == {_or_empty('oldObject.spec.taints', '[]')}.{kept} && "
+            f"{_or_empty('object.metadata.labels', '{}')} == {_or_empty('oldObject.metadata.labels', '{}')} && "
+            f"{_or_empty('object.metadata.annotations', '{}')} == "
+            f"{_or_empty('oldObject.metadata.annotations', '{}')} && "
+            f"{_or_empty('object.spec.unschedulable', 'false')} == {_or_empty('oldObject.spec.unschedulable', 'false')}")
 
 
 def node_policy() -> list[Object]:
