@@ -181,12 +181,18 @@ class FakeKube(FakeHttp):
         self.cilium_writes: list[tuple[float, str, str | None]] = []
         """(time, writer's token, lease holder at that time) for every CiliumNode write."""
         self.before_write: Callable[[str, str, FakeKube], None] | None = None
+        self.events: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
+        """Per collection, (resourceVersion, type, object) of every change, for watches."""
+        self.compacted = 0
+        """Watches from a version below this get 410 Gone, as after etcd compaction."""
 
     def put_object(self, collection: str, obj: dict[str, Any]) -> None:
         with self.lock:
             self.version += 1
             obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+            kind = "MODIFIED" if obj["metadata"]["name"] in self.store.get(collection, {}) else "ADDED"
             self.store.setdefault(collection, {})[obj["metadata"]["name"]] = obj
+            self.events.setdefault(collection, []).append((self.version, kind, obj))  # stored objects are replaced, never edited
             if collection.endswith("/pods"):
                 node = (obj.get("spec") or {}).get("nodeName")
                 if node:
@@ -211,6 +217,8 @@ class FakeKube(FakeHttp):
                 return 404, _status(404, "NotFound", path), {}
             collection, name = match[1], match[2]
             objects = self.store.setdefault(collection, {})
+            if name is None and method == "GET" and query.get("watch") in ("1", "true"):
+                return 200, self._watch(collection, query), {}
             if name is None and method == "GET":
                 return 200, self._page(list(objects.values()), query), {}
             if name is None and method == "POST":
@@ -227,6 +235,10 @@ class FakeKube(FakeHttp):
                 return 200, current, {}
             if method == "DELETE":
                 del objects[name]
+                self.version += 1
+                gone = copy.deepcopy(current)
+                gone["metadata"]["resourceVersion"] = str(self.version)
+                self.events.setdefault(collection, []).append((self.version, "DELETED", gone))
                 return 200, _status(200, "Success", "deleted"), {}
             if self.before_write is not None:
                 self.before_write(method, path, self)
@@ -263,6 +275,18 @@ class FakeKube(FakeHttp):
         if collection.endswith("ciliumnodes"):
             self.cilium_writes.append((now, who, self.holder()))
         return status, obj, {}
+
+    def _watch(self, collection: str, query: dict[str, str]) -> bytes:
+        """The events after `resourceVersion`, one JSON object per line, then a bookmark at the current version; the
+        watch then ends as one whose timeoutSeconds ran out. An expired version is an ERROR event with 410."""
+        since = int(query.get("resourceVersion") or 0)
+        if since < self.compacted:
+            return (json.dumps({"type": "ERROR", "object": _status(410, "Expired", "too old resource version")})
+                    + "\n").encode()
+        lines = [json.dumps({"type": kind, "object": obj}) for version, kind, obj in self.events.get(collection, [])
+                 if version > since]
+        lines.append(json.dumps({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": str(self.version)}}}))
+        return "".join(f"{line}\n" for line in lines).encode()
 
     def _page(self, items: list[dict[str, Any]], query: dict[str, str]) -> dict[str, Any]:
         label = query.get("labelSelector")

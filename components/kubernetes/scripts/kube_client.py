@@ -11,7 +11,9 @@ Azure, bounded in every dimension a misbehaving server could stretch. Standard l
   jitter;
 - lists: `list_items` pages through a Kubernetes collection with `limit` and `continue`
   (kubernetes.io/docs/reference/using-api/api-concepts/#retrieving-large-results-sets-in-chunks), yielding
-  items page by page so memory holds one page, and stops on a `continue` token it has seen before.
+  items page by page so memory holds one page, and stops on a `continue` token it has seen before;
+- watches: `watch` follows a collection from a resourceVersion, one bounded event per line, an expired version
+  raising ApiError(410) for the caller to list again.
 - transport: https only, except to the instance metadata endpoint (plain http by design) and to loopback.
 """
 
@@ -43,6 +45,8 @@ PLAIN_HTTP_HOSTS = frozenset({"169.254.169.254", "127.0.0.1", "localhost", "::1"
 RETRYABLE = frozenset({0, 408, 429, 500, 502, 503, 504})
 """0 is a transport failure: timeout, refused connection, truncated or unreadable body."""
 CHUNK = 1 << 16
+MAX_EVENT = 4 << 20
+"""Bytes of one watch event at most (one object; a Node or CiliumNode is a few kB)."""
 
 
 def log(message: str) -> None:
@@ -254,16 +258,18 @@ class Kube(Http):
         """One attempt: a write is retried by the caller's next round, after a fresh read."""
         return self.call(method, self.api + path, body, content_type)
 
-    def list_items(self, path: str, query: dict[str, str] | None = None, limit: int = 500,
+    def list_pages(self, path: str, query: dict[str, str] | None = None, limit: int = 500,
                    max_pages: int = 1000) -> Iterator[dict[str, Any]]:
-        """Every item of a collection, one page of `limit` in memory at a time."""
+        """A collection page by page (`limit` and `continue`); each page is a list with `items`. Every page of a
+        paginated list comes from the snapshot of its first, whose `metadata.resourceVersion` a watch starts from
+        (kubernetes API concepts, "Retrieving large results sets in chunks")."""
         params = {**(query or {}), "limit": str(limit)}
         seen: set[str] = set()
         for _ in range(max_pages):
             page = self.get(f"{path}?{urllib.parse.urlencode(params)}")
             if not isinstance(page, dict) or not isinstance(page.get("items"), list):
                 raise ApiError(0, f"GET {path}: not a list")
-            yield from (item for item in page["items"] if isinstance(item, dict))
+            yield page
             token = (page.get("metadata") or {}).get("continue") if isinstance(page.get("metadata"), dict) else None
             if not token:
                 return
@@ -272,3 +278,52 @@ class Kube(Http):
             seen.add(token)
             params["continue"] = str(token)
         raise ApiError(0, f"GET {path}: more than {max_pages} pages")
+
+    def list_items(self, path: str, query: dict[str, str] | None = None, limit: int = 500,
+                   max_pages: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every item of a collection, one page of `limit` in memory at a time."""
+        for page in self.list_pages(path, query, limit, max_pages):
+            yield from (item for item in page["items"] if isinstance(item, dict))
+
+    def watch(self, path: str, resource_version: str, seconds: int, max_event: int = MAX_EVENT
+              ) -> Iterator[dict[str, Any]]:
+        """The changes to a collection after `resource_version`, one event per line, until the API server ends the
+        watch after `seconds` (`timeoutSeconds`). Bookmarks are asked for, so a quiet collection still moves the
+        version on. An expired version is an ERROR event (or an HTTP 410) with code 410 Gone: ApiError(410), after
+        which the caller lists again (kubernetes API concepts, "Efficient detection of changes"; client-go
+        tools/cache reflector.go). A cut, oversized or malformed event raises ApiError(0)."""
+        query = urllib.parse.urlencode({"watch": "1", "resourceVersion": resource_version,
+                                        "allowWatchBookmarks": "true", "timeoutSeconds": str(seconds)})
+        request = urllib.request.Request(f"{self.api}{path}?{query}", headers={"Accept": "application/json"})
+        _check_transport(request.full_url)
+        for key, value in self.headers().items():
+            request.add_header(key, value)
+        self.budget.take()
+        deadline = time.monotonic() + seconds + self.timeout
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
+                while True:
+                    if time.monotonic() > deadline:
+                        raise ApiError(0, f"watch {path}: still open past its timeoutSeconds")
+                    line = response.readline(max_event + 1)
+                    if not line:
+                        return
+                    if len(line) > max_event:
+                        raise ApiError(0, f"watch {path}: an event over the {max_event}-byte limit")
+                    if not line.strip():
+                        continue
+                    if not line.endswith(b"\n"):
+                        raise ApiError(0, f"watch {path}: an event cut short")
+                    event = decode(line, self.max_depth)
+                    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                        raise ApiError(0, f"watch {path}: not a watch event")
+                    if event.get("type") == "ERROR":
+                        code = event["object"].get("code")
+                        raise ApiError(code if isinstance(code, int) else 0,
+                                       f"watch {path}: {str(event['object'].get('message'))[:200]}")
+                    yield event
+        except urllib.error.HTTPError as error:
+            raise ApiError(error.code, f"watch {path}: HTTP {error.code}",
+                           retry_after_seconds(error.headers.get("Retry-After"), self.wall())) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+            raise ApiError(0, f"watch {path}: {type(error).__name__} {error}") from None

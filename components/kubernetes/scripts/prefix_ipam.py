@@ -6,8 +6,9 @@ and in `ipam: crd` mode an agent takes the addresses another component publishes
 `CiliumNode.spec.ipam.pool`. This controller is that component. One round, run by the holder of a
 coordination.k8s.io/v1 Lease (`Leader`):
 
-  1. page through the nodes (limit 500) keeping only name -> (subscription, group, scale set, instance) from
-     `spec.providerID`
+  1. bring its map of the nodes up to date: name -> (subscription, group, scale set, instance) from
+     `spec.providerID`, listed in pages (limit 500) the first time and after a 410 Gone, else followed by a
+     one-second watch from the last version seen (`Mirror`)
      (`azure:///subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/virtualMachineScaleSets/SET/virtualMachines/N`)
   2. per scale set ONE ARM list, not one per VM (43 scale sets in prod): Microsoft.Network
      `NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces`,
@@ -17,7 +18,8 @@ coordination.k8s.io/v1 Lease (`Leader`):
   3. map each NIC to its instance (`properties.virtualMachine.id`, else the NIC id's path) and take the blocks of
      its IP configurations (`privateIPAddress` "a.b.c.d/28", or an address with `privateIPAddressPrefixLength`);
      only blocks of the expected length and single addresses are accepted
-  4. page through the CiliumNodes and merge-patch `spec.ipam.pool` of each whose scale set was read in full: add
+  4. bring its map of the CiliumNodes up to date the same way, and merge-patch `spec.ipam.pool` of each whose
+     scale set was read in full: add
      what is missing, drop (null) what is no longer on the NIC and not in use (`status.ipam.used`); the patch
      carries the resourceVersion it was computed from, so a concurrent edit is a 409 and waits for the next round.
 """
@@ -304,6 +306,8 @@ class Settings:
     backoff_cap: float = 600.0
     retry_after_cap: float = kc.RETRY_AFTER_CAP
     page_limit: int = 500
+    watch_seconds: int = 1
+    """How long each round's watch stays open (its timeoutSeconds): the events since the last round arrive at once."""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -370,23 +374,100 @@ class Arm:
             url = next_link if isinstance(next_link, str) and next_link else None
 
 
+class Mirror:
+    """A collection kept in memory as a compact map by name: listed once in pages, then followed by watches from the
+    list's resourceVersion, as client-go's reflector keeps an informer's cache (tools/cache reflector.go,
+    ListAndWatch). A round then costs one short watch per collection whatever the cluster's size, and carries only
+    what changed. An expired version (410 Gone) lists again; any other failure leaves the map as it was and the
+    version at the last event applied, so the next round resumes from there."""
+
+    def __init__(self, kube: kc.Kube, path: str, project: Callable[[dict[str, Any]], Any | None], page_limit: int,
+                 watch_seconds: int) -> None:
+        self.kube, self.path, self.project = kube, path, project
+        self.page_limit, self.watch_seconds = page_limit, watch_seconds
+        self.items: dict[str, Any] = {}
+        self.version: str | None = None
+
+    def sync(self) -> dict[str, Any]:
+        if self.version is not None:
+            try:
+                for event in self.kube.watch(self.path, self.version, self.watch_seconds):
+                    self._apply(event)
+                return self.items
+            except kc.ApiError as error:
+                if error.status != 410:
+                    raise
+                kc.log(f"prefix-ipam: {self.path}: {error}; listing again")
+        self._relist()
+        return self.items
+
+    def _put(self, items: dict[str, Any], obj: dict[str, Any]) -> None:
+        name = _dict(obj.get("metadata")).get("name")
+        if not isinstance(name, str) or not _NODE_NAME.match(name):
+            return
+        kept = self.project(obj)
+        if kept is None:
+            items.pop(name, None)
+        else:
+            items[sys.intern(name)] = kept
+
+    def _relist(self) -> None:
+        items: dict[str, Any] = {}
+        version = None
+        for page in self.kube.list_pages(self.path, limit=self.page_limit):
+            if version is None:
+                version = _dict(page.get("metadata")).get("resourceVersion")
+            for item in page["items"]:
+                if isinstance(item, dict):
+                    self._put(items, item)
+        self.items = items
+        self.version = version if isinstance(version, str) and version else None
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        obj = event["object"]
+        kind = event.get("type")
+        if kind in ("ADDED", "MODIFIED"):
+            self._put(self.items, obj)
+        elif kind == "DELETED":
+            name = _dict(obj.get("metadata")).get("name")
+            if isinstance(name, str):
+                self.items.pop(name, None)
+        version = _dict(obj.get("metadata")).get("resourceVersion")
+        if isinstance(version, str) and version:
+            self.version = version
+
+
+def node_place(node: dict[str, Any]) -> Where | None:
+    """What the controller keeps of a Node: where its VM is (interned parts)."""
+    where = instance_of_node(node)
+    return None if where is None else tuple(sys.intern(p) for p in where)  # type: ignore[return-value]
+
+
+def cilium_state(cilium_node: dict[str, Any]) -> dict[str, Any]:
+    """What the controller keeps of a CiliumNode: the pool and used addresses (interned) and the resourceVersion
+    its patches carry; `pool_patch` reads it as it reads the object."""
+    ipam = _dict(_dict(cilium_node.get("spec")).get("ipam"))
+    used = _dict(_dict(_dict(cilium_node.get("status")).get("ipam")).get("used"))
+    return {"metadata": {"resourceVersion": _dict(cilium_node.get("metadata")).get("resourceVersion")},
+            "spec": {"ipam": {"pool": dict.fromkeys(sys.intern(str(ip)) for ip in _dict(ipam.get("pool")))}},
+            "status": {"ipam": {"used": dict.fromkeys(sys.intern(str(ip)) for ip in used)}}}
+
+
 class Controller:
     def __init__(self, kube: kc.Kube, arm: Arm, leader: Leader, settings: Settings,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.arm, self.leader, self.settings, self.clock = kube, arm, leader, settings, clock
         self.sets: dict[tuple[str, str, str], SetState] = {}
+        self.nodes = Mirror(kube, "/api/v1/nodes", node_place, settings.page_limit, settings.watch_seconds)
+        self.cilium = Mirror(kube, "/apis/cilium.io/v2/ciliumnodes", cilium_state, settings.page_limit,
+                             settings.watch_seconds)
 
     def round(self) -> RoundReport:
         report = RoundReport()
         if not self.leader.ensure():
             return report
         report.led = True
-        members: dict[str, Where] = {}
-        for node in self.kube.list_items("/api/v1/nodes", limit=self.settings.page_limit):
-            name = _dict(node.get("metadata")).get("name")
-            where = instance_of_node(node)
-            if isinstance(name, str) and _NODE_NAME.match(name) and where is not None:
-                members[sys.intern(name)] = tuple(sys.intern(p) for p in where)  # type: ignore[assignment]
+        members: dict[str, Where] = self.nodes.sync()
         reads: dict[tuple[str, str, str], dict[Instance, list[IPv4Network]]] = {}
         for key in sorted({w[:3] for w in members.values()}):
             if not self.leader.ensure():
@@ -394,9 +475,8 @@ class Controller:
             found = self._read_set(key, report)
             if found is not None:
                 reads[key] = found
-        for cilium_node in self.kube.list_items("/apis/cilium.io/v2/ciliumnodes", limit=self.settings.page_limit):
-            name = _dict(cilium_node.get("metadata")).get("name")
-            where = members.get(name) if isinstance(name, str) else None
+        for name, cilium_node in list(self.cilium.sync().items()):
+            where = members.get(name)
             if where is None or where[:3] not in reads:
                 continue  # not a scale-set node, or its scale set was not read in full this round
             patch = _node_patch(cilium_node, reads[where[:3]].get((where[2].lower(), where[3])))
