@@ -318,14 +318,14 @@ def _daemonset(steps: Steps, prefix: str) -> State:
 def agent_granted_cluster_wide_pod_watch(steps: Steps) -> State:
     """The health agent's ClusterRole given what OpenAI's Endpoints watchers had: every pod, from every node."""
     role = next(s for s in _states(steps, type_suffix="rbac.authorization.k8s.io/v1:ClusterRole")
-                if s["inputs"]["metadata"]["name"] == "gpucluster:gpu-health")
+                if s["inputs"]["metadata"]["name"] == "gpucluster:gpu-health-agent")
     role["inputs"]["rules"].append({"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]})
     return _daemonset(steps, "gpu-health-")
 
 
 def agent_bound_to_view(steps: Steps) -> State:
     binding = next(s for s in _states(steps, type_suffix="rbac.authorization.k8s.io/v1:ClusterRoleBinding")
-                   if s["inputs"]["metadata"]["name"] == "gpucluster:gpu-health")
+                   if s["inputs"]["metadata"]["name"] == "gpucluster:gpu-health-agent")
     binding["inputs"]["roleRef"]["name"] = "view"
     return _daemonset(steps, "gpu-health-")
 

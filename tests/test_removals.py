@@ -48,7 +48,7 @@ def test_an_api_version_the_minor_no_longer_serves_is_a_plan_error(
 
 def test_a_selector_on_the_removed_master_label_is_caught(rendered: tuple[list[Any], list[Any], dict[str, str]]
                                                          ) -> None:
-    objects, releases, boot = rendered
+    objects = rendered[0]
     dns = copy.deepcopy(next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "coredns"))
     dns["spec"]["template"]["spec"]["nodeSelector"] = {"node-role.kubernetes.io/master": ""}
     [use] = find_uses([dns], [], {})

@@ -19,6 +19,8 @@ from components.bootstrap.taints import NodeTaint
 
 PREFLIGHT_TAINT_KEY = "gpucluster.io/preflight"
 """Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
+UNHEALTHY_TAINT_KEY = "gpucluster.io/gpu-unhealthy"
+"""Set by the GPU health agent on a failed diagnostic or DCGM health watch (scripts/health_agent.py UNHEALTHY)."""
 LABEL_POOL = "gpucluster.io/pool"
 LABEL_ROLE = "gpucluster.io/role"
 LABEL_IB_DOMAIN = "gpucluster.io/infiniband-domain"
@@ -26,7 +28,10 @@ LABEL_RACK = "gpucluster.io/rack"
 """A rack pool's NVLink rack: its scale set (one interconnect subgroup)."""
 LABEL_INTERCONNECT_GROUP = "gpucluster.io/interconnect-group"
 LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
+LABEL_GPU_PRODUCT = "gpucluster.io/gpu-product"
+"""Our product label, not `nvidia.com/gpu.product`: GPU feature discovery owns that key and overwrites it with the
+NVML device name, spaces as dashes ("NVIDIA-H100-80GB-HBM3"; NVIDIA/k8s-device-plugin internal/lm/resource.go
+`productLabel`), so a value we set there would differ between the autoscaler's template and the running node."""
 LABEL_ACCELERATOR = "accelerator"
 
 ARP_SYSCTLS = {
