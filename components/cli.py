@@ -38,7 +38,7 @@ def _fail(problems: SpecError, console: Console) -> int:
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from components.diff.command import check_base, diff_against_base, refusals
     from components.diff.render import print_diff
-    from components.offline.boot_docs import write_boot_documents
+    from components.offline.boot_docs import boot_documents, write_boot_documents
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
@@ -47,6 +47,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
     from components.offline.progress import Progress
+    from components.offline.removals import KEY as REMOVALS_KEY
+    from components.offline.removals import find_uses, removal_problems, removals_data
     from components.offline.report_data import report_data
     from components.offline.summary import print_summary, print_violations
     from components.preflight import problems as preflight_problems
@@ -95,9 +97,14 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         return _fail(SpecError(preflight_problems(checked.errors)), errors)
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
+    # What the stack's Kubernetes minor no longer serves or applies, anywhere in what the plan renders: exit 2.
+    uses = find_uses(objects, releases, boot_documents(plan))
+    if removed := removal_problems(uses, plan.versions.kubernetes_version):
+        return _fail(SpecError(removed), errors)
     violations = run_policies(document["steps"], policy_config)
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
     data[PREFLIGHT_KEY] = warning_rows(checked.warnings)
+    data[REMOVALS_KEY] = removals_data(uses, plan.versions.kubernetes_version)
     try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
         base_diff = diff_against_base(args.base, document, data)
         if base_diff is not None and (refused := refusals(base_diff)) is not None:

@@ -15,7 +15,17 @@ OWN_PREFIX = "gpucluster.io"
 LABEL_POOL = "gpucluster.io/pool"
 LABEL_ROLE = "gpucluster.io/role"
 LABEL_IB_DOMAIN = "gpucluster.io/infiniband-domain"
+LABEL_RACK = "gpucluster.io/rack"
+"""A rack pool's NVLink rack: its scale set (one interconnect subgroup)."""
+LABEL_INTERCONNECT_GROUP = "gpucluster.io/interconnect-group"
+LABEL_INTERCONNECT_GROUP_ID = "gpucluster.io/interconnect-group-id"
+"""A rack VM's interconnect group as IMDS reports it (components/bootstrap/rack.py)."""
+LABEL_INTERCONNECT_SUBGROUP_ID = "gpucluster.io/interconnect-subgroup-id"
 LABEL_TEAM = "gpucluster.io/team"
+LABEL_GPU_PRODUCT = "gpucluster.io/gpu-product"
+"""Our product label, not `nvidia.com/gpu.product`: GPU feature discovery owns that key and overwrites it with the
+NVML device name, spaces as dashes ("NVIDIA-H100-80GB-HBM3"; NVIDIA/k8s-device-plugin internal/lm/resource.go
+`productLabel`), so a value we set there would differ between the autoscaler's template and the running node."""
 """On a team's namespace; Kueue's queues select it."""
 LABEL_CONFIDENTIAL = "gpucluster.io/confidential"
 """Also the confidential pools' taint key."""
@@ -39,14 +49,18 @@ LABEL_FAILURE_DOMAIN_ZONE = "failure-domain.beta.kubernetes.io/zone"
 LABEL_FAILURE_DOMAIN_REGION = "failure-domain.beta.kubernetes.io/region"
 LABEL_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 """kubeadm's control-plane label, and the key of its taint."""
+LABEL_MASTER_REMOVED = "node-role.kubernetes.io/master"
+"""kubeadm's former control-plane label (no longer applied from 1.24) and taint (from 1.25): KEP-2067. Named only
+to be found in what the plan renders (components/catalog/removals.py)."""
 LABEL_EXCLUDE_FROM_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace."""
 
 # --- Labels of NVIDIA's and node-feature-discovery's components we set or select on.
 GPU_RESOURCE = "nvidia.com/gpu"
+CHANNEL_RESOURCE = "compute-domain.nvidia.com/channel"
+"""The IMEX channel a ComputeDomain pod claims, as Kueue counts it through deviceClassMappings (objects/kueue.py)."""
 """The device plugin's extended resource (also a taint key the autoscaler's templates carry)."""
-LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
 LABEL_DEPLOY_CONTAINER_TOOLKIT = "nvidia.com/gpu.deploy.container-toolkit"
 LABEL_DEPLOY_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 LABEL_DEPLOY_DCGM = "nvidia.com/gpu.deploy.dcgm"
@@ -69,8 +83,15 @@ LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
 # --- Taints.
 TAINT_PREFLIGHT = "gpucluster.io/preflight"
 """Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
+TAINT_UNHEALTHY = "gpucluster.io/gpu-unhealthy"
+"""Set by the GPU health agent on a failed diagnostic or DCGM health watch (scripts/health_agent.py UNHEALTHY)."""
 NODE_NAMESPACE = "node.kubernetes.io"
 """Kubelets may set labels under it; the node lifecycle controller's taints (`not-ready`, `unreachable`) live there."""
+
+NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
+"""The node a pod's bound service-account token was issued on, as the API server hands it to admission in
+`userInfo.extra` (ServiceAccountTokenPodNodeInfo: beta and on from Kubernetes 1.30, GA and locked on from 1.32;
+kubernetes pkg/features/versioned_kube_features.go)."""
 
 # --- Annotations.
 ANNOTATION_SKIP_AWAIT = "pulumi.com/skipAwait"
@@ -84,6 +105,8 @@ ANNOTATION_NODE_TTL = "node.alpha.kubernetes.io/ttl"
 ANNOTATION_ATTACH_DETACH = "volumes.kubernetes.io/controller-managed-attach-detach"
 ANNOTATION_CRI_SOCKET = "kubeadm.alpha.kubernetes.io/cri-socket"
 ANNOTATION_WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
+ANNOTATION_SPARE_RACKS = "gpucluster.io/spare-racks-per-zone"
+"""On a rack pool's ResourceFlavor: the racks per zone no quota may take (policies/rules/racks.py)."""
 """Read by the policy pack (policies/rules/kubernetes.py) on a workload that watches cluster-wide."""
 
 # --- Other Kubernetes names used in more than one place.

@@ -73,7 +73,8 @@ def test_needs_are_read_from_the_objects(prod: ClusterPlan) -> None:
     assert workloads["gpucluster-prefix-ipam"].needs == ()
     assert workloads["coredns"].needs == () and "dns:cluster" in workloads["coredns"].gives
     health = workloads["gpu-health-h100"]
-    assert health.needs == ("dns:cluster", "service:gpu-operator/nvidia-dcgm")
+    # Pods ask the node's NodeLocal DNSCache (the kubelets' clusterDNS), which forwards to CoreDNS.
+    assert health.needs == ("dns:cluster", "dns:node-local", "service:gpu-operator/nvidia-dcgm")
     assert service_needs({"containers": [{"command": ["curl", "http://x.y.svc.cluster.local:80"]}]}) == (
         "service:y/x",)
 

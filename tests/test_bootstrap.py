@@ -64,7 +64,7 @@ def test_labels_and_autoscaler_tags_follow_the_scale_set() -> None:
     labels = node_labels(gpu, first, "eastus")
     assert labels[LABEL_IB_DOMAIN] == first.name == "gpu-z1-00"
     assert labels["topology.kubernetes.io/zone"] == "eastus-1"
-    assert labels["nvidia.com/gpu.product"] == "H100-80GB-HBM3"
+    assert labels["gpucluster.io/gpu-product"] == "H100-80GB-HBM3"
     tags = autoscaler_tags("test", gpu, first, 0, "eastus")
     assert tags["cluster-autoscaler-enabled"] == "true" and tags["max"] == str(first.capacity)
     assert tags["k8s.io_cluster-autoscaler_node-template_label_gpucluster.io_infiniband-domain"] == "gpu-z1-00"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,9 @@ from components.kubernetes.objects.autoscaler import autoscaler_args, max_scale_
 from components.kubernetes.objects.balloons import balloon_deployment
 from components.kubernetes.objects.dns import coredns_replicas
 from components.kubernetes.objects.health import recheck_limit
+from components.kubernetes.scripts import health_agent as agent
 from components.offline.engine import ProgramRun
 from components.offline.manifests import helm_releases, kubernetes_objects
-from components.planning.agents_image import CONTEXT
 from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
 from components.project import project_root
@@ -24,10 +23,6 @@ from tests.conftest import small_spec
 from tests.manifest_validation import validate_object
 
 ROOT = project_root(Path(__file__).parent)
-spec = importlib.util.spec_from_file_location("health_agent", CONTEXT / "health_agent.py")
-assert spec and spec.loader
-agent = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(agent)
 
 
 def _problem(**overrides: Any) -> str:

@@ -72,5 +72,5 @@ def test_defragmentation_timer_and_metrics_listener() -> None:
     timer = files["/etc/systemd/system/etcd-defrag.timer"]
     assert "OnCalendar=*-*-* 04:17:00" in timer and "RandomizedDelaySec" not in timer
     assert "ExecStart=/usr/local/sbin/gpucluster-etcd-defrag" in files["/etc/systemd/system/etcd-defrag.service"]
-    assert "etcd-defrag.timer" in files["/usr/local/sbin/gpucluster-etcd-install"]
+    assert "etcd-defrag.timer" in files["/usr/local/sbin/gpucluster-etcd-boot"]
     assert "--listen-metrics-urls=http://127.0.0.1:2381,http://10.0.0.69:2381" in etcd_flags(_bootstrap())

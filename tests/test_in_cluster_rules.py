@@ -16,7 +16,7 @@ from components.offline.manifests import helm_releases
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import registers_preflight
 from components.planning.pki import api_server_host
-from components.vocabulary import TAINT_PREFLIGHT
+from components.vocabulary import TAINT_PREFLIGHT, TAINT_UNHEALTHY
 from tests.conftest import stack_spec
 
 
@@ -56,11 +56,50 @@ def test_gpu_operator_values_reach_what_the_chart_reads() -> None:
 
 def test_autoscaler_flags_follow_its_source() -> None:
     """cluster-autoscaler 1.36.1 config/flags/flags.go: --startup-taint (ignored in templates while the node
-    starts), --balancing-ignore-label, --max-nodes-total over all nodes."""
+    starts, the node counted as not ready yet), --status-taint (ignored in templates, the node NOT treated as
+    unready: a node the health agent tainted gpu-unhealthy), --max-nodes-total over all nodes, --lease-resource-name
+    (default "cluster-autoscaler"). Balancing (processors/nodegroupset/compare_nodegroups.go): groups whose labels
+    differ outside BasicIgnoredLabels (hostname and zone labels) and --balancing-ignore-label are not similar, so the
+    InfiniBand domain label must NOT be ignored, or one gang's scale-up is split across domains."""
     args = autoscaler_args("prod", 7500, 0.01, control_plane_nodes=5)
     assert f"--startup-taint={TAINT_PREFLIGHT}" in args
-    assert "--balancing-ignore-label=gpucluster.io/infiniband-domain" in args
-    assert "--max-nodes-total=7505" in args
+    assert "--status-taint=gpucluster.io/gpu-unhealthy" in args
+    assert not [a for a in args if a.startswith("--balancing-ignore-label") and "infiniband-domain" in a]
+    assert not [a for a in args if a.startswith("--balancing-label")]  # it would replace the comparison wholesale
+    assert "--balance-similar-node-groups=true" in args and "--max-nodes-total=7505" in args
+    assert "--lease-resource-name=cluster-autoscaler" in args
+
+
+def test_the_autoscaler_updates_only_its_own_lease() -> None:
+    """RBAC resourceNames limit get/update to the Lease the autoscaler's leader election names; `create` cannot be
+    limited by name (kubernetes.io/docs/reference/access-authn-authz/rbac, "Referring to resources")."""
+    from components.kubernetes.objects.autoscaler import LEASE, autoscaler_objects
+    objects = autoscaler_objects("prod", 7500, 0.01, {"subscription_id": "s", "tenant_id": "t", "resource_group": "g",
+                                                      "client_id": "c"}, "1.36")
+    cluster_rules = next(o for o in objects if o["kind"] == "ClusterRole")["rules"]
+    assert not [r for r in cluster_rules if "leases" in r["resources"]]
+    role = next(o for o in objects if o["kind"] == "Role")
+    leases = [r for r in role["rules"] if "leases" in r["resources"]]
+    assert role["metadata"]["namespace"] == "kube-system"
+    assert leases == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+                      {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEASE],
+                       "verbs": ["get", "update"]}]
+
+
+def test_our_gpu_product_label_is_not_the_one_feature_discovery_owns() -> None:
+    """GPU feature discovery (NVIDIA/k8s-device-plugin internal/lm/resource.go `productLabel`, run by the GPU
+    operator) writes `nvidia.com/gpu.product` from the NVML name ("NVIDIA-H100-80GB-HBM3"), overwriting whatever the
+    kubelet registered; the autoscaler's scale-from-zero template (our scale-set tags) would then describe a label
+    no running node has."""
+    from components.planning.node_template import autoscaler_tags, node_labels
+    from components.vocabulary import LABEL_GPU_PRODUCT
+    plan = plan_cluster(stack_spec("prod"))
+    gpu = next(p for p in plan.pools if p.size.gpus)
+    labels = node_labels(gpu, gpu.scale_sets[0], "eastus")
+    assert LABEL_GPU_PRODUCT == "gpucluster.io/gpu-product" and labels[LABEL_GPU_PRODUCT]
+    assert not any(k.startswith("nvidia.com/") for k in labels)
+    tags = autoscaler_tags("prod", gpu, gpu.scale_sets[0], 0, "eastus")
+    assert not any("nvidia.com_gpu.product" in k for k in tags)
 
 
 def test_health_checks_share_the_operators_host_engine() -> None:
@@ -120,3 +159,47 @@ def test_cilium_reaches_the_api_server_by_name_from_every_node(prod_run) -> None
     assert f"echo '127.0.0.1 {host}' >> /etc/hosts" in scripts["apiserver.yaml"]
     nodes = [s for n, s in scripts.items() if n != "apiserver.yaml"]
     assert nodes and all(f"echo '{plan.ip.api_server_ip} {host}' >> /etc/hosts" in s for s in nodes)
+
+
+def test_each_health_account_has_only_its_own_calls() -> None:
+    """The agent on every GPU node gets and patches nodes (no pods); a ValidatingAdmissionPolicy limits its patches
+    to the node its token was issued on (`authentication.kubernetes.io/node-name` in userInfo.extra,
+    ServiceAccountTokenPodNodeInfo GA in 1.32: kubernetes pkg/features/versioned_kube_features.go) and to our two
+    taints. The recheck lists nodes and pods (per node by field selector) and deletes pods in its namespace only.
+    What the policy's CEL decides is evaluated in tests/test_health_admission.py."""
+    from components.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, RECHECK_ACCOUNT, health_objects
+    from components.kubernetes.scripts import health_agent
+    from tests.manifest_validation import validate_object
+
+    assert health_agent.UNHEALTHY == TAINT_UNHEALTHY and health_agent.PREFLIGHT == TAINT_PREFLIGHT
+    plan = plan_cluster(stack_spec("prod"))
+    objects = health_objects(plan.pools, plan.registry.agents_image)
+    for o in objects:
+        validate_object(o)
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    assert by_name[("ClusterRole", "gpucluster:gpu-health-agent")]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+    assert by_name[("ClusterRole", "gpucluster:gpu-health-recheck")]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
+    assert by_name[("Role", "gpu-health-recheck")]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}]
+    subjects = {o["metadata"]["name"]: o["subjects"][0]["name"] for o in objects if o["kind"].endswith("Binding")
+                and o["kind"] != "ValidatingAdmissionPolicyBinding"}
+    assert subjects == {"gpucluster:gpu-health-agent": AGENT_ACCOUNT, "gpucluster:gpu-health-recheck": RECHECK_ACCOUNT,
+                        "gpu-health-recheck": RECHECK_ACCOUNT}
+    for o in objects:
+        if o["kind"] == "DaemonSet":
+            assert o["spec"]["template"]["spec"]["serviceAccountName"] == AGENT_ACCOUNT
+        if o["kind"] == "CronJob":
+            assert o["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"] == RECHECK_ACCOUNT
+    [policy] = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
+    [binding] = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    assert policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["nodes"]
+    agent_user = f"system:serviceaccount:{NAMESPACE}:{AGENT_ACCOUNT}"
+    own_node = policy["spec"]["validations"][0]["expression"]
+    assert agent_user in own_node and "request.userInfo.extra['authentication.kubernetes.io/node-name'] == " \
+        "[object.metadata.name]" in own_node
+    assert tuple(int(x) for x in plan.versions.minor.split(".")) >= (1, 32)

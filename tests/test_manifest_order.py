@@ -53,10 +53,12 @@ def _priority_classes(value: Any) -> Iterator[str]:
             yield from _priority_classes(item)
 
 
-CHART_ONLY_KINDS = {("kueue.x-k8s.io", "AdmissionCheck"), ("kueue.x-k8s.io", "ProvisioningRequestConfig")}
-"""Kinds whose CRDs only Kueue's chart brings: they are not among the vendored schemas (components/kubernetes/crds,
-copies of the shared Kueue v0.19.2 schemas), so manifests/ cannot define them; README says these two objects need
-Kueue's CRDs installed first. Any other custom kind must be defined earlier in the folder."""
+CHART_ONLY_KINDS = {("kueue.x-k8s.io", "AdmissionCheck"), ("kueue.x-k8s.io", "ProvisioningRequestConfig"),
+                    ("cilium.io", "CiliumClusterwideNetworkPolicy")}
+"""Kinds whose CRDs only a chart brings, Kueue's or Cilium's (cilium-operator registers its CRDs when it starts):
+they are not among the vendored schemas (components/kubernetes/crds, copies of the shared Kueue v0.19.2 schemas), so
+manifests/ cannot define them; README says these objects need those CRDs installed first. Any other custom kind must
+be defined earlier in the folder."""
 
 
 def assert_applies_in_order(folder: Path) -> list[str]:

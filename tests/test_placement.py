@@ -74,12 +74,13 @@ def test_unknown_size() -> None:
 
 
 def test_custom_size_is_accepted() -> None:
-    raw = _with_pool(vmSize="Standard_ND128isr_NDR_GB200_v6")
-    raw["vmSizes"] = {"Standard_ND128isr_NDR_GB200_v6": {
-        "vcpus": 128, "memoryGib": 900, "gpus": 4, "gpuModel": "GB200", "infiniband": True, "maxNics": 8,
-        "quotaFamily": "standardNDGB200v6Family", "source": "size page"}}
+    # A size the catalogue lacks (ND MI300X v5: 8 GPUs, azure-compute-docs sizes/gpu-accelerated/ndmi300xv5-series.md).
+    raw = _with_pool(vmSize="Standard_ND96isr_MI300X_v5")
+    raw["vmSizes"] = {"Standard_ND96isr_MI300X_v5": {
+        "vcpus": 96, "memoryGib": 1850, "gpus": 8, "gpuModel": "MI300X", "infiniband": True, "maxNics": 8,
+        "quotaFamily": "standardNDISv5MI300XFamily", "source": "size page"}}
     spec = parse_cluster(raw)
-    assert plan_pools(spec, effective_limits(spec))[1].gpus == 600
+    assert plan_pools(spec, effective_limits(spec))[1].gpus == 1200
 
 
 def test_infiniband_on_a_size_without_it() -> None:

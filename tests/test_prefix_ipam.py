@@ -20,8 +20,6 @@ from typing import Any
 from components.kubernetes.scripts.prefix_ipam import (
     blocks_by_instance,
     expand,
-    lease_action,
-    micro_time,
     pool_patch,
     sync_plan,
 )
@@ -83,17 +81,6 @@ def test_idempotent_and_never_drops_an_address_in_use() -> None:
     assert {ip for ip, v in pool.items() if v is None} == set(desired) - {"10.2.0.65"}
 
 
-def test_lease_is_taken_only_when_free_or_expired() -> None:
-    now = 1_800_000_000.0
-    held = {"spec": {"holderIdentity": "prefix-ipam-a", "leaseDurationSeconds": 30, "renewTime": micro_time(now - 10)}}
-    assert lease_action(None, "prefix-ipam-b", now) == "create"
-    assert lease_action(held, "prefix-ipam-a", now) == "renew"
-    assert lease_action(held, "prefix-ipam-b", now) == "wait"
-    assert lease_action(held, "prefix-ipam-b", now + 25) == "take"
-    assert lease_action({"spec": {}}, "prefix-ipam-b", now) == "take"
-    assert micro_time(now).endswith("Z") and "." in micro_time(now)
-
-
 def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None:
     """The controller hands out pod addresses, so it cannot wait for one (hostNetwork); where cluster DNS does not
     answer it dials the API server by the endpoint's name (as Cilium's agent, objects/charts.py). Its Kubernetes
@@ -118,7 +105,7 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     assert "ConfigMap" not in objects and "volumes" not in pod
     assert pod["containers"][0]["image"] == "acr.azurecr.io/gpucluster/agents:1"
     assert pod["containers"][0]["command"][1] == "/opt/gpucluster/prefix_ipam.py"
-    assert "COPY --chmod=0444 health_agent.py prefix_ipam.py /opt/gpucluster/" in DOCKERFILE.read_text()
+    assert "COPY --chmod=0444 health_agent.py kube_client.py prefix_ipam.py /opt/gpucluster/" in DOCKERFILE.read_text()
     assert Path(prefix_ipam.__file__).parent == CONTEXT
 
 

@@ -239,7 +239,9 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
 
 
 def test_every_rule_is_broken_by_a_test() -> None:
-    assert {rule for rule, _ in MUTATIONS.values()} == set(RULES)
+    from tests.test_racks import RACK_MUTATIONS  # rules only a rack stack can break
+
+    assert {rule for rule, _ in MUTATIONS.values()} | {rule for _, rule in RACK_MUTATIONS} == set(RULES)
 
 
 @pytest.mark.parametrize("case", list(MUTATIONS), ids=list(MUTATIONS))

@@ -158,24 +158,21 @@ def test_the_dev_stack_verifies_with_secondary_addresses(live: World) -> None:
     assert live.writes() == []
 
 
-def test_the_nic_list_is_the_prefix_ipam_controllers_own_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The URL verify reads is the one the controller's ARM lister requests (prefix_ipam.py `_arm_lister`)."""
+def test_the_nic_list_is_the_prefix_ipam_controllers_own_request() -> None:
+    """The URL verify reads is the one the controller's ARM lister requests (prefix_ipam.py `Arm.list_nics`)."""
     from components.kubernetes.scripts import prefix_ipam
     from components.verify.check_nics import nic_list_url
 
     requested: list[str] = []
 
-    class Answer(io.BytesIO):
-        def __enter__(self) -> Answer:
-            return self
+    class Http:
+        def send(self, request: Any) -> Any:
+            requested.append(request.full_url)
+            return {"value": []}
 
-    def urlopen(request: Any, timeout: float) -> Answer:
-        requested.append(request.full_url)
-        return Answer(b'{"value": []}')
-
-    monkeypatch.setattr(prefix_ipam, "_arm_token", lambda client_id: "token")
-    monkeypatch.setattr(prefix_ipam.urllib.request, "urlopen", urlopen)
-    prefix_ipam._arm_lister("client")(SUBSCRIPTION, "gpucluster-vfy", "h100-z1-00")  # pyright: ignore[reportPrivateUsage]
+    arm = prefix_ipam.Arm("client", Http(), prefix_ipam.Settings())  # type: ignore[arg-type]
+    arm.token, arm.token_until = "token", float("inf")
+    assert list(arm.list_nics(SUBSCRIPTION, "gpucluster-vfy", "h100-z1-00")) == []
     assert requested == [prefix_ipam.ARM + nic_list_url(SUBSCRIPTION, "gpucluster-vfy", "h100-z1-00")]
 
 

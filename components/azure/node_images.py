@@ -102,7 +102,7 @@ class NodeImages(pulumi.ComponentResource):
                                                                     sku=definition),
                 os_type=azure.compute.OperatingSystemTypes.LINUX,
                 os_state=azure.compute.OperatingSystemStateTypes.GENERALIZED,
-                hyper_v_generation=azure.compute.HyperVGeneration.V2, architecture="x64",
+                hyper_v_generation=azure.compute.HyperVGeneration.V2, architecture=image.architecture,
                 features=[azure.compute.GalleryImageFeatureArgs(name="SecurityType", value=image.security_type)],
                 # No tags: image definitions do not take them (azure-docs tag-resources.md, Microsoft.Compute).
                 opts=child)

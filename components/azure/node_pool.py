@@ -10,6 +10,7 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.confidential_key import ConfidentialDiskKey
+from components.azure.interconnect_block import InterconnectBlock
 from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
 from components.azure.node_scale_set import NodeScaleSet
@@ -117,16 +118,56 @@ def _security_profile(pool: PoolPlan) -> azure.compute.SecurityProfileArgs | Non
                                                      v_tpm_enabled=pool.confidential.vtpm))
 
 
+@dataclass(frozen=True)
+class RackRefs:
+    """A rack scale set's interconnect group and block (Azure ids)."""
+
+    group_id: pulumi.Input[str]
+    block_id: pulumi.Input[str]
+
+
+def interconnect_name(pool: str, group: str) -> str:
+    """The interconnect group's and its block's Azure name."""
+    return f"{pool}-{group}"
+
+
+def _rack_profile(vm: dict[str, Any], nics: list[Any], plan: ScaleSetPlan, rack: RackRefs) -> dict[str, Any]:
+    """The VM profile with the interconnect profiles, which azure-native's args lack: written in the declared
+    (flattened) shape by their wire names, as azure-mgmt-compute 39.0.0's models carry them
+    (`VirtualMachineScaleSetVMProfile.interconnect_block_profile`, `VirtualMachineScaleSetNetworkProfile.
+    interconnect_group_profile`). The subgroup is named `subgroup<n>`, as in Microsoft's example
+    (VirtualMachineScaleSet_Create_WithInterconnectBlock.json, stable 2026-03-01)."""
+    assert plan.rack is not None
+    subgroup = pulumi.Output.concat(rack.group_id, f"/subgroups/subgroup{plan.rack.subgroup}")
+    return {
+        **vm,
+        "networkProfile": {
+            "networkInterfaceConfigurations": nics,
+            "interconnectGroupProfile": {"interconnectGroup": {"id": rack.group_id}, "subgroups": [{"id": subgroup}]},
+        },
+        "interconnectBlockProfile": {"interconnectBlock": {"id": rack.block_id}},
+    }
+
+
 def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
               subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess, images: ImageIds,
               opts: pulumi.ResourceOptions, subscription_id: pulumi.Input[str],
               disk_encryption_set_id: pulumi.Input[str] | None = None,
-              identity_ids: list[pulumi.Input[str]] | None = None) -> NodeScaleSet:
+              identity_ids: list[pulumi.Input[str]] | None = None, rack: RackRefs | None = None) -> NodeScaleSet:
     """One zonal node scale set through the capacity-free route: its inputs are azure-native's
     VirtualMachineScaleSet inputs, sent by Microsoft's SDK at Microsoft.Compute SCALE_SET_API_VERSION."""
     spec = pool.spec
     tags = scale_set_tags(cluster, pool, plan, minimum, network.location)
     spot = spec.priority == "spot"
+    nics = [azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
+        name="nic0", primary=True, enable_accelerated_networking=pool.accelerated_networking,
+        ip_configurations=_ip_configurations(pool, subnet_id))]
+    os_profile = azure.compute.VirtualMachineScaleSetOSProfileArgs(
+        computer_name_prefix=plan.name, admin_username=access.admin_username,
+        custom_data=_custom_data(pool, plan, join), linux_configuration=linux_configuration(access))
+    storage_profile = azure.compute.VirtualMachineScaleSetStorageProfileArgs(
+        image_reference=gallery_image(images.of(join.plan.images.machines[plan.name])),
+        os_disk=_os_disk(pool, disk_encryption_set_id))
     inputs: dict[str, Any] = {
         "vmScaleSetName": plan.name,
         "resourceGroupName": network.resource_group_name,
@@ -148,22 +189,18 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
             eviction_policy="Delete" if spot else None,
             billing_profile=azure.compute.BillingProfileArgs(max_price=-1) if spot else None,
             security_profile=_security_profile(pool),
-            os_profile=azure.compute.VirtualMachineScaleSetOSProfileArgs(
-                computer_name_prefix=plan.name,
-                admin_username=access.admin_username,
-                custom_data=_custom_data(pool, plan, join),
-                linux_configuration=linux_configuration(access)),
-            storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=gallery_image(images.of(join.plan.images.machines[plan.name])),
-                os_disk=_os_disk(pool, disk_encryption_set_id)),
+            os_profile=os_profile,
+            storage_profile=storage_profile,
             network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(
-                network_interface_configurations=[azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
-                    name="nic0", primary=True,
-                    enable_accelerated_networking=pool.accelerated_networking,
-                    ip_configurations=_ip_configurations(pool, subnet_id))]),
+                network_interface_configurations=nics),
         ),
         "tags": tags,
     }
+    if rack is not None:
+        # A rack is regular capacity held in its interconnect block, never spot or confidential (the planner
+        # refuses both): the profile carries every node's OS and storage profiles plus the interconnect profiles.
+        inputs["virtualMachineProfile"] = _rack_profile(
+            {"priority": "Regular", "osProfile": os_profile, "storageProfile": storage_profile}, nics, plan, rack)
     # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
     # the engine's diff (the value in the state stays the create's).
     return NodeScaleSet(plan.name, subscription_id, inputs,
@@ -189,9 +226,41 @@ class NodePool(pulumi.ComponentResource):
             # The encryption set must hold its role on the key before a VM's disk is created.
             child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.disk_key]))
         subscription_id = azure.authorization.get_client_config_output().subscription_id
+        racks = self._interconnect(cluster, plan, network, subscription_id, child)
         self.scale_sets = [
             scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, images, child, subscription_id,
-                      des_id, identity_ids)
+                      des_id, identity_ids, racks[s.rack.group] if s.rack else None)
             for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
         ]
         self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})
+
+    def _interconnect(self, cluster: str, plan: PoolPlan, network: NetworkRefs, subscription_id: pulumi.Input[str],
+                      child: pulumi.ResourceOptions) -> dict[str, RackRefs]:
+        """A rack pool's interconnect groups (azure-native's typed class) and one block per group holding every
+        rack's VMs (the explicit-API route: azure-native has no typed interconnect block)."""
+        refs: dict[str, RackRefs] = {}
+        self.interconnect_groups: list[azure.network.InterconnectGroup] = []
+        self.interconnect_blocks: list[InterconnectBlock] = []
+        if plan.racks is None:
+            return refs
+        tags = base_tags(cluster, {})
+        for group in plan.racks.groups:
+            name = interconnect_name(plan.name, group.name)
+            icg = azure.network.InterconnectGroup(
+                f"{plan.name}-{group.name}-icg", interconnect_group_name=name,
+                resource_group_name=network.resource_group_name, location=network.location,
+                scope=azure.network.InterconnectGroupScope.INFINI_BAND,
+                subgroup_profile=azure.network.SubgroupProfileArgs(
+                    vm_size=group.vm_size, scope=azure.network.SubgroupProfileScope.VERTICAL_CONNECT,
+                    size=group.subgroup_size),
+                tags=tags, opts=child)
+            block = InterconnectBlock(f"{plan.name}-{group.name}-icb", subscription_id, {
+                "interconnectBlockName": name, "resourceGroupName": network.resource_group_name,
+                "location": network.location, "zones": [group.zone],
+                "sku": {"name": group.vm_size, "capacity": group.block_capacity},
+                "properties": {"interconnectGroup": {"id": icg.id}}, "tags": tags,
+            }, opts=child)
+            self.interconnect_groups.append(icg)
+            self.interconnect_blocks.append(block)
+            refs[group.name] = RackRefs(icg.id, block.id)
+        return refs

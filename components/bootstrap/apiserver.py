@@ -143,7 +143,7 @@ def kubeadm_config(b: ApiServerBootstrap) -> list[dict[str, object]]:
     # kubeadm uploads this to the kubelet-config ConfigMap every kubelet reads (kubeadm docs, "Certificate
     # Management with kubeadm", Kubelet serving certificates); nodes also set it in their patch.
     kubelet = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-               "serverTLSBootstrap": True}
+               "serverTLSBootstrap": True, "failCgroupV1": True}
     return [init, cluster, kubelet]
 
 

@@ -71,7 +71,7 @@ def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, t
     return NodeBootstrap(
         kubernetes_version=boot.kubernetes_version, api_server_endpoint=boot.api_server_endpoint,
         bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=node.max_pods, cluster_dns=boot.cluster_dns,
-        labels=node.labels, taints=node.taints, confidential_gpu=node.confidential_gpu,
+        labels=node.labels, taints=node.taints, confidential_gpu=node.confidential_gpu, rack=node.rack,
         api_server_address=boot.api_server_address, registry=registry_boot(plan, identity) if identity else None)
 
 

@@ -13,6 +13,7 @@ import yaml
 from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.confidential import GATE_UNIT
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
+from components.bootstrap.rack import rack_boot_lines
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.planning.taints import NodeTaint
 
@@ -44,6 +45,8 @@ class NodeBootstrap:
     api_server_address: str = ""
     """The internal load balancer's frontend IP, written to /etc/hosts for the endpoint's name."""
     join_attempts: int = 5
+    rack: bool = False
+    """An NVLink rack VM: checks IMEX and memlock, labels the node with its interconnect ids (bootstrap/rack.py)."""
     registry: RegistryBoot | None = None
     """The cluster's registry: containerd mirrors every upstream there; the kubelet pulls with the VM's identity."""
 
@@ -73,6 +76,8 @@ def kubelet_patch(b: NodeBootstrap) -> dict[str, object]:
         "kind": "KubeletConfiguration",
         "maxPods": b.max_pods,
         "serializeImagePulls": False,
+        # cgroup v2 stated, not inherited from the default (true since 1.35; KubeletConfiguration v1beta1 FailCgroupV1).
+        "failCgroupV1": True,
         # A serving certificate from the cluster CA through a CSR (components/kubernetes/objects/csr_approver.py).
         "serverTLSBootstrap": True,
         "clusterDNS": [b.cluster_dns],
@@ -112,6 +117,7 @@ def boot_script(b: NodeBootstrap) -> str:
         # Before the first network fetch: hundreds of new VMs do not reach IMDS and the API servers at once.
         boot_jitter(b.join_spread_seconds),
         *provider_id_script(),
+        *(rack_boot_lines() if b.rack else []),
     ]
     if b.confidential_gpu:
         # The image's gate unit (CC mode, attestation) runs before the kubelet on every boot; start it here so

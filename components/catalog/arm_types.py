@@ -36,6 +36,13 @@ ARM_TYPES: dict[str, ArmType] = dict((
          f"{_RG}/providers/Microsoft.Network/networkSecurityGroups/{{networkSecurityGroupName}}"),
     _row("azure-native:network:PublicIPPrefix", f"{_RG}/providers/Microsoft.Network/publicIPPrefixes/{{publicIpPrefixName}}"),
     _row("azure-native:network:NatGateway", f"{_RG}/providers/Microsoft.Network/natGateways/{{natGatewayName}}"),
+    ("azure-native:compute:InterconnectBlock", ArmType(
+        f"{_RG}/providers/Microsoft.Compute/interconnectBlocks/{{interconnectBlockName}}",
+        "azure-mgmt-compute 39.0.0 operations/_operations.py build_interconnect_blocks_get_request; not an "
+        "azure-native type yet, the dynamic resource components/azure/interconnect_block.py mirrors "
+        "(azure-native:compute:InterconnectBlock)")),
+    _row("azure-native:network:InterconnectGroup",
+         f"{_RG}/providers/Microsoft.Network/interconnectGroups/{{interconnectGroupName}}"),
     _row("azure-native:network:VirtualNetwork", f"{_RG}/providers/Microsoft.Network/virtualNetworks/{{virtualNetworkName}}"),
     _row("azure-native:network:Subnet",
          f"{_RG}/providers/Microsoft.Network/virtualNetworks/{{virtualNetworkName}}/subnets/{{subnetName}}"),

@@ -34,6 +34,10 @@ NAME_PROPERTIES: dict[str, tuple[str, Strategy]] = {
     "azure-native:network:VirtualNetworkPeering": ("virtualNetworkPeeringName", "random"),
     "azure-native:network:LoadBalancer": ("loadBalancerName", "random"),
     "azure-native:network:NetworkInterface": ("networkInterfaceName", "random"),
+    "azure-native:network:InterconnectGroup": ("interconnectGroupName", "random"),
+    # Not an azure-native type yet: the dynamic resource that mirrors it (components/azure/interconnect_block.py)
+    # always names itself; the row only gives its name to the naming rules.
+    "azure-native:compute:InterconnectBlock": ("interconnectBlockName", "random"),
     "azure-native:storage:StorageAccount": ("accountName", "random"),
     "azure-native:storage:BlobContainer": ("containerName", "random"),
     "azure-native:compute:VirtualMachine": ("vmName", "random"),

@@ -48,4 +48,12 @@ _ROWS: tuple[Availability, ...] = (
         "2026-04", primary=False),
 )
 
+_GB_QUOTE = ("unpublished: the series pages (azure-compute-docs sizes/gpu-accelerated/nd-gb300-v6-series.md, "
+             "nd-gb200-v6-series.md) list no regions and Azure sells these racks by quote. A stack declares "
+             "its region under cluster.sizeRegions.<size> with the quote or `az vm list-skus` output as source")
+_ROWS += (
+    Availability("Standard_ND128isr_GB300_v6", (), _GB_QUOTE, "2026-08", primary=False),
+    Availability("Standard_ND128isr_NDR_GB200_v6", (), _GB_QUOTE, "2026-08", primary=False),
+)
+
 AVAILABILITY: dict[str, Availability] = {row.size: row for row in _ROWS}

@@ -17,6 +17,13 @@ UBUNTU_HPC_2204 = ImageRef(publisher="microsoft-dsvm", offer="ubuntu-hpc", sku="
 Azure/azhpc-images ubuntu/ubuntu-22.x at tag ubuntu-hpc-20241023). Version as published in Microsoft Learn's
 ND-series HPC examples."""
 
+UBUNTU_HPC_2404_GB = ImageRef(publisher="microsoft-dsvm", offer="ubuntu-hpc", sku="2404-gb", version="24.04.2025110401")
+"""Ubuntu-HPC 24.04 for Grace-Blackwell (arm64), the source of the rack image: the image and exact version in
+Microsoft's example of a GB300 scale-set VM in an interconnect block (Azure/azure-rest-api-specs Microsoft.Compute
+stable 2026-03-01 virtualMachineScaleSetExamples/VirtualMachineScaleSetVM_Get_WithInterconnectBlock.json:
+`microsoft-dsvm:ubuntu-hpc:2404-gb`, exactVersion 24.04.2025110401). What it carries (driver, IMEX, DOCA) is not
+published per version: docs/rack-scale.md, "Unverified"."""
+
 UBUNTU_2204 = ImageRef(publisher="Canonical", offer="0001-com-ubuntu-server-jammy", sku="22_04-lts-gen2",
                        version="22.04.202608060")
 """Plain Ubuntu 22.04 (Gen2), the source of the CPU, API-server and etcd images."""

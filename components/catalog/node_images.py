@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.images import UBUNTU_2204, UBUNTU_CVM_2404, UBUNTU_HPC_2204
+from components.catalog.images import UBUNTU_2204, UBUNTU_CVM_2404, UBUNTU_HPC_2204, UBUNTU_HPC_2404_GB
 from components.catalog.in_cluster import (
     CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
@@ -67,11 +67,17 @@ class NodeImageDefinition:
     build_vm_size: str = "Standard_D8ds_v5"
     """The build VM: DKMS builds and image pulls want more than Image Builder's default Standard_D2ds_v4 (Gen2)
     (azure-compute-docs articles/virtual-machines/linux/image-builder-json.md, "vmSize")."""
+    architecture: str = "x64"
+    """The gallery image definition's `architecture` (x64 or Arm64); an Arm64 image is built on an Arm64 VM
+    (Standard_D8pds_v5: Ampere Altra, azure-compute-docs sizes/general-purpose/dpdsv5-series.md)."""
 
 
 NODE_IMAGES: dict[str, NodeImageDefinition] = {d.name: d for d in (
     NodeImageDefinition("gpu", "GPU nodes with InfiniBand: NVIDIA R580 open driver, fabric manager, DOCA OFED, "
                         "containerd 2, kubelet", UBUNTU_HPC_2204, "jammy", TRUSTED_LAUNCH_SUPPORTED, "1.0.0"),
+    NodeImageDefinition("rack", "NVLink rack nodes (GB300/GB200, Grace arm64): the base image's NVIDIA driver, "
+                        "IMEX and DOCA, containerd 2, kubelet", UBUNTU_HPC_2404_GB, "noble", TRUSTED_LAUNCH_SUPPORTED,
+                        "1.0.0", build_vm_size="Standard_D8pds_v5", architecture="Arm64"),
     NodeImageDefinition("cpu", "CPU and system nodes: containerd 2, kubelet", UBUNTU_2204, "jammy",
                         TRUSTED_LAUNCH_SUPPORTED, "1.0.0"),
     NodeImageDefinition("confidential", "Confidential GPU nodes: R580 open modules for the -azure-fde kernel, "
@@ -83,7 +89,7 @@ NODE_IMAGES: dict[str, NodeImageDefinition] = {d.name: d for d in (
                         "1.0.0", kubernetes=False),
 )}
 
-POOL_KIND_IMAGE = {"system": "cpu", "cpu": "cpu", "gpu": "gpu", "confidential": "confidential"}
+POOL_KIND_IMAGE = {"system": "cpu", "cpu": "cpu", "gpu": "gpu", "confidential": "confidential", "rack": "rack"}
 """The image definition each pool kind boots (the spec may name it; it must be this one)."""
 
 
@@ -94,7 +100,7 @@ def prepull_images(definition: str, kubernetes_version: str) -> tuple[str, ...]:
     operator) are rendered by Helm at deploy time and pulled then."""
     minor = minor_of(kubernetes_version)
     node = (PAUSE_IMAGE,)
-    if definition in ("gpu", "confidential"):
+    if definition in ("gpu", "rack", "confidential"):
         return (*node, DCGM_IMAGE)
     if definition == "cpu":
         # The system pool runs on the CPU image: cluster add-ons and the library's controllers live there.

@@ -39,6 +39,14 @@ _SIZES: tuple[VmSize, ...] = (
            "standardNDSH100v5Family", False, _GPU_DOCS + "ndh100v5-series.md"),
     VmSize("Standard_ND96isr_H200_v5", 96, 1850, 8, "H200-141GB", True, True, 8, 0, 28000,
            "standardNDISRH200V5Family", False, _GPU_DOCS + "nd-h200-v5-series.md (temp disk unconfirmed)"),
+    # ND GB300 v6 / GB200 v6: Grace (arm64) + 4 GPUs per VM, 18 VMs per NVL72 rack joined by NVLink, one front-end
+    # NIC (every pod address is on it), 4 x 800 Gb/s InfiniBand (GB300). Local storage is 4 NVMe disks (16 TB), no
+    # resource disk. Quota families: microsoft/aspire src/Aspire.Hosting.Azure.Kubernetes/AksNodeVmSizes.cs
+    # (generated from Azure's SKU list: standardNDISRGB300V6Family, standardNDISRGB200V6NDRFamily).
+    VmSize("Standard_ND128isr_GB300_v6", 128, 864, 4, "B300-288GB", True, True, 1, 0, 16000,
+           "standardNDISRGB300V6Family", False, _GPU_DOCS + "nd-gb300-v6-series.md (ms.date 08/12/2026)"),
+    VmSize("Standard_ND128isr_NDR_GB200_v6", 128, 900, 4, "B200-192GB", True, True, 1, 0, 16000,
+           "standardNDISRGB200V6NDRFamily", False, _GPU_DOCS + "nd-gb200-v6-series.md (ms.date 03/20/2025)"),
     # NC T4: the cheap GPU for dev stacks (no InfiniBand).
     VmSize("Standard_NC4as_T4_v3", 4, 28, 1, "Tesla-T4", False, True, 2, 176, 0,
            "standardNCASv3_T4Family", False, _GPU_DOCS + "ncast4v3-series.md"),
@@ -77,3 +85,12 @@ _SIZES: tuple[VmSize, ...] = (
 )
 
 CATALOG: dict[str, VmSize] = {s.name: s for s in _SIZES}
+
+ARM64_SIZES = frozenset({"Standard_ND128isr_GB300_v6", "Standard_ND128isr_NDR_GB200_v6"})
+"""Sizes whose CPUs are arm64 (NVIDIA Grace: "Processor | 128 vCPUs | Nvidia Grace CPU", azure-compute-docs
+sizes/gpu-accelerated/includes/nd-gb300-v6-series-specs.md): their machines boot an Arm64 image."""
+
+NO_SERVICE_HEALING = frozenset({"Standard_ND128isr_GB300_v6"})
+"""Sizes whose feature table says "Service Healing | Not Supported" (nd-gb300-v6-series.md): a failed host is not
+moved for you; the plan keeps spare racks instead (docs/rack-scale.md). Neither GB size supports live migration
+or memory-preserving updates (both series pages)."""

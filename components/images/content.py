@@ -28,7 +28,9 @@ from components.bootstrap.confidential import (
 )
 from components.bootstrap.host_prep import MODULES_FILE, SYSCTL_FILE, modules_text, sysctl_text
 from components.bootstrap.node import ARP_SYSCTLS
+from components.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, MEMLOCK_DROP_IN
 from components.catalog.in_cluster import PAUSE_IMAGE
+from components.images.os_guards import NETWORKD_DROPIN, networkd_dropin
 
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CONTAINERD_CERTS_DIR = "/etc/containerd/certs.d"
@@ -68,12 +70,14 @@ def image_files(definition: str) -> tuple[ImageFile, ...]:
     """What `definition`'s image carries besides packages, sorted by path."""
     if definition == "etcd":
         return ()
-    node = definition in ("gpu", "cpu", "confidential")
+    node = definition in ("gpu", "rack", "cpu", "confidential")
     files = [
         ImageFile(MODULES_FILE, "0644", modules_text()),
         # Nodes hold one neighbour entry per pod address: the ARP cache thresholds too (OpenAI, 2018).
         ImageFile(SYSCTL_FILE, "0644", sysctl_text(ARP_SYSCTLS if node else None)),
         ImageFile(CONTAINERD_CONFIG, "0644", containerd_config()),
+        # Cilium's routes and rules survive a networkd restart (components/images/os_guards.py).
+        ImageFile(NETWORKD_DROPIN, "0644", networkd_dropin()),
     ]
     if definition == "confidential":
         files += [
@@ -83,4 +87,7 @@ def image_files(definition: str) -> tuple[ImageFile, ...]:
             ImageFile(GATE_PATH, "0755", gate_script()),
             ImageFile(f"/etc/systemd/system/{GATE_UNIT}", "0644", gate_unit()),
         ]
+    if definition == "rack":
+        # RDMA in pods needs unlimited memlock, inherited from containerd (components/bootstrap/rack.py).
+        files.append(ImageFile(CONTAINERD_MEMLOCK_DROP_IN, "0644", MEMLOCK_DROP_IN))
     return tuple(sorted(files, key=lambda f: f.path))

@@ -81,7 +81,8 @@ class GpuHealth(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        values = serve_chart_values("gpu-operator", gpu_operator_values(), plan.registry)
+        values = serve_chart_values("gpu-operator", gpu_operator_values(racks=any(p.racks for p in plan.pools)),
+                                    plan.registry)
         self.operator = release(f"{name}-gpu-operator", GPU_OPERATOR_RELEASE, GPU_OPERATOR_CHART, GPU_OPERATOR_VERSION,
                                 "gpu-operator", values, child, GPU_OPERATOR_REPO)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).

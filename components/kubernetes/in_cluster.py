@@ -18,7 +18,7 @@ from components.catalog.in_cluster import CILIUM_VERSION
 from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
 from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
-from components.kubernetes.objects.layer import csr_objects
+from components.kubernetes.objects.layer import csr_objects, imds_objects
 from components.kubernetes.objects.node_agents import layer_daemonsets
 from components.kubernetes.rollout_gate import CILIUM_GATE
 from components.kubernetes.scheduling import Scheduling
@@ -75,4 +75,7 @@ class InCluster(pulumi.ComponentResource):
             child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))
         self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))
+        # Cilium's agents are Ready past the gate, so cilium-operator has registered its policy CRDs (the agent waits
+        # for them at start; cilium `pkg/k8s/apis/cilium.io/client` RegisterCRDs is the operator's).
+        self.imds_guard = declare_all(imds_objects(plan), after_cni)
         self.register_outputs({})

@@ -9,7 +9,7 @@ from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VE
 from components.kubernetes.add_ons import release
 from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.kueue import kueue_chart_values, kueue_objects
+from components.kubernetes.objects.kueue import has_racks, kueue_chart_values, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
 from components.kubernetes.objects.releases import KUEUE_RELEASE
 from components.planning.registry import RegistryPlan
@@ -30,7 +30,7 @@ class Scheduling(pulumi.ComponentResource):
         self.kueue = release(
             f"{name}-kueue", KUEUE_RELEASE, KUEUE_CHART, KUEUE_VERSION, KUEUE_NAMESPACE,
             serve_chart_values("kueue", kueue_chart_values(settings.pods_ready_timeout_minutes,
-                                                           provisioning_request_crd(minor)), registry),
+                                                           provisioning_request_crd(minor), has_racks(plan)), registry),
             pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[*self.priority_classes, self.provisioning_crd])))
         # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.

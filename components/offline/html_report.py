@@ -190,6 +190,22 @@ def _node_images(data: Data) -> list[str]:
          for v in images["versions"]], left=4)]
 
 
+def _racks(data: Data) -> list[str]:
+    """NVLink racks (docs/rack-scale.md): per zone, racks (one NVLink domain each) and their GPUs."""
+    pools = [p for p in data["pools"] if p.get("racks")]
+    if not pools:
+        return []
+    zones = data["cluster"]["zones"]
+    return ["<h2>NVLink racks</h2>", _table(
+        ["pool", "interconnect groups", "GPUs per rack (NVLink domain)",
+         *(f"zone {z} racks / GPUs" for z in zones), "spare racks per zone"],
+        [[escape(p["name"]), escape(", ".join(f"{g['name']} (zone {g['zone']}, {g['racks']} racks, block "
+                                              f"{g['blockCapacity']} VMs)" for g in p["racks"]["groups"])),
+          _n(p["racks"]["gpusPerRack"]),
+          *(f'{_n(p["racks"]["zones"][z]["racks"])} / {_n(p["racks"]["zones"][z]["gpus"])}' for z in zones),
+          _n(p["racks"]["sparePerZone"])] for p in pools], left=2)]
+
+
 def _tables(data: Data) -> list[str]:
     zones = data["cluster"]["zones"]
     out = ["<h2>Node pools</h2>", _table(
@@ -200,6 +216,7 @@ def _tables(data: Data) -> list[str]:
           _n(p["memoryGib"]), *(f'{_n(p["zones"][z]["nodes"])} / {_n(p["zones"][z]["gpus"])}' for z in zones)]
          for p in data["pools"]],
         left=4)]
+    out += _racks(data)
     out += _node_images(data)
     out += control_plane_section(data) + agent_load_section(data) + teams_section(data) + balloons_section(data)
     out += ["<h2>If a zone is lost</h2>", _table(

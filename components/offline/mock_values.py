@@ -126,7 +126,7 @@ def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, di
     if typ.startswith("pulumi-python:dynamic") and isinstance(inputs.get("armType"), str):
         # A dynamic resource declaring its ARM type (node scale sets): the id Azure gives it.
         sub = inputs.get("subscriptionId") or SUBSCRIPTION
-        leaf = inputs.get("vmScaleSetName") or name
+        leaf = inputs.get("vmScaleSetName") or inputs.get("interconnectBlockName") or name
         return (f"/subscriptions/{sub}/resourceGroups/{inputs.get('resourceGroupName')}/providers/"
                 f"{inputs['armType']}/{leaf}", state)
     if typ.startswith("kubernetes:"):

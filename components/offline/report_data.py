@@ -33,7 +33,15 @@ def _pool(pool: PoolPlan, zones: tuple[str, ...], images: NodeImagesPlan) -> dic
         return {"nodes": nodes, "gpus": nodes * size.gpus, "vcpus": nodes * size.vcpus,
                 "memoryGib": nodes * size.memory_gib}
 
+    racks = {} if pool.racks is None else {"racks": {
+        "subgroupSize": pool.racks.subgroup_size, "gpusPerRack": pool.racks.subgroup_size * size.gpus,
+        "sparePerZone": pool.racks.spare_racks_per_zone,
+        "groups": [{"name": g.name, "zone": g.zone, "racks": g.racks, "blockCapacity": g.block_capacity}
+                   for g in pool.racks.groups],
+        "zones": {z: {"racks": pool.racks.racks_in_zone(z), "gpus": pool.nodes_in_zone(z) * size.gpus}
+                  for z in zones}}}
     return {
+        **racks,
         "name": pool.name, "kind": pool.role, "vmSize": size.name, "gpuModel": size.gpu_model,
         "infiniband": pool.infiniband, "maxPerScaleSet": pool.max_per_scale_set,
         **amounts(pool.nodes),

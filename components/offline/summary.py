@@ -64,6 +64,23 @@ def _zones(data: Data) -> Table:
     return table
 
 
+def _racks(data: Data) -> Table | None:
+    """NVLink racks per zone: each rack is one NVLink domain of subgroupSize VMs (docs/rack-scale.md)."""
+    pools = [p for p in data["pools"] if p.get("racks")]
+    if not pools:
+        return None
+    table = _table("NVLink racks per zone: racks (NVLink domains) / GPUs; spare racks per zone",
+                   ["pool", "interconnect groups", "GPUs per rack", *(f"zone {z}" for z in data["cluster"]["zones"]),
+                    "spare per zone"], left=2)
+    for pool in pools:
+        racks = pool["racks"]
+        groups = ", ".join(f"{g['name']} (zone {g['zone']}, {g['racks']} racks, block {g['blockCapacity']} VMs)"
+                           for g in racks["groups"])
+        table.add_row(pool["name"], groups, str(racks["gpusPerRack"]),
+                      *(f"{a['racks']} / {a['gpus']:,}" for a in racks["zones"].values()), str(racks["sparePerZone"]))
+    return table
+
+
 def _confidential(data: Data) -> Table | None:
     pools = [p for p in data["pools"] if p["confidential"]]
     if not pools:
@@ -203,7 +220,7 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     c = data["cluster"]
     console.print(f"[bold]gpucluster plan[/bold] stack [bold]{data['stack']}[/bold]: cluster {c['name']} in "
                   f"{c['location']} zones {', '.join(c['zones'])}, Kubernetes {c['kubernetesVersion']}")
-    tables = [_resources(data), _pools(data), _zones(data), _confidential(data), _node_images(data), _ip_plan(data),
+    tables = [_resources(data), _pools(data), _zones(data), _racks(data), _confidential(data), _node_images(data), _ip_plan(data),
               _control_plane(data), _agent_load(data), _zone_loss(data), _limits(data), _quota(data), _counts(data)]
     for table in tables:
         if table is not None:

@@ -11,6 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from components.offline.removals import KEY as REMOVALS_KEY
+from components.offline.removals import removals_line
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.versions import WARN_DAYS
 
@@ -77,3 +79,5 @@ def print_versions(console: Console, data: Data, today: date | None = None) -> N
     print_first_boot(console, data.get("firstBoot", []))
     for warning in version_warnings(versions, today or date.today()):
         console.print(f"[bold yellow]WARNING[/bold yellow] {warning}")
+    if (removals := data.get(REMOVALS_KEY)) is not None:
+        console.print(removals_line(removals), soft_wrap=True, markup=False, highlight=False)

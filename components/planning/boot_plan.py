@@ -26,6 +26,9 @@ class NodeBoot:
     max_pods: int
     confidential_gpu: bool
     """Join only after the image's gate finds the GPU in confidential-computing mode and attested."""
+    rack: bool = False
+    """An NVLink rack VM: its boot reads the interconnect ids from IMDS and checks IMEX and memlock
+    (components/bootstrap/rack.py)."""
 
 
 @dataclass(frozen=True)
@@ -64,4 +67,5 @@ def plan_boot(spec: ClusterSpec, ip: IpPlan, pools: tuple[PoolPlan, ...], contro
         etcd_addresses={k: str(v) for k, v in etcd_member_ips(ip, control_plane).items()},
         etcd_tokens={e.role: f"{spec.name}-{e.role}" for e in etcds},
         nodes={s.name: NodeBoot(node_labels(p, s, spec.location), registered_taints(p), p.spec.pods_per_node,
-                                p.confidential is not None) for p in pools for s in p.scale_sets})
+                                p.confidential is not None, p.racks is not None)
+               for p in pools for s in p.scale_sets})

@@ -24,7 +24,9 @@ from components.vocabulary import (
     LABEL_CONTROL_PLANE,
     LABEL_GPU_PRODUCT,
     LABEL_IB_DOMAIN,
+    LABEL_INTERCONNECT_GROUP,
     LABEL_POOL,
+    LABEL_RACK,
     LABEL_ROLE,
     LABEL_ZONE,
     TAINT_PREFLIGHT,
@@ -55,6 +57,11 @@ def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[
         LABEL_IB_DOMAIN: scale_set.name if scale_set.infiniband else "none",
         **pool.spec.labels,
     }
+    if scale_set.rack is not None:
+        # Racks of one interconnect group share its InfiniBand fabric; NVLink spans one rack (docs/rack-scale.md).
+        labels[LABEL_IB_DOMAIN] = scale_set.rack.group
+        labels[LABEL_INTERCONNECT_GROUP] = scale_set.rack.group
+        labels[LABEL_RACK] = scale_set.name
     if pool.size.gpu_model:
         labels[LABEL_GPU_PRODUCT] = pool.size.gpu_model
         labels[LABEL_ACCELERATOR] = "nvidia"

@@ -14,12 +14,51 @@ import math
 from dataclasses import dataclass
 
 from components.catalog.regions import REGION_ZONES
-from components.catalog.vm_sizes import VmSize
+from components.catalog.vm_sizes import ARM64_SIZES, VmSize
 from components.errors import Problem, SpecError, pool_path
 from components.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
 from components.planning.limits import Limits
 from components.planning.sizes import size_table, unknown_size_message
 from components.spec import ClusterSpec, PoolKind, PoolSpec
+
+
+@dataclass(frozen=True)
+class RackPlacement:
+    """Where a rack's scale set sits: its interconnect group, its subgroup (the NVLink rack) and the block that
+    holds its capacity (docs/rack-scale.md)."""
+
+    group: str
+    """The interconnect group's name (Microsoft.Network/interconnectGroups) and its block's."""
+    subgroup: int
+    """The rack's index in its group: subgroup `subgroup<n>`, the platform-managed child the scale set names."""
+
+
+@dataclass(frozen=True)
+class InterconnectGroupPlan:
+    name: str
+    zone: str
+    racks: int
+    subgroup_size: int
+    vm_size: str
+
+    @property
+    def block_capacity(self) -> int:
+        """VMs the group's interconnect block pre-allocates: every rack's, a multiple of the subgroup size."""
+        return self.racks * self.subgroup_size
+
+
+@dataclass(frozen=True)
+class RackPoolPlan:
+    subgroup_size: int
+    groups: tuple[InterconnectGroupPlan, ...]
+    spare_racks_per_zone: int
+
+    @property
+    def racks(self) -> int:
+        return sum(g.racks for g in self.groups)
+
+    def racks_in_zone(self, zone: str) -> int:
+        return sum(g.racks for g in self.groups if g.zone == zone)
 
 
 @dataclass(frozen=True)
@@ -32,6 +71,8 @@ class ScaleSetPlan:
     capacity: int
     single_placement_group: bool
     infiniband: bool
+    rack: RackPlacement | None = None
+    """Set on a rack pool's scale sets: one scale set is one NVLink rack."""
 
     @property
     def platform_fault_domain_count(self) -> int:
@@ -52,6 +93,8 @@ class PoolPlan:
     scale_sets: tuple[ScaleSetPlan, ...]
     accelerated_networking: bool
     confidential: ConfidentialPlan | None = None
+    racks: RackPoolPlan | None = None
+    """The interconnect groups of a `kind: rack` pool."""
 
     @property
     def name(self) -> str:
@@ -81,6 +124,10 @@ class PoolPlan:
 
     def nodes_in_zone(self, zone: str) -> int:
         return sum(s.capacity for s in self.scale_sets if s.zone == zone)
+
+    @property
+    def arm64(self) -> bool:
+        return self.size.name in ARM64_SIZES
 
 
 def ordered_zones(zones: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -113,6 +160,62 @@ def split_pool(pool: str, count: int, zones: tuple[str, ...], max_per_set: int,
     return tuple(plans)
 
 
+def rack_scale_set_name(pool: str, zone: str, group_index: int, rack: int) -> str:
+    """`<pool>-z<zone>-g<group>r<rack>`: stable when a group grows (racks are appended) or a group is appended."""
+    return f"{pool}-z{zone}-g{group_index:02d}r{rack:02d}"
+
+
+def split_racks(pool: PoolSpec) -> tuple[RackPoolPlan, tuple[ScaleSetPlan, ...]]:
+    """One scale set per rack, of `subgroupSize` VMs, in its group's zone. Interconnect scale sets keep no single
+    placement group: Microsoft's example scale set with interconnect group and block profiles comes back with
+    `singlePlacementGroup: false` (Azure/azure-rest-api-specs Microsoft.Compute stable 2026-03-01
+    virtualMachineScaleSetExamples/VirtualMachineScaleSet_Create_WithInterconnectBlock.json)."""
+    assert pool.racks is not None
+    racks = pool.racks
+    groups = tuple(InterconnectGroupPlan(g.name, g.zone, g.racks, racks.subgroup_size, pool.vm_size)
+                   for g in racks.groups)
+    sets = []
+    for gi, group in enumerate(racks.groups):
+        for r in range(group.racks):
+            sets.append(ScaleSetPlan(rack_scale_set_name(pool.name, group.zone, gi, r), pool.name, group.zone,
+                                     gi * 100 + r, racks.subgroup_size, single_placement_group=False, infiniband=True,
+                                     rack=RackPlacement(group.name, r)))
+    return RackPoolPlan(racks.subgroup_size, groups, racks.spare_racks_per_zone), tuple(sets)
+
+
+def _check_racks(index: int, pool: PoolSpec, size: VmSize) -> list[Problem]:
+    if pool.kind is not PoolKind.RACK:
+        return [Problem(pool_path(index, "racks"), "racks are declared only on a pool of kind: rack; remove the key")] \
+            if pool.racks is not None else []
+    if pool.racks is None:
+        return [Problem(pool_path(index, "racks"), "a rack pool declares its interconnect groups: add racks.groups "
+                        "with name, zone and racks for each")]
+    problems = []
+    if size.name not in ARM64_SIZES or size.gpus == 0:
+        problems.append(Problem(pool_path(index, "vmSize"), f"{size.name} is not an NVLink rack size; kind: rack takes "
+                                f"{' or '.join(sorted(ARM64_SIZES))}"))
+    if pool.priority == "spot":
+        problems.append(Problem(pool_path(index, "priority"), "a rack's VMs are capacity held in its interconnect "
+                                "block, not spot capacity; set priority: regular"))
+    want = pool.racks.racks * pool.racks.subgroup_size
+    if pool.count != want:
+        problems.append(Problem(pool_path(index, "count"), f"a rack pool holds racks x subgroupSize = "
+                                f"{pool.racks.racks} x {pool.racks.subgroup_size} = {want} VMs, not {pool.count}; "
+                                f"set count: {want} or change the racks"))
+    zones = pool.zones or []
+    for gi, group in enumerate(pool.racks.groups):
+        if zones and group.zone not in zones:
+            problems.append(Problem(pool_path(index, f"racks.groups[{gi}].zone"),
+                                    f"zone {group.zone!r} is not one of the pool's zones ({', '.join(zones)})"))
+    for zone in {g.zone for g in pool.racks.groups}:
+        in_zone = sum(g.racks for g in pool.racks.groups if g.zone == zone)
+        if pool.racks.spare_racks_per_zone >= in_zone:
+            problems.append(Problem(pool_path(index, "racks.spareRacksPerZone"),
+                                    f"{pool.racks.spare_racks_per_zone} spare racks leave none of zone {zone}'s "
+                                    f"{in_zone} for work; lower it or add racks"))
+    return problems
+
+
 def region_zones(spec: ClusterSpec) -> tuple[str, ...] | None:
     if spec.limits.region_zones is not None:
         return tuple(spec.limits.region_zones.zones)
@@ -140,6 +243,10 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
     if pool.infiniband and not size.infiniband and not size.confidential:
         problems.append(Problem(pool_path(index, "infiniband"),
                                 f"{size.name} has no InfiniBand; set infiniband: false or pick an ND size"))
+    problems.extend(_check_racks(index, pool, size))
+    if pool.kind is not PoolKind.RACK and size.name in ARM64_SIZES:
+        problems.append(Problem(pool_path(index, "kind"), f"{size.name} comes in NVLink racks; use kind: rack and "
+                                "declare its racks (docs/rack-scale.md)"))
     if pool.kind is PoolKind.GPU and size.gpus == 0:
         problems.append(Problem(pool_path(index, "vmSize"), f"{size.name} has no GPUs; a gpu pool needs a GPU size"))
     if pool.kind is not PoolKind.CONFIDENTIAL and size.confidential:
@@ -155,6 +262,10 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
     if pool.min_count > pool.count:
         problems.append(Problem(pool_path(index, "minCount"),
                                 f"{pool.min_count} is more than the pool's count ({pool.count})"))
+    for gi, group in enumerate(pool.racks.groups if pool.racks else []):
+        if group.zone not in spec.zones:
+            problems.append(Problem(pool_path(index, f"racks.groups[{gi}].zone"),
+                                    f"zone {group.zone!r} is not one of the cluster's zones ({', '.join(spec.zones)})"))
     for i, zone in enumerate(pool.zones or []):
         if zone not in spec.zones:
             problems.append(Problem(pool_path(index, f"zones[{i}]"),
@@ -182,6 +293,12 @@ def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
         max_per_set = limits["vmsPerInfinibandDomain" if infiniband else "vmsPerLargeScaleSet"].value
         zones = ordered_zones(pool.zones or spec.zones)
         accelerated = size.accelerated_networking if pool.accelerated_networking is None else pool.accelerated_networking
+        if pool.kind is PoolKind.RACK:
+            racks, sets = split_racks(pool)
+            rack_zones = ordered_zones(sorted({g.zone for g in racks.groups}))
+            plans.append(PoolPlan(pool, size, rack_zones, True, racks.subgroup_size, sets,
+                                  accelerated_networking=accelerated, racks=racks))
+            continue
         plans.append(PoolPlan(pool, size, zones, infiniband, max_per_set,
                               split_pool(pool.name, pool.count, zones, max_per_set, infiniband),
                               accelerated_networking=accelerated, confidential=plan_confidential(pool, spec.location)))

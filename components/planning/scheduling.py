@@ -15,11 +15,16 @@ from components.planning.node_template import CONFIDENTIAL_TAINT, node_taints
 from components.planning.placement import PoolPlan
 from components.planning.taints import NodeTaint
 from components.spec import ClusterSpec, PoolKind, Quota, TeamSpec
-from components.vocabulary import LABEL_HOSTNAME, LABEL_IB_DOMAIN, LABEL_POOL, LABEL_ZONE
+from components.vocabulary import LABEL_HOSTNAME, LABEL_IB_DOMAIN, LABEL_POOL, LABEL_RACK, LABEL_ZONE
 
 TOPOLOGY_NAME = "infiniband"
 TOPOLOGY_LEVELS = (LABEL_ZONE, LABEL_IB_DOMAIN, LABEL_HOSTNAME)
 """Zone -> InfiniBand domain (one scale set) -> node: the labels every node registers with."""
+RACK_TOPOLOGY_NAME = "nvlink"
+RACK_TOPOLOGY_LEVELS = (LABEL_IB_DOMAIN, LABEL_RACK, LABEL_HOSTNAME)
+"""A rack pool's levels: interconnect group (its InfiniBand domain, one zone) -> NVLink rack -> node. A gang that
+asks for `kueue.x-k8s.io/podset-required-topology: gpucluster.io/rack` is placed within one rack
+(docs/rack-scale.md, "One rack per gang")."""
 AUTOSCALER_EXPENDABLE_CUTOFF = -10
 """cluster-autoscaler's default --expendable-pods-priority-cutoff: pods below it never trigger scale-up."""
 MAX_FLAVORS = 64
@@ -119,7 +124,8 @@ def _flavor(pool: PoolPlan) -> FlavorPlan:
     taints = node_taints(pool)
     return FlavorPlan(name=pool.name, pool=pool, node_labels={LABEL_POOL: pool.name}, node_taints=taints,
                       tolerations=tuple(t for t in taints if t.key != CONFIDENTIAL_TAINT.key),
-                      topology=TOPOLOGY_NAME if pool.infiniband else None)
+                      topology=RACK_TOPOLOGY_NAME if pool.racks is not None
+                      else TOPOLOGY_NAME if pool.infiniband else None)
 
 
 def split_within(total: int, weights: list[int], caps: list[int] | None) -> list[int]:
@@ -161,7 +167,7 @@ def _team_flavors(index: int, team: TeamSpec, flavors: dict[str, FlavorPlan],
                   pools: dict[str, PoolPlan]) -> tuple[list[FlavorPlan], list[Problem]]:
     problems: list[Problem] = []
     if team.pools is None:
-        chosen = [f for f in flavors.values() if f.pool.spec.kind in (PoolKind.GPU, PoolKind.CPU)]
+        chosen = [f for f in flavors.values() if f.pool.spec.kind in (PoolKind.GPU, PoolKind.RACK, PoolKind.CPU)]
     else:
         chosen = []
         for j, name in enumerate(team.pools):

@@ -16,6 +16,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.placement import region_zones
 from components.planning.sizes import size_table
 from components.preflight.compute import check_machines, check_nics
+from components.preflight.interconnect import check_interconnect
 from components.preflight.model import Context, Finding, Preflight, azure_resources
 from components.preflight.naming import check_computer_names, check_names
 from components.preflight.resources import check_keys, check_placement, check_security_rules, check_tags
@@ -45,6 +46,7 @@ def preflight(steps: Iterable[dict[str, Any]], ctx: Context) -> Preflight:
     result.errors += check_security_rules(resources)
     result.errors += check_machines(resources, ctx, result.warnings)
     result.errors += check_nics(resources, ctx)
+    result.errors += check_interconnect(resources, result.warnings)
     result.errors += check_keys(resources)
     result.errors += check_tags(resources)
     result.errors += check_placement(resources, ctx, result.warnings)

@@ -40,7 +40,10 @@ def _placement(resource: Resource, ctx: Context) -> list[Finding]:
     findings = []
     spg = resource.inputs.get("singlePlacementGroup")
     capacity = dig(resource.inputs, "sku", "capacity")
-    if dig(resource.inputs, "tags", INFINIBAND_TAG) == "true" and spg is not True:
+    interconnect = bool(dig(_profile(resource), "networkProfile", "interconnectGroupProfile"))
+    # An interconnect set's InfiniBand spans its interconnect group, not a placement group
+    # (components/preflight/interconnect.py has its own placement rule).
+    if dig(resource.inputs, "tags", INFINIBAND_TAG) == "true" and spg is not True and not interconnect:
         findings.append(Finding("infiniband-single-placement-group", resource.name, "singlePlacementGroup",
                                 "an InfiniBand scale set needs singlePlacementGroup: true (VMs in different placement "
                                 "groups get no InfiniBand between them); set it true and keep the set within one domain"))

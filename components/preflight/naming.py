@@ -46,6 +46,11 @@ NAMING: dict[str, NameRule] = {
     "azure-native:network:NatGateway": NameRule(_NET, _NET_TEXT, "resourceGroup"),
     "azure-native:network:LoadBalancer": NameRule(_NET, _NET_TEXT, "resourceGroup"),
     "azure-native:network:NetworkInterface": NameRule(_NET, _NET_TEXT, "resourceGroup"),
+    # Not in the naming-rules page: the TypeSpec's key pattern (Azure/azure-rest-api-specs PR #42331, specification/
+    # network/resource-manager/Microsoft.Network/Network/Network/InterconnectGroup.tsp: `^[^_\W][\w-._]{0,79}(?<![-.])$`).
+    "azure-native:network:InterconnectGroup": NameRule(
+        r"^[^_\W][\w\-._]{0,79}(?<![-.])$",
+        "1-80 letters, digits, `_`, `-`, `.`; start with a letter or digit, not ending with `-` or `.`", "resourceGroup"),
     "azure-native:network:VirtualNetwork": NameRule(
         r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}[A-Za-z0-9_]$",
         "2-64 letters, digits, `_`, `.`, `-`; start with a letter or digit, end with one or `_`", "resourceGroup"),
@@ -64,6 +69,10 @@ NAMING: dict[str, NameRule] = {
         rf"^(?!_)[^{_HOST_BAD}]{{0,63}}[^{_HOST_BAD}.\-]$",
         "1-64 characters (Linux), none of \\ / \" [ ] : | < > + = ; , ? * @ &; not starting with `_`, "
         "not ending with `.` or `-`", "resourceGroup"),
+    # InterconnectBlock.tsp declares no name pattern (`NamePattern = ""`); the rule is the one Microsoft.Compute
+    # applies to the other names it takes as a path segment here (disk encryption sets): an assumption, kept narrow.
+    "azure-native:compute:InterconnectBlock": NameRule(
+        r"^[A-Za-z0-9_-]{1,80}$", "1-80 of a-z, A-Z, 0-9, `_` and `-`", "resourceGroup"),
     "azure-native:compute:DiskEncryptionSet": NameRule(
         r"^[A-Za-z0-9_-]{1,80}$", "1-80 of a-z, A-Z, 0-9, `_` and `-`", "resourceGroup"),
     "azure-native:compute:Gallery": NameRule(

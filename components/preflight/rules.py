@@ -21,6 +21,10 @@ PLACEMENT = "azure-compute-docs articles/virtual-machine-scale-sets/virtual-mach
 ZONES_PAGE = "azure-compute-docs articles/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones.md"
 
 
+_RACK_EXAMPLE = ("Azure/azure-rest-api-specs Microsoft.Compute stable 2026-03-01 virtualMachineScaleSetExamples/"
+                 "VirtualMachineScaleSet_Create_WithInterconnectBlock.json (azure-sdk-for-go armcompute v8 example)")
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -96,6 +100,24 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "azure-rest-api-specs Microsoft.Compute/Compute/stable/2026-07-02/ComputeRP.json (first version with the "
          "field; components/catalog/arm_routes.py); pulumi-azure-native provider/pkg/convert/sdkInputsToRequestBody.go",
          "accepts, deploys wrong"),
+    Rule("interconnect-single-placement-group", "an interconnect (NVLink rack) scale set with "
+         "singlePlacementGroup true: its interconnect group places the VMs",
+         f"{_RACK_EXAMPLE}: Azure answers a scale set with interconnect group and block profiles with "
+         "singlePlacementGroup false (what Azure does with true is unpublished: docs/rack-scale.md)",
+         "accepts, deploys wrong"),
+    Rule("interconnect-subgroup-capacity", "more VMs in a scale set than the one subgroup (NVLink rack) it names holds",
+         "the interconnect group's subgroupProfile.size (azure-native network:InterconnectGroup, Network API "
+         "2025-07-01); an NVL72 rack is 18 VMs (azure-compute-docs nd-gb300-v6-series.md, 72 GPUs per NVLink domain)"),
+    Rule("interconnect-block-racks", "an interconnect block whose capacity is not a whole number of racks",
+         "Azure/azure-cli#33707: interconnect blocks reserve VMs \"in multiples of 18\" (the subgroup size)"),
+    Rule("interconnect-block-capacity", "scale sets asking a block for more VMs than it pre-allocates",
+         "azure-mgmt-compute 39.0.0 InterconnectBlockProfile: VMs are allocated from the block \"provided enough "
+         "capacity has been reserved\""),
+    Rule("interconnect-block-size", "a rack scale set of another size than its block's",
+         "Azure/azure-rest-api-specs Microsoft.Compute stable 2026-07-02 interconnectBlockExamples/"
+         "InterconnectBlocks_CreateOrUpdate.json: a block's sku names one size"),
+    Rule("interconnect-block-zone", "a rack scale set in another zone than its block",
+         "InterconnectBlocks_CreateOrUpdate.json (stable 2026-07-02): a block's capacity is in its zones"),
     Rule("size-region", "a VM size placed in a region its availability row, from Microsoft's own word, does not list",
          "components/catalog/availability.py (each row's source and date) or the stack's cluster.sizeRegions"),
 )}
@@ -107,6 +129,8 @@ WARNINGS: dict[str, Rule] = {r.id: r for r in (
          "refuses a region nor vouches for one on it", "components/catalog/availability.py"),
     Rule("size-zones-unknown", "zones offering the size in the region not established by a public source "
          "(logical zones differ per subscription)", "az vm list-skus --zone, per subscription"),
+    Rule("interconnect-fault-domains", "platformFaultDomainCount other than 1 on an interconnect scale set: no "
+         "public source says how Azure spreads an NVLink rack", f"{_RACK_EXAMPLE} (leaves the zonal default, 1)"),
     Rule("ephemeral-os-disk-placement", "an ephemeral OS disk placement other than ResourceDisk, which the "
          "catalogue cannot check (no cache or NVMe-placement sizes catalogued)", "azure-docs ephemeral-os-disks.md"),
 )}

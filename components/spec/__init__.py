@@ -6,7 +6,16 @@ from components.spec.images import ImageBuildSpec, ImagesSpec, NodeImageSpec
 from components.spec.limits import LimitOverride, LimitsSpec, RegionZones
 from components.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
 from components.spec.network import EgressSpec, NetworkSpec
-from components.spec.pools import ConfidentialSpec, CustomerManagedKeySpec, ImageRef, PoolKind, PoolSpec, Taint
+from components.spec.pools import (
+    ConfidentialSpec,
+    CustomerManagedKeySpec,
+    ImageRef,
+    InterconnectGroupSpec,
+    PoolKind,
+    PoolSpec,
+    RackSpec,
+    Taint,
+)
 from components.spec.workloads import BalloonSpec, InClusterSpec, OversubscriptionSpec, Quota, TeamSpec
 
 __all__ = [
@@ -26,6 +35,7 @@ __all__ = [
     "ImageRef",
     "ImagesSpec",
     "InClusterSpec",
+    "InterconnectGroupSpec",
     "LimitOverride",
     "LimitsSpec",
     "NetworkSpec",
@@ -34,6 +44,7 @@ __all__ = [
     "PoolKind",
     "PoolSpec",
     "Quota",
+    "RackSpec",
     "RegionZones",
     "StackFile",
     "Taint",

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 
 from components.spec.base import SpecModel
 
-ImageDefinitionName = Literal["gpu", "cpu", "confidential", "apiserver", "etcd"]
+ImageDefinitionName = Literal["gpu", "rack", "cpu", "confidential", "apiserver", "etcd"]
 VERSION_PATTERN = r"^(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})$"
 INT32_MAX = 2**31 - 1
 
@@ -55,6 +55,8 @@ class ImagesSpec(SpecModel):
     """`cluster.images`: the version of each node image this stack builds (docs/images.md)."""
 
     gpu: ImageBuildSpec = ImageBuildSpec()
+    rack: ImageBuildSpec = ImageBuildSpec()
+    """The Arm64 image of NVLink rack pools (docs/rack-scale.md)."""
     cpu: ImageBuildSpec = ImageBuildSpec()
     confidential: ImageBuildSpec = ImageBuildSpec()
     apiserver: ImageBuildSpec = ImageBuildSpec()

@@ -25,6 +25,9 @@ class PoolKind(StrEnum):
     CPU = "cpu"
     GPU = "gpu"
     CONFIDENTIAL = "confidential"
+    RACK = "rack"
+    """NVLink racks (ND GB300 v6 / GB200 v6 NVL72): one scale set per rack in an interconnect group
+    (docs/rack-scale.md)."""
 
 
 class Taint(SpecModel):
@@ -77,6 +80,43 @@ class ConfidentialSpec(SpecModel):
     customer_managed_key: CustomerManagedKeySpec | None = None
 
 
+DEFAULT_SUBGROUP_SIZE = 18
+"""VMs per NVLink rack: 18 VMs of 4 GPUs are one NVL72 domain ("Bandwidth is up to 72 GPUs per domain through
+NVLINK", azure-compute-docs sizes/gpu-accelerated/nd-gb300-v6-series.md). Microsoft's interconnect-group examples
+use 18 (azure-native `network:InterconnectGroup` example: `subgroupProfile.size: 18`) and 4."""
+
+
+class InterconnectGroupSpec(SpecModel):
+    """One interconnect group (`Microsoft.Network/interconnectGroups`): racks joined over InfiniBand, in one zone."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    """Names the interconnect group, its interconnect block and the `gpucluster.io/interconnect-group` label."""
+    zone: str = Field(min_length=1, max_length=8)
+    racks: WholeNumber = Field(ge=1, le=256)
+    """NVLink racks (subgroups) in the group: each is one scale set of `subgroupSize` VMs."""
+
+
+class RackSpec(SpecModel):
+    """The racks of a `kind: rack` pool, declared per zone and per interconnect group."""
+
+    subgroup_size: WholeNumber = Field(default=DEFAULT_SUBGROUP_SIZE, ge=1, le=72)
+    """VMs per NVLink rack (the interconnect group's `subgroupProfile.size`)."""
+    groups: list[InterconnectGroupSpec] = Field(min_length=1, max_length=64)
+    spare_racks_per_zone: WholeNumber = Field(default=0, ge=0, le=64)
+    """Racks per zone the teams' quotas leave free, so a failed rack's gang restarts on a spare one (the policy
+    pack's rack rules read it)."""
+
+    @field_validator("groups")
+    @classmethod
+    def _unique_groups(cls, groups: list[InterconnectGroupSpec]) -> list[InterconnectGroupSpec]:
+        rules.check_unique([g.name for g in groups])
+        return groups
+
+    @property
+    def racks(self) -> int:
+        return sum(g.racks for g in self.groups)
+
+
 class PoolSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
     kind: PoolKind
@@ -107,6 +147,8 @@ class PoolSpec(SpecModel):
     confidential: ConfidentialSpec | None = None
     """Only on `kind: confidential` pools; defaults to VMGuestStateOnly with platform-managed keys."""
     os_disk_gib: WholeNumber = Field(default=128, ge=30, le=4095)
+    racks: RackSpec | None = None
+    """Only on `kind: rack` pools: the interconnect groups and their racks; `count` must be racks x subgroupSize."""
 
     @field_validator("zones")
     @classmethod

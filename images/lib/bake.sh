@@ -166,9 +166,19 @@ disable_package_timers() {
   systemctl mask unattended-upgrades.service
 }
 
+# The kubelet refuses a cgroup v1 host (its failCgroupV1, set in every KubeletConfiguration the cluster renders):
+# an image that boots on v1 would never join, so it is not built. The build VM boots the base image's own kernel
+# command line, as every machine made from the image will.
+require_cgroup_v2() {
+  local fs
+  fs=$(stat -fc %T /sys/fs/cgroup)
+  [ "$fs" = cgroup2fs ] || die "/sys/fs/cgroup is $fs, not cgroup2fs: boot the base image with cgroup v2 (systemd.unified_cgroup_hierarchy=1)"
+}
+
 # finish_kubernetes_image: what a Kubernetes node image ends with once its own packages are in: the rendered files,
 # sysctls that win, containerd and the kubelet enabled, the pre-pulled images, no package timers, the record.
 finish_kubernetes_image() {
+  require_cgroup_v2
   install_files
   strip_sysctl_conf
   systemctl enable containerd.service kubelet.service

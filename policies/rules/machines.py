@@ -25,7 +25,7 @@ from .props import (
 )
 
 REQUIRED_TAGS = (CLUSTER_TAG, ROLE_TAG, POOL_TAG)
-ROLES = ("system", "cpu", "gpu", "confidential", "apiserver", *ETCD_ROLES)
+ROLES = ("system", "cpu", "gpu", "confidential", "rack", "apiserver", *ETCD_ROLES)
 NODE_ROLES_WITH_AN = ("system", "cpu", "gpu")
 ENCRYPTION_TYPES = ["VMGuestStateOnly", "DiskWithVMGuestState"]
 # What `pulumi preview --json` and the offline engine print in place of a secret value.
@@ -80,6 +80,14 @@ def infiniband_domain(args: ResourceValidationArgs, report: ReportViolation, con
     if tags(args.props).get(INFINIBAND_TAG) != "true":
         return
     limit = int(config["maxVmsPerInfinibandDomain"])
+    if get(args.props, "virtualMachineProfile", "networkProfile", "interconnectGroupProfile"):
+        # An NVLink rack: InfiniBand spans its interconnect group, which places the VMs; Azure answers Microsoft's
+        # example of such a set with singlePlacementGroup false (docs/rack-scale.md).
+        if get(args.props, "singlePlacementGroup") is True:
+            report("singlePlacementGroup is true on an interconnect scale set: its interconnect group places it", None)
+        if len(zones(args.props)) != 1:
+            report(f"zones is {zones(args.props)}: a rack scale set sits in exactly one zone", None)
+        return
     if get(args.props, "singlePlacementGroup") is not True:
         report("singlePlacementGroup is not true: InfiniBand connects only the VMs of one placement group", None)
     if get(args.props, "orchestrationMode", default="Uniform") != "Uniform":

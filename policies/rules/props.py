@@ -12,7 +12,11 @@ MACHINE_TYPES = (SCALE_SET, VIRTUAL_MACHINE)
 DYNAMIC_RESOURCE = "pulumi-python:dynamic:Resource"
 # ARM types a dynamic resource may declare in its `armType` input, and the azure-native type whose inputs
 # (camelCase, `properties` flattened) it mirrors: rules written for the typed class apply to it unchanged.
-ARM_TYPES = {"Microsoft.Compute/virtualMachineScaleSets": SCALE_SET}
+INTERCONNECT_BLOCK = "azure-native:compute:InterconnectBlock"
+"""How rules name an interconnect block: azure-native has no such type yet (docs/rack-scale.md), so this is the
+name its typed class would take (azure-native names types `<module>:<Type>` after the ARM namespace)."""
+ARM_TYPES = {"Microsoft.Compute/virtualMachineScaleSets": SCALE_SET, "Microsoft.Compute/interconnectBlocks":
+             INTERCONNECT_BLOCK}
 # The names the pack reads, spelled once here: the pack runs as a folder of its own (policies/__main__.py), without
 # components/, so it keeps this copy of components/vocabulary.py's names; tests/test_vocabulary.py checks them equal.
 CLUSTER_TAG = "gpucluster-cluster"
@@ -28,7 +32,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 ANNOTATION_WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
-GPU_ROLES = ("gpu", "confidential")
+LABEL_RACK = "gpucluster.io/rack"
+ANNOTATION_SPARE_RACKS = "gpucluster.io/spare-racks-per-zone"
+LABEL_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_label_"
+GPU_ROLES = ("gpu", "confidential", "rack")
 ETCD_ROLES = ("etcd", "etcd-events")
 # A machine without zones is regional: Azure may put it in any zone, so it counts as its own failure domain.
 NO_ZONE = "(no zone)"

@@ -8,10 +8,18 @@ from typing import Any
 from components.catalog.in_cluster import cluster_autoscaler_image
 from components.kubernetes.objects.common import Object, obj, on_system_nodes
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF
-from components.vocabulary import AUTOSCALER_ENABLED_TAG, AUTOSCALER_NAME_TAG, LABEL_APP, LABEL_IB_DOMAIN, TAINT_PREFLIGHT
+from components.vocabulary import (
+    AUTOSCALER_ENABLED_TAG,
+    AUTOSCALER_NAME_TAG,
+    LABEL_APP,
+    TAINT_PREFLIGHT,
+    TAINT_UNHEALTHY,
+)
 
 NAMESPACE = "kube-system"
 APP = "cluster-autoscaler"
+LEASE = "cluster-autoscaler"
+"""cluster-autoscaler 1.36.1 config/flags/flags.go: `lease-resource-name`, default "cluster-autoscaler"."""
 MAX_UNREADY_PERCENT = 10
 """Above this share of unready nodes the autoscaler stops acting: a network or control-plane fault
 makes healthy nodes look unready, and deleting them is how a partial outage becomes a full one."""
@@ -31,13 +39,21 @@ def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes:
         f"--node-group-auto-discovery=label:{AUTOSCALER_ENABLED_TAG}=true,{AUTOSCALER_NAME_TAG}={cluster}",
         # Balloons sit exactly at the cutoff: they still trigger scale-up; anything lower would not.
         f"--expendable-pods-priority-cutoff={AUTOSCALER_EXPENDABLE_CUTOFF}",
+        # Balancing spreads one scale-up over "similar" node groups. Each GPU scale set is one InfiniBand domain with
+        # its own `gpucluster.io/infiniband-domain` value, which is NOT ignored: two domains are never similar, so a gang's
+        # scale-up stays in one domain. CPU scale sets share the value "none" and differ only by zone, which
+        # cluster-autoscaler ignores itself (processors/nodegroupset/compare_nodegroups.go BasicIgnoredLabels):
+        # they are still balanced across zones.
         "--balance-similar-node-groups=true",
-        # Each GPU scale set is one InfiniBand domain with its own label: without ignoring it no two sets
-        # are ever "similar" and balancing never happens.
-        f"--balancing-ignore-label={LABEL_IB_DOMAIN}",
         # New GPU nodes carry the preflight taint while their diagnostics run: a startup taint, so the
         # autoscaler does not treat them as unable to take the pending pods and scale up again.
         f"--startup-taint={TAINT_PREFLIGHT}",
+        # A node the health agent found faulty keeps counting as a registered, ready node (it is not coming up),
+        # and its taint is left out of the group's template, so one bad node does not make the autoscaler believe
+        # the whole group cannot take the pending pods.
+        f"--status-taint={TAINT_UNHEALTHY}",
+        # The Lease its leader election takes (the flag's default, named so the Role below can name it).
+        f"--lease-resource-name={LEASE}",
         "--expander=least-waste",
         "--scale-down-utilization-threshold=0.5",
         "--scale-down-gpu-utilization-threshold=0.5",
@@ -78,7 +94,6 @@ def _rules() -> list[dict[str, Any]]:
                                                         "csistoragecapacities", "volumeattachments"], "verbs": watch},
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceslices", "deviceclasses"],
          "verbs": watch},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]},
         # cluster-autoscaler 1.36.1 FAQ.md, "Enabling ProvisioningRequest Support", RBAC permissions.
         {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests", "provisioningrequests/status"],
          "verbs": ["watch", "list", "get", "create", "update", "patch", "delete"]},
@@ -120,7 +135,11 @@ def autoscaler_objects(cluster: str, nodes: int, share: float, azure: dict[str, 
         obj("rbac.authorization.k8s.io/v1", "Role", APP, NAMESPACE, rules=[
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "list", "watch"]},
             {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-autoscaler-status"],
-             "verbs": ["get", "update", "patch", "delete"]}]),
+             "verbs": ["get", "update", "patch", "delete"]},
+            # Its own Lease only (RBAC cannot limit `create` by name: kubernetes.io/docs/reference/access-authn-authz/rbac).
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEASE],
+             "verbs": ["get", "update"]}]),
         obj("rbac.authorization.k8s.io/v1", "RoleBinding", APP, NAMESPACE,
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": APP},
             subjects=[{"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.bootstrap.rack import TOOLKIT_ENV
 from components.kubernetes.objects.common import on_system_nodes
 
 
@@ -48,12 +49,14 @@ def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[st
     }
 
 
-def gpu_operator_values() -> dict[str, Any]:
+def gpu_operator_values(racks: bool = False) -> dict[str, Any]:
     """The node images bring the driver (Ubuntu-HPC; confidential nodes install it in their join gate),
-    so the operator runs the toolkit, device plugin and DCGM exporter only."""
+    so the operator runs the toolkit, device plugin and DCGM exporter only. With NVLink rack pools the toolkit
+    edits containerd's config from the file only (`RUNTIME_CONFIG_SOURCE=file`, components/bootstrap/rack.py)."""
+    toolkit_env = [{"name": k, "value": v} for k, v in TOOLKIT_ENV.items()] if racks else []
     return {
         "driver": {"enabled": False},
-        "toolkit": {"enabled": True},
+        "toolkit": {"enabled": True, **({"env": toolkit_env} if toolkit_env else {})},
         "devicePlugin": {"enabled": True},
         "dcgmExporter": {"enabled": True},
         # One DCGM host engine per node, shared by the exporter (DCGM_REMOTE_HOSTENGINE_INFO, set by the operator,

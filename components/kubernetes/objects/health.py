@@ -10,13 +10,17 @@ from components.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
 from components.kubernetes.objects.common import SYSTEM_PRIORITY_CLASS, Object, obj
 from components.kubernetes.scripts.health_agent import API_CALLS_PER_MINUTE
 from components.planning.placement import PoolPlan
-from components.vocabulary import ANNOTATION_API_CALLS, LABEL_APP, LABEL_POOL, LABEL_ROLE
+from components.vocabulary import (
+    ANNOTATION_API_CALLS,
+    LABEL_APP,
+    LABEL_POOL,
+    LABEL_ROLE,
+    NODE_NAME_CLAIM,
+    TAINT_PREFLIGHT,
+    TAINT_UNHEALTHY,
+)
 
 NAMESPACE = "gpucluster-health"
-ACCOUNT = "gpu-health"
-"""The node agent's account: its own node, read and patched by name; no list, no watch."""
-RECHECK_ACCOUNT = "gpu-health-recheck"
-"""The hourly CronJob's: lists a pool's nodes and the running pods, deletes agent pods in its namespace."""
 RECHECK_SHARE = 0.02
 """At most this share of a pool's nodes is taken out for re-checks per run."""
 RECHECK_SCHEDULE = "17 * * * *"
@@ -62,7 +66,7 @@ def health_daemonset(pool: PoolPlan, image: str) -> Object:
     labels = {LABEL_APP: app, LABEL_POOL: pool.name}
     gate = {"name": "gate", **_agent(image, ["gate"])}
     pod = {
-        "serviceAccountName": ACCOUNT,
+        "serviceAccountName": AGENT_ACCOUNT,
         "priorityClassName": SYSTEM_PRIORITY_CLASS,
         "nodeSelector": {LABEL_POOL: pool.name},
         # Runs where nothing else may: on preflight-tainted, pool-tainted and unhealthy nodes.
@@ -91,41 +95,97 @@ def recheck_cronjob(pool: PoolPlan, image: str) -> Object:
         "schedule": RECHECK_SCHEDULE, "concurrencyPolicy": "Forbid",
         "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 3,
         "jobTemplate": {"spec": {"backoffLimit": 1, "activeDeadlineSeconds": 600, "template": {"spec": {
-            "serviceAccountName": RECHECK_ACCOUNT, "restartPolicy": "Never",
-            "priorityClassName": SYSTEM_PRIORITY_CLASS,
+            "serviceAccountName": RECHECK_ACCOUNT, "restartPolicy": "Never", "priorityClassName": SYSTEM_PRIORITY_CLASS,
             "nodeSelector": {LABEL_ROLE: "system"},
             "containers": [container],
             "volumes": [{"name": "shared", "emptyDir": {}}]}}}}})
 
 
+AGENT_ACCOUNT = "gpu-health-agent"
+RECHECK_ACCOUNT = "gpu-health-recheck"
+POLICY = "gpucluster-gpu-health-nodes"
+
+
+def _user(account: str) -> str:
+    return f"system:serviceaccount:{NAMESPACE}:{account}"
+
+
+def _or_empty(path: str, empty: str) -> str:
+    """`path` when the object has it, else `empty`: `has()` is core CEL (the optional `.?` syntax is a cel-go
+    library other CEL engines lack, so tests can evaluate these expressions with cel-python)."""
+    parent, _, field = path.rpartition(".")
+    return f"(has({parent}.{field}) ? {path} : {empty})"
+
+
+def _others_unchanged(keys: tuple[str, ...]) -> str:
+    """CEL: nothing of the node changes but taints with `keys` (labels, annotations, cordon, other taints)."""
+    listed = ", ".join(f"'{k}'" for k in keys)
+    kept = f"filter(t, !(t.key in [{listed}]))"
+    return (f"{_or_empty('object.spec.taints', '[]')}.{kept} == {_or_empty('oldObject.spec.taints', '[]')}.{kept} && "
+            f"{_or_empty('object.metadata.labels', '{}')} == {_or_empty('oldObject.metadata.labels', '{}')} && "
+            f"{_or_empty('object.metadata.annotations', '{}')} == "
+            f"{_or_empty('oldObject.metadata.annotations', '{}')} && "
+            f"{_or_empty('object.spec.unschedulable', 'false')} == {_or_empty('oldObject.spec.unschedulable', 'false')}")
+
+
+def node_policy() -> list[Object]:
+    """RBAC cannot name the node a request may touch, so the agent's `patch nodes` would reach every node: this
+    ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in 1.30) lets the agent's account change only the
+    node its token was issued on, and only our two taints there; the recheck's account only the preflight taint."""
+    agent, recheck = _user(AGENT_ACCOUNT), _user(RECHECK_ACCOUNT)
+    policy = obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", POLICY, spec={
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                                                "resources": ["nodes"]}]},
+        "matchConditions": [{"name": "gpu-health-accounts",
+                             "expression": f"request.userInfo.username in ['{agent}', '{recheck}']"}],
+        "validations": [
+            {"expression": f"request.userInfo.username != '{agent}' || (has(request.userInfo.extra) && "
+                           f"'{NODE_NAME_CLAIM}' in request.userInfo.extra && "
+                           f"request.userInfo.extra['{NODE_NAME_CLAIM}'] == [object.metadata.name])",
+             "message": "the GPU health agent may change only the node it runs on"},
+            {"expression": f"request.userInfo.username != '{agent}' || "
+                           + _others_unchanged((TAINT_PREFLIGHT, TAINT_UNHEALTHY)),
+             "message": f"the GPU health agent may change only the {TAINT_PREFLIGHT} and {TAINT_UNHEALTHY} taints"},
+            {"expression": f"request.userInfo.username != '{recheck}' || " + _others_unchanged((TAINT_PREFLIGHT,)),
+             "message": f"the GPU recheck may change only the {TAINT_PREFLIGHT} taint"},
+        ]})
+    binding = obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", POLICY, spec={
+        "policyName": POLICY, "validationActions": ["Deny"]})
+    return [policy, binding]
+
+
+def _binding(kind: str, name: str, account: str, namespace: str | None = None) -> Object:
+    role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
+    return obj("rbac.authorization.k8s.io/v1", kind, name, namespace,
+               roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+               subjects=[{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}])
+
+
 def health_objects(pools: tuple[PoolPlan, ...], image: str) -> list[Object]:
-    """`image` is the agents image as the cluster's registry serves it (RegistryPlan.agents_image)."""
+    """`image` is the agents image as the cluster's registry serves it (RegistryPlan.agents_image). Two accounts,
+    each with its own calls only: the agent (every GPU node) reads and patches nodes, limited by `node_policy` to
+    its own node's two taints; the recheck (one CronJob pod) lists nodes and pods (per node, by field selector:
+    RBAC cannot limit a list by field) and deletes agent pods in this namespace."""
     gpu_pools = [p for p in pools if p.size.gpus]
     if not gpu_pools:
         return []
+    rbac = "rbac.authorization.k8s.io/v1"
     shared = [
         obj("v1", "Namespace", NAMESPACE),
-        obj("v1", "ServiceAccount", ACCOUNT, NAMESPACE),
+        obj("v1", "ServiceAccount", AGENT_ACCOUNT, NAMESPACE),
         obj("v1", "ServiceAccount", RECHECK_ACCOUNT, NAMESPACE),
-        # The agent on every node: its own node by name (RBAC cannot name "this node"; it never lists or watches).
-        obj("rbac.authorization.k8s.io/v1", "ClusterRole", "gpucluster:gpu-health", rules=[
+        obj(rbac, "ClusterRole", "gpucluster:gpu-health-agent", rules=[
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]),
-        obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "gpucluster:gpu-health",
-            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpucluster:gpu-health"},
-            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]),
-        # The hourly re-check (one pod): a pool's nodes and the running pods, to find idle nodes.
-        obj("rbac.authorization.k8s.io/v1", "ClusterRole", "gpucluster:gpu-health-recheck", rules=[
+        _binding("ClusterRoleBinding", "gpucluster:gpu-health-agent", AGENT_ACCOUNT),
+        obj(rbac, "ClusterRole", "gpucluster:gpu-health-recheck", rules=[
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]),
-        obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "gpucluster:gpu-health-recheck",
-            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                     "name": "gpucluster:gpu-health-recheck"},
-            subjects=[{"kind": "ServiceAccount", "name": RECHECK_ACCOUNT, "namespace": NAMESPACE}]),
+        _binding("ClusterRoleBinding", "gpucluster:gpu-health-recheck", RECHECK_ACCOUNT),
         # Deleting agent pods (to re-run active checks) only in its own namespace.
-        obj("rbac.authorization.k8s.io/v1", "Role", "gpu-health-recheck", NAMESPACE, rules=[
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]}]),
-        obj("rbac.authorization.k8s.io/v1", "RoleBinding", "gpu-health-recheck", NAMESPACE,
-            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gpu-health-recheck"},
-            subjects=[{"kind": "ServiceAccount", "name": RECHECK_ACCOUNT, "namespace": NAMESPACE}]),
+        obj(rbac, "Role", "gpu-health-recheck", NAMESPACE, rules=[
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}]),
+        _binding("RoleBinding", "gpu-health-recheck", RECHECK_ACCOUNT, NAMESPACE),
+        *node_policy(),
     ]
     return shared + [o for p in gpu_pools for o in (health_daemonset(p, image), recheck_cronjob(p, image))]

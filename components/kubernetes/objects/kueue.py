@@ -8,10 +8,20 @@ import yaml
 
 from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION, RDMA_RESOURCE
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
-from components.planning.scheduling import TOPOLOGY_LEVELS, TOPOLOGY_NAME, FlavorPlan, SchedulingPlan, TeamQueuePlan
+from components.planning.scheduling import (
+    RACK_TOPOLOGY_LEVELS,
+    RACK_TOPOLOGY_NAME,
+    TOPOLOGY_LEVELS,
+    TOPOLOGY_NAME,
+    FlavorPlan,
+    SchedulingPlan,
+    TeamQueuePlan,
+)
 from components.spec import Quota
 from components.vocabulary import (
     ANNOTATION_PROVISIONING_API,
+    ANNOTATION_SPARE_RACKS,
+    CHANNEL_RESOURCE,
     GPU_RESOURCE,
     LABEL_NAMESPACE_NAME,
     LABEL_TEAM,
@@ -28,10 +38,29 @@ ATOMIC_SCALE_UP = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 cannot place on existing nodes, all or nothing where the cloud provider can; `check-capacity` only checks and would
 never bring a pool up from zero."""
 KUEUE_REPLICAS = 2
+COMPUTE_DOMAIN_CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
+"""The DeviceClass a ComputeDomain's ResourceClaimTemplate asks its IMEX channel of (kubernetes-sigs/
+dra-driver-nvidia-gpu v25.12.0 deployments/helm/nvidia-dra-driver-gpu/templates/
+deviceclass-compute-domain-default-channel.yaml)."""
+"""The quota resource Kueue counts those channels as: kueue v0.19.2 makes a workload whose claim names a DeviceClass
+without a deviceClassMappings entry inadmissible ("DeviceClass %s is not mapped in DRA configuration", pkg/dra/
+claims.go), and a mapped resource no resource group covers is "unavailable in ClusterQueue" (flavorassigner.go)."""
 
 
-def topology() -> Object:
-    return obj(API, "Topology", TOPOLOGY_NAME, spec={"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]})
+"""On a rack pool's flavor: the stack's `racks.spareRacksPerZone`, which the policy pack's spare-rack rule keeps free
+of nominal quota (policies/rules/racks.py)."""
+
+
+def topology(name: str = TOPOLOGY_NAME, levels: tuple[str, ...] = TOPOLOGY_LEVELS) -> Object:
+    return obj(API, "Topology", name, spec={"levels": [{"nodeLabel": label} for label in levels]})
+
+
+def topologies(plan: SchedulingPlan) -> list[Object]:
+    """The cluster's `infiniband` topology, and the `nvlink` one when a rack pool's flavor names it."""
+    found = [topology()]
+    if any(f.topology == RACK_TOPOLOGY_NAME for f in plan.flavors):
+        found.append(topology(RACK_TOPOLOGY_NAME, RACK_TOPOLOGY_LEVELS))
+    return found
 
 
 def resource_flavor(flavor: FlavorPlan) -> Object:
@@ -42,7 +71,10 @@ def resource_flavor(flavor: FlavorPlan) -> Object:
         spec["tolerations"] = [toleration(t) for t in flavor.tolerations]
     if flavor.topology:
         spec["topologyName"] = flavor.topology
-    return obj(API, "ResourceFlavor", flavor.name, spec=spec)
+    found = obj(API, "ResourceFlavor", flavor.name, spec=spec)
+    if flavor.pool.racks is not None:
+        found["metadata"]["annotations"] = {ANNOTATION_SPARE_RACKS: str(flavor.pool.racks.spare_racks_per_zone)}
+    return found
 
 
 def cohort(plan: SchedulingPlan) -> Object:
@@ -90,6 +122,31 @@ def _provisioned_flavors(plan: SchedulingPlan, team: TeamQueuePlan) -> list[str]
     return [f.flavor for f in team.flavors if f.flavor in scaling]
 
 
+def _rack_group(plan: SchedulingPlan, team: TeamQueuePlan) -> dict[str, Any]:
+    group: dict[str, Any] = {
+        "coveredResources": list(RESOURCES),
+        "flavors": [{"name": f.flavor, "resources": _resources(f.nominal, f.borrowing_limit, f.lending_limit)}
+                    for f in team.flavors],
+    }
+    return _with_channels(plan, group, team) if has_racks(plan) else group
+
+
+def has_racks(plan: SchedulingPlan) -> bool:
+    return any(f.pool.racks is not None for f in plan.flavors)
+
+
+def _with_channels(plan: SchedulingPlan, group: dict[str, Any], team: TeamQueuePlan) -> dict[str, Any]:
+    """One ComputeDomain channel per GPU of quota on rack flavors (a pod on a rack node takes one channel and at
+    least one GPU), none elsewhere."""
+    racks = {f.name for f in plan.flavors if f.pool.racks is not None}
+    gpus = {f.flavor: f.nominal.gpus for f in team.flavors}
+    group["coveredResources"].append(CHANNEL_RESOURCE)
+    for flavor in group["flavors"]:
+        flavor["resources"].append({"name": CHANNEL_RESOURCE,
+                                    "nominalQuota": gpus[flavor["name"]] if flavor["name"] in racks else 0})
+    return group
+
+
 def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
     checks = _provisioned_flavors(plan, team)
     strategy = ({"admissionChecksStrategy": {"admissionChecks": [{"name": PROVISIONING_CHECK, "onFlavors": checks}]}}
@@ -99,11 +156,7 @@ def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
         "cohortName": plan.cohort,
         "namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: team.namespace}},
         "queueingStrategy": "BestEffortFIFO",
-        "resourceGroups": [{
-            "coveredResources": list(RESOURCES),
-            "flavors": [{"name": f.flavor, "resources": _resources(f.nominal, f.borrowing_limit, f.lending_limit)}
-                        for f in team.flavors],
-        }],
+        "resourceGroups": [_rack_group(plan, team)],
         "fairSharing": {"weight": team.weight},
         # Under fair sharing Kueue ignores borrowWithinCohort (Kueue docs, concepts/preemption "Fair Sharing"):
         # borrowing is decided by fair share alone. A team borrows idle quota up to its borrowingLimit; the
@@ -124,7 +177,7 @@ def local_queue(team: TeamQueuePlan) -> Object:
 def kueue_objects(plan: SchedulingPlan) -> list[Object]:
     """Custom resources, in an order `kubectl apply` accepts (referenced objects first)."""
     provisioning = provisioning_objects() if any(f.scales_below_demand for f in plan.flavors) else []
-    objects = [topology(), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
+    objects = [*topologies(plan), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
     for team in plan.teams:
         objects += [cluster_queue(plan, team), team_namespace(team), local_queue(team)]
     return objects
@@ -139,7 +192,7 @@ SCALE = 2
 """Thousands of workloads at 7,500 nodes: twice the defaults' client throughput and reconcile workers."""
 
 
-def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
+def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) -> dict[str, Any]:
     """config.kueue.x-k8s.io/v1beta2 Configuration: the chart's default config (the chart replaces it whole
     with this value) raised for scale, fair sharing on, all-or-nothing admission for gangs."""
     return {
@@ -169,13 +222,18 @@ def kueue_configuration(pods_ready_timeout_minutes: int) -> dict[str, Any]:
         # and a requested resource no resource group covers makes the workload inadmissible ("resource %s
         # unavailable in ClusterQueue", kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go): it is not
         # quota, so Kueue ignores it (apis/config/v1beta2 Resources.excludeResourcePrefixes).
-        "resources": {"excludeResourcePrefixes": [RDMA_RESOURCE.split("/")[0] + "/"]},
+        "resources": {"excludeResourcePrefixes": [RDMA_RESOURCE.split("/")[0] + "/"],
+                      # ComputeDomain channels on rack pools (apis/config/v1beta2 Resources.deviceClassMappings).
+                      **({"deviceClassMappings": [{"name": CHANNEL_RESOURCE,
+                                                   "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]}]}
+                         if racks else {})},
     }
 
 
 
 
-def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = "") -> dict[str, Any]:
+def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = "", racks: bool = False
+                       ) -> dict[str, Any]:
     """`provisioning_api`: where the ProvisioningRequest CRD comes from. Kueue sets up its provisioning controller
     only if that API is served when it starts (v0.19.2 cmd/kueue/main.go), and a ClusterQueue whose AdmissionCheck is
     not Active is inactive (site/content/en/docs/concepts/admission_check): admits nothing. The annotation rolls
@@ -199,5 +257,5 @@ def kueue_chart_values(pods_ready_timeout_minutes: int, provisioning_api: str = 
             "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
         },
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(
-            kueue_configuration(pods_ready_timeout_minutes), sort_keys=False)},
+            kueue_configuration(pods_ready_timeout_minutes, racks), sort_keys=False)},
     }

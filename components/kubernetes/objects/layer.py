@@ -15,6 +15,7 @@ from components.kubernetes.objects.csr_approver import csr_approver_from_plan
 from components.kubernetes.objects.dns import coredns_objects
 from components.kubernetes.objects.health import health_objects
 from components.kubernetes.objects.images import serve_objects
+from components.kubernetes.objects.imds_guard import imds_policy
 from components.kubernetes.objects.kueue import kueue_objects
 from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
 from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
@@ -93,10 +94,21 @@ def device_objects(plan: ClusterPlan) -> list[Object]:
     return without_await(serve_objects(rdma_objects(plan.pools), plan.registry))
 
 
-def layer_objects(plan: ClusterPlan) -> list[Object]:
-    """Every object of the layer but the charts', as declared, with identities marked as known only at deploy."""
+def _workload_objects(plan: ClusterPlan) -> list[Object]:
     priority, kueue = scheduling_objects(plan)
     scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
     return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
             *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan),
             *csr_objects(plan)]
+
+
+def imds_objects(plan: ClusterPlan) -> list[Object]:
+    """The IMDS guard, from the layer's own pods (which of them sign in with a managed identity is in their specs,
+    not in the identities' values, so the objects with values known only at deploy decide the same)."""
+    return imds_policy(_workload_objects(plan))
+
+
+def layer_objects(plan: ClusterPlan) -> list[Object]:
+    """Every object of the layer but the charts', as declared, with identities marked as known only at deploy."""
+    objects = _workload_objects(plan)
+    return [*objects, *imds_policy(objects)]

@@ -1,166 +1,186 @@
 """Feeds Cilium's CRD-backed IPAM (`ipam: crd`) with the /28 blocks Azure put on each node's NIC.
-Standard library only, like health_agent.py.
+Standard library only (with kube_client.py, shipped beside it in the agents image).
 
 Cilium's Azure IPAM allocates single secondary addresses (its `IsPrefixDelegated()` is false; cilium#46072),
 and in `ipam: crd` mode an agent takes the addresses another component publishes in its node's
-`CiliumNode.spec.ipam.pool`. This controller is that component. One loop, run by the holder of a
-coordination.k8s.io/v1 Lease:
+`CiliumNode.spec.ipam.pool`. This controller is that component. One round, run by the holder of a
+coordination.k8s.io/v1 Lease (`Leader`):
 
-  1. list the nodes; group them by scale set from `spec.providerID`
+  1. bring its map of the nodes up to date: name -> (subscription, group, scale set, instance) from
+     `spec.providerID`, listed in pages (limit 500) the first time and after a 410 Gone, else followed by a
+     one-second watch from the last version seen (`Mirror`)
      (`azure:///subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/virtualMachineScaleSets/SET/virtualMachines/N`)
-  2. per scale set ONE ARM read, not one per VM (ARM throttles reads per subscription and region; 7,500 nodes
-     are 43 scale sets in prod): Microsoft.Network `NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces`,
+  2. per scale set ONE ARM list, not one per VM (43 scale sets in prod): Microsoft.Network
+     `NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces`,
      GET .../virtualMachineScaleSets/SET/networkInterfaces?api-version=ARM_API_VERSION, following `nextLink`
-  3. map each NIC to its instance (`properties.virtualMachine.id`, else the NIC id's path), take the blocks of
-     its IP configurations (`privateIPAddress` "a.b.c.d/28", or an address with `privateIPAddressPrefixLength`),
-     expand them to their 16 addresses
-  4. merge-patch `CiliumNode/<node>` `spec.ipam.pool`: add what is missing, drop (null) what is no longer on the
-     NIC and not in use (`status.ipam.used`); nothing at all when the pool already matches (idempotent)
+     (same host only, each link once, at most MAX_PAGES). A scale set whose read fails (429, 5xx, timeout,
+     unreadable page) is skipped for the round and backs off on its own (Retry-After when given); the others go on.
+  3. map each NIC to its instance (`properties.virtualMachine.id`, else the NIC id's path) and take the blocks of
+     its IP configurations (`privateIPAddress` "a.b.c.d/28", or an address with `privateIPAddressPrefixLength`);
+     only blocks of the expected length and single addresses are accepted
+  4. bring its map of the CiliumNodes up to date the same way, and merge-patch `spec.ipam.pool` of each whose
+     scale set was read in full: add
+     what is missing, drop (null) what is no longer on the NIC and not in use (`status.ipam.used`); the patch
+     carries the resourceVersion it was computed from, so a concurrent edit is a 409 and waits for the next round.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import ssl
 import sys
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from ipaddress import IPv4Network
 from typing import Any
 
-ARM = "https://management.azure.com"
+if __package__:
+    from . import kube_client as kc
+else:  # the agents image: the scripts side by side in /opt/gpucluster
+    import kube_client as kc  # type: ignore[no-redef]
+
+ARM = os.environ.get("ARM_ENDPOINT", "https://management.azure.com").rstrip("/")
+ARM_RESOURCE = "https://management.azure.com/"
+"""The token's audience: the public cloud's ARM, whatever endpoint the requests go to."""
 ARM_API_VERSION = "2018-10-01"
 """The api-version of the scale-set NIC operations, kept at 2018-10-01 in later Microsoft.Network specs (the
 samples generated from azure-rest-api-specs `stable/2022-05-01/examples/VmssNetworkInterfaceList.json` call it
 with 2018-10-01). Whether its responses carry the prefix is not settled by a public source: the parser reads
 both shapes the 2024-03-01+ model documents ("a single IP address or a CIDR block")."""
-IMDS_TOKEN = "http://169.254.169.254/metadata/identity/oauth2/token"
-API = os.environ.get("KUBE_API", "https://kubernetes.default.svc")
-"""The Deployment sets the API server endpoint by name: the controller runs on the host network (it cannot wait
-for a pod address it hands out itself), where cluster DNS does not answer, as Cilium's agent does."""
-SA = "/var/run/secrets/kubernetes.io/serviceaccount"
+IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
 LEASE_SECONDS = 30
 SYNC_SECONDS = 30
+MAX_PAGES = 50
+"""NIC pages per scale set: a scale set holds at most 1,000 VMs; more pages than this is a loop."""
+PREFIX_LENGTH = 28
 
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._()-]{0,89}"
+"""ARM names of resource groups and scale sets: letters, digits, '.', '_', '(', ')', '-' (no '/', '?', '%')."""
 _PROVIDER_ID = re.compile(
-    r"^azure:///subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/"
-    r"virtualMachineScaleSets/(?P<set>[^/]+)/virtualMachines/(?P<instance>\d+)$", re.IGNORECASE)
+    r"^azure:///subscriptions/(?P<sub>[0-9A-Fa-f-]{36})/resourceGroups/(?P<rg>" + _NAME + r")/providers/"
+    r"Microsoft\.Compute/virtualMachineScaleSets/(?P<set>" + _NAME + r")/virtualMachines/(?P<instance>\d{1,9})$",
+    re.IGNORECASE)
 _VM_PATH = re.compile(r"/virtualMachineScaleSets/(?P<set>[^/]+)/virtualMachines/(?P<instance>\d+)(/|$)",
                       re.IGNORECASE)
+_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 Instance = tuple[str, str]
 """(scale set name lowercased, instance id)."""
+Where = tuple[str, str, str, str]
+"""(subscription, resource group, scale set, instance)."""
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 # Pure decisions (tested on recorded responses, without Azure or a cluster).
 
-def instance_of_node(node: dict[str, Any]) -> tuple[str, str, str, str] | None:
-    """(subscription, resource group, scale set, instance) from a node's providerID; None if not a scale-set VM."""
-    match = _PROVIDER_ID.match(str(node.get("spec", {}).get("providerID") or ""))
+def instance_of_node(node: dict[str, Any]) -> Where | None:
+    """(subscription, resource group, scale set, instance) from a node's providerID; None if not a scale-set VM
+    or if any part holds characters ARM names cannot (it goes into a URL)."""
+    match = _PROVIDER_ID.match(str(_dict(node.get("spec")).get("providerID") or ""))
     if match is None:
         return None
     return match["sub"], match["rg"], match["set"], match["instance"]
 
 
 def instance_of_nic(nic: dict[str, Any]) -> Instance | None:
-    vm = str((nic.get("properties", {}).get("virtualMachine") or {}).get("id") or nic.get("id") or "")
+    vm = str(_dict(_dict(nic.get("properties")).get("virtualMachine")).get("id") or nic.get("id") or "")
     match = _VM_PATH.search(vm)
     return (match["set"].lower(), match["instance"]) if match else None
 
 
-def nic_blocks(nic: dict[str, Any]) -> list[IPv4Network]:
-    """The pod addresses on a NIC's IP configurations: each /28 block, and each single secondary address (the API
-    servers' NICs carry a few); the primary is the node's own."""
+def nic_blocks(nic: dict[str, Any], prefix_length: int = PREFIX_LENGTH,
+               rejected: list[str] | None = None) -> list[IPv4Network]:
+    """The pod addresses on a NIC's IP configurations: each /`prefix_length` block, and each single secondary
+    address (the API servers' NICs carry a few); the primary is the node's own. Anything else (a /8 "block", an
+    IPv6 or unreadable address) is left out and named in `rejected`."""
     blocks = []
-    for config in nic.get("properties", {}).get("ipConfigurations") or []:
-        props = config.get("properties", {})
+    for config in _list(_dict(nic.get("properties")).get("ipConfigurations")):
+        props = _dict(_dict(config).get("properties"))
         address = str(props.get("privateIPAddress") or "")
         length = props.get("privateIPAddressPrefixLength")
         if not address or props.get("primary"):
             continue
-        if "/" in address:
-            blocks.append(IPv4Network(address, strict=False))
-        else:
-            blocks.append(IPv4Network(f"{address}/{int(length) if length else 32}", strict=False))
+        try:
+            text = address if "/" in address else f"{address}/{int(length) if length else 32}"
+            block = IPv4Network(text, strict=False)
+        except (ValueError, TypeError):
+            block = None
+        if block is None or block.prefixlen not in (prefix_length, 32):
+            if rejected is not None:
+                rejected.append(f"{address}" + (f" (prefix length {length})" if length else ""))
+            continue
+        blocks.append(block)
     return sorted(blocks)
 
 
-def blocks_by_instance(nics: list[dict[str, Any]]) -> dict[Instance, list[IPv4Network]]:
+def blocks_by_instance(nics: Iterable[dict[str, Any]], prefix_length: int = PREFIX_LENGTH,
+                       rejected: list[str] | None = None) -> dict[Instance, list[IPv4Network]]:
     found: dict[Instance, list[IPv4Network]] = {}
     for nic in nics:
-        instance = instance_of_nic(nic)
+        instance = instance_of_nic(_dict(nic))
         if instance is not None:
-            found.setdefault(instance, []).extend(nic_blocks(nic))
+            found.setdefault(instance, []).extend(nic_blocks(_dict(nic), prefix_length, rejected))
     return {key: sorted(value) for key, value in found.items()}
 
 
 def expand(blocks: list[IPv4Network]) -> list[str]:
-    """Every address of every block: Azure hands the whole /28 to the NIC (16 pod addresses)."""
-    return [str(address) for block in blocks for address in block]
+    """Every address of every block: Azure hands the whole /28 to the NIC (16 pod addresses). Integer arithmetic:
+    a round expands 240,000 addresses at prod size, and ipaddress objects per address cost seconds."""
+    found = []
+    for block in blocks:
+        start = int(block.network_address)
+        found += [f"{n >> 24}.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
+                  for n in range(start, start + block.num_addresses)]
+    return found
 
 
 def pool_patch(cilium_node: dict[str, Any], desired: list[str]) -> dict[str, Any] | None:
     """The merge patch that makes `spec.ipam.pool` hold `desired`; None when it already does. An address no longer
-    on the NIC is dropped only when no endpoint uses it (`status.ipam.used`)."""
-    current = set((cilium_node.get("spec", {}).get("ipam", {}).get("pool") or {}).keys())
-    used = set((cilium_node.get("status", {}).get("ipam", {}).get("used") or {}).keys())
+    on the NIC is dropped only when no endpoint uses it (`status.ipam.used`). The patch carries the resourceVersion
+    it was computed from: if `used` changed since, the API server answers 409 instead of applying it."""
+    current = set(_dict(_dict(_dict(cilium_node.get("spec")).get("ipam")).get("pool")))
+    used = set(_dict(_dict(_dict(cilium_node.get("status")).get("ipam")).get("used")))
     wanted = set(desired)
     change: dict[str, Any] = {ip: {} for ip in sorted(wanted - current)}
     change.update({ip: None for ip in sorted(current - wanted - used)})
-    return {"spec": {"ipam": {"pool": change}}} if change else None
+    if not change:
+        return None
+    patch: dict[str, Any] = {"spec": {"ipam": {"pool": change}}}
+    version = _dict(cilium_node.get("metadata")).get("resourceVersion")
+    if version:
+        patch["metadata"] = {"resourceVersion": version}
+    return patch
 
 
 def sync_plan(nodes: list[dict[str, Any]], cilium_nodes: dict[str, dict[str, Any]],
-              list_nics: Callable[[str, str, str], list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Patches per CiliumNode name. `list_nics(subscription, resource group, scale set)` is called once per
-    scale set that has nodes."""
-    by_set: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
-    for node in nodes:
-        where = instance_of_node(node)
-        if where is not None:
-            sub, rg, scale_set, instance = where
-            by_set.setdefault((sub, rg, scale_set), []).append((node["metadata"]["name"], instance))
+              list_nics: Callable[[str, str, str], Iterable[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Patches per CiliumNode name, all in memory (for recorded responses; `Controller` streams the same
+    decisions). `list_nics(subscription, resource group, scale set)` is called once per scale set with nodes."""
+    members = {n["metadata"]["name"]: w for n in nodes if (w := instance_of_node(n)) is not None}
+    reads = {key: blocks_by_instance(list_nics(*key)) for key in sorted({w[:3] for w in members.values()})}
     patches: dict[str, dict[str, Any]] = {}
-    for (sub, rg, scale_set), members in sorted(by_set.items()):
-        blocks = blocks_by_instance(list_nics(sub, rg, scale_set))
-        for name, instance in members:
-            found = blocks.get((scale_set.lower(), instance))
-            cilium_node = cilium_nodes.get(name)
-            if not found or cilium_node is None:
-                continue  # NIC not provisioned yet, or the agent has not created its CiliumNode: next round
-            patch = pool_patch(cilium_node, expand(found))
-            if patch is not None:
-                patches[name] = patch
+    for name, (sub, rg, scale_set, instance) in members.items():
+        patch = _node_patch(cilium_nodes.get(name), reads[(sub, rg, scale_set)].get((scale_set.lower(), instance)))
+        if patch is not None:
+            patches[name] = patch
     return patches
 
 
-def _parse_time(value: str | None) -> float | None:
-    """A MicroTime (`2026-11-22T01:00:00.123456Z`) or Time as seconds since the epoch."""
-    if not value:
-        return None
-    text = value.rstrip("Z")
-    pattern = "%Y-%m-%dT%H:%M:%S.%f" if "." in text else "%Y-%m-%dT%H:%M:%S"
-    return datetime.strptime(text, pattern).replace(tzinfo=UTC).timestamp()
-
-
-def lease_action(lease: dict[str, Any] | None, me: str, now: float) -> str:
-    """`create` (no lease), `renew` (ours), `take` (expired), `wait` (another holder's, still valid)."""
-    if lease is None:
-        return "create"
-    spec = lease.get("spec", {})
-    if spec.get("holderIdentity") == me:
-        return "renew"
-    renewed = _parse_time(spec.get("renewTime"))
-    duration = int(spec.get("leaseDurationSeconds") or LEASE_SECONDS)
-    if not spec.get("holderIdentity") or renewed is None or now > renewed + duration:
-        return "take"
-    return "wait"
+def _node_patch(cilium_node: dict[str, Any] | None, found: list[IPv4Network] | None) -> dict[str, Any] | None:
+    if not found or cilium_node is None:
+        return None  # NIC not provisioned yet, or the agent has not created its CiliumNode: next round
+    return pool_patch(cilium_node, expand(found))
 
 
 def micro_time(now: float) -> str:
@@ -168,81 +188,364 @@ def micro_time(now: float) -> str:
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-# Calls (thin; not unit-tested).
+# The leader lock.
 
-def _kube(method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-    with open(f"{SA}/token") as f:
-        token = f.read()
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(API + path, data=data, method=method,
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": content_type})
-    context = ssl.create_default_context(cafile=f"{SA}/ca.crt")
-    with urllib.request.urlopen(request, context=context, timeout=30) as response:
-        return json.loads(response.read() or b"null")
+@dataclass
+class Leader:
+    """A coordination.k8s.io/v1 Lease held the way client-go's leaderelection holds it: the holder renews every
+    `retry` seconds and writes only within `renew_deadline` of its last successful renewal's start; another
+    replica takes the lease only after the record it read has not changed for the record's
+    `leaseDurationSeconds`, measured on its OWN monotonic clock from when it first saw that record, never from the
+    holder's `renewTime` (clocks of two machines disagree). Every write carries the resourceVersion read, so of two
+    replicas racing only one wins; the loser gets 409 and re-reads. Since `renew_deadline < lease_seconds`, a holder
+    that stops renewing has stopped writing before anyone can take the lease."""
+
+    kube: kc.Kube
+    namespace: str
+    name: str
+    me: str
+    lease_seconds: float = LEASE_SECONDS
+    renew_deadline: float = LEASE_SECONDS * 2 / 3
+    retry: float = LEASE_SECONDS / 6
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+    observed: tuple[Any, ...] | None = None
+    observed_at: float = 0.0
+    valid_until: float = float("-inf")
+    renewed_at: float = float("-inf")
+    tried_at: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry < self.renew_deadline < self.lease_seconds:
+            raise ValueError("leader election needs 0 < retry < renew deadline < lease duration")
+
+    @property
+    def path(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{kc.segment(self.namespace)}/leases"
+
+    def may_write(self) -> bool:
+        return self.clock() < self.valid_until
+
+    def ensure(self) -> bool:
+        """Acquire or renew when due (one attempt per `retry` seconds, leading or not); whether this replica may
+        write now."""
+        if self.clock() - self.tried_at < self.retry:
+            return self.may_write()
+        self.tried_at = self.clock()
+        try:
+            self._attempt()
+        except kc.ApiError as error:
+            if error.status == 409:
+                self.valid_until = float("-inf")  # someone else wrote the lease since we read it
+            kc.log(f"prefix-ipam: lease {self.name}: {error}")
+        return self.may_write()
+
+    def _attempt(self) -> None:
+        start = self.clock()
+        try:
+            lease = self.kube.get(f"{self.path}/{kc.segment(self.name)}", tries=1)
+        except kc.ApiError as error:
+            if error.status != 404:
+                raise
+            lease = None
+        if lease is None:
+            self._write("POST", self.path, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                            "metadata": {"name": self.name, "namespace": self.namespace},
+                                            "spec": self._spec({}, True)}, start)
+            return
+        if not isinstance(lease, dict):
+            raise kc.ApiError(0, "the lease is not an object")
+        spec = _dict(lease.get("spec"))
+        record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"),
+                  _dict(lease.get("metadata")).get("resourceVersion"))
+        if record != self.observed:
+            self.observed, self.observed_at = record, self.clock()
+        holder = spec.get("holderIdentity")
+        duration = _duration(spec.get("leaseDurationSeconds"), self.lease_seconds)
+        if holder and holder != self.me and self.clock() < self.observed_at + duration:
+            self.valid_until = float("-inf")
+            return
+        lease["spec"] = self._spec(spec, holder != self.me)
+        self._write("PUT", f"{self.path}/{kc.segment(self.name)}", lease, start)
+
+    def _spec(self, spec: dict[str, Any], taking: bool) -> dict[str, Any]:
+        now = micro_time(self.wall())
+        transitions = int(spec.get("leaseTransitions") or 0) if isinstance(spec.get("leaseTransitions"), int) else 0
+        return {**spec, "holderIdentity": self.me, "leaseDurationSeconds": int(self.lease_seconds + 0.999),
+                "renewTime": now, **({"acquireTime": now, "leaseTransitions": transitions + 1} if taking else {})}
+
+    def _write(self, method: str, path: str, lease: dict[str, Any], start: float) -> None:
+        written = self.kube.write(method, path, lease)
+        spec = _dict(_dict(written).get("spec"))
+        self.observed = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"),
+                         _dict(_dict(written).get("metadata")).get("resourceVersion"))
+        self.observed_at = self.clock()
+        self.valid_until = start + self.renew_deadline
+        self.renewed_at = start
 
 
-def _arm_token(client_id: str) -> str:
-    query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": ARM + "/", "client_id": client_id})
-    request = urllib.request.Request(f"{IMDS_TOKEN}?{query}", headers={"Metadata": "true"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())["access_token"]
+def _duration(value: Any, default: float) -> float:
+    """The holder's leaseDurationSeconds, honoured within 1 s .. 10 minutes."""
+    return float(min(max(value, 1), 600)) if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _arm_lister(client_id: str) -> Callable[[str, str, str], list[dict[str, Any]]]:
-    def list_nics(sub: str, rg: str, scale_set: str) -> list[dict[str, Any]]:
-        token = _arm_token(client_id)
+# Per scale set: isolation and backoff.
+
+@dataclass
+class SetState:
+    failures: int = 0
+    not_before: float = float("-inf")
+
+
+@dataclass
+class Settings:
+    prefix_length: int = PREFIX_LENGTH
+    sync_seconds: float = SYNC_SECONDS
+    max_pages: int = MAX_PAGES
+    backoff_base: float = SYNC_SECONDS
+    backoff_cap: float = 600.0
+    retry_after_cap: float = kc.RETRY_AFTER_CAP
+    page_limit: int = 500
+    watch_seconds: int = 1
+    """How long each round's watch stays open (its timeoutSeconds): the events since the last round arrive at once."""
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Intervals from the environment (tests run rounds in fractions of a second)."""
+        sync = float(os.environ.get("PREFIX_IPAM_SYNC_SECONDS", SYNC_SECONDS))
+        return cls(prefix_length=int(os.environ.get("PREFIX_IPAM_PREFIX_LENGTH", PREFIX_LENGTH)), sync_seconds=sync,
+                   backoff_base=sync, backoff_cap=float(os.environ.get("PREFIX_IPAM_BACKOFF_CAP", 600.0)))
+
+
+@dataclass
+class RoundReport:
+    led: bool = False
+    sets_read: int = 0
+    sets_failed: list[str] = field(default_factory=list)
+    sets_waiting: int = 0
+    patched: int = 0
+    conflicts: int = 0
+    rejected: int = 0
+
+
+class Arm:
+    """ARM reads with the controller's managed identity; the token is cached until shortly before it expires."""
+
+    def __init__(self, client_id: str, http: kc.Http, settings: Settings) -> None:
+        self.client_id, self.http, self.settings = client_id, http, settings
+        self.token, self.token_until = "", 0.0
+
+    def _token(self) -> str:
+        if self.token and time.time() < self.token_until:
+            return self.token
+        query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": ARM_RESOURCE,
+                                        "client_id": self.client_id})
+        request = urllib.request.Request(f"{IMDS_TOKEN}?{query}", headers={"Metadata": "true"})
+        answer = _dict(self.http.retrying(lambda: self.http.send(request)))
+        token = answer.get("access_token")
+        if not isinstance(token, str) or not token:
+            raise kc.ApiError(0, "the identity endpoint returned no access_token")
+        expires = answer.get("expires_in")
+        life = int(expires) if isinstance(expires, int | str) and str(expires).isdigit() else 300
+        self.token, self.token_until = token, time.time() + max(0, life - 300)
+        return token
+
+    def list_nics(self, sub: str, rg: str, scale_set: str) -> Iterator[dict[str, Any]]:
+        """The NICs of one scale set, page by page; ApiError on a failed, looping or endless listing."""
+        sub, rg, scale_set = kc.segment(sub), kc.segment(rg), kc.segment(scale_set)
         url: str | None = (f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
                            f"virtualMachineScaleSets/{scale_set}/networkInterfaces?api-version={ARM_API_VERSION}")
-        nics: list[dict[str, Any]] = []
+        origin = urllib.parse.urlsplit(ARM)[:2]
+        seen: set[str] = set()
         while url:
-            request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-            with urllib.request.urlopen(request, timeout=60) as response:
-                page = json.loads(response.read())
-            nics += page.get("value") or []
-            url = page.get("nextLink")
-        return nics
-    return list_nics
+            if urllib.parse.urlsplit(url)[:2] != origin:
+                raise kc.ApiError(0, f"nextLink leaves {ARM}: {url[:120]}")  # the bearer token stays with ARM
+            if url in seen:
+                raise kc.ApiError(0, "nextLink points back to a page already read")
+            if len(seen) >= self.settings.max_pages:
+                raise kc.ApiError(0, f"more than {self.settings.max_pages} pages of NICs")
+            seen.add(url)
+            request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._token()}"})
+            page = self.http.send(request)
+            if not isinstance(page, dict) or not isinstance(page.get("value", []), list):
+                raise kc.ApiError(0, "a NIC page is not an ARM list")
+            yield from (nic for nic in page.get("value") or [] if isinstance(nic, dict))
+            next_link = page.get("nextLink")
+            url = next_link if isinstance(next_link, str) and next_link else None
 
 
-def _lead(namespace: str, name: str, me: str) -> bool:
-    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-    try:
-        lease = _kube("GET", f"{path}/{name}")
-    except urllib.error.HTTPError as error:
-        if error.code != 404:
-            raise
-        lease = None
-    now = time.time()
-    action = lease_action(lease, me, now)
-    if action == "wait":
-        return False
-    spec = {"holderIdentity": me, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": micro_time(now)}
-    if action == "create":
-        _kube("POST", path, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                             "metadata": {"name": name, "namespace": namespace},
-                             "spec": {**spec, "acquireTime": micro_time(now)}})
-    else:
-        assert lease is not None
-        # resourceVersion makes a lost race a 409 instead of two leaders
-        lease["spec"] = {**lease.get("spec", {}), **spec, **({"acquireTime": micro_time(now)} if action == "take" else {})}
-        _kube("PUT", f"{path}/{name}", lease)
-    return True
+class Mirror:
+    """A collection kept in memory as a compact map by name: listed once in pages, then followed by watches from the
+    list's resourceVersion, as client-go's reflector keeps an informer's cache (tools/cache reflector.go,
+    ListAndWatch). A round then costs one short watch per collection whatever the cluster's size, and carries only
+    what changed. An expired version (410 Gone) lists again; any other failure leaves the map as it was and the
+    version at the last event applied, so the next round resumes from there."""
+
+    def __init__(self, kube: kc.Kube, path: str, project: Callable[[dict[str, Any]], Any | None], page_limit: int,
+                 watch_seconds: int) -> None:
+        self.kube, self.path, self.project = kube, path, project
+        self.page_limit, self.watch_seconds = page_limit, watch_seconds
+        self.items: dict[str, Any] = {}
+        self.version: str | None = None
+
+    def sync(self) -> dict[str, Any]:
+        if self.version is not None:
+            try:
+                for event in self.kube.watch(self.path, self.version, self.watch_seconds):
+                    self._apply(event)
+                return self.items
+            except kc.ApiError as error:
+                if error.status != 410:
+                    raise
+                kc.log(f"prefix-ipam: {self.path}: {error}; listing again")
+        self._relist()
+        return self.items
+
+    def _put(self, items: dict[str, Any], obj: dict[str, Any]) -> None:
+        name = _dict(obj.get("metadata")).get("name")
+        if not isinstance(name, str) or not _NODE_NAME.match(name):
+            return
+        kept = self.project(obj)
+        if kept is None:
+            items.pop(name, None)
+        else:
+            items[sys.intern(name)] = kept
+
+    def _relist(self) -> None:
+        items: dict[str, Any] = {}
+        version = None
+        for page in self.kube.list_pages(self.path, limit=self.page_limit):
+            if version is None:
+                version = _dict(page.get("metadata")).get("resourceVersion")
+            for item in page["items"]:
+                if isinstance(item, dict):
+                    self._put(items, item)
+        self.items = items
+        self.version = version if isinstance(version, str) and version else None
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        obj = event["object"]
+        kind = event.get("type")
+        if kind in ("ADDED", "MODIFIED"):
+            self._put(self.items, obj)
+        elif kind == "DELETED":
+            name = _dict(obj.get("metadata")).get("name")
+            if isinstance(name, str):
+                self.items.pop(name, None)
+        version = _dict(obj.get("metadata")).get("resourceVersion")
+        if isinstance(version, str) and version:
+            self.version = version
 
 
-def run(namespace: str, lease_name: str, client_id: str) -> int:
-    me = os.environ.get("POD_NAME") or os.uname().nodename
-    list_nics = _arm_lister(client_id)
-    while True:
+def node_place(node: dict[str, Any]) -> Where | None:
+    """What the controller keeps of a Node: where its VM is (interned parts)."""
+    where = instance_of_node(node)
+    return None if where is None else tuple(sys.intern(p) for p in where)  # type: ignore[return-value]
+
+
+def cilium_state(cilium_node: dict[str, Any]) -> dict[str, Any]:
+    """What the controller keeps of a CiliumNode: the pool and used addresses (interned) and the resourceVersion
+    its patches carry; `pool_patch` reads it as it reads the object."""
+    ipam = _dict(_dict(cilium_node.get("spec")).get("ipam"))
+    used = _dict(_dict(_dict(cilium_node.get("status")).get("ipam")).get("used"))
+    return {"metadata": {"resourceVersion": _dict(cilium_node.get("metadata")).get("resourceVersion")},
+            "spec": {"ipam": {"pool": dict.fromkeys(sys.intern(str(ip)) for ip in _dict(ipam.get("pool")))}},
+            "status": {"ipam": {"used": dict.fromkeys(sys.intern(str(ip)) for ip in used)}}}
+
+
+class Controller:
+    def __init__(self, kube: kc.Kube, arm: Arm, leader: Leader, settings: Settings,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.kube, self.arm, self.leader, self.settings, self.clock = kube, arm, leader, settings, clock
+        self.sets: dict[tuple[str, str, str], SetState] = {}
+        self.nodes = Mirror(kube, "/api/v1/nodes", node_place, settings.page_limit, settings.watch_seconds)
+        self.cilium = Mirror(kube, "/apis/cilium.io/v2/ciliumnodes", cilium_state, settings.page_limit,
+                             settings.watch_seconds)
+
+    def round(self) -> RoundReport:
+        report = RoundReport()
+        if not self.leader.ensure():
+            return report
+        report.led = True
+        members: dict[str, Where] = self.nodes.sync()
+        reads: dict[tuple[str, str, str], dict[Instance, list[IPv4Network]]] = {}
+        for key in sorted({w[:3] for w in members.values()}):
+            if not self.leader.ensure():
+                return report
+            found = self._read_set(key, report)
+            if found is not None:
+                reads[key] = found
+        for name, cilium_node in list(self.cilium.sync().items()):
+            where = members.get(name)
+            if where is None or where[:3] not in reads:
+                continue  # not a scale-set node, or its scale set was not read in full this round
+            patch = _node_patch(cilium_node, reads[where[:3]].get((where[2].lower(), where[3])))
+            if patch is None:
+                continue
+            if not self.leader.ensure():
+                return report  # lost or could not renew the lease: no write after that
+            try:
+                self.kube.write("PATCH", f"/apis/cilium.io/v2/ciliumnodes/{kc.segment(str(name))}", patch,
+                                "application/merge-patch+json")
+                report.patched += 1
+            except kc.ApiError as error:
+                # 409/422: edited since we read it (an endpoint took an address, say): read again next round.
+                report.conflicts += error.status in (409, 422)
+                kc.log(f"prefix-ipam: CiliumNode {name}: {error}")
+        return report
+
+    def _read_set(self, key: tuple[str, str, str], report: RoundReport) -> dict[Instance, list[IPv4Network]] | None:
+        """One scale set's blocks, or None when it is backing off or its read failed (never a partial result)."""
+        state = self.sets.setdefault(key, SetState())
+        if self.clock() < state.not_before:
+            report.sets_waiting += 1
+            return None
+        rejected: list[str] = []
         try:
-            if _lead(namespace, lease_name, me):
-                nodes = _kube("GET", "/api/v1/nodes")["items"]
-                cilium = {n["metadata"]["name"]: n for n in _kube("GET", "/apis/cilium.io/v2/ciliumnodes")["items"]}
-                for name, patch in sync_plan(nodes, cilium, list_nics).items():
-                    _kube("PATCH", f"/apis/cilium.io/v2/ciliumnodes/{name}", patch, "application/merge-patch+json")
-        except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
-            print(f"prefix-ipam: {error}", file=sys.stderr, flush=True)
-        time.sleep(SYNC_SECONDS)
+            found = blocks_by_instance(self.arm.list_nics(*key), self.settings.prefix_length, rejected)
+        except kc.ApiError as error:
+            state.failures += 1
+            wait = (min(error.retry_after, self.settings.retry_after_cap) if error.retry_after is not None
+                    else kc.backoff_seconds(state.failures, self.settings.backoff_base, self.settings.backoff_cap))
+            state.not_before = self.clock() + wait
+            report.sets_failed.append(key[2])
+            kc.log(f"prefix-ipam: scale set {key[2]}: {error}; next read in {wait:.0f} s")
+            return None
+        if rejected:
+            report.rejected += len(rejected)
+            kc.log(f"prefix-ipam: scale set {key[2]}: skipped {len(rejected)} IP configuration(s) that are neither "
+                   f"/{self.settings.prefix_length} blocks nor single addresses: {', '.join(rejected[:5])}")
+        state.failures, state.not_before = 0, float("-inf")
+        report.sets_read += 1
+        return found
+
+
+def controller_from_env(namespace: str, lease_name: str, client_id: str) -> Controller:
+    settings = Settings.from_env()
+    lease = float(os.environ.get("PREFIX_IPAM_LEASE_SECONDS", LEASE_SECONDS))
+    kube = kc.Kube(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("PREFIX_IPAM_KUBE_PER_MINUTE", 1200))))
+    arm_http = kc.Http(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("PREFIX_IPAM_ARM_PER_MINUTE", 240))))
+    me = os.environ.get("POD_NAME") or os.uname().nodename
+    leader = Leader(kube, namespace, lease_name, me, lease, lease * 2 / 3, lease / 6)
+    return Controller(kube, Arm(client_id, arm_http, settings), leader, settings)
+
+
+def run(controller: Controller, rounds: int | None = None, stop: Callable[[], bool] = lambda: False) -> int:
+    """Rounds every `sync_seconds`, renewing the lease (or watching it) in between; `rounds` and `stop` end it
+    (tests). Nothing a server answers ends it: a failed round is logged and the next one starts on time."""
+    done = 0
+    while (rounds is None or done < rounds) and not stop():
+        started = controller.clock()
+        try:
+            controller.round()
+        except kc.ApiError as error:
+            kc.log(f"prefix-ipam: round stopped: {error}")
+        done += 1
+        while controller.clock() - started < controller.settings.sync_seconds and not stop():
+            controller.leader.ensure()
+            time.sleep(min(controller.leader.retry, controller.settings.sync_seconds) / 2)
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1], sys.argv[2], os.environ["AZURE_CLIENT_ID"]))
+    sys.exit(run(controller_from_env(sys.argv[1], sys.argv[2], os.environ["AZURE_CLIENT_ID"])))

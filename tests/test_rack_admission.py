@@ -1,0 +1,206 @@
+"""A rack-sized gang through the rendered Kueue objects of the gb300 stack, in a small model of kueue v0.19.2's
+admission, each step cited (kubernetes-sigs/kueue v0.19.2):
+
+1. DRA: a PodSet's ResourceClaimTemplate devices are counted per DeviceClass and mapped through the Configuration's
+   `resources.deviceClassMappings`; an unmapped class makes the workload inadmissible ("DeviceClass %s is not mapped
+   in DRA configuration for podset %s", pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates, called from
+   pkg/controller/core/workload_controller.go).
+2. Flavor assignment: the ClusterQueue's flavors in order; a requested resource the group does not cover is
+   unavailable; the flavor's nodeTaints must be tolerated (its own tolerations count); the PodSet's total must fit
+   the nominal quota (pkg/scheduler/flavorassigner/flavorassigner.go).
+3. TAS: placement uses the pod spec's requests only, not the DRA resources (tas_flavorassigner.go
+   podSetTopologyRequest: "Use PodSpec directly for TAS placement"); with `podset-required-topology` every pod lands
+   in one domain of that level, the fitting domain with the fewest free pod slots (pkg/cache/scheduler/
+   tas_flavor_snapshot.go findBestFitDomain).
+
+The objects are first validated against the vendored CRD schemas (components/kubernetes/crds/kueue-v0.19.2)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from components.kubernetes.objects.kueue import (
+    CHANNEL_RESOURCE,
+    COMPUTE_DOMAIN_CHANNEL_CLASS,
+    kueue_configuration,
+    kueue_objects,
+)
+from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from components.planning.node_template import node_labels
+from components.vocabulary import ANNOTATION_REQUIRED_TOPOLOGY
+from tests.conftest import stack_spec
+from tests.manifest_validation import validate_object
+
+GPU = "nvidia.com/gpu"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@cache
+def _plan() -> ClusterPlan:
+    return plan_cluster(stack_spec("gb300"))
+
+
+@cache
+def _objects() -> dict[tuple[str, str], dict[str, Any]]:
+    return {(o["kind"], o["metadata"]["name"]): o for o in kueue_objects(_plan().scheduling)}
+
+
+@dataclass
+class Node:
+    name: str
+    labels: dict[str, str]
+    gpus: int
+
+
+def _nodes(down: frozenset[str] = frozenset()) -> list[Node]:
+    """Every rack VM as it registers (the planner's labels), Ready unless named in `down`."""
+    plan = _plan()
+    found = []
+    for pool in plan.pools:
+        for scale_set in pool.scale_sets:
+            labels = node_labels(pool, scale_set, plan.spec.location)
+            for i in range(scale_set.capacity):
+                name = f"{scale_set.name}-{i:06d}"
+                if name not in down:
+                    found.append(Node(name, {**labels, HOSTNAME: name}, pool.size.gpus))
+    return found
+
+
+@dataclass(frozen=True)
+class Gang:
+    pods: int
+    gpus_per_pod: int
+    device_class: str = COMPUTE_DOMAIN_CHANNEL_CLASS
+    required_level: str | None = "gpucluster.io/rack"
+    tolerations: tuple[dict[str, str], ...] = ()
+
+
+def _dra(gang: Gang, config: dict[str, Any]) -> dict[str, int]:
+    mapped = {c: m["name"] for m in config["resources"].get("deviceClassMappings", []) for c in m["deviceClassNames"]}
+    if gang.device_class not in mapped:
+        raise InadmissibleError(f"DeviceClass {gang.device_class} is not mapped in DRA configuration for podset workers")
+    return {mapped[gang.device_class]: gang.pods}  # one channel per pod's claim
+
+
+class InadmissibleError(Exception):
+    pass
+
+
+def _tolerated(taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]) -> bool:
+    return all(any(t.get("key") == taint["key"] and t.get("effect") in (None, taint["effect"])
+                   and (t.get("operator") == "Exists" or t.get("value") == taint.get("value")) for t in tolerations)
+               for taint in taints if taint["effect"] in ("NoSchedule", "NoExecute"))
+
+
+def admit(gang: Gang, queue: str, nodes: list[Node], config: dict[str, Any]) -> dict[str, str]:
+    """Pod -> node, or InadmissibleError."""
+    requests = {GPU: gang.pods * gang.gpus_per_pod, **_dra(gang, config)}
+    cq = _objects()[("ClusterQueue", queue)]["spec"]
+    [group] = cq["resourceGroups"]
+    for resource in requests:
+        if resource not in group["coveredResources"]:
+            raise InadmissibleError(f"resource {resource} unavailable in ClusterQueue")
+    for entry in group["flavors"]:
+        flavor = _objects()[("ResourceFlavor", entry["name"])]["spec"]
+        if not _tolerated(flavor.get("nodeTaints", []), [*gang.tolerations, *flavor.get("tolerations", [])]):
+            continue
+        quota = {r["name"]: int(str(r["nominalQuota"])) for r in entry["resources"] if r["name"] in requests}
+        if any(n > quota.get(r, 0) for r, n in requests.items()):
+            continue
+        placed = _topology(gang, flavor, nodes)
+        if placed is not None:
+            return placed
+    raise InadmissibleError("couldn't assign flavors to pod set workers")
+
+
+def _topology(gang: Gang, flavor: dict[str, Any], nodes: list[Node]) -> dict[str, str] | None:
+    levels = [lv["nodeLabel"] for lv in _objects()[("Topology", flavor["topologyName"])]["spec"]["levels"]]
+    mine = [n for n in nodes if all(n.labels.get(k) == v for k, v in flavor["nodeLabels"].items())]
+    level = gang.required_level or levels[-1]
+    assert level in levels
+    slots: dict[str, list[Node]] = defaultdict(list)
+    for node in mine:
+        for _ in range(node.gpus // gang.gpus_per_pod):  # pod-spec requests only: DRA channels are not counted
+            slots[node.labels[level]].append(node)
+    fitting = sorted((len(s), d) for d, s in slots.items() if len(s) >= gang.pods)
+    if not fitting:
+        return None
+    domain = fitting[0][1]  # best fit: the fewest free slots that still fit
+    return {f"worker-{i}": node.name for i, node in enumerate(slots[domain][:gang.pods])}
+
+
+def _config() -> dict[str, Any]:
+    return kueue_configuration(30, racks=True)
+
+
+def _racks_of(placement: dict[str, str]) -> set[str]:
+    by_name = {n.name: n for n in _nodes()}
+    return {by_name[node].labels["gpucluster.io/rack"] for node in placement.values()}
+
+
+TOLERATE_GPU = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+
+
+def test_the_rendered_kueue_objects_pass_their_crd_schemas() -> None:
+    for obj in _objects().values():
+        validate_object(obj)
+    assert [lv["nodeLabel"] for lv in _objects()[("Topology", "nvlink")]["spec"]["levels"]] == [
+        "gpucluster.io/infiniband-domain", "gpucluster.io/rack", HOSTNAME]
+    assert _config()["resources"]["deviceClassMappings"] == [
+        {"name": CHANNEL_RESOURCE, "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]}]
+    assert ANNOTATION_REQUIRED_TOPOLOGY == "kueue.x-k8s.io/podset-required-topology"
+
+
+def test_a_72_gpu_gang_is_admitted_onto_exactly_one_rack() -> None:
+    placement = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), _config())
+    assert len(placement) == 18 and len(set(placement.values())) == 18
+    assert len(_racks_of(placement)) == 1
+
+
+def test_a_rack_with_a_node_down_is_passed_over_for_a_whole_one() -> None:
+    down = frozenset({"gb300-z1-g00r00-000003"})
+    placement = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(down), _config())
+    assert _racks_of(placement) != {"gb300-z1-g00r00"} and len(_racks_of(placement)) == 1
+
+
+def test_a_gang_larger_than_a_rack_is_not_split_over_racks() -> None:
+    try:
+        admit(Gang(19, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), _config())
+    except InadmissibleError:
+        return
+    raise AssertionError("a 76-GPU gang requiring one rack was admitted")
+
+
+def test_without_the_required_rack_level_the_same_gang_may_span_racks() -> None:
+    """What the rack level buys: placed by the group level, 36 pods of one group take both its racks."""
+    placement = admit(Gang(36, 4, required_level="gpucluster.io/infiniband-domain", tolerations=TOLERATE_GPU),
+                      "frontier", _nodes(), _config())
+    assert len(_racks_of(placement)) == 2
+
+
+def test_an_unmapped_device_class_is_rejected() -> None:
+    gang = Gang(18, 4, device_class="gpu.nvidia.com", tolerations=TOLERATE_GPU)
+    try:
+        admit(gang, "frontier", _nodes(), _config())
+    except InadmissibleError as refused:
+        assert "DeviceClass gpu.nvidia.com is not mapped in DRA configuration" in str(refused)
+        return
+    raise AssertionError("admitted a workload whose DeviceClass has no mapping")
+
+
+def test_without_the_mapping_the_channel_class_itself_is_rejected() -> None:
+    try:
+        admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), kueue_configuration(30))
+    except InadmissibleError as refused:
+        assert COMPUTE_DOMAIN_CHANNEL_CLASS in str(refused)
+        return
+    raise AssertionError("admitted a ComputeDomain workload without deviceClassMappings")
+
+
+def test_channel_quota_follows_the_gpu_quota_on_rack_flavors() -> None:
+    [group] = _objects()[("ClusterQueue", "frontier")]["spec"]["resourceGroups"]
+    rows = Counter({r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]})
+    assert rows[CHANNEL_RESOURCE] == rows[GPU] == 216
