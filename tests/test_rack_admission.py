@@ -150,7 +150,8 @@ def test_the_rendered_kueue_objects_pass_their_crd_schemas() -> None:
     assert [lv["nodeLabel"] for lv in _objects()[("Topology", "nvlink")]["spec"]["levels"]] == [
         "gpucluster.io/infiniband-domain", "gpucluster.io/rack", HOSTNAME]
     assert _config()["resources"]["deviceClassMappings"] == [
-        {"name": CHANNEL_RESOURCE, "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]}]
+        {"name": CHANNEL_RESOURCE, "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]},
+        {"name": "dra.net/nic", "deviceClassNames": ["dranet.net"]}]  # DRANET's NICs (tests/test_rack_dra.py)
     assert ANNOTATION_REQUIRED_TOPOLOGY == "kueue.x-k8s.io/podset-required-topology"
 
 

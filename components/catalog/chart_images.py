@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.versions import GPU_OPERATOR, KUEUE
+from components.catalog.versions import DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE
 
 
 @dataclass(frozen=True)
@@ -63,5 +63,23 @@ KUEUE_IMAGES: tuple[ChartImage, ...] = (
 """kueueViz (backend, frontend) is off (`enableKueueViz: false`) and the library never turns it on; its values
 default to a staging registry and are left alone."""
 
+DRA_DRIVER_SOURCE = (f"kubernetes-sigs/dra-driver-nvidia-gpu v{DRA_DRIVER.version} deployments/helm/"
+                     "nvidia-dra-driver-gpu/values.yaml `image` (the only image block: controller, kubelet plugin and "
+                     "the ComputeDomain daemons the controller starts, templates/_helpers.tpl fullimage, IMAGE_NAME)")
+DRA_DRIVER_IMAGES: tuple[ChartImage, ...] = (
+    ChartImage(("image",), "nvcr.io/nvidia/k8s-dra-driver-gpu", "tag", f"v{DRA_DRIVER.version}"),
+)
+"""The chart's tag defaults to `v` + appVersion (25.12.0): pinned to the same tag here."""
+DRANET_SOURCE = (f"kubernetes-sigs/dranet v{DRANET.version} deployments/helm/dranet/values.yaml `image` (the only "
+                 "image block; templates/daemonset.yaml `repository:tag`, tag defaulting to the packaged appVersion)")
+DRANET_IMAGES: tuple[ChartImage, ...] = (
+    ChartImage(("image",), "registry.k8s.io/networking/dranet", "tag", f"v{DRANET.version}"),
+)
+"""The image the release promotes (RELEASE.md: registry.k8s.io/networking/dranet:<tag>); the source Chart.yaml's
+appVersion is `stable`, replaced at package time (Makefile helm-package `--app-version $(TAG)`): pinned here."""
+
 CHART_IMAGES: dict[str, tuple[ChartImage, ...]] = {
-    "gpu-operator": GPU_OPERATOR_IMAGES, "cilium": CILIUM_IMAGES, "kueue": KUEUE_IMAGES}
+    "gpu-operator": GPU_OPERATOR_IMAGES, "cilium": CILIUM_IMAGES, "kueue": KUEUE_IMAGES,
+    "nvidia-dra-driver-gpu": DRA_DRIVER_IMAGES, "dranet": DRANET_IMAGES}
+RACK_CHARTS = frozenset({"nvidia-dra-driver-gpu", "dranet"})
+"""Charts installed only on clusters with rack pools: their images are served only there."""

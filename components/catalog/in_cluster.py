@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE, MINOR_COUPLED, PAUSE_VERSION
+from components.catalog.versions import CILIUM, DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE, MINOR_COUPLED, PAUSE_VERSION
 
 KUEUE_VERSION = KUEUE.version
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -16,6 +16,21 @@ CILIUM_VERSION = CILIUM.version
 GPU_OPERATOR_CHART = "gpu-operator"
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 GPU_OPERATOR_VERSION = GPU_OPERATOR.version
+
+DRA_DRIVER_CHART = "nvidia-dra-driver-gpu"
+DRA_DRIVER_REPO = GPU_OPERATOR_REPO
+"""NGC's Helm repository: kubernetes-sigs/dra-driver-nvidia-gpu v25.12.0 tests/bats/setup_suite.bash (`helm repo add
+nvidia https://helm.ngc.nvidia.com/nvidia`, "installing releases from NGC") and demo/clusters/openshift/README.md
+(`helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu`)."""
+DRA_DRIVER_VERSION = DRA_DRIVER.version
+DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
+"""Not `default`: the chart refuses it (templates/validation.yaml, allowDefaultNamespace false)."""
+
+DRANET_CHART = "oci://registry.k8s.io/networking/charts/dranet"
+"""kubernetes-sigs/dranet v1.4.0 README.md "Installation" (`helm install -n kube-system dranet
+oci://registry.k8s.io/networking/charts/dranet`) and RELEASE.md (the chart promoted to registry.k8s.io/networking)."""
+DRANET_VERSION = DRANET.version
+DRANET_NAMESPACE = "kube-system"
 
 PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"

@@ -112,6 +112,21 @@ GPU_OPERATOR = Component(
     "validated 1.29-1.33). 26.3.x is 'Deprecated' (patch fixes only) since 26.7.0, whose Kubernetes list could not "
     "be read")
 ADDONS: tuple[Component, ...] = (KUEUE, CILIUM, GPU_OPERATOR)
+_RACK_MINORS = ("1.34", "1.35", "1.36")
+DRA_DRIVER = Component(
+    "nvidia-dra-driver-gpu", "NVIDIA DRA driver for GPUs (ComputeDomains)", "25.12.0", _RACK_MINORS,
+    "kubernetes-sigs/dra-driver-nvidia-gpu (formerly NVIDIA/k8s-dra-driver-gpu) tag v25.12.0 (2026-02-12): "
+    "deployments/helm/nvidia-dra-driver-gpu/Chart.yaml version 25.12.0, kubeVersion >=1.32.0-0; go.mod "
+    "k8s.io/* v0.34.0 (api, dynamic-resource-allocation, kubelet); its controller renders the ComputeDomain "
+    "claim templates as resource.k8s.io/v1 (templates/compute-domain-workload-claim-template.tmpl.yaml), which "
+    "Kubernetes serves from 1.34 (DRA GA). 1.37 not listed: not read")
+DRANET = Component(
+    "dranet", "DRANET (RDMA NICs through DRA)", "1.4.0", _RACK_MINORS,
+    "kubernetes-sigs/dranet tag v1.4.0 (2026-07-17): go.mod k8s.io/* v0.36.2 (api, dynamic-resource-allocation, "
+    "kubelet: resource.k8s.io/v1, served from 1.34); chart deployments/helm/dranet packaged as version 1.4.0 "
+    "(Makefile CHART_VERSION: the tag without v). 1.37 not listed: not read")
+RACK_ADDONS: tuple[Component, ...] = (DRA_DRIVER, DRANET)
+"""Installed only on clusters with rack pools (components/kubernetes/rack_devices.py)."""
 KUBEADM_API = Component(
     "kubeadm-api", "kubeadm configuration API", "kubeadm.k8s.io/v1beta4", tuple(f"1.{m}" for m in range(31, 37)),
     "kubernetes/kubernetes cmd/kubeadm/app/apis/kubeadm/v1beta4 (introduced in 1.31, v1beta3 deprecated); no "

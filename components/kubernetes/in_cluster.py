@@ -20,6 +20,7 @@ from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects, imds_objects
 from components.kubernetes.objects.node_agents import layer_daemonsets
+from components.kubernetes.rack_devices import RackDevices
 from components.kubernetes.rollout_gate import CILIUM_GATE
 from components.kubernetes.scheduling import Scheduling
 from components.planning.cluster_plan import ClusterPlan
@@ -78,4 +79,8 @@ class InCluster(pulumi.ComponentResource):
         # Cilium's agents are Ready past the gate, so cilium-operator has registered its policy CRDs (the agent waits
         # for them at start; cilium `pkg/k8s/apis/cilium.io/client` RegisterCRDs is the operator's).
         self.imds_guard = declare_all(imds_objects(plan), after_cni)
+        # NVLink racks: ComputeDomains and InfiniBand NICs through DRA, on rack nodes only.
+        self.rack_devices = RackDevices(f"{name}-rack-devices", plan, pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes]))) \
+            if any(p.racks is not None for p in plan.pools) else None
         self.register_outputs({})

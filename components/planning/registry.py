@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from components.catalog.chart_images import CHART_IMAGES
+from components.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
 from components.catalog.in_cluster import (
     CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
@@ -114,7 +114,9 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
         # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
         refs += ([cluster_autoscaler_image(minor), coredns_image(minor), cloud_controller_manager_image(minor)]
                  if minor in MINOR_COUPLED else [])
-        refs += [image.upstream for images in CHART_IMAGES.values() for image in images]
+        racks = any(p.racks is not None for p in spec.pools)
+        refs += [image.upstream for chart, images in CHART_IMAGES.items() for image in images
+                 if racks or chart not in RACK_CHARTS]
         table = size_table(spec)
         if any(table[p.vm_size].infiniband if p.infiniband is None else p.infiniband
                for p in spec.pools if p.vm_size in table):

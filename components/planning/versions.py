@@ -16,6 +16,7 @@ from components.catalog.versions import (
     KUBERNETES_RELEASES,
     MINOR_COUPLED,
     NODE_APIS,
+    RACK_ADDONS,
     Component,
     KubernetesRelease,
     minor_of,
@@ -84,7 +85,9 @@ def plan_versions(spec: ClusterSpec, addons: tuple[Component, ...] = ADDONS) -> 
                                  f"{release.latest_patch}, or confirm this one and say where under "
                                  f"cluster.kubernetesPatchVerified {{version: {spec.kubernetes_version}, source: ...}} "
                                  "(docs/versions.md)")])
-    components = (*coupled.components, *NODE_APIS, *addons)
+    # The DRA driver and DRANET run only on clusters with rack pools (components/kubernetes/rack_devices.py).
+    racks = RACK_ADDONS if any(p.racks is not None for p in spec.pools) else ()
+    components = (*coupled.components, *NODE_APIS, *addons, *racks)
     problems = check_components(minor, components, spec.in_cluster.enabled)
     if problems:
         raise SpecError(problems)

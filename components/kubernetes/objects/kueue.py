@@ -8,6 +8,7 @@ import yaml
 
 from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION, RDMA_RESOURCE
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
+from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
 from components.planning.scheduling import (
     RACK_TOPOLOGY_LEVELS,
     RACK_TOPOLOGY_NAME,
@@ -26,6 +27,7 @@ from components.vocabulary import (
     LABEL_NAMESPACE_NAME,
     LABEL_TEAM,
     PROVISIONING_REQUEST_CONTROLLER,
+    RDMA_NIC_RESOURCE,
 )
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -137,13 +139,15 @@ def has_racks(plan: SchedulingPlan) -> bool:
 
 def _with_channels(plan: SchedulingPlan, group: dict[str, Any], team: TeamQueuePlan) -> dict[str, Any]:
     """One ComputeDomain channel per GPU of quota on rack flavors (a pod on a rack node takes one channel and at
-    least one GPU), none elsewhere."""
+    least one GPU), none elsewhere; as many DRANET InfiniBand NICs (a GB300 or GB200 VM has 4 GPUs and 4 InfiniBand
+    NICs: nd-gb300-v6-series.md; kubernetes-sigs/dranet v1.4.0 examples/azure_aks_examples/gb300/README.md)."""
     racks = {f.name for f in plan.flavors if f.pool.racks is not None}
     gpus = {f.flavor: f.nominal.gpus for f in team.flavors}
-    group["coveredResources"].append(CHANNEL_RESOURCE)
-    for flavor in group["flavors"]:
-        flavor["resources"].append({"name": CHANNEL_RESOURCE,
-                                    "nominalQuota": gpus[flavor["name"]] if flavor["name"] in racks else 0})
+    for resource in (CHANNEL_RESOURCE, RDMA_NIC_RESOURCE):
+        group["coveredResources"].append(resource)
+        for flavor in group["flavors"]:
+            flavor["resources"].append({"name": resource,
+                                        "nominalQuota": gpus[flavor["name"]] if flavor["name"] in racks else 0})
     return group
 
 
@@ -223,9 +227,13 @@ def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) ->
         # unavailable in ClusterQueue", kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go): it is not
         # quota, so Kueue ignores it (apis/config/v1beta2 Resources.excludeResourcePrefixes).
         "resources": {"excludeResourcePrefixes": [RDMA_RESOURCE.split("/")[0] + "/"],
-                      # ComputeDomain channels on rack pools (apis/config/v1beta2 Resources.deviceClassMappings).
-                      **({"deviceClassMappings": [{"name": CHANNEL_RESOURCE,
-                                                   "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]}]}
+                      # ComputeDomain channels and DRANET's NICs on rack pools (apis/config/v1beta2
+                      # Resources.deviceClassMappings). DRA requests are added after excludeResourcePrefixes is
+                      # applied (pkg/workload/workload.go totalRequestsFromPodSets): a NIC claim needs its mapping
+                      # and a covered resource like the channel.
+                      **({"deviceClassMappings": [
+                          {"name": CHANNEL_RESOURCE, "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]},
+                          {"name": RDMA_NIC_RESOURCE, "deviceClassNames": [DRANET_DEVICE_CLASS]}]}
                          if racks else {})},
     }
 

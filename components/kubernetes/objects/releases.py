@@ -41,3 +41,13 @@ GPU_OPERATOR_RELEASE = ReleaseOptions(
     why="the NFD worker DaemonSet runs on every node (as Cilium's agent); the operands are the operator's, not "
         "Helm's")
 RELEASES = (CILIUM_RELEASE, KUEUE_RELEASE, GPU_OPERATOR_RELEASE)
+DRA_DRIVER_RELEASE = ReleaseOptions(
+    "nvidia-dra-driver-gpu", wait=False, atomic=False, timeout_seconds=600,
+    waits_for=("nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu-kubelet-plugin"),
+    why="the kubelet plugin DaemonSet runs on every rack node, which may still be joining; nothing in the layer "
+        "waits on ComputeDomains")
+DRANET_RELEASE = ReleaseOptions(
+    "dranet", wait=False, atomic=False, timeout_seconds=600, waits_for=("dranet",),
+    why="its DaemonSet runs on every rack node (the chart's updateStrategy is the apps/v1 default, maxUnavailable 1)")
+RACK_RELEASES = (DRA_DRIVER_RELEASE, DRANET_RELEASE)
+"""Only on clusters with rack pools (components/kubernetes/rack_devices.py)."""

@@ -1,0 +1,37 @@
+"""Rack pools' DRA drivers as Helm releases: NVIDIA's DRA driver (ComputeDomains) and DRANET (InfiniBand NICs), with
+DRANET's DeviceClass (objects/rack_dra.py). Declared only on clusters with rack pools."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.catalog.in_cluster import (
+    DRA_DRIVER_CHART,
+    DRA_DRIVER_NAMESPACE,
+    DRA_DRIVER_REPO,
+    DRA_DRIVER_VERSION,
+    DRANET_CHART,
+    DRANET_NAMESPACE,
+    DRANET_VERSION,
+)
+from components.kubernetes.add_ons import release
+from components.kubernetes.declare import declare_all
+from components.kubernetes.objects.images import serve_chart_values
+from components.kubernetes.objects.rack_dra import dra_driver_values, dranet_device_class, dranet_values
+from components.kubernetes.objects.releases import DRA_DRIVER_RELEASE, DRANET_RELEASE
+from components.planning.cluster_plan import ClusterPlan
+
+
+class RackDevices(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpucluster:kubernetes:RackDevices", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.dra_driver = release(
+            f"{name}-dra-driver", DRA_DRIVER_RELEASE, DRA_DRIVER_CHART, DRA_DRIVER_VERSION, DRA_DRIVER_NAMESPACE,
+            serve_chart_values(DRA_DRIVER_RELEASE.chart, dra_driver_values(plan.pools), plan.registry), child,
+            DRA_DRIVER_REPO)
+        self.dranet = release(
+            f"{name}-dranet", DRANET_RELEASE, DRANET_CHART, DRANET_VERSION, DRANET_NAMESPACE,
+            serve_chart_values(DRANET_RELEASE.chart, dranet_values(plan.pools), plan.registry), child)
+        self.device_class = declare_all([dranet_device_class()], child)
+        self.register_outputs({})
