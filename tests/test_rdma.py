@@ -20,6 +20,7 @@ from components.kubernetes.objects.kueue import kueue_configuration, kueue_objec
 from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.rdma import APP
 from components.planning.node_template import autoscaler_tags
+from components.planning.registry import cluster_upstream_images
 from components.simulation.check import plan_checked
 from components.vocabulary import AUTOSCALER_RESOURCE_TAG_PREFIX
 from tests.conftest import ROOT, stack_spec
@@ -72,6 +73,20 @@ def test_a_scale_set_at_zero_offers_the_resource_to_the_autoscaler() -> None:
         resources = {k.removeprefix(AUTOSCALER_RESOURCE_TAG_PREFIX).replace("_", "/"): v for k, v in tags.items()
                      if k.startswith(AUTOSCALER_RESOURCE_TAG_PREFIX)}
         assert (RDMA_RESOURCE in resources) is pool.infiniband
+
+
+def test_nvlink_rack_pools_get_their_nics_from_dranet_not_the_shared_plugin() -> None:
+    """GB300's InfiniBand VFs are RDMA-only: pods get them from DRANET (docs/rack-scale.md, kubernetes-sigs/dranet
+    v1.4.0 `--move-ib-interfaces=false`), so the shared plugin neither runs on a rack pool nor is offered to the
+    autoscaler for one, and its image is not served for a stack with only rack pools."""
+    plan = plan_checked(stack_spec("gb300"))
+    assert [p.name for p in plan.pools if p.racks is not None and p.infiniband]
+    assert not [o for o in layer_objects(plan) if o["metadata"]["name"] == APP]
+    for pool in plan.pools:
+        tags = autoscaler_tags("gb300", pool, pool.scale_sets[0], 0, plan.spec.location)
+        assert not [k for k in tags if k.endswith(RDMA_RESOURCE.replace("/", "_"))]
+    assert not [i for i in cluster_upstream_images(plan.spec) if "rdma-shared-dev-plugin" in i]
+    assert [i for i in cluster_upstream_images(stack_spec("prod")) if "rdma-shared-dev-plugin" in i]
 
 
 def test_the_documented_job_asks_for_what_nccl_needs() -> None:

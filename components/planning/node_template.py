@@ -114,11 +114,17 @@ def autoscaler_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minim
         tags[AUTOSCALER_TAINT_TAG_PREFIX + autoscaler_tag_key(taint.key)] = f"{taint.value}:{taint.effect}"
     if pool.size.gpus:
         tags[AUTOSCALER_GPUS_TAG] = str(pool.size.gpus)
-    if pool.infiniband:
+    if uses_shared_rdma(pool):
         # The RDMA device plugin's resource (objects/rdma.py): a scale set at zero has no node to show it, and a
         # pod asking for it would fit no template (cluster-autoscaler azure_template.go reads `_` as `/`).
         tags[AUTOSCALER_RESOURCE_TAG_PREFIX + RDMA_RESOURCE.replace("/", "_")] = str(RDMA_HCA_MAX)
     return tags
+
+
+def uses_shared_rdma(pool: PoolPlan) -> bool:
+    """InfiniBand pools share their HCAs through the RDMA shared device plugin (objects/rdma.py); NVLink rack pools
+    do not: their InfiniBand VFs are RDMA-only, handed to pods by DRANET (docs/rack-scale.md)."""
+    return bool(pool.infiniband) and pool.racks is None
 
 
 def scale_set_tags(cluster: str, pool: PoolPlan, scale_set: ScaleSetPlan, minimum: int,

@@ -30,7 +30,7 @@ from components.errors import Problem, SpecError
 from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
 from components.planning.sizes import size_table
-from components.spec import ClusterSpec
+from components.spec import ClusterSpec, PoolKind
 
 CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 """What kubeadm init runs as static pods from `imageRepository` with external etcd and its CoreDNS and kube-proxy
@@ -119,7 +119,7 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
                  if racks or chart not in RACK_CHARTS]
         table = size_table(spec)
         if any(table[p.vm_size].infiniband if p.infiniband is None else p.infiniband
-               for p in spec.pools if p.vm_size in table):
+               for p in spec.pools if p.vm_size in table and p.kind is not PoolKind.RACK):
             refs.append(RDMA_DEVICE_PLUGIN_IMAGE)  # the RDMA device plugin on InfiniBand pools
     return tuple(refs)
 

@@ -19,6 +19,7 @@ import json
 
 from components.catalog.in_cluster import RDMA_DEVICE_PLUGIN_IMAGE, RDMA_HCA_MAX, RDMA_RESOURCE
 from components.kubernetes.objects.common import Object, obj
+from components.planning.node_template import uses_shared_rdma
 from components.planning.placement import PoolPlan
 from components.vocabulary import LABEL_APP, LABEL_POOL
 
@@ -38,7 +39,7 @@ def device_config() -> dict[str, object]:
 
 def rdma_objects(pools: tuple[PoolPlan, ...]) -> list[Object]:
     """The plugin on every InfiniBand pool (none without one)."""
-    pools_with_ib = sorted(p.name for p in pools if p.infiniband)
+    pools_with_ib = sorted(p.name for p in pools if uses_shared_rdma(p))
     if not pools_with_ib:
         return []
     labels = {LABEL_APP: APP}
