@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from components.azure.arm_body import UnknownFieldError, from_wire, model, to_wire
-from components.azure.scale_set_provider import ARM_ENDPOINT, project
+from components.azure.compute_provider import ComputeProvider
+from components.azure.scale_set_provider import project
 from components.catalog.arm_routes import (
     INTERCONNECT_BLOCK_API_VERSION,
     INTERCONNECT_BLOCK_ARM_TYPE,
@@ -56,31 +57,8 @@ def resource_id(inputs: dict[str, Any]) -> str:
             f"/providers/{INTERCONNECT_BLOCK_ARM_TYPE}/{inputs['interconnectBlockName']}")
 
 
-class InterconnectBlockProvider(ResourceProvider):
+class InterconnectBlockProvider(ComputeProvider):
     """CRUD for a Microsoft.Compute/interconnectBlocks resource through azure-mgmt-compute."""
-
-    serialize_as_secret_always = False  # holds no secret: credentials are found at run time
-
-    def __init__(self, endpoint: str | None = None, credential: Any = None, connection_verify: str | bool = True,
-                 polling_interval: float | None = None) -> None:
-        super().__init__()
-        self.endpoint = endpoint
-        self.credential = credential
-        self.connection_verify = connection_verify
-        self.polling_interval = polling_interval
-
-    def _client(self, subscription: str) -> Any:
-        from azure.mgmt.compute import ComputeManagementClient
-
-        credential = self.credential
-        if credential is None:
-            from azure.identity import DefaultAzureCredential
-
-            credential = DefaultAzureCredential()
-        options: dict[str, Any] = {"connection_verify": self.connection_verify}
-        if self.polling_interval is not None:
-            options["polling_interval"] = self.polling_interval
-        return ComputeManagementClient(credential, subscription, base_url=self.endpoint or ARM_ENDPOINT, **options)
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []

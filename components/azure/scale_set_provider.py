@@ -22,9 +22,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
+from components.azure.compute_provider import ComputeProvider
 from components.catalog.arm_routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
@@ -35,7 +36,6 @@ from components.catalog.arm_routes import (
     scale_set_diff,
 )
 
-ARM_ENDPOINT = "https://management.azure.com"
 ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT)
 """Inputs that name the resource or the route; not part of the ARM body."""
 
@@ -98,32 +98,8 @@ def _api_version(props: dict[str, Any]) -> str:
     return version if isinstance(version, str) else SCALE_SET_API_VERSION
 
 
-class ScaleSetProvider(ResourceProvider):
+class ScaleSetProvider(ComputeProvider):
     """CRUD for a Microsoft.Compute/virtualMachineScaleSets resource through azure-mgmt-compute."""
-
-    serialize_as_secret_always = False  # holds no secret: credentials are found at run time
-
-    def __init__(self, endpoint: str | None = None, credential: Any = None, connection_verify: str | bool = True,
-                 polling_interval: float | None = None) -> None:
-        super().__init__()
-        self.endpoint = endpoint
-        self.credential = credential
-        self.connection_verify = connection_verify
-        self.polling_interval = polling_interval
-
-    # The SDK client, built per call (the provider process is short-lived and the pickle must stay small).
-    def _client(self, subscription: str) -> Any:
-        from azure.mgmt.compute import ComputeManagementClient
-
-        credential = self.credential
-        if credential is None:
-            from azure.identity import DefaultAzureCredential
-
-            credential = DefaultAzureCredential()
-        options: dict[str, Any] = {"connection_verify": self.connection_verify}
-        if self.polling_interval is not None:
-            options["polling_interval"] = self.polling_interval
-        return ComputeManagementClient(credential, subscription, base_url=self.endpoint or ARM_ENDPOINT, **options)
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from components.catalog.flowcontrol import CHART_AGENTS
 from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.flowcontrol import calls_api
+from components.kubernetes.objects.layer import layer_objects
 from components.planning.agent_load import AgentLoad
 from components.vocabulary import ANNOTATION_API_CALLS
 
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
 
 def layer_daemonsets(plan: ClusterPlan) -> list[Object]:
     """Every DaemonSet the layer itself renders, as the components declare it."""
-    from components.kubernetes.objects.layer import layer_objects  # the layer's objects are built from the plan
-
     return [o for o in layer_objects(plan) if o["kind"] == "DaemonSet"]
 
 

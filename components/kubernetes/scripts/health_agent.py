@@ -30,8 +30,9 @@ UNHEALTHY = "gpucluster.io/gpu-unhealthy"
 SHARED = os.environ.get("SHARED_DIR", "/shared")
 REPORT_LIMIT = 16 << 20
 """Bytes of a DCGM report read at most; a larger file is not a report."""
-WATCH_SECONDS = float(os.environ.get("HEALTH_WATCH_SECONDS", 60))
-API_CALLS_PER_MINUTE = 2 * 60 / 60
+DEFAULT_WATCH_SECONDS = 60.0
+WATCH_SECONDS = float(os.environ.get("HEALTH_WATCH_SECONDS", DEFAULT_WATCH_SECONDS))
+API_CALLS_PER_MINUTE = 2 * 60 / DEFAULT_WATCH_SECONDS
 """At most, per node at the default interval: a GET and a PATCH of its own node each round while DCGM reports a
 problem (the taint is applied again every round); nothing while healthy. The plan counts it
 (components/planning/agent_load.py)."""
