@@ -132,3 +132,13 @@ def rates_of_price_file(prices: PriceFile, name: str) -> tuple[Rate, ...]:
                       row.usd_per_hour if row.usd_per_hour is not None else (row.usd_per_month or 0.0) / HOURS_PER_MONTH,
                       f"price file {name}: {prices.source}", prices.as_of, from_price_file=True)
                  for row in prices.rows)
+
+
+def policy_rates(catalogue: PriceCatalogue) -> dict[str, dict[str, dict[str, float]]]:
+    """The VM list rates the policy pack carries (policies/rules/vm_prices.json: the pack runs without components/):
+    region -> size -> option (payg, spot) -> USD per hour."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for rate in sorted(catalogue.rates, key=lambda r: (r.region, r.sku, r.option)):
+        if rate.kind == "vm" and rate.option in ("payg", "spot") and not rate.from_price_file:
+            out.setdefault(rate.region, {}).setdefault(rate.sku, {})[rate.option] = rate.usd_per_hour
+    return out
