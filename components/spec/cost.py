@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from components.errors import SpecError
 from components.input_files import MIB, read_bounded
@@ -53,6 +53,14 @@ class PriceFile(SpecModel):
     """Whose prices these are: the agreement, reservation order or quote, e.g. `EA price sheet 2026-11`."""
     as_of: date
     rows: list[PriceFileRow] = Field(min_length=1, max_length=1000)
+
+    @field_validator("as_of", mode="before")
+    @classmethod
+    def _day(cls, value: object) -> object:
+        """A YAML date reaches us as Pulumi's reader renders it (Go's time format): keep its day when it is one."""
+        if isinstance(value, str) and value.endswith(" 00:00:00 +0000 UTC"):
+            return value.removesuffix(" 00:00:00 +0000 UTC")
+        return value
 
 
 def read_price_file(name: str, root: Path) -> PriceFile:
