@@ -3,8 +3,10 @@ the stack's price file, what stays unpriced, the diff of a grown pool and the pa
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -310,18 +312,35 @@ def test_a_side_without_cost_says_so() -> None:
     assert cost_lines(None)[0].startswith("cost: not known")
 
 
+BUDGET = "stack-hourly-budget"
+DEV_RATES = {"Standard_D4s_v5": 0.25, "Standard_NC4as_T4_v3": 0.5, "Standard_NCC40ads_H100_v5": 7, "Standard_L8s_v3": 0.75}
+
+
 def _budget(steps: list[dict[str, Any]], **config: Any) -> list[str]:
-    return [v.message for v in run_policies(steps, {"stack-hourly-budget": config}) if v.policy == "stack-hourly-budget"]
+    return [v.message for v in run_policies(steps, {BUDGET: config}) if v.policy == BUDGET]
+
+
+def t4_grown_by_one(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    state = next(s["newState"] for s in steps if s["newState"]["urn"].endswith("::t4-z1-00"))
+    state["inputs"]["sku"]["capacity"] += 1
+    return state
+
+
+COST_POLICY_MUTATIONS: list[tuple[Callable[[list[dict[str, Any]]], dict[str, Any]], str]] = [(t4_grown_by_one, BUDGET)]
+"""The budget rule's mutation (tests/test_policy_mutations.py checks every rule has one): it needs a budget set."""
 
 
 def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Path) -> None:
     steps = json.loads((dev_out / "preview.json").read_text("utf-8"))["steps"]
     assert _budget(steps) == []
-    rates = {"Standard_D4s_v5": 0.25, "Standard_NC4as_T4_v3": 0.5, "Standard_NCC40ads_H100_v5": 7,
-             "Standard_L8s_v3": 0.75}
     # Machines by hand: 3 x D4s_v5 (two system, one API server) + 2 T4 + 1 NCC40ads + 3 etcd L8s_v3 = 11.00 USD/h.
-    assert _budget(steps, maxHourlyUsd=11.0, usdPerHour=rates) == []
-    (message,) = _budget(steps, maxHourlyUsd=10.5, usdPerHour=rates)
+    assert _budget(steps, maxHourlyUsd=11.0, usdPerHour=DEV_RATES) == []
+    (message,) = _budget(steps, maxHourlyUsd=10.5, usdPerHour=DEV_RATES)
     assert "cost 11.00 USD/h" in message and "budget of 10.50 USD/h" in message
     (unpriced,) = _budget(steps, maxHourlyUsd=10.5)
     assert "cannot be checked" in unpriced and "Standard_D4s_v5" in unpriced
+    for mutate, _ in COST_POLICY_MUTATIONS:
+        grown = copy.deepcopy(steps)
+        mutate(grown)
+        (over,) = _budget(grown, maxHourlyUsd=11.0, usdPerHour=DEV_RATES)
+        assert "cost 11.50 USD/h" in over and "by 0.50 USD/h, 365 USD per 730-hour month" in over

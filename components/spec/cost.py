@@ -28,6 +28,14 @@ class CostSpec(SpecModel):
     max_price_age_days: WholeNumber = Field(default=180, ge=1, le=3650)
     """The plan warns when a price it uses was read longer ago than this."""
 
+    @field_validator("price_file")
+    @classmethod
+    def _inside_the_project(cls, name: str | None) -> str | None:
+        if name is not None and (Path(name).is_absolute() or ".." in Path(name).parts or "\\" in name):
+            raise ValueError(f"{name!r} must be a path inside the project folder, relative to it "
+                             "(e.g. prices/negotiated.yaml)")
+        return name
+
 
 class PriceFileRow(SpecModel):
     kind: PriceKind = "vm"
