@@ -30,7 +30,7 @@ from components.diff.cost import cost_lines
 from components.diff.render import diff_section, print_diff
 from components.diff.sides import side_from_document
 from components.errors import SpecError
-from components.offline.cost_report import cost_data
+from components.offline.cost_report import cost_data, print_cost
 from components.offline.policy_runner import run_policies
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.spec import parse_cluster
@@ -279,6 +279,23 @@ def test_a_bad_price_file_is_one_line_naming_the_key(tmp_path: Path, monkeypatch
         _plan(_dev(priceFile="quote.yaml"))
     assert all(p.path.startswith("cluster.cost.priceFile") for p in error.value.problems)
     assert expect in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["/etc/prices.yaml", "../prices.yaml", "prices/../../x.yaml", "prices.txt"])
+def test_the_price_file_stays_inside_the_project(name: str) -> None:
+    with pytest.raises(SpecError) as error:
+        parse_cluster(_dev(priceFile=name))
+    assert [p.path for p in error.value.problems] == ["cluster.cost.priceFile"]
+
+
+def test_the_terminal_shows_a_short_cost_block() -> None:
+    console = Console(record=True, width=200)
+    print_cost(console, {"cost": cost_data(_plan(_dev(priceFile=DEV_QUOTE)))})
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("Cost in eastus2: 11.71 USD/h, 8,547.90 USD/month at 730 h (priced rows only; 1 "
+                               "unpriced); price file tests/data/prices/dev-quote.yaml")
+    assert lines[1] == "  pools USD/h: system 0.50, t4 1.00, confidential 7.00"
+    assert len(lines) == 4 and lines[3].startswith("  unpriced (why: summary.json cost.unpriced")
 
 
 # Review: the diff and the budget

@@ -41,7 +41,8 @@ def cost_delta(base: Side, head: Side) -> dict[str, Any] | None:
     before, after = _cost(base), _cost(head)
     if before is None or after is None:
         return None
-    hours = after.get("hoursPerMonth") if isinstance(after.get("hoursPerMonth"), int) else HOURS_PER_MONTH
+    stated = after.get("hoursPerMonth")
+    hours = stated if isinstance(stated, int) and not isinstance(stated, bool) and 0 < stated <= 744 else HOURS_PER_MONTH
     pools_before, pools_after = _pools(before), _pools(after)
     # A pool on one side only costs nothing on the other.
     pools = {name: _change(pools_before.get(name, 0.0), pools_after.get(name, 0.0), hours)

@@ -255,12 +255,16 @@ def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePl
             reason="billed per GB stored; the snapshots' size (etcd's data times the copies kept) is not planned")
     rates = {line.key: line.rate for line in add.lines}
     per_vm = {p.name: rates[f"pool:{p.name}"] for p in pools}
+
+    def cost_of(pool: str, vms: int) -> float | None:
+        rate = per_vm[pool]
+        return None if rate is None else vms * rate.usd_per_hour
+
     domains = tuple(DomainCost(p.name, s.name, s.zone, s.rack.group if s.rack else None, s.capacity,
-                               None if per_vm[p.name] is None else s.capacity * per_vm[p.name].usd_per_hour)
+                               cost_of(p.name, s.capacity))
                     for p in pools if p.infiniband or p.racks is not None for s in p.scale_sets)
-    warm = tuple(WarmCost(b.pool.name, b.replicas, None if per_vm[b.pool.name] is None
-                          else b.replicas * per_vm[b.pool.name].usd_per_hour) for b in balloons)
-    pool_hourly = {p.name: (None if per_vm[p.name] is None else p.nodes * per_vm[p.name].usd_per_hour) for p in pools}
+    warm = tuple(WarmCost(b.pool.name, b.replicas, cost_of(b.pool.name, b.replicas)) for b in balloons)
+    pool_hourly = {p.name: cost_of(p.name, p.nodes) for p in pools}
     used = [line.rate for line in add.lines if line.rate is not None]
     limit = spec.cost.max_price_age_days
     stale = sorted({(r.as_of, r.sku) for r in used if (today - r.as_of).days > limit})

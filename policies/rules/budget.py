@@ -60,9 +60,9 @@ def hourly_budget(args: StackValidationArgs, report: ReportViolation, config: Co
         total += capacity(resource) * rate
     if unpriced:
         report(f"the budget of {limit:,.2f} USD/h cannot be checked: no rate for {', '.join(sorted(unpriced))}; give "
-               "usdPerHour.<size> in the stack's policy config")
+               "usdPerHour.<size> in the stack's policy config", None)
     elif total > limit:
         report(f"the stack's machines cost {total:,.2f} USD/h at list price, over its budget of {limit:,.2f} USD/h "
-               f"(by {total - limit:,.2f} USD/h, {(total - limit) * 730:,.0f} USD per 730-hour month)")
+               f"(by {total - limit:,.2f} USD/h, {(total - limit) * 730:,.0f} USD per 730-hour month)", None)
 
 RULES = [hourly_budget]
