@@ -26,7 +26,7 @@ from components.catalog.prices import (
     rates_of_row,
 )
 from components.diff.compare import diff_sides
-from components.diff.cost import cost_lines
+from components.diff.cost import cost_delta, cost_lines
 from components.diff.render import diff_section, print_diff
 from components.diff.sides import side_from_document
 from components.errors import SpecError
@@ -323,6 +323,20 @@ def test_the_diff_of_a_grown_pool_states_its_cost(dev_out: Path) -> None:
     assert "cost of pool t4: +1.00 USD/h, +730.00 USD/month (1.00 -> 2.00 USD/h)" in printed
     assert not any("cost of pool system" in line for line in printed)
     assert "cost of pool t4" in diff_section(diff.as_dict())
+
+
+@pytest.mark.parametrize("hourly", [
+    {"total": "12", "pools": {"t4": True}},
+    {"total": float("nan"), "pools": ["t4"]},
+    {"total": None, "pools": {"t4": {"x": 1}}},
+])
+def test_a_summary_figure_that_is_not_a_number_reads_as_unpriced(dev_out: Path, hourly: dict[str, Any]) -> None:
+    preview = json.loads((dev_out / "preview.json").read_text("utf-8"))
+    good = side_from_document("base", preview, {"cost": {"hourly": {"total": 1.0, "pools": {"t4": 1.0}}}})
+    odd = side_from_document("head", preview, {"cost": {"hourly": hourly, "hoursPerMonth": True}})
+    delta = cost_delta(good, odd)
+    assert delta is not None and delta["total"]["deltaHourly"] is None and delta["hoursPerMonth"] == 730
+    assert all(line.count("unpriced") for line in cost_lines(delta))
 
 
 def test_a_side_without_cost_says_so() -> None:

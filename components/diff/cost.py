@@ -25,9 +25,10 @@ def _cost(side: Side) -> dict[str, Any] | None:
     return cost if isinstance(cost, dict) and isinstance(cost.get("hourly"), dict) else None
 
 
-def _pools(cost: dict[str, Any]) -> dict[str, float | None]:
+def _pools(cost: dict[str, Any]) -> dict[str, float | None] | None:
+    """Each pool's hourly cost; None when the side does not say which pools it has."""
     pools = cost["hourly"].get("pools")
-    return {str(k): _usd(v) for k, v in pools.items()} if isinstance(pools, dict) else {}
+    return {str(k): _usd(v) for k, v in pools.items()} if isinstance(pools, dict) else None
 
 
 def _change(before: float | None, after: float | None, hours: int) -> dict[str, Any]:
@@ -44,9 +45,13 @@ def cost_delta(base: Side, head: Side) -> dict[str, Any] | None:
     stated = after.get("hoursPerMonth")
     hours = stated if isinstance(stated, int) and not isinstance(stated, bool) and 0 < stated <= 744 else HOURS_PER_MONTH
     pools_before, pools_after = _pools(before), _pools(after)
-    # A pool on one side only costs nothing on the other.
-    pools = {name: _change(pools_before.get(name, 0.0), pools_after.get(name, 0.0), hours)
-             for name in sorted(set(pools_before) | set(pools_after))}
+
+    def pool(side: dict[str, float | None] | None, name: str) -> float | None:
+        # A pool on one side only costs nothing on the other; a side that lists no pools says nothing.
+        return None if side is None else side.get(name, 0.0)
+
+    names = sorted(set(pools_before or {}) | set(pools_after or {}))
+    pools = {name: _change(pool(pools_before, name), pool(pools_after, name), hours) for name in names}
     return {"total": _change(_usd(before["hourly"].get("total")), _usd(after["hourly"].get("total")), hours),
             "pools": pools, "hoursPerMonth": hours,
             "baseComplete": before.get("complete") is True, "headComplete": after.get("complete") is True}
