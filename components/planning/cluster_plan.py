@@ -17,7 +17,7 @@ from components.planning.boot_plan import BootPlan, plan_boot
 from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
 from components.planning.clock import today as clock_today
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
-from components.planning.cost import CostPlan, plan_cost
+from components.planning.cost import CostPlan, plan_cost, spot_problems
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
@@ -143,6 +143,7 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     first_up = _attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems) if ip is not None else None
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
+        problems.extend(spot_problems(pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
             or balloons is None or versions is None or registry is None or images is None
             or first_up is None or problems):

@@ -152,7 +152,7 @@ def _why_unpriced(catalogue: PriceCatalogue, kind: str, sku: str, region: str, o
             "tools/refresh_prices.py from a Retail Prices API answer, or in the stack's cost.priceFile")
 
 
-def _spot_problems(pools: tuple[PoolPlan, ...]) -> list[Problem]:
+def spot_problems(pools: tuple[PoolPlan, ...]) -> list[Problem]:
     """Spot VMs are evicted one by one: never on an InfiniBand gang pool or a rack (one VM lost stops the gang)."""
     return [Problem(pool_path(i, "priority"), f"{p.name} is an InfiniBand gang pool: a Spot eviction of one VM stops "
                     "every gang on it; set priority: regular and price it with pricing: reservation1y, reservation3y, "
@@ -227,7 +227,7 @@ def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePl
               price_file: str | None = None) -> CostPlan:
     """The cost at `catalogue`'s prices (already overlaid with the stack's price file, named `price_file`); `today`
     dates the staleness warning."""
-    if problems := _spot_problems(pools):
+    if problems := spot_problems(pools):
         raise SpecError(problems)
     region = spec.location
     add = _Lines(catalogue, region)
