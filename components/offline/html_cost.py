@@ -12,6 +12,10 @@ from components.offline.html_table import n, table
 Data = dict[str, Any]
 
 
+def _rate(value: float | None) -> str:
+    return "unpriced" if value is None else f"{value:g}"
+
+
 def _share(value: float | None) -> str:
     return "no limit" if value is None else f"{value:.1%}"
 
@@ -29,7 +33,7 @@ def cost_section(data: Data) -> list[str]:
     out += [f'<p class="warn">{escape(w)}</p>' for w in cost["warnings"]]
     out.append(table(["what", "option", "USD/h each", "USD/h", "USD/month", "basis"],
                      [[escape(x["what"]), escape(x["option"] + (" (price file)" if x["priceFile"] else "")),
-                       money(x["usdPerUnitHour"]), money(x["hourly"]), money(x["monthly"]), escape(x["basis"] or "-")]
+                       _rate(x["usdPerUnitHour"]), money(x["hourly"]), money(x["monthly"]), escape(x["basis"] or "-")]
                       for x in cost["lines"]], left=2, left_last=True))
     if cost["unpriced"]:
         out.append("<p>Unpriced:</p><ul>" + "".join(f"<li>{escape(u['what'])}: {escape(u['reason'])}</li>"
