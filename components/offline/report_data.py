@@ -11,6 +11,7 @@ from typing import Any
 
 from components.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
 from components.offline.cluster_data import balloons_data, scheduling_data
+from components.offline.cost_report import cost_data
 from components.offline.lifetimes_report import tokens_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
@@ -272,6 +273,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "nodeImages": node_images_data(plan),
         "firstBoot": first_boot_data(plan),
         "bootstrapTokens": tokens_data(plan),
+        "cost": cost_data(plan),
         "outputs": outputs or {},
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from components.offline.cost_report import print_cost
 from components.offline.lifetimes_report import print_tokens
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.offline.report_data import (
@@ -234,6 +235,7 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
+    print_cost(console, data)
     if "versions" in data:
         print_versions(console, data)
     print_violations(console, violations)

@@ -7,6 +7,7 @@ from pydantic import Field, field_validator, model_validator
 from components.spec import consumer_rules as rules
 from components.spec.base import Cidr, SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
+from components.spec.cost import CostSpec
 from components.spec.day2 import AcknowledgedDeletions
 from components.spec.images import ImagesSpec
 from components.spec.limits import LimitsSpec
@@ -153,6 +154,8 @@ class ClusterSpec(SpecModel):
     tags: dict[str, str] = Field(default_factory=dict)
     """Tags on the network and control-plane resources, beside the library's own (at most 5 on a resource)."""
     acknowledge_deletions: AcknowledgedDeletions = AcknowledgedDeletions()
+    cost: CostSpec = CostSpec()
+    """How the plan prices the cluster: the user's price file and the age past which prices are stale."""
     """Team namespaces and InfiniBand domains this change deletes on purpose (docs/operations.md)."""
 
     @field_validator("zones")
