@@ -48,6 +48,7 @@ def test_written_series_by_hand() -> None:
     assert written["node:cpu_busy:ratio5m"] == 150 + 3 + 3  # pool nodes and the API servers' kubelets
     assert written["node:ib_link_downed:increase1h"] == 150
     assert written["domain:gpu_utilisation:avg"] == len(plan.pools[1].scale_sets)
+    assert written["namespace:gpus_in_use:count"] == len(plan.spec.teams) * metrics.shards
     assert written["apiserver_current_inflight_requests"] == 3 * 2
     assert written["etcd_mvcc_db_total_size_in_bytes"] == 3
     # Recorded series once a minute; raw control-plane gauges at the scrape interval.

@@ -11,7 +11,7 @@ import pytest
 
 from components.catalog.metrics import KSM_NODE_METRICS, TRAINING_COUNTERS, WORKSPACE_LIMITS
 from components.catalog.metrics_facts import DCGM_FIELD_NAMES, NODE_INFINIBAND_PORT_METRICS
-from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WRITTEN, alert_rules
+from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WORKSPACE_RULES, WRITTEN, alert_rules
 
 EXPORTED = (
     {c.field for c in TRAINING_COUNTERS} | {"node_cpu_seconds_total"}
@@ -60,6 +60,16 @@ def test_recording_rules_read_only_what_is_exported_or_recorded_before() -> None
     assert len(recorded) == len(RECORDING_RULES)
 
 
+def test_workspace_rules_read_only_what_the_edge_writes() -> None:
+    recorded: set[str] = set()
+    for rule in WORKSPACE_RULES:
+        read = selectors(promql_parser.parse(rule.expr))
+        assert read and all(re.fullmatch(WRITTEN, name) or name in recorded for name in read), (rule.record, read)
+        assert {name for name in read if name not in recorded} <= {r.record for r in RECORDING_RULES}
+        recorded.add(rule.record)
+    assert len(WORKSPACE_RULES) <= WORKSPACE_LIMITS["rulesPerGroup"].value
+
+
 def test_a_rule_on_an_unexported_metric_is_caught() -> None:
     read = selectors(promql_parser.parse("avg by (node) (DCGM_FI_DEV_ENC_UTIL)"))
     assert not read <= EXPORTED
@@ -70,5 +80,6 @@ def test_alerts_read_only_what_the_edge_writes() -> None:
     assert len(alerts) <= WORKSPACE_LIMITS["rulesPerGroup"].value
     for alert in alerts:
         read = selectors(promql_parser.parse(alert.expr))
-        assert read and all(re.fullmatch(WRITTEN, name) for name in read), (alert.alert, read)
+        workspace = {r.record for r in WORKSPACE_RULES}
+        assert read and all(re.fullmatch(WRITTEN, name) or name in workspace for name in read), (alert.alert, read)
     assert len({a.alert for a in alerts}) == len(alerts)

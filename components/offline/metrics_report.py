@@ -32,7 +32,7 @@ def metrics_data(plan: ClusterPlan) -> Data | None:
                     "default": limit.default, "raised": limit.raised, "adjustable": limit.adjustable,
                     "fits": limit.fits} for limit in m.limits],
         "edge": {"shards": m.shards, "seriesPerShard": m.series_per_shard},
-        "alertGroups": list(m.alert_groups),
+        "ruleGroups": list(m.rule_groups),
         "workspacesAtDefault": m.workspaces_at_default,
     }
 

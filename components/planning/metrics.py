@@ -26,7 +26,7 @@ from components.catalog.metrics_facts import (
 )
 from components.errors import Problem
 from components.planning.control_plane import ControlPlanePlan
-from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, Per, alert_rules
+from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WORKSPACE_RULES, Per, alert_rules
 from components.planning.node_template import registered_taints
 from components.planning.placement import PoolPlan
 from components.spec import ClusterSpec
@@ -80,8 +80,9 @@ class MetricsPlan:
     shards: int
     """Edge Prometheus shards: ceil(raw series / the stack's series per shard); targets split by hashmod."""
     series_per_shard: int
-    alert_groups: tuple[int, ...]
-    """Alert rules per workspace rule group, in order (each at most the workspace's rules-per-group limit)."""
+    rule_groups: tuple[int, ...]
+    """Rules per workspace rule group, in order: its recording rules, then the alerts in groups of at most the
+    workspace's rules-per-group limit."""
     dcgm_default_series: int
     """What dcgm-exporter's default counter set would produce on the same GPUs, for comparison."""
     counts: dict[str, int]
@@ -123,7 +124,7 @@ def _ib_ports(pool: PoolPlan) -> int:
     return pool.size.gpus if pool.infiniband else 0
 
 
-def _counts(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan) -> dict[str, int]:
+def _counts(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, shards: int) -> dict[str, int]:
     members = len(cp.etcd.members) + (len(cp.events.members) if cp.events is not None else 0)
     return {
         "gpuNode": sum(p.nodes for p in pools if p.size.gpus),
@@ -131,6 +132,7 @@ def _counts(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan
         "node": sum(p.nodes for p in pools) + cp.api.count,
         "gpuDomain": sum(len(p.scale_sets) for p in pools if p.size.gpus),
         "team": len(spec.teams),
+        "teamShard": len(spec.teams) * shards,
         "priorityLevel": len(DEFAULT_SHARES) + 1,
         "apiServer": cp.api.count,
         "etcdMember": members,
@@ -166,8 +168,8 @@ def _limits(spec: ClusterSpec, plan: MetricsPlan) -> tuple[LimitFigure, ...]:
     raised = {"activeSeries": declared.active_series, "eventsPerMinute": declared.events_per_minute,
               "ruleGroups": declared.rule_groups}
     used = {"activeSeries": plan.ingested_series, "eventsPerMinute": plan.ingested_samples_per_minute,
-            "querySeriesPerMetric": plan.largest.series, "rulesPerGroup": max(plan.alert_groups),
-            "ruleGroups": len(plan.alert_groups)}
+            "querySeriesPerMetric": plan.largest.series, "rulesPerGroup": max(plan.rule_groups),
+            "ruleGroups": len(plan.rule_groups)}
     return tuple(LimitFigure(key, limit.description, used[key], raised.get(key) or limit.value, limit.value,
                              raised.get(key) is not None, limit.adjustable)
                  for key, limit in WORKSPACE_LIMITS.items())
@@ -175,17 +177,18 @@ def _limits(spec: ClusterSpec, plan: MetricsPlan) -> tuple[LimitFigure, ...]:
 
 def plan_metrics(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan) -> MetricsPlan:
     interval = spec.metrics.scrape_interval_seconds
-    counts = _counts(spec, pools, cp)
     raw = _raw(pools, cp, interval)
+    shard_size = spec.metrics.series_per_shard
+    shards = max(1, math.ceil(sum(s.series for s in raw) / shard_size))
+    counts = _counts(spec, pools, cp, shards)
     written = tuple(Written(r.record, r.per, counts[r.per], _per_minute(counts[r.per], RULE_INTERVAL_SECONDS))
-                    for r in RECORDING_RULES)
+                    for r in (*RECORDING_RULES, *WORKSPACE_RULES))
     written += tuple(Written(name, per, counts[per] * each, _per_minute(counts[per] * each, interval))
                      for name, per, each in KEPT_RAW)
     alerts = len(alert_rules(cp.api.flags.max_requests_inflight + cp.api.flags.max_mutating_requests_inflight))
-    groups = tuple(min(ALERT_GROUP_SIZE, alerts - start) for start in range(0, alerts, ALERT_GROUP_SIZE))
-    shard_size = spec.metrics.series_per_shard
-    plan = MetricsPlan(interval, RULE_INTERVAL_SECONDS, raw, written, (),
-                       max(1, math.ceil(sum(s.series for s in raw) / shard_size)), shard_size, groups,
+    groups = (len(WORKSPACE_RULES),
+              *(min(ALERT_GROUP_SIZE, alerts - start) for start in range(0, alerts, ALERT_GROUP_SIZE)))
+    plan = MetricsPlan(interval, RULE_INTERVAL_SECONDS, raw, written, (), shards, shard_size, groups,
                        sum(p.gpus for p in pools) * sum(1 for _, kind in DCGM_DEFAULT_COUNTERS if kind != "label"),
                        counts)
     return replace(plan, limits=_limits(spec, plan))

@@ -12,8 +12,13 @@ from typing import Literal
 
 from components.vocabulary import TAINT_PREFLIGHT
 
-Per = Literal["gpuNode", "ibNode", "node", "gpuDomain", "team", "priorityLevel", "apiServer", "etcdMember", "cluster"]
-"""What one series of a rule stands for: its count is the number of those in the plan."""
+Per = Literal["gpuNode", "ibNode", "node", "gpuDomain", "team", "teamShard", "priorityLevel", "apiServer",
+              "etcdMember", "cluster"]
+"""What one series of a rule stands for: its count is the number of those in the plan (`teamShard`: a team's
+partial sum in each edge shard)."""
+Where = Literal["edge", "workspace"]
+"""Edge rules run in every Prometheus shard, each over the nodes it scrapes (targets are split by node, so a node's
+series are whole in one shard); workspace rules run in the Azure Monitor workspace over what the shards wrote."""
 
 GROUP_GPU, GROUP_NODE, GROUP_CONTROL = "gpu", "node", "control-plane"
 
@@ -24,6 +29,7 @@ class RecordingRule:
     expr: str
     per: Per
     group: str
+    where: Where = "edge"
 
 
 @dataclass(frozen=True)
@@ -67,15 +73,11 @@ RECORDING_RULES: tuple[RecordingRule, ...] = (
                   GROUP_GPU),
     RecordingRule("node:gpu_pcie_replays:rate5m", f"sum by ({_GPU_BY}) (rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m]))",
                   "gpuNode", GROUP_GPU),
-    # Per domain and per team, from the per-node series and the pod labels dcgm-exporter maps
-    RecordingRule("domain:gpu_utilisation:avg", "avg by (domain, zone) (node:gpu_utilisation:avg)", "gpuDomain",
-                  GROUP_GPU),
-    RecordingRule("domain:gpu_power_watts:sum", "sum by (domain, zone) (node:gpu_power_watts:sum)", "gpuDomain",
-                  GROUP_GPU),
-    RecordingRule("team:gpu_utilisation:avg", 'avg by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})', "team",
-                  GROUP_GPU),
-    RecordingRule("team:gpus_in_use:count", 'count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})', "team",
-                  GROUP_GPU),
+    # Per team (namespace: dcgm-exporter labels a GPU with the pod using it), partial in each shard
+    RecordingRule("namespace:gpu_utilisation:sum", 'sum by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})',
+                  "teamShard", GROUP_GPU),
+    RecordingRule("namespace:gpus_in_use:count", 'count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})',
+                  "teamShard", GROUP_GPU),
     # Per node: CPU (node_cpu_seconds_total: one series per CPU and mode), InfiniBand ports, Ready, preflight
     RecordingRule("node:cpu_busy:ratio5m", 'avg by (node, zone) (1 - rate(node_cpu_seconds_total{mode="idle"}[5m]))',
                   "node", GROUP_NODE),
@@ -95,6 +97,18 @@ RECORDING_RULES: tuple[RecordingRule, ...] = (
     RecordingRule("priority_level:apiserver_flowcontrol_rejected:rate5m",
                   "sum by (priority_level) (rate(apiserver_flowcontrol_rejected_requests_total[5m]))",
                   "priorityLevel", GROUP_CONTROL),
+)
+
+WORKSPACE_RULES: tuple[RecordingRule, ...] = (
+    # Per domain and per team, over every shard's per-node series and partial sums
+    RecordingRule("domain:gpu_utilisation:avg", "avg by (domain, zone) (node:gpu_utilisation:avg)", "gpuDomain",
+                  GROUP_GPU, "workspace"),
+    RecordingRule("domain:gpu_power_watts:sum", "sum by (domain, zone) (node:gpu_power_watts:sum)", "gpuDomain",
+                  GROUP_GPU, "workspace"),
+    RecordingRule("team:gpu_utilisation:avg", "sum by (namespace) (namespace:gpu_utilisation:sum) / "
+                  "sum by (namespace) (namespace:gpus_in_use:count)", "team", GROUP_GPU, "workspace"),
+    RecordingRule("team:gpus_in_use:count", "sum by (namespace) (namespace:gpus_in_use:count)", "team", GROUP_GPU,
+                  "workspace"),
 )
 
 KEPT_RAW: tuple[tuple[str, Per, int], ...] = (
