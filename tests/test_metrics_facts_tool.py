@@ -62,3 +62,16 @@ def test_the_generated_module_is_what_render_writes() -> None:
     exec(render(facts), namespace)  # the module text the tool writes evaluates to the same values
     assert namespace["NODE_CPU_MODES"] == metrics_facts.NODE_CPU_MODES
     assert len(metrics_facts.DCGM_EXPORTER_COMMIT) == 40 and len(metrics_facts.GO_DCGM_COMMIT) == 40
+
+
+def test_consumer_extraction_reads_go_as_written() -> None:
+    from tools.extract_metrics_consumers import cobra_flags, constants, go_mod_version, kingpin_flags, sd_keys, yaml_keys
+
+    assert yaml_keys('A string `yaml:"api_server,omitempty"`\n B X `yaml:",inline"`\n C Y `yaml:"-"`') == {"api_server"}
+    assert kingpin_flags('metricsPath = kingpin.Flag(\n\t\t\t"web.telemetry-path",\n') == {"web.telemetry-path"}
+    assert kingpin_flags('serverOnlyFlag(a, "storage.tsdb.path", "x")') == {"storage.tsdb.path"}
+    assert cobra_flags('o.cmd.Flags().Int32Var(&o.Shard, "shard", int32(0), "x")') == {"shard"}
+    assert constants('\tRolePod           Role = "pod"\n\tHashMod Action = "hashmod"', "Role") == ["pod"]
+    assert go_mod_version("\tgithub.com/prometheus/common v0.70.1\n", "github.com/prometheus/common") == "v0.70.1"
+    assert sd_keys('staticConfigsKey = "static_configs"\n registerConfig(config.Name()+"_sd_configs", ...)',
+                   ["kubernetes"]) == {"static_configs", "kubernetes_sd_configs"}

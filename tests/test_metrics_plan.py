@@ -44,13 +44,14 @@ def test_written_series_by_hand() -> None:
     metrics = plan.metrics
     assert metrics is not None
     written = {w.metric: w.series for w in metrics.written}
-    assert written["node:gpu_utilisation:avg"] == 150
-    assert written["node:cpu_busy:ratio5m"] == 150 + 3 + 3  # pool nodes and the API servers' kubelets
-    assert written["node:ib_link_downed:increase1h"] == 150
+    # Two replicas of every edge shard write their own copy; the workspace's own rules write once.
+    assert written["node:gpu_utilisation:avg"] == 150 * 2
+    assert written["node:cpu_busy:ratio5m"] == (150 + 3 + 3) * 2  # pool nodes and the API servers' kubelets
+    assert written["node:ib_link_downed:increase1h"] == 150 * 2
     assert written["domain:gpu_utilisation:avg"] == len(plan.pools[1].scale_sets)
-    assert written["namespace:gpus_in_use:count"] == len(plan.spec.teams) * metrics.shards
-    assert written["apiserver_current_inflight_requests"] == 3 * 2
-    assert written["etcd_mvcc_db_total_size_in_bytes"] == 3
+    assert written["namespace:gpus_in_use:count"] == len(plan.spec.teams) * metrics.shards * 2
+    assert written["apiserver_current_inflight_requests"] == 3 * 2 * 2
+    assert written["etcd_mvcc_db_total_size_in_bytes"] == 3 * 2
     # Recorded series once a minute; raw control-plane gauges at the scrape interval.
     recorded = sum(w.series for w in metrics.written if ":" in w.metric)
     kept = sum(w.series for w in metrics.written if ":" not in w.metric)

@@ -84,7 +84,7 @@ def render(facts: dict[str, object]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--dcgm-exporter", type=Path, required=True)
     parser.add_argument("--go-dcgm", type=Path, required=True)
     parser.add_argument("--node-exporter", type=Path, required=True)

@@ -77,8 +77,41 @@ KSM_NODE_METRICS = ("kube_node_spec_taint", "kube_node_status_condition")
 is kept (metric relabelling), in its three statuses (true, false, unknown)."""
 KSM_READY_STATUSES = 3
 
+EDGE_REPLICAS = 2
+"""Each edge shard runs as two replicas in different zones, each writing its series with its own `replica` label (a
+zone loss leaves every shard writing); the workspace's rules and alerts take `max without (replica)`."""
 RULE_INTERVAL_SECONDS = 60
 """Recording rules at the edge and alert rules in the workspace run once a minute (the workspace's default rule-group
 interval, and its minimum)."""
 
 VERSIONS = {"dcgm-exporter": DCGM_EXPORTER_TAG, "node_exporter": NODE_EXPORTER_TAG}
+
+PROMETHEUS_VERSION = "v3.14.0"
+"""prometheus/prometheus v3.14.0 (d7598b7141418fa35be2b5ec5d0fefb634199610): remote write signs in with a managed
+identity (`azuread.managed_identity.client_id`, storage/remote/azuread/azuread.go)."""
+PROMETHEUS_IMAGE = f"quay.io/prometheus/prometheus:{PROMETHEUS_VERSION}"
+NODE_EXPORTER_IMAGE = f"quay.io/prometheus/node-exporter:{NODE_EXPORTER_TAG}"
+KUBE_STATE_METRICS_VERSION = "v2.20.0"
+"""kubernetes/kube-state-metrics v2.20.0 (4ffeda2ef866b0fef372849825a803296483b336): `--resources`,
+`--metric-allowlist` (pkg/options/options.go); node conditions in three statuses (internal/store/utils.go
+addConditionMetrics)."""
+KUBE_STATE_METRICS_IMAGE = f"registry.k8s.io/kube-state-metrics/kube-state-metrics:{KUBE_STATE_METRICS_VERSION}"
+METRICS_IMAGES = (PROMETHEUS_IMAGE, NODE_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE)
+
+HEAD_BYTES_PER_SERIES = 8 * 1024
+"""Memory an edge Prometheus is given per raw series it holds. Prometheus publishes no per-series figure; this is
+the sizing assumption for a shard's memory request (its limit is twice that), to be checked on a running cluster
+against `process_resident_memory_bytes / prometheus_tsdb_head_series` (docs/metrics.md, "What verify cannot know")."""
+
+MONITORING_METRICS_PUBLISHER = "3913510d-42f4-4e42-8a64-420c390055eb"
+"""Built-in role that may publish metrics to a data collection rule (azure-docs articles/role-based-access-control/
+built-in-roles.md, Monitoring Metrics Publisher)."""
+REMOTE_WRITE_PATH = "/streams/Microsoft-PrometheusMetrics/api/v1/write?api-version=2023-04-24"
+"""After `<DCE metrics ingestion endpoint>/dataCollectionRules/<DCR immutable id>`: the workspace's remote-write
+endpoint (Microsoft Learn, Azure Monitor managed service for Prometheus remote write)."""
+
+
+def training_counters_csv() -> str:
+    """dcgm-exporter's counter file (`FIELD, type, help` per line), as the GPU operator's chart takes it under
+    `dcgmExporter.config.data` (gpu-operator v26.3.3 templates/dcgm_exporter_config.yaml)."""
+    return "\n".join(f"{c.field}, {c.kind}, {c.help}" for c in TRAINING_COUNTERS) + "\n"

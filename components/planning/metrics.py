@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from components.catalog.flowcontrol import DEFAULT_SHARES
 from components.catalog.metrics import (
+    EDGE_REPLICAS,
     KSM_READY_STATUSES,
     RULE_INTERVAL_SECONDS,
     TRAINING_COUNTERS,
@@ -78,7 +79,8 @@ class MetricsPlan:
     written: tuple[Written, ...]
     limits: tuple[LimitFigure, ...]
     shards: int
-    """Edge Prometheus shards: ceil(raw series / the stack's series per shard); targets split by hashmod."""
+    """Edge Prometheus shards: ceil(raw series / the stack's series per shard); targets split by hashmod. Each runs
+    as `EDGE_REPLICAS` replicas."""
     series_per_shard: int
     rule_groups: tuple[int, ...]
     """Rules per workspace rule group, in order: its recording rules, then the alerts in groups of at most the
@@ -181,10 +183,14 @@ def plan_metrics(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlan
     shard_size = spec.metrics.series_per_shard
     shards = max(1, math.ceil(sum(s.series for s in raw) / shard_size))
     counts = _counts(spec, pools, cp, shards)
-    written = tuple(Written(r.record, r.per, counts[r.per], _per_minute(counts[r.per], RULE_INTERVAL_SECONDS))
-                    for r in (*RECORDING_RULES, *WORKSPACE_RULES))
-    written += tuple(Written(name, per, counts[per] * each, _per_minute(counts[per] * each, interval))
-                     for name, per, each in KEPT_RAW)
+    # Each edge replica writes its own copy of the edge rules' output and the kept raw gauges; the workspace's own
+    # rules write once.
+    def row(metric: str, per: Per, series: int, every: int) -> Written:
+        return Written(metric, per, series, _per_minute(series, every))
+
+    written = (*(row(r.record, r.per, counts[r.per] * EDGE_REPLICAS, RULE_INTERVAL_SECONDS) for r in RECORDING_RULES),
+               *(row(name, per, counts[per] * each * EDGE_REPLICAS, interval) for name, per, each in KEPT_RAW),
+               *(row(r.record, r.per, counts[r.per], RULE_INTERVAL_SECONDS) for r in WORKSPACE_RULES))
     alerts = len(alert_rules(cp.api.flags.max_requests_inflight + cp.api.flags.max_mutating_requests_inflight))
     groups = (len(WORKSPACE_RULES),
               *(min(ALERT_GROUP_SIZE, alerts - start) for start in range(0, alerts, ALERT_GROUP_SIZE)))

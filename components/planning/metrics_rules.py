@@ -99,16 +99,21 @@ RECORDING_RULES: tuple[RecordingRule, ...] = (
                   "priorityLevel", GROUP_CONTROL),
 )
 
+def one(metric: str) -> str:
+    """A written series once, whichever edge replica wrote it (each shard's two replicas differ in `replica` only)."""
+    return f"max without (replica) ({metric})"
+
+
 WORKSPACE_RULES: tuple[RecordingRule, ...] = (
     # Per domain and per team, over every shard's per-node series and partial sums
-    RecordingRule("domain:gpu_utilisation:avg", "avg by (domain, zone) (node:gpu_utilisation:avg)", "gpuDomain",
+    RecordingRule("domain:gpu_utilisation:avg", f"avg by (domain, zone) ({one('node:gpu_utilisation:avg')})",
+                  "gpuDomain", GROUP_GPU, "workspace"),
+    RecordingRule("domain:gpu_power_watts:sum", f"sum by (domain, zone) ({one('node:gpu_power_watts:sum')})",
+                  "gpuDomain", GROUP_GPU, "workspace"),
+    RecordingRule("team:gpu_utilisation:avg", f"sum by (namespace) ({one('namespace:gpu_utilisation:sum')}) / "
+                  f"sum by (namespace) ({one('namespace:gpus_in_use:count')})", "team", GROUP_GPU, "workspace"),
+    RecordingRule("team:gpus_in_use:count", f"sum by (namespace) ({one('namespace:gpus_in_use:count')})", "team",
                   GROUP_GPU, "workspace"),
-    RecordingRule("domain:gpu_power_watts:sum", "sum by (domain, zone) (node:gpu_power_watts:sum)", "gpuDomain",
-                  GROUP_GPU, "workspace"),
-    RecordingRule("team:gpu_utilisation:avg", "sum by (namespace) (namespace:gpu_utilisation:sum) / "
-                  "sum by (namespace) (namespace:gpus_in_use:count)", "team", GROUP_GPU, "workspace"),
-    RecordingRule("team:gpus_in_use:count", "sum by (namespace) (namespace:gpus_in_use:count)", "team", GROUP_GPU,
-                  "workspace"),
 )
 
 KEPT_RAW: tuple[tuple[str, Per, int], ...] = (
@@ -128,27 +133,28 @@ def alert_rules(inflight_limit: int) -> tuple[AlertRule, ...]:
     --max-requests-inflight plus --max-mutating-requests-inflight (the plan's)."""
     return (
         AlertRule("EtcdDatabaseNearQuota",
-                  "etcd_mvcc_db_total_size_in_bytes / etcd_server_quota_backend_bytes > 0.8", "10m", "critical",
+                  f"{one('etcd_mvcc_db_total_size_in_bytes')} / {one('etcd_server_quota_backend_bytes')} > 0.8", "10m",
+                  "critical",
                   "an etcd member's database is over 80% of its quota: compact and defragment, or raise the quota"),
         AlertRule("ApiServerInflightHigh",
-                  f"sum by (instance) (apiserver_current_inflight_requests) > {int(inflight_limit * 0.8)}", "10m",
+                  f"sum by (instance) ({one('apiserver_current_inflight_requests')}) > {int(inflight_limit * 0.8)}", "10m",
                   "warning", "an API server holds over 80% of its in-flight request limit"),
-        AlertRule("ApiServerFlowControlRejecting", "priority_level:apiserver_flowcontrol_rejected:rate5m > 0", "5m",
+        AlertRule("ApiServerFlowControlRejecting", f"{one('priority_level:apiserver_flowcontrol_rejected:rate5m')} > 0", "5m",
                   "warning", "API Priority and Fairness is rejecting requests at a priority level"),
-        AlertRule("GpuXidError", "node:gpu_xid_errors:max > 0", "0m", "warning",
+        AlertRule("GpuXidError", f"{one('node:gpu_xid_errors:max')} > 0", "0m", "warning",
                   "a GPU reported an XID error: check the node's health agent and dmesg"),
-        AlertRule("GpuEccUncorrectable", "increase(node:gpu_ecc_dbe_volatile:sum[10m]) > 0", "0m", "critical",
+        AlertRule("GpuEccUncorrectable", f"increase({one('node:gpu_ecc_dbe_volatile:sum')}[10m:1m]) > 0", "0m", "critical",
                   "a GPU reported uncorrectable (double-bit) ECC errors"),
-        AlertRule("GpuRowRemapFailure", "node:gpu_row_remap_failure:max > 0", "0m", "critical",
+        AlertRule("GpuRowRemapFailure", f"{one('node:gpu_row_remap_failure:max')} > 0", "0m", "critical",
                   "a GPU failed to remap a row: the GPU needs replacing"),
-        AlertRule("GpuNvlinkErrors", "node:gpu_nvlink_crc_errors:rate5m > 1", "15m", "warning",
+        AlertRule("GpuNvlinkErrors", f"{one('node:gpu_nvlink_crc_errors:rate5m')} > 1", "15m", "warning",
                   "NVLink CRC errors on a node's GPUs"),
-        AlertRule("InfinibandLinkFlapping", "node:ib_link_downed:increase1h > 2", "0m", "warning",
+        AlertRule("InfinibandLinkFlapping", f"{one('node:ib_link_downed:increase1h')} > 2", "0m", "warning",
                   "an InfiniBand port went down more than twice in an hour"),
-        AlertRule("InfinibandPortsDown", "node:ib_ports_active:count < on (node) group_left () "
-                  "(node:ib_ports_active:count offset 1h)", "15m", "warning",
+        AlertRule("InfinibandPortsDown", f"{one('node:ib_ports_active:count')} < on (node) group_left () "
+                  f"({one('node:ib_ports_active:count offset 1h')})", "15m", "warning",
                   "a node has fewer active InfiniBand ports than an hour ago"),
-        AlertRule("NodeStuckInPreflight", "node:preflight_tainted:bool == 1", "30m", "warning",
+        AlertRule("NodeStuckInPreflight", f"{one('node:preflight_tainted:bool')} == 1", "30m", "warning",
                   "a node kept its preflight taint for 30 minutes: its GPU health check has not passed"),
-        AlertRule("NodeNotReady", "node:ready:bool == 0", "15m", "warning", "a node has not been Ready for 15 minutes"),
+        AlertRule("NodeNotReady", f"{one('node:ready:bool')} == 0", "15m", "warning", "a node has not been Ready for 15 minutes"),
     )
