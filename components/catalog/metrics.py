@@ -76,6 +76,8 @@ KSM_NODE_METRICS = ("kube_node_spec_taint", "kube_node_status_condition")
 """kube-state-metrics runs with `--resources=nodes` and `--metric-allowlist` of these; of the conditions, only Ready
 is kept (metric relabelling), in its three statuses (true, false, unknown)."""
 KSM_READY_STATUSES = 3
+KSM_REPLICAS = 2
+"""Two replicas in two zones, both scraped (each reports every node); the rules take `max by (node)`."""
 
 EDGE_REPLICAS = 2
 """Each edge shard runs as two replicas in different zones, each writing its series with its own `replica` label (a

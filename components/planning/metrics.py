@@ -15,6 +15,7 @@ from components.catalog.flowcontrol import DEFAULT_SHARES
 from components.catalog.metrics import (
     EDGE_REPLICAS,
     KSM_READY_STATUSES,
+    KSM_REPLICAS,
     RULE_INTERVAL_SECONDS,
     TRAINING_COUNTERS,
     WORKSPACE_LIMITS,
@@ -152,7 +153,7 @@ def _raw(pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, interval: int) -> tu
     # kube_node_status_condition: Ready in its three statuses.
     taints = sum(p.nodes * (len({t.key for t in registered_taints(p)} | {TAINT_UNHEALTHY})) for p in pools)
     nodes = sum(p.nodes for p in pools) + cp.api.count
-    ksm = taints + cp.api.count + nodes * KSM_READY_STATUSES
+    ksm = (taints + cp.api.count + nodes * KSM_READY_STATUSES) * KSM_REPLICAS
     rows = (
         ("dcgm-exporter", dcgm, f"{gpus:,} GPUs x {len(TRAINING_COUNTERS)} counters"),
         ("node_exporter cpu", cpus * cpu_modes,
@@ -160,7 +161,8 @@ def _raw(pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, interval: int) -> tu
          f"{len(NODE_CPU_GUEST_MODES)})"),
         ("node_exporter infiniband", ports * len(NODE_INFINIBAND_PORT_METRICS),
          f"{ports:,} ports x at most {len(NODE_INFINIBAND_PORT_METRICS)} metrics"),
-        ("kube-state-metrics nodes", ksm, f"{nodes:,} nodes: Ready x {KSM_READY_STATUSES} statuses, one per taint"),
+        ("kube-state-metrics nodes", ksm,
+         f"{nodes:,} nodes: Ready x {KSM_READY_STATUSES} statuses, one per taint, from {KSM_REPLICAS} replicas"),
     )
     return tuple(SourceFigures(name, series, _per_minute(series, interval), basis) for name, series, basis in rows)
 

@@ -20,6 +20,7 @@ from components.catalog.metrics import (
     EDGE_REPLICAS,
     HEAD_BYTES_PER_SERIES,
     KSM_NODE_METRICS,
+    KSM_REPLICAS,
     KUBE_STATE_METRICS_IMAGE,
     NODE_EXPORTER_COLLECTORS,
     NODE_EXPORTER_IMAGE,
@@ -168,7 +169,7 @@ def kube_state_metrics_objects() -> list[Object]:
             subjects=account),
         # Two replicas in two zones, both scraped: the rules take `max by (node)` of what they report.
         obj("apps/v1", "Deployment", KSM, NAMESPACE, labels=labels, spec={
-            "replicas": 2, "selector": {"matchLabels": labels},
+            "replicas": KSM_REPLICAS, "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": {
                 "serviceAccountName": KSM, **on_system_nodes(KSM), "containers": [container]}}}),
     ]
