@@ -18,6 +18,7 @@ from components.offline.html_sections import (
     teams_section,
 )
 from components.offline.html_table import n, table
+from components.offline.metrics_report import metrics_section
 from components.offline.policy_runner import Violation
 from components.offline.report_data import (
     count_status_text,
@@ -224,6 +225,7 @@ def _tables(data: Data) -> list[str]:
     out += _node_images(data)
     out += cost_section(data)
     out += control_plane_section(data) + agent_load_section(data) + teams_section(data) + balloons_section(data)
+    out += metrics_section(data)
     out += ["<h2>If a zone is lost</h2>", _table(
         ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left", "API servers left"],
         [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),

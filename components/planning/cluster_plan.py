@@ -23,6 +23,7 @@ from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
+from components.planning.metrics import MetricsPlan, metrics_problems, plan_metrics
 from components.planning.node_images import NodeImagesPlan, plan_node_images
 from components.planning.node_template import CONTROL_PLANE_TAINT, node_labels, node_taints
 from components.planning.placement import PoolPlan, plan_pools
@@ -70,6 +71,8 @@ class ClusterPlan:
     """The node agents' API load against their APF level's seats, set with `first_boot`."""
     cost: CostPlan | None = None
     """What the cluster costs at the catalogue's (and the stack's price file's) prices (docs/cost.md)."""
+    metrics: MetricsPlan | None = None
+    """The telemetry budget: raw series at the edge, what the workspace receives, its limits (docs/metrics.md)."""
 
     @property
     def nodes(self) -> int:
@@ -148,6 +151,9 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
             or balloons is None or versions is None or registry is None or images is None
             or first_up is None or problems):
         raise SpecError(problems)
+    metrics = plan_metrics(spec, pools, control_plane)
+    if over := metrics_problems(metrics):
+        raise SpecError(over)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
     counts = plan_counts(pools, control_plane, egress, spec.resource_quota)
     if shortfall := quota_problems(quota, spec.location) + count_problems(counts, spec.location):
@@ -161,5 +167,5 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     cost = plan_cost(spec, pools, control_plane, egress, balloons, scheduling, catalogue, day, spec.cost.price_file)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
                        registry, images, tokens, plan_boot(spec, ip, pools, control_plane), first_up=first_up,
-                       counts=counts, cost=cost)
+                       counts=counts, cost=cost, metrics=metrics)
     return plan

@@ -11,6 +11,7 @@ from components.spec.cost import CostSpec
 from components.spec.day2 import AcknowledgedDeletions
 from components.spec.images import ImagesSpec
 from components.spec.limits import LimitsSpec
+from components.spec.metrics import MetricsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
 from components.spec.quota import ResourceQuotaSpec
@@ -144,6 +145,8 @@ class ClusterSpec(SpecModel):
     access: AccessSpec = AccessSpec()
     registry: RegistrySpec = RegistrySpec()
     """The cluster's container registry: every image comes through it (docs/registry.md)."""
+    metrics: MetricsSpec = MetricsSpec()
+    """The telemetry pipeline: scrape interval, edge shards, the workspace's raised limits (docs/metrics.md)."""
     vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict, max_length=100)
     size_regions: dict[str, SizeRegionsSpec] = Field(default_factory=dict, max_length=100)
     """Confirmed availability of sizes (regions, zones), overriding the catalogue's rows."""
