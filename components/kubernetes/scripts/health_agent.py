@@ -122,8 +122,8 @@ def holds_gpu(pod: dict[str, Any]) -> bool:
     for c in containers:
         resources = _dict(_dict(c).get("resources"))
         for kind in ("limits", "requests"):
-            amount = str(_dict(resources.get(kind)).get("nvidia.com/gpu", 0))
-            if amount.isdigit() and int(amount) > 0:
+            amount = kc.whole_number(_dict(resources.get(kind)).get("nvidia.com/gpu", 0), 0)
+            if amount:
                 return True
     return False
 
@@ -173,7 +173,7 @@ def read_exit(path: str) -> int | None:
             text = f.read(32).strip()
     except OSError:
         return None
-    return int(text) if text.lstrip("-").isdigit() else None
+    return kc.whole_number(text, -(1 << 31), (1 << 31) - 1)  # "--1", "²", "1e999": no exit code
 
 
 # Kubernetes API through the pod's service account.
@@ -239,20 +239,24 @@ def watch_once(kube: kc.Kube, node_name: str, shared: str = SHARED) -> str | Non
 
 
 def agent(kube: kc.Kube, node_name: str, shared: str = SHARED, rounds: int | None = None,
-          interval: float = WATCH_SECONDS) -> int:
+          interval: float = WATCH_SECONDS, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Settle the diagnostics once, then watch every `interval`. Nothing a server or a report holds ends it: a round
+    that raises anything is logged, and the next waits longer for each failed round in a row (up to 10 intervals)."""
     settled = False
-    done = 0
+    done, failures = 0, 0
     while rounds is None or done < rounds:
         try:
             if not settled:
                 settle_diagnostics(kube, node_name, shared)
                 settled = True
             watch_once(kube, node_name, shared)
-        except kc.ApiError as error:
-            kc.log(f"{node_name}: {error}; again in {interval:.0f} s")
+            failures = 0
+        except Exception as error:  # server data must end a round, never the agent
+            failures += 1
+            kc.log(f"{node_name}: {type(error).__name__}: {str(error)[:300]}; again in {interval:.0f} s or more")
         done += 1
         if rounds is None or done < rounds:
-            time.sleep(interval)
+            sleep(interval if not failures else max(interval, kc.backoff_seconds(failures, interval, 10 * interval)))
     return 0
 
 
@@ -326,10 +330,11 @@ def main(argv: list[str]) -> int:
             return gate(kube_from_env(), os.environ["NODE_NAME"])
         if mode == "agent":
             return agent(kube_from_env(), os.environ["NODE_NAME"])
-        if mode == "recheck" and len(argv) == 6 and argv[3].isdigit():
-            return recheck(kube_from_env(), argv[2], int(argv[3]), argv[4], argv[5])
-    except kc.ApiError as error:
-        kc.log(f"health-agent {mode}: {error}")
+        limit = kc.whole_number(argv[3], 0) if mode == "recheck" and len(argv) == 6 else None
+        if mode == "recheck" and limit is not None:
+            return recheck(kube_from_env(), argv[2], limit, argv[4], argv[5])
+    except Exception as error:  # one line and exit 1 on anything a server sent, never a traceback
+        kc.log(f"health-agent {mode}: {type(error).__name__}: {str(error)[:300]}")
         return 1
     kc.log("usage: health_agent.py gate | agent | recheck <pool> <limit> <namespace> <app>")
     return 2
