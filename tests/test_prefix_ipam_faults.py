@@ -282,3 +282,45 @@ def test_the_main_loop_survives_any_exception_and_backs_off(servers: tuple[FakeK
     assert pool(kube, "cpu-z1-00000000") == set(desired["cpu-z1-00000000"])
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps[2] >= 0.04  # the third failure in a row waits at least half of 4 x sync_seconds
+
+
+# One address, one pool.
+
+def _in_two_pools(kube: FakeKube, names: list[str]) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        for ip in pool(kube, name):
+            (twice if ip in seen else seen).add(ip)
+    return twice
+
+
+def test_blocks_that_leave_a_nic_leave_its_pool_even_when_the_nic_has_none_left(
+        servers: tuple[FakeKube, FakeAzure], tmp_path: Path) -> None:
+    """VM 0 is being deleted: its NIC lists no block, and its two /28 already sit on VM 1's NIC. Its CiliumNode must
+    let them go (no endpoint uses them), and VM 1's pool takes them only once they are gone: never 32 addresses in
+    two pools at once."""
+    kube, azure = servers
+    desired = populate(kube, azure, {"cpu-z1-00": 2}, filled=True)
+    names = sorted(desired)
+    azure.nics["cpu-z1-00"] = [(0, []), (1, [block(0), block(1), block(2), block(3)])]
+    ctl = controller(kube, tmp_path)
+    first = ctl.round()
+    assert pool(kube, names[0]) == set() and first.held_elsewhere == 32
+    assert not _in_two_pools(kube, names)
+    ctl.round()
+    assert pool(kube, names[1]) == set(desired[names[0]]) | set(desired[names[1]])
+    assert not _in_two_pools(kube, names)
+
+
+def test_a_block_listed_on_two_nics_is_an_alert_and_in_no_pool(servers: tuple[FakeKube, FakeAzure], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    kube, azure = servers
+    desired = populate(kube, azure, {"cpu-z1-00": 2})
+    names = sorted(desired)
+    azure.nics["cpu-z1-00"][1] = (1, [block(2), block(3), block(0)])  # VM 0's first /28 on VM 1's NIC too
+    report = controller(kube, tmp_path).round()
+    assert report.shared == 1 and "ALERT: 1 block(s) listed on more than one NIC" in capsys.readouterr().err
+    first = set(desired[names[0]][:16])
+    assert not first & pool(kube, names[0]) and not first & pool(kube, names[1])
+    assert pool(kube, names[1]) == set(desired[names[1]]) and pool(kube, names[0]) == set(desired[names[0]][16:])

@@ -20,8 +20,11 @@ coordination.k8s.io/v1 Lease (`Leader`):
      only blocks of the expected length and single addresses are accepted
   4. bring its map of the CiliumNodes up to date the same way, and merge-patch `spec.ipam.pool` of each whose
      scale set was read in full: add
-     what is missing, drop (null) what is no longer on the NIC and not in use (`status.ipam.used`); the patch
-     carries the resourceVersion it was computed from, so a concurrent edit is a 409 and waits for the next round.
+     what is missing, drop (null) what is no longer on the NIC and not in use (`status.ipam.used`), also when the
+     NIC lists no block at all; the patch carries the resourceVersion it was computed from, so a concurrent edit is
+     a 409 and waits for the next round. One address is never in two pools: a block listed on two NICs goes to
+     neither (logged as an ALERT), and an address another CiliumNode's pool still holds is added only once that
+     pool has dropped it (a later round).
 """
 
 from __future__ import annotations
@@ -171,18 +174,76 @@ def sync_plan(nodes: list[dict[str, Any]], cilium_nodes: dict[str, dict[str, Any
     decisions). `list_nics(subscription, resource group, scale set)` is called once per scale set with nodes."""
     members = {n["metadata"]["name"]: w for n in nodes if (w := instance_of_node(n)) is not None}
     reads = {key: blocks_by_instance(list_nics(*key)) for key in sorted({w[:3] for w in members.values()})}
-    patches: dict[str, dict[str, Any]] = {}
-    for name, (sub, rg, scale_set, instance) in members.items():
-        patch = _node_patch(cilium_nodes.get(name), reads[(sub, rg, scale_set)].get((scale_set.lower(), instance)))
+    return dict(round_patches(members, reads, cilium_nodes).patches)
+
+
+@dataclass
+class Decision:
+    patches: list[tuple[str, dict[str, Any]]]
+    shared: set[IPv4Network]
+    held: dict[str, str]
+
+
+def round_patches(members: dict[str, Where], reads: dict[tuple[str, str, str], dict[Instance, list[IPv4Network]]],
+                  cilium_nodes: dict[str, dict[str, Any]]) -> Decision:
+    """A round's patches: each CiliumNode of a scale set read in full gets its NIC's blocks, less blocks listed on
+    two NICs (`shared`) and less addresses another pool still holds (`held`, added in a later round)."""
+    shared = shared_blocks(reads.values())
+    patches: list[tuple[str, dict[str, Any]]] = []
+    for name, cilium_node in cilium_nodes.items():
+        where = members.get(name)
+        if where is None or where[:3] not in reads:
+            continue  # not a scale-set node, or its scale set was not read in full this round
+        found = reads[where[:3]].get((where[2].lower(), where[3])) or []
+        patch = _node_patch(cilium_node, [b for b in found if b not in shared])
         if patch is not None:
-            patches[name] = patch
-    return patches
+            patches.append((name, patch))
+    held = held_elsewhere(patches, ((n, _dict(_dict(c.get("spec")).get("ipam")).get("pool") or {})
+                                    for n, c in cilium_nodes.items()))
+    kept: list[tuple[str, dict[str, Any]]] = []
+    for name, patch in patches:
+        change = patch["spec"]["ipam"]["pool"]
+        for ip in [ip for ip, value in change.items() if value is not None and ip in held]:
+            del change[ip]
+        if change:
+            kept.append((name, patch))
+    return Decision(kept, shared, held)
 
 
 def _node_patch(cilium_node: dict[str, Any] | None, found: list[IPv4Network] | None) -> dict[str, Any] | None:
-    if not found or cilium_node is None:
-        return None  # NIC not provisioned yet, or the agent has not created its CiliumNode: next round
-    return pool_patch(cilium_node, expand(found))
+    """The node's patch from its NIC's blocks in a scale set read in full: a NIC with no block (or none listed)
+    means no address is the node's any more, so its unused pool addresses go too."""
+    if cilium_node is None:
+        return None  # the agent has not created its CiliumNode yet: next round
+    return pool_patch(cilium_node, expand(found or []))
+
+
+def shared_blocks(reads: Iterable[dict[Instance, list[IPv4Network]]]) -> set[IPv4Network]:
+    """Blocks that more than one NIC reports. Azure gives an address to one IP configuration at a time, so this is a
+    listing caught mid-move or a fault: such a block goes to no pool (an alert, never two pools)."""
+    seen: set[IPv4Network] = set()
+    shared: set[IPv4Network] = set()
+    for read in reads:
+        for blocks in read.values():
+            for block in set(blocks):
+                (shared if block in seen else seen).add(block)
+    return shared
+
+
+def held_elsewhere(patches: list[tuple[str, dict[str, Any]]], pools: Iterable[tuple[str, Iterable[str]]]
+                   ) -> dict[str, str]:
+    """Addresses a patch would add that another CiliumNode's pool still holds, with that node: adding them now
+    would put one address in two pools; they are added in a later round, once the other pool has let them go."""
+    adding = {ip: name for name, patch in patches
+              for ip, value in patch["spec"]["ipam"]["pool"].items() if value is not None}
+    if not adding:
+        return {}
+    found: dict[str, str] = {}
+    for name, pool in pools:
+        for ip in adding.keys() & set(pool):
+            if adding[ip] != name:
+                found[ip] = name
+    return found
 
 
 def micro_time(now: float) -> str:
@@ -359,6 +420,10 @@ class RoundReport:
     patched: int = 0
     conflicts: int = 0
     rejected: int = 0
+    shared: int = 0
+    """Blocks listed on two NICs at once (an alert: given to neither)."""
+    held_elsewhere: int = 0
+    """Addresses not added yet because another CiliumNode's pool still holds them."""
 
 
 class Arm:
@@ -508,13 +573,16 @@ class Controller:
             found = self._read_set(key, report)
             if found is not None:
                 reads[key] = found
-        for name, cilium_node in list(self.cilium.sync().items()):
-            where = members.get(name)
-            if where is None or where[:3] not in reads:
-                continue  # not a scale-set node, or its scale set was not read in full this round
-            patch = _node_patch(cilium_node, reads[where[:3]].get((where[2].lower(), where[3])))
-            if patch is None:
-                continue
+        decision = round_patches(members, reads, self.cilium.sync())
+        if decision.shared:
+            report.shared = len(decision.shared)
+            kc.log(f"prefix-ipam: ALERT: {len(decision.shared)} block(s) listed on more than one NIC, given to no "
+                   f"pool: {', '.join(str(b) for b in sorted(decision.shared)[:5])}")
+        if decision.held:
+            report.held_elsewhere = len(decision.held)
+            kc.log(f"prefix-ipam: {len(decision.held)} address(es) still in another CiliumNode's pool, added in a "
+                   "later round: " + ", ".join(f"{ip} ({decision.held[ip]})" for ip in sorted(decision.held)[:5]))
+        for name, patch in decision.patches:
             if not self.leader.ensure():
                 return report  # lost the lease or past its renew deadline: no write after that
             try:
