@@ -6,6 +6,7 @@ Imported by the command line for its parser; the Azure SDKs and the Kubernetes c
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from components.errors import Problem, SpecError
+from components.verify.bounds import LIMITS, Limits
 
 if TYPE_CHECKING:
     from components.planning.cluster_plan import ClusterPlan
@@ -47,6 +49,7 @@ class Options:
     features: list[str]
     window: timedelta
     now: datetime
+    limits: Limits = LIMITS
 
 
 def _unreachable() -> tuple[type[Exception], ...]:
@@ -87,7 +90,30 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
         ("cluster.bootstrap-token", lambda: check_expiry.check_tokens(kube, options.now, options.window)),
         ("cluster.certificates", lambda: check_expiry.check_certificates(kube, options.now, options.window)),
     ]
-    return [result for name, check in checks for result in guarded(name, check, WriteRefusedError, _unreachable())]
+    return bounded(checks, options.limits, lambda name, check: guarded(name, check, WriteRefusedError, _unreachable()))
+
+
+def bounded(checks: list[tuple[str, Callable[[], list[Result]]]], limits: Limits,
+            guard: Callable[[str, Callable[[], list[Result]]], list[Result]]) -> list[Result]:
+    """Each check in a thread of its own, given up after the time per check or what is left of the total: a check a
+    server holds open fails naming the bound, the next one runs; once the total is spent the rest fail unrun."""
+    from components.verify.bounds import BoundError, within
+    from components.verify.results import bound_failure
+
+    started = time.monotonic()
+    results: list[Result] = []
+    for name, check in checks:
+        left = limits.total_seconds - (time.monotonic() - started)
+        if left <= 0:
+            results.append(bound_failure(name, BoundError("total time", f"not run: verify's {limits.total_seconds:g} s "
+                                                                       "were spent before it")))
+            continue
+        bound = "time per check" if limits.check_seconds <= left else "total time"
+        try:
+            results += within(min(limits.check_seconds, left), lambda n=name, c=check: guard(n, c), bound, limits)
+        except BoundError as error:
+            results.append(bound_failure(name, error))
+    return results
 
 
 def _plan(stack: str) -> tuple[str, ClusterPlan]:
@@ -127,7 +153,9 @@ def verify_command(args: argparse.Namespace, console: Console, errors: Console,
         for problem in error.problems:
             errors.print(f"error: {problem}", markup=False, highlight=False)
         return EXIT_BAD_INPUT
-    options = Options(args.feature, timedelta(days=args.expiry_days), datetime.now(UTC))
+    from components.verify import bounds
+
+    options = Options(args.feature, timedelta(days=args.expiry_days), datetime.now(UTC), bounds.LIMITS)
     results = run_checks(plan, azure, api_client, options)
     if args.nccl:
         from components.verify.nccl import NcclError, run_nccl

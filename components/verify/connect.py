@@ -32,11 +32,9 @@ class AzureAccess:
 
     def client(self, factory: Callable[..., T]) -> T:
         """An ARM SDK client whose every request passes the read-only transport."""
-        from azure.core.pipeline.transport import RequestsTransport
+        from components.verify.readonly import BoundedRequestsTransport, ReadOnlyTransport
 
-        from components.verify.readonly import ReadOnlyTransport
-
-        transport = ReadOnlyTransport(RequestsTransport(connection_verify=self.ca_bundle or True))
+        transport = ReadOnlyTransport(BoundedRequestsTransport(connection_verify=self.ca_bundle or True), self.endpoint)
         return factory(self.credential, self.subscription, base_url=self.endpoint, credential_scopes=[self.scope],
                        transport=transport, retry_total=2)
 
