@@ -7,16 +7,27 @@ for another host."""
 from __future__ import annotations
 
 import dataclasses
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from components.cli import main, parser
 from components.verify import bounds
+from components.verify.command import verify_command
+from tests.conftest import ROOT
 from tests.test_verify import World, live, verdicts, world
 from tests.verify_fakes import Answer as Special
-from tests.verify_fakes import FakeApi, serve
+from tests.verify_fakes import FakeApi, kubeconfig, serve
 
 __all__ = ["live", "world"]
 
@@ -168,3 +179,52 @@ def test_a_redirect_to_another_host_is_not_followed(live: World, world: World, s
         code, doc = live.run("--json")
         assert other.received == []
     assert code == 1 and _failed(doc, "azure.nics" if service == "arm" else "cluster.nodes")
+
+
+# Without Azure, and interrupted.
+
+def test_cluster_only_reads_the_kubeconfig_alone(live: World) -> None:
+    def no_azure(subscription: str | None, endpoint: str | None) -> Any:
+        raise AssertionError("--cluster-only asked for Azure credentials")
+
+    args = parser().parse_args(["verify", str(live.stack), "--kubeconfig", str(live.kubeconfig), "--cluster-only",
+                                "--json"])
+    out = io.StringIO()
+    code = verify_command(args, Console(file=out), Console(file=io.StringIO()), azure_factory=no_azure)
+    doc = json.loads(out.getvalue())
+    assert code == 0 and live.arm.received == [] and live.kube.received
+    assert {r["check"].split(".")[0] for r in doc["results"]} == {"cluster"}
+    assert doc["subscription"] == "not read (--cluster-only)"
+
+
+def test_cluster_only_refuses_flags_that_read_azure(live: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(live.stack), "--kubeconfig", str(live.kubeconfig), "--cluster-only",
+                 "--subscription", "x"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: --subscription: reads Azure: drop it, or drop --cluster-only"]
+
+
+def test_ctrl_c_leaves_no_key_in_tmpdir_and_says_what_happened(live: World, world: World, tmp_path: Path) -> None:
+    """The client writes the kubeconfig's client-key-data to a file (ssl loads keys from files); Ctrl-C in the middle
+    of a check must remove it, and the message must be about verify, not about an output folder."""
+    folder = tmp_path / "kc"
+    folder.mkdir()
+    config = kubeconfig(folder, live.kube.url, world.tls, client=world.tls)
+    live.kube.routes["/api/v1/nodes"] = Special(body=b'{"items": []}' + b" " * 100, pause=1.0)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "components.cli", "verify", str(live.stack), "--kubeconfig",
+                                str(config), "--cluster-only"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(p == "/api/v1/nodes" for _, p in ((m, p.split("?")[0]) for m, p in live.kube.received)):
+        assert time.monotonic() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    keys = [p for p in tmpdir.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
+    assert keys  # written while verify runs: what Ctrl-C must not leave behind
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert [str(p) for p in tmpdir.rglob("*")] == []
+    assert err.strip().splitlines()[-1].startswith("interrupted: verify stopped before its verdicts")

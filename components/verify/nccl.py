@@ -136,7 +136,7 @@ class Writer:
 
 def run_nccl(plan: ClusterPlan, kubeconfig: str, context: str | None, reader_client: Any,
              poll: float = POLL_SECONDS, clock: Callable[[], float] = time.monotonic) -> list[Result]:
-    from kubernetes import config
+    from components.verify.connect import kube_client
 
     kube = Kube(reader_client)
     found = pick_domain(plan, kube.list("/api/v1/nodes"))
@@ -151,7 +151,7 @@ def run_nccl(plan: ClusterPlan, kubeconfig: str, context: str | None, reader_cli
                             "add nvcr.io to cluster.registry.extraUpstreams")]
     name = f"gpucluster-nccl-{int(time.time())}"
     service, job = job_objects(name, domain, pool, image)
-    writer = Writer(config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False))
+    writer = Writer(kube_client(kubeconfig, context))
     base = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
     try:
         writer.send("POST", f"/api/v1/namespaces/{NAMESPACE}/services", service)
