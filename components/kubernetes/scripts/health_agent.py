@@ -74,14 +74,22 @@ def _statuses(doc: Any) -> list[str]:
     return found
 
 
+DIAG_FAILING = frozenset({"fail", "warn"})
+"""DCGM 4.5.2's JSON writes a Warn result as "Fail" (dcgmi/Diag.cpp HelperDisplayDiagResult, its default
+DDR_NO_DISPLAY_WARN); a literal "Warn" (the CLI's display string) is read the same way."""
+DIAG_PASSING = frozenset({"pass", "skip"})
+"""A skipped test neither passes nor fails a node; a report of skips alone proves nothing."""
+
+
 def diag_verdict(exit_code: int | None, report: Any) -> str:
     """`dcgmi diag -j`: "pass" only when it exited 0 AND its report is a JSON object holding at least one passed
-    test and no failed one. A report that is missing, empty, cut short or without results proves nothing: the
-    verdict is then "diag-report-invalid", never a pass."""
+    result, none failed or warned, and no status DCGM's JSON does not write (tests/data/dcgm_output.json, from
+    NVIDIA/DCGM at the operator's release). A report that is missing, empty, cut short, without results or of skips
+    alone proves nothing: the verdict is then "diag-report-invalid", never a pass."""
     statuses = [s.lower() for s in _statuses(report)] if isinstance(report, dict) else []
-    if "fail" in statuses or (exit_code is not None and exit_code != 0):
+    if DIAG_FAILING.intersection(statuses) or (exit_code is not None and exit_code != 0):
         return "diag-failed"
-    if exit_code is None or "pass" not in statuses:
+    if exit_code is None or "pass" not in statuses or not DIAG_PASSING.issuperset(statuses):
         return "diag-report-invalid"
     return "pass"
 
@@ -91,7 +99,9 @@ def diag_passed(exit_code: int, report: Any) -> bool:
 
 
 def health_problem(report: Any) -> str | None:
-    """`dcgmi health -c -j`: the overall verdict, or None when healthy."""
+    """`dcgmi health -c -j`: the overall verdict (`body` -> `Overall Health` -> `value`: Healthy, Warning, Failure or
+    Internal error at DCGM 4.5.2), or None when healthy. A Warning taints the node too: it stops taking new work
+    until someone looks (the watch keeps its verdict in the taint's value)."""
     stack = [report]
     verdict = None
     while stack and verdict is None:
