@@ -87,3 +87,42 @@ def test_numbers_from_servers_are_ascii_digits_only() -> None:
     assert kc.whole_number("33", 0, 32) is None
     assert kc.retry_after_seconds("²", time.time()) is None
     assert kc.retry_after_seconds("9" * 400, time.time()) == kc.RETRY_AFTER_CAP
+
+
+# Each promise of the client's docstring, against a server that breaks it.
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunks"])
+def test_a_body_over_the_size_bound_is_refused(kube: FakeKube, tmp_path: Path, declared: bool) -> None:
+    body = b'{"items": "' + b"x" * (300 << 10) + b'"}'
+    kube.inject("GET", NODE, Fault(200, body=body, truncate=False))
+    client_ = client(kube, tmp_path, max_body=256 << 10)
+    if not declared:  # the same size arriving without a usable Content-Length
+        kube.faults.clear()
+        kube.inject("GET", NODE, Fault(200, {"Content-Length": "²"}, body=body))
+    with pytest.raises(kc.ApiError, match="limit"):
+        client_.call("GET", kube.url + NODE)
+
+
+def test_a_repeating_continue_token_ends_the_list(kube: FakeKube, tmp_path: Path) -> None:
+    kube.inject("GET", "/api/v1/nodes", Fault(200, body=b'{"items": [], "metadata": {"continue": "same"}}', times=5))
+    with pytest.raises(kc.ApiError, match="continue token repeats"):
+        list(client(kube, tmp_path).list_items("/api/v1/nodes"))
+    assert len(kube.requests("GET", "^/api/v1/nodes$")) == 2
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    (b'{"type": "ADDED", "object": {"metadata": {"name": "' + b"x" * 2048 + b'"}}}\n', "over the"),
+    (b'{"type": "ADDED", "object": {"metadata": {"name": "cut"', "cut short"),
+    (b'{"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}}\n', "410"),
+], ids=["oversized event", "cut event", "expired"])
+def test_a_watch_that_breaks_its_promises_is_an_error(kube: FakeKube, tmp_path: Path, body: bytes, error: str) -> None:
+    kube.inject("GET", "/api/v1/nodes", Fault(200, body=body))
+    with pytest.raises(kc.ApiError, match=error):
+        list(client(kube, tmp_path).watch("/api/v1/nodes", "1", 1, max_event=1024))
+
+
+def test_plain_http_goes_only_to_the_metadata_endpoint_and_loopback(tmp_path: Path) -> None:
+    http = kc.Http(budget=kc.Budget(100_000))
+    with pytest.raises(kc.ApiError, match="https only"):
+        http.call("GET", "http://management.azure.com/subscriptions")
+    kc._check_transport("http://169.254.169.254/metadata/identity/oauth2/token")  # IMDS: plain http by design
