@@ -36,6 +36,8 @@ class Fault:
     truncate: bool = False
     times: int = 1
     who: str | None = None
+    trickle: float = 0.0
+    """Seconds between bytes: the whole answer (status line, headers, body) is sent one byte at a time."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,19 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
+        def _trickle(self, status: int, data: bytes, headers: dict[str, str], pause: float) -> None:
+            lines = [f"HTTP/1.1 {status} X", *(f"{k}: {v}" for k, v in headers.items()),
+                     "Content-Type: application/json", f"Content-Length: {len(data)}", "Connection: close"]
+            raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+            self.close_connection = True
+            for n in range(len(raw)):
+                try:
+                    self.wfile.write(raw[n:n + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up (its deadline under test)
+                    return
+                time.sleep(pause)
+
         def _send(self, status: int, data: bytes, headers: dict[str, str], truncate: bool = False) -> None:
             self.send_response(status)
             for key, value in headers.items():
@@ -130,6 +145,9 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
                 status = fault.status or 200
                 data = fault.body if fault.body is not None else json.dumps(
                     {"kind": "Status", "code": status, "message": "injected"}).encode()
+                if fault.trickle:
+                    self._trickle(status, data, fault.headers, fault.trickle)
+                    return
                 self._send(status, data, fault.headers, fault.truncate)
                 return
             try:

@@ -81,6 +81,8 @@ REPORTS: dict[str, tuple[str | None, bytes | None, str]] = {
     "deep report": ("0", deep_json(10_000), "diag-report-invalid"),
     "no exit code": (None, json.dumps(PASSED).encode(), "diag-report-invalid"),
     "exit 1": ("1", json.dumps(PASSED).encode(), "diag-failed"),
+    "exit --1": ("--1", json.dumps(PASSED).encode(), "diag-report-invalid"),
+    "exit in superscript digits": ("²", json.dumps(PASSED).encode(), "diag-report-invalid"),
     "a failed test": ("0", json.dumps(FAILED).encode(), "diag-failed"),
 }
 
@@ -210,3 +212,29 @@ def test_a_gpu_pod_bound_during_the_recheck_gives_the_node_back(kube: FakeKube, 
     kube.before_write = a_job_lands
     assert agent.recheck(client(kube, tmp_path), "h100", 1, NAMESPACE, APP) == 0
     assert taints(kube, "h100-00000") == {} and not kube.requests("DELETE")
+
+
+def test_the_agent_loop_survives_any_exception(kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a round raises, the agent logs it, waits longer, and goes on to taint on the next health report."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "health.json").write_text(json.dumps({"body": {"Overall Health": {"value": "Failure"}}}))
+    kube.put_object(NODES, node("gpu-0"))
+    real, faults, waits = agent.watch_once, [OverflowError("1e999"), ValueError("--1")], []
+
+    def flaky(*args: Any) -> str | None:
+        if faults:
+            raise faults.pop(0)
+        return real(*args)
+
+    monkeypatch.setattr(agent, "watch_once", flaky)
+    assert agent.agent(client(kube, tmp_path), "gpu-0", str(shared), rounds=3, interval=1.0, sleep=waits.append) == 0
+    assert taints(kube, "gpu-0") == {agent.UNHEALTHY: "failure"}
+    assert waits[0] >= 1.0 and waits[1] >= 1.0
+
+
+def test_a_gpu_request_in_superscript_digits_is_not_a_crash() -> None:
+    _, weird = pod("odd", "h100-00000", gpus=1)
+    weird["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "²"
+    assert agent.holds_gpu(weird) is False
+    assert agent.main(["health_agent.py", "recheck", "h100", "²", NAMESPACE, APP]) == 2
