@@ -492,7 +492,8 @@ def test_the_plan_command_does_not_load_the_cloud_clients() -> None:
 NAMESPACES = {"compute": "Microsoft.Compute", "network": "Microsoft.Network", "privatedns": "Microsoft.Network",
               "storage": "Microsoft.Storage", "managedidentity": "Microsoft.ManagedIdentity",
               "containerregistry": "Microsoft.ContainerRegistry", "keyvault": "Microsoft.KeyVault",
-              "virtualmachineimages": "Microsoft.VirtualMachineImages"}
+              "virtualmachineimages": "Microsoft.VirtualMachineImages", "monitor": "Microsoft.Monitor",
+              "alertsmanagement": "Microsoft.AlertsManagement"}
 """azure-native module -> the ARM namespace of its resource types (Microsoft.Resources and Microsoft.Authorization
 are the platform's own: registered in every subscription)."""
 
