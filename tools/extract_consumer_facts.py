@@ -17,10 +17,12 @@ Tests (tests/test_consumer_flags.py, tests/test_chart_values_keys.py) read only 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import subprocess
 import sys
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,11 +62,22 @@ class FlagConsumer:
 
 
 @dataclass(frozen=True)
+class Subchart:
+    """A dependency whose templates the parent's repository does not hold (only its values.yaml)."""
+
+    name: str
+    repo: str
+    tag: str
+    chart_dir: str
+
+
+@dataclass(frozen=True)
 class Chart:
     name: str
     repo: str
     tag: str
     chart_dir: str
+    subcharts: tuple[Subchart, ...] = ()
 
 
 def _git(repo_dir: Path, *args: str) -> str:
@@ -152,15 +165,17 @@ def extract_flags(mirrors: Path, consumer: FlagConsumer) -> dict[str, Any]:
 
 
 def key_paths(values: Any, prefix: str = "") -> dict[str, str]:
-    """Every key path of a values tree -> `map` (a non-empty mapping), `free` (an empty mapping: any keys),
+    """Every key path of a values tree -> `map` (a non-empty mapping), `free` (an empty mapping or null: any keys),
     `list`, or `scalar`."""
     out: dict[str, str] = {}
     if isinstance(values, dict):
         for key, value in values.items():
             path = f"{prefix}.{key}" if prefix else str(key)
-            if isinstance(value, dict):
-                out[path] = "map" if value else "free"
+            if isinstance(value, dict) and value and not all("/" in str(k) or "." in str(k) for k in value):
+                out[path] = "map"
                 out.update(key_paths(value, path))
+            elif isinstance(value, dict) or value is None:  # empty, null, or keyed by labels: any keys
+                out[path] = "free"
             else:
                 out[path] = "list" if isinstance(value, list) else "scalar"
     return out
@@ -169,17 +184,79 @@ def key_paths(values: Any, prefix: str = "") -> dict[str, str]:
 TEMPLATE_REF = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
 
 
+def template_reads(repo_dir: Path, commit: str, listing: list[str]) -> set[str]:
+    read: set[str] = set()
+    for path in listing:
+        if path.endswith((".yaml", ".yml", ".tpl", ".txt", ".json")):
+            read.update(m[1].lstrip(".") for m in TEMPLATE_REF.finditer(_git(repo_dir, "show", f"{commit}:{path}")))
+    return read
+
+
 def extract_chart(mirrors: Path, chart: Chart) -> dict[str, Any]:
     repo_dir = mirror(mirrors, chart.repo)
     commit = commit_of(repo_dir, chart.tag)
     values = yaml.safe_load(_git(repo_dir, "show", f"{commit}:{chart.chart_dir}/values.yaml")) or {}
+    keys = key_paths(values)
+    subcharts = re.findall(rf"^{re.escape(chart.chart_dir)}/charts/([^/]+)/values\.yaml$",
+                           _git(repo_dir, "ls-tree", "-r", "--name-only", commit, f"{chart.chart_dir}/charts/"), re.M)
+    for sub in subcharts:  # a dependency's values sit under its name; the parent's own entries win
+        sub_values = yaml.safe_load(_git(repo_dir, "show", f"{commit}:{chart.chart_dir}/charts/{sub}/values.yaml"))
+        keys = {**key_paths(sub_values or {}, sub), **keys}
     listing = _git(repo_dir, "ls-tree", "-r", "--name-only", commit, f"{chart.chart_dir}/templates/").split()
-    read = set()
-    for path in listing:
-        if path.endswith((".yaml", ".yml", ".tpl", ".txt", ".json")):
-            read.update(m[1].lstrip(".") for m in TEMPLATE_REF.finditer(_git(repo_dir, "show", f"{commit}:{path}")))
+    read = template_reads(repo_dir, commit, listing)
+    subchart_sources = []
+    for sub in chart.subcharts:
+        sub_dir = mirror(mirrors, sub.repo)
+        sub_commit = commit_of(sub_dir, sub.tag)
+        sub_listing = _git(sub_dir, "ls-tree", "-r", "--name-only", sub_commit, f"{sub.chart_dir}/templates/").split()
+        read |= {f"{sub.name}.{r}" for r in template_reads(sub_dir, sub_commit, sub_listing)}
+        subchart_sources.append({"repo": sub.repo, "tag": sub.tag, "commit": sub_commit,
+                                 "templates": f"{sub.chart_dir}/templates/"})
     return {"chart": chart.name, "repo": chart.repo, "tag": chart.tag, "commit": commit,
             "values_file": f"{chart.chart_dir}/values.yaml", "templates": f"{chart.chart_dir}/templates/",
+            "subcharts": [f"{chart.chart_dir}/charts/{sub}/values.yaml" for sub in subcharts],
+            "subchart_templates": subchart_sources,
+            "keys": dict(sorted(keys.items())), "template_reads": sorted(read)}
+
+
+@dataclass(frozen=True)
+class PackagedChart:
+    """A chart as its project publishes it: `<name>-<version>.tgz` in a chart repository's git tree."""
+
+    name: str
+    repo: str
+    version: str
+
+
+def extract_packaged_chart(mirrors: Path, chart: PackagedChart) -> dict[str, Any]:
+    repo_dir = mirror(mirrors, chart.repo)
+    files = _git(repo_dir, "ls-tree", "--name-only", "HEAD").split()
+    versions = [f.removeprefix(f"{chart.name}-").removesuffix(".tgz") for f in files
+                if re.fullmatch(rf"{re.escape(chart.name)}-\d+\.\d+\.\d+\.tgz", f)]
+    series, _, patch = chart.version.rpartition(".")
+    candidates = [v for v in versions if v.rpartition(".")[0] == series and int(v.rpartition(".")[2]) <= int(patch)]
+    if not candidates:
+        raise SystemExit(f"no {chart.name} {series}.x at or below {chart.version} in {repo_dir}")
+    used = max(candidates, key=lambda v: int(v.rpartition(".")[2]))
+    package = f"{chart.name}-{used}.tgz"
+    commit = _git(repo_dir, "log", "-1", "--format=%H", "HEAD", "--", package).strip()
+    blob = subprocess.run(["git", "-C", str(repo_dir), "show", f"{commit}:{package}"], capture_output=True,
+                          check=True).stdout
+    values: Any = {}
+    read: set[str] = set()
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            parts = member.name.split("/")
+            if not member.isfile() or len(parts) < 2 or parts[0] != chart.name:
+                continue
+            text = (tar.extractfile(member) or io.BytesIO()).read().decode()
+            if parts[1:] == ["values.yaml"]:
+                values = yaml.safe_load(text) or {}
+            elif parts[1] == "templates":
+                read.update(m[1].lstrip(".") for m in TEMPLATE_REF.finditer(text))
+    return {"chart": chart.name, "repo": chart.repo, "tag": used,
+            **({"wanted": chart.version} if used != chart.version else {}), "commit": commit,
+            "values_file": f"{package}:{chart.name}/values.yaml", "templates": f"{package}:{chart.name}/templates/",
             "keys": dict(sorted(key_paths(values).items())), "template_reads": sorted(read)}
 
 
@@ -245,11 +322,17 @@ FLAG_CONSUMERS = (
 
 CHARTS = (
     Chart("kueue", "kubernetes-sigs/kueue", "v0.19.2", "charts/kueue"),
-    Chart("gpu-operator", "NVIDIA/gpu-operator", "v26.3.3", "deployments/gpu-operator"),
+    Chart("gpu-operator", "NVIDIA/gpu-operator", "v26.3.3", "deployments/gpu-operator", subcharts=(
+        Subchart("node-feature-discovery", "kubernetes-sigs/node-feature-discovery", "v0.18.3",
+                 "deployment/helm/node-feature-discovery"),)),
     Chart("nvidia-dra-driver-gpu", "kubernetes-sigs/dra-driver-nvidia-gpu", "v25.12.0",
           "deployments/helm/nvidia-dra-driver-gpu"),
     Chart("dranet", "kubernetes-sigs/dranet", "v1.4.0", "deployments/helm/dranet"),
 )
+
+
+PACKAGED_CHARTS = (PackagedChart("cilium", "cilium/charts", "1.20.3"),)
+"""cilium/cilium is larger than a mirror here may be; cilium/charts holds the packages Helm installs."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
         name = consumer.name.split(" ")[0]
         (args.out / f"flags-{name}.json").write_text(json.dumps(facts, indent=1) + "\n")
         print(f"{name}: {len(facts['flags'])} flags from {len(facts['sources'])} files")
+    for packaged in PACKAGED_CHARTS:
+        facts = extract_packaged_chart(args.mirrors, packaged)
+        (args.out / f"values-{packaged.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
+        print(f"{packaged.name} {facts['tag']}: {len(facts['keys'])} values keys, "
+              f"{len(facts['template_reads'])} template reads")
     for chart in CHARTS:
         facts = extract_chart(args.mirrors, chart)
         (args.out / f"values-{chart.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
