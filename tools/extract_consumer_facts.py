@@ -181,6 +181,7 @@ def key_paths(values: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+JOB_KIND = re.compile(r"^kind:\s*(Job|CronJob)\s*$", re.M)
 TEMPLATE_REF = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
 
 
@@ -190,6 +191,25 @@ def template_reads(repo_dir: Path, commit: str, listing: list[str]) -> set[str]:
         if path.endswith((".yaml", ".yml", ".tpl", ".txt", ".json")):
             read.update(m[1].lstrip(".") for m in TEMPLATE_REF.finditer(_git(repo_dir, "show", f"{commit}:{path}")))
     return read
+
+
+def job_templates(repo_dir: Path, commit: str, listing: list[str]) -> list[str]:
+    """Templates that create Jobs or CronJobs (Helm hooks included): what an admission webhook on Jobs sees."""
+    return sorted(p for p in listing
+                  if p.endswith((".yaml", ".yml")) and JOB_KIND.search(_git(repo_dir, "show", f"{commit}:{p}")))
+
+
+def managed_jobs_selector_webhooks(repo_dir: Path, commit: str, listing: list[str]) -> list[str]:
+    """Kueue's chart: the webhooks whose namespaceSelector is the manager config's managedJobsNamespaceSelector
+    (`{{- if (hasKey $managerConfig "managedJobsNamespaceSelector") }}` right under `namespaceSelector:`)."""
+    names: list[str] = []
+    for path in listing:
+        if not path.endswith("webhook/manifests.yaml"):
+            continue
+        text = _git(repo_dir, "show", f"{commit}:{path}")
+        names += re.findall(r"^\s*name: ([a-z0-9.-]+)\n\s*namespaceSelector:\n\s*\{\{- if \(hasKey \$managerConfig "
+                            r"\"managedJobsNamespaceSelector\"\) \}\}", text, re.M)
+    return sorted(set(names))
 
 
 def extract_chart(mirrors: Path, chart: Chart) -> dict[str, Any]:
@@ -204,19 +224,23 @@ def extract_chart(mirrors: Path, chart: Chart) -> dict[str, Any]:
         keys = {**key_paths(sub_values or {}, sub), **keys}
     listing = _git(repo_dir, "ls-tree", "-r", "--name-only", commit, f"{chart.chart_dir}/templates/").split()
     read = template_reads(repo_dir, commit, listing)
+    jobs = job_templates(repo_dir, commit, listing)
+    selector_webhooks = managed_jobs_selector_webhooks(repo_dir, commit, listing)
     subchart_sources = []
     for sub in chart.subcharts:
         sub_dir = mirror(mirrors, sub.repo)
         sub_commit = commit_of(sub_dir, sub.tag)
         sub_listing = _git(sub_dir, "ls-tree", "-r", "--name-only", sub_commit, f"{sub.chart_dir}/templates/").split()
         read |= {f"{sub.name}.{r}" for r in template_reads(sub_dir, sub_commit, sub_listing)}
+        jobs += [f"{sub.repo}:{p}" for p in job_templates(sub_dir, sub_commit, sub_listing)]
         subchart_sources.append({"repo": sub.repo, "tag": sub.tag, "commit": sub_commit,
                                  "templates": f"{sub.chart_dir}/templates/"})
     return {"chart": chart.name, "repo": chart.repo, "tag": chart.tag, "commit": commit,
             "values_file": f"{chart.chart_dir}/values.yaml", "templates": f"{chart.chart_dir}/templates/",
             "subcharts": [f"{chart.chart_dir}/charts/{sub}/values.yaml" for sub in subcharts],
             "subchart_templates": subchart_sources,
-            "keys": dict(sorted(keys.items())), "template_reads": sorted(read)}
+            "keys": dict(sorted(keys.items())), "template_reads": sorted(read), "job_templates": jobs,
+            **({"webhooks_following_managed_jobs_namespace_selector": selector_webhooks} if selector_webhooks else {})}
 
 
 @dataclass(frozen=True)
@@ -244,6 +268,7 @@ def extract_packaged_chart(mirrors: Path, chart: PackagedChart) -> dict[str, Any
                           check=True).stdout
     values: Any = {}
     read: set[str] = set()
+    jobs: list[str] = []
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
         for member in tar.getmembers():
             parts = member.name.split("/")
@@ -254,10 +279,13 @@ def extract_packaged_chart(mirrors: Path, chart: PackagedChart) -> dict[str, Any
                 values = yaml.safe_load(text) or {}
             elif parts[1] == "templates":
                 read.update(m[1].lstrip(".") for m in TEMPLATE_REF.finditer(text))
+                if member.name.endswith((".yaml", ".yml")) and JOB_KIND.search(text):
+                    jobs.append(member.name)
     return {"chart": chart.name, "repo": chart.repo, "tag": used,
             **({"wanted": chart.version} if used != chart.version else {}), "commit": commit,
             "values_file": f"{package}:{chart.name}/values.yaml", "templates": f"{package}:{chart.name}/templates/",
-            "keys": dict(sorted(key_paths(values).items())), "template_reads": sorted(read)}
+            "keys": dict(sorted(key_paths(values).items())), "template_reads": sorted(read),
+            "job_templates": sorted(jobs)}
 
 
 _CB = "kubernetes/component-base"
