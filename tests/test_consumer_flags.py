@@ -87,6 +87,15 @@ def test_etcd_flags_exist_in_3_6_14(dev_out: Path) -> None:
     assert unknown(args, "etcd") == []
 
 
+def test_etcdctl_flags_exist_in_3_6_14(dev_out: Path) -> None:
+    cloud_init = yaml.safe_load((dev_out / "boot" / "etcd-0.yaml").read_text())
+    lines = [line for f in cloud_init["write_files"] for line in (f.get("content") or "").splitlines()
+             if re.search(r"\betcdctl(_at)?\b", line)]
+    args = [a for line in lines for a in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line)]
+    assert {"--endpoints", "--cacert", "--command-timeout", "--peer-urls", "--write-out"} <= set(args)
+    assert unknown(args, "etcdctl") == []
+
+
 def test_kubeadm_extra_args_exist_where_they_can_be_read(dev_out: Path) -> None:
     docs = {d["kind"]: d for d in _kubeadm(dev_out)}
     cluster = docs["ClusterConfiguration"]

@@ -342,6 +342,14 @@ FLAG_CONSUMERS = (
         Source("kubernetes/cloud-provider", "v0.36.4", ("options/kubecloudshared.go",),
                "KubeCloudSharedOptions, shared with kube-controller-manager (allocate-node-cidrs)"),
     )),
+    FlagConsumer("etcdctl", "3.6.14", sources=(
+        Source("etcd-io/etcd", "v3.6.14",
+               ("etcdctl/ctlv3/ctl.go", "etcdctl/ctlv3/command/member_command.go",
+                "etcdctl/ctlv3/command/ep_command.go", "etcdctl/ctlv3/command/snapshot_command.go",
+                "etcdctl/ctlv3/command/defrag_command.go", "etcdctl/ctlv3/command/move_leader_command.go"),
+               "the global flags (ctl.go) and those of the subcommands the boot scripts run (member, endpoint, "
+               "snapshot, defrag, move-leader), as one set"),
+    )),
     FlagConsumer("etcd", "3.6.14", sources=(
         Source("etcd-io/etcd", "v3.6.14", ("server/embed/config.go", "server/etcdmain/config.go"),
                "embed.Config.AddFlags and etcdmain's own flags (server/etcdmain/config.go newConfig)"),
