@@ -78,6 +78,18 @@ def test_cloud_node_lifecycle_flags_exist_in_cloud_provider_azure_1_36_5(dev_out
     assert unknown(args, "cloud-controller-manager") == []
 
 
+def test_the_lifecycle_controller_is_one_the_ccm_starts(dev_out: Path) -> None:
+    """`--controllers` names must be keys of newControllerInitializers or their aliases (cloud-provider-azure v1.36.5,
+    k8s.io/cloud-provider names/controller_names.go CCMControllerAliases); `*` and `-name` as generic.go reads them."""
+    known = json.loads((CATALOGUES / "flags-cloud-controller-manager.json").read_text())["controllers"]
+    names = set(known["canonical"]) | set(known["aliases"])
+    args = _container_args(dev_out, "23-deployment-kube-system-cloud-node-lifecycle.yaml")
+    [value] = [a.split("=", 1)[1] for a in args if a.startswith("--controllers=")]
+    asked = [c.removeprefix("-") for c in value.split(",") if c != "*"]
+    assert asked == ["cloud-node-lifecycle"] and set(asked) <= names
+    assert "node-lifecycle" not in names  # a near miss would be refused
+
+
 def test_etcd_flags_exist_in_3_6_14(dev_out: Path) -> None:
     cloud_init = yaml.safe_load((dev_out / "boot" / "etcd-0.yaml").read_text())
     [script] = [f["content"] for f in cloud_init["write_files"] if "exec /usr/local/bin/etcd " in f.get("content", "")]

@@ -142,6 +142,34 @@ def normalized(name: str) -> str:
     return name.replace("_", "-")
 
 
+def ccm_controllers(mirrors: Path, go_mod: str) -> dict[str, Any]:
+    """The names `--controllers` accepts in cloud-provider-azure's cloud-controller-manager: the keys of
+    newControllerInitializers (cmd/cloud-controller-manager/app/controllermanager.go), with k8s.io/cloud-provider's
+    names/controller_names.go constants resolved, and that file's CCMControllerAliases (generic.go replaces an
+    alias by its canonical name before checking)."""
+    azure = mirror(mirrors, "kubernetes-sigs/cloud-provider-azure")
+    azure_commit = commit_of(azure, "v1.36.5")
+    main = _git(azure, "show", f"{azure_commit}:cmd/cloud-controller-manager/app/controllermanager.go")
+    body = main[main.index("func newControllerInitializers()"):]
+    body = body[:body.index("\n}\n")]
+    provider = mirror(mirrors, "kubernetes/cloud-provider")
+    wanted = go_mod_version(go_mod, "k8s.io/cloud-provider")
+    tag = nearest_tag(provider, wanted)
+    provider_commit = commit_of(provider, tag)
+    names_go = _git(provider, "show", f"{provider_commit}:names/controller_names.go")
+    consts = dict(re.findall(r"^\s*(\w+)\s*=\s*\"([a-z-]+)\"", names_go, re.M))
+    canonical = {consts.get(k.removeprefix("names."), k.strip('"'))
+                 for k in re.findall(r"controllers\[((?:names\.\w+)|(?:\"[a-z-]+\"))\]", body)}
+    aliases_body = names_go[names_go.index("func CCMControllerAliases()"):]
+    aliases = {alias: consts[target] for alias, target in re.findall(r"\"([a-z-]+)\":\s*(\w+),", aliases_body)}
+    return {"canonical": sorted(canonical), "aliases": dict(sorted(aliases.items())),
+            "sources": [{"repo": "kubernetes-sigs/cloud-provider-azure", "tag": "v1.36.5", "commit": azure_commit,
+                         "path": "cmd/cloud-controller-manager/app/controllermanager.go"},
+                        {"repo": "kubernetes/cloud-provider", "tag": tag,
+                         **({"wanted": wanted} if wanted != tag else {}), "commit": provider_commit,
+                         "path": "names/controller_names.go"}]}
+
+
 def extract_flags(mirrors: Path, consumer: FlagConsumer) -> dict[str, Any]:
     first = consumer.sources[0]
     go_mod = _git(mirror(mirrors, first.repo), "show", f"{first.ref}:{consumer.go_mod}") if consumer.go_mod else ""
@@ -380,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     for consumer in FLAG_CONSUMERS:
         facts = extract_flags(args.mirrors, consumer)
         name = consumer.name.split(" ")[0]
+        if name == "cloud-controller-manager":
+            go_mod = _git(mirror(args.mirrors, "kubernetes-sigs/cloud-provider-azure"), "show", "v1.36.5:go.mod")
+            facts["controllers"] = ccm_controllers(args.mirrors, go_mod)
         (args.out / f"flags-{name}.json").write_text(json.dumps(facts, indent=1) + "\n")
         print(f"{name}: {len(facts['flags'])} flags from {len(facts['sources'])} files")
     for packaged in PACKAGED_CHARTS:
