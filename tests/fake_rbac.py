@@ -10,7 +10,7 @@ then RBAC against the ClusterRoles, Roles and bindings the plan renders. Sources
 - same tag, `pkg/endpoints/handlers/responsewriters/errors.go` `ForbiddenStatusError`, `forbiddenMessage`: the 403.
 - kubernetes/kubernetes `plugin/pkg/auth/authorizer/rbac/rbac.go` `RuleAllows` and `pkg/apis/rbac/v1/
   evaluation_helpers.go` (VerbMatches, APIGroupMatches, ResourceMatches with `*` and `*/<subresource>`,
-  ResourceNameMatches: no names means all), read at commits 01aa0f3f and 03bf11a3 of the public index.
+  ResourceNameMatches: no names means all), read at commits 01aa0f3f and 03bf11a3 (not a 1.36 tag).
 - A ClusterRoleBinding grants its role everywhere; a RoleBinding grants its Role or ClusterRole only in the
   binding's namespace (kubernetes.io/docs/reference/access-authn-authz/rbac/, "RoleBinding and ClusterRoleBinding").
   A service account's user is `system:serviceaccount:<ns>:<name>` with groups `system:serviceaccounts`,
