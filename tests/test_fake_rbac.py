@@ -109,3 +109,17 @@ def test_the_recheck_cannot_delete_agent_pods_without_its_role(tmp_path: Path) -
         client = kc.Kube(kube.url, str(tmp_path), timeout=0.5, budget=kc.Budget(1000), retry_base=0.01, retry_cap=0.05)
         assert agent.recheck(client, "h100", 1, health.NAMESPACE, "a") == 1
     assert [d[1] for d in kube.denied] == ["delete"]
+
+
+def test_the_refusal_reads_as_kube_apiservers() -> None:
+    """responsewriters/errors.go forbiddenMessage, with the group-qualified resource NewForbidden is given."""
+    kube = FakeKube()
+    rendered = ipam_objects.prefix_ipam_objects({"client_id": "c"}, "api.example", 6443, "agents:1")
+    kube.enforce(rendered, {"t": ACCOUNT})
+    status, body = kube.refuse("DELETE", "/apis/cilium.io/v2/ciliumnodes/n1", {}, "t") or (0, {})
+    assert status == 403 and body["reason"] == "Forbidden" and body["code"] == 403
+    assert body["message"] == ('ciliumnodes.cilium.io "n1" is forbidden: User "system:serviceaccount:kube-system:'
+                               'gpucluster-prefix-ipam" cannot delete resource "ciliumnodes" in API group "cilium.io" '
+                               'at the cluster scope')
+    assert kube.refuse("GET", "/api/v1/nodes", {"watch": "1"}, "t") is None
+    assert (kube.refuse("GET", "/api/v1/nodes", {}, "someone") or (0,))[0] == 401
