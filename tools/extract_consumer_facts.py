@@ -316,6 +316,57 @@ def extract_packaged_chart(mirrors: Path, chart: PackagedChart) -> dict[str, Any
             "job_templates": sorted(jobs)}
 
 
+STRUCT = re.compile(r"^type (\w+) struct \{\n(.*?)^\}", re.M | re.S)
+FIELD = re.compile(r"^\s*(?:(\w+)\s+)?([\w.*\[\]]+(?:\[[\w.*]+\][\w.*]+)?)\s+`json:\"([^\"]*)\"", re.M)
+
+
+def go_structs(text: str, qualifier: str = "") -> dict[str, dict[str, str]]:
+    """Each struct's JSON fields -> Go type; an embedded `json:",inline"` field as `<inline>` -> its type. Types
+    are qualified with `qualifier` when they name a struct of the same file."""
+    structs: dict[str, dict[str, str]] = {}
+    for name, body in STRUCT.findall(text):
+        fields: dict[str, str] = {}
+        for field, kind, tag in FIELD.findall(body):
+            json_name = tag.split(",")[0]
+            if not json_name and "inline" in tag:
+                fields[f"<inline>{kind}"] = kind
+            elif json_name and json_name != "-":
+                fields[json_name] = kind
+        structs[f"{qualifier}{name}"] = fields
+    local = {n.removeprefix(qualifier) for n in structs}
+    if qualifier:  # qualify references to the same file's structs
+        for fields in structs.values():
+            for key, kind in fields.items():
+                bare = kind.lstrip("*[]")
+                if bare in local:
+                    fields[key] = kind[: len(kind) - len(bare)] + qualifier + bare
+    return structs
+
+
+def kueue_configuration_schema(mirrors: Path, tag: str) -> dict[str, Any]:
+    """Kueue decodes its Configuration strictly (v0.19.2 pkg/config/config.go `serializer.EnableStrict`): an
+    unknown field stops the manager. Its structs (apis/config/v1beta2/configuration_types.go), with the external
+    ones it embeds or points to from apimachinery's meta/v1 and component-base's config/v1alpha1 at its go.mod's
+    versions."""
+    kueue = mirror(mirrors, "kubernetes-sigs/kueue")
+    commit = commit_of(kueue, tag)
+    go_mod = _git(kueue, "show", f"{commit}:go.mod")
+    structs = go_structs(_git(kueue, "show", f"{commit}:apis/config/v1beta2/configuration_types.go"))
+    sources = [{"repo": "kubernetes-sigs/kueue", "tag": tag, "commit": commit,
+                "path": "apis/config/v1beta2/configuration_types.go"}]
+    for repo, module, path, qualifier in (
+            ("kubernetes/apimachinery", "k8s.io/apimachinery", "pkg/apis/meta/v1/types.go", "metav1."),
+            ("kubernetes/component-base", "k8s.io/component-base", "config/v1alpha1/types.go", "configv1alpha1.")):
+        repo_dir = mirror(mirrors, repo)
+        wanted = go_mod_version(go_mod, module)
+        used = nearest_tag(repo_dir, wanted)
+        ext_commit = commit_of(repo_dir, used)
+        structs.update(go_structs(_git(repo_dir, "show", f"{ext_commit}:{path}"), qualifier))
+        sources.append({"repo": repo, "tag": used, **({"wanted": wanted} if wanted != used else {}),
+                        "commit": ext_commit, "path": path})
+    return {"root": "Configuration", "structs": dict(sorted(structs.items())), "sources": sources}
+
+
 _CB = "kubernetes/component-base"
 _KLOG = "kubernetes/klog"
 
@@ -420,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(facts['template_reads'])} template reads")
     for chart in CHARTS:
         facts = extract_chart(args.mirrors, chart)
+        if chart.name == "kueue":
+            facts["manager_config"] = kueue_configuration_schema(args.mirrors, chart.tag)
         (args.out / f"values-{chart.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
         print(f"{chart.name}: {len(facts['keys'])} values keys, {len(facts['template_reads'])} template reads")
     return 0
