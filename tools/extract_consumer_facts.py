@@ -326,7 +326,7 @@ def go_structs(text: str, qualifier: str = "") -> dict[str, dict[str, str]]:
     structs: dict[str, dict[str, str]] = {}
     for name, body in STRUCT.findall(text):
         fields: dict[str, str] = {}
-        for field, kind, tag in FIELD.findall(body):
+        for _field, kind, tag in FIELD.findall(body):
             json_name = tag.split(",")[0]
             if not json_name and "inline" in tag:
                 fields[f"<inline>{kind}"] = kind
