@@ -36,7 +36,14 @@ def catalogue(name: str) -> set[str]:
 
 
 def flag_names(args: list[str]) -> list[str]:
-    return [normalized(a[2:].split("=", 1)[0]) for a in args if a.startswith("--")]
+    """`--name[=v]` and Go's single-dash `-name[=v]` (its flag package takes both); `-10` is a value."""
+    return [normalized(a.lstrip("-").split("=", 1)[0]) for a in args
+            if a.startswith("-") and not re.fullmatch(r"-[0-9.]+", a)]
+
+
+BY_IMAGE = {"cluster-autoscaler": "cluster-autoscaler", "azure-cloud-controller-manager": "cloud-controller-manager",
+            "coredns": "coredns", "k8s-dns-node-cache": "node-cache", "kubelet-csr-approver": "kubelet-csr-approver"}
+"""Image name -> catalogue, for every container the layer passes flags to in `args`."""
 
 
 def unknown(args: list[str], consumer: str) -> list[str]:
@@ -58,6 +65,23 @@ def _kubeadm(out: Path) -> list[dict[str, Any]]:
 
 def _extra(args: list[dict[str, str]]) -> list[str]:
     return [f"--{a['name']}={a['value']}" for a in args]
+
+
+def test_every_container_flag_exists_in_its_program(dev_out: Path) -> None:
+    """Every Deployment's and DaemonSet's container `args` the plan renders, by image."""
+    checked = set()
+    for path in sorted((dev_out / "manifests").glob("*-d[ae]*-*.yaml")):
+        workload = yaml.safe_load(path.read_text())
+        if workload["kind"] not in ("Deployment", "DaemonSet"):
+            continue
+        for container in workload["spec"]["template"]["spec"]["containers"]:
+            if not container.get("args"):
+                continue
+            image = container["image"].rsplit("/", 1)[-1].split(":")[0]
+            assert image in BY_IMAGE, f"{path.name}: {image} takes flags no catalogue covers"
+            assert unknown(container["args"], BY_IMAGE[image]) == [], path.name
+            checked.add(BY_IMAGE[image])
+    assert checked == set(BY_IMAGE.values())
 
 
 def test_cluster_autoscaler_flags_exist_in_1_36_1(dev_out: Path) -> None:

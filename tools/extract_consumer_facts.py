@@ -421,6 +421,18 @@ FLAG_CONSUMERS = (
         Source("kubernetes/cloud-provider", "v0.36.4", ("options/kubecloudshared.go",),
                "KubeCloudSharedOptions, shared with kube-controller-manager (allocate-node-cidrs)"),
     )),
+    FlagConsumer("coredns", "v1.14.2", sources=(
+        Source("coredns/coredns", "v1.14.2", ("coremain/run.go",), "CoreDNS's command line (init in coremain)"),
+    )),
+    FlagConsumer("node-cache", "1.26.4", go_mod="go.mod", sources=(
+        Source("kubernetes/dns", "1.26.4", ("cmd/node-cache/main.go",), "node-cache's own flags"),
+        Source("coredns/coredns", "gomod:github.com/coredns/coredns", ("coremain/run.go",),
+               "the CoreDNS it embeds registers -conf and -pidfile, which main.go looks up"),
+    )),
+    FlagConsumer("kubelet-csr-approver", "v1.2.14", sources=(
+        Source("postfinance/kubelet-csr-approver", "v1.2.14", ("internal/cmd/cmd.go",),
+               "its FlagSet (controller-runtime's ctrlconfig.RegisterFlags, --kubeconfig, is not read)"),
+    )),
     FlagConsumer("etcdctl", "3.6.14", sources=(
         Source("etcd-io/etcd", "v3.6.14",
                ("etcdctl/ctlv3/ctl.go", "etcdctl/ctlv3/command/member_command.go",
