@@ -22,6 +22,7 @@ from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.kueue import kueue_chart_values
 from components.kubernetes.objects.rack_dra import dra_driver_values, dranet_values
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from tests.config_fields import config_schema, unknown_config_fields
 from tests.conftest import stack_spec
 
 CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"
@@ -100,43 +101,13 @@ def test_the_catalogues_name_their_sources() -> None:
         assert len(known["commit"]) == 40 and known["tag"] and known["keys"] and known["template_reads"]
 
 
-def unknown_config_fields(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    """Fields of a strictly decoded Go config that its structs do not define (JSON names; inline structs merged;
-    maps, and types read from no file (durations, quantities), take any value)."""
-    structs: dict[str, dict[str, str]] = schema["structs"]
-
-    def fields(struct: str) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name, kind in structs[struct].items():
-            out.update(fields(kind) if name.startswith("<inline>") and kind in structs else {name: kind})
-        return {k: v for k, v in out.items() if not k.startswith("<inline>")}
-
-    found: list[str] = []
-
-    def walk(value: Any, kind: str, path: str) -> None:
-        bare = kind.lstrip("*")
-        if bare.startswith("[]"):
-            for i, item in enumerate(value if isinstance(value, list) else []):
-                walk(item, bare[2:], f"{path}[{i}]")
-        elif bare in structs and isinstance(value, dict):
-            known = fields(bare)
-            for key, item in value.items():
-                if key not in known:
-                    found.append(f"{path}.{key}" if path else key)
-                else:
-                    walk(item, known[key], f"{path}.{key}" if path else key)
-
-    walk(config, schema["root"], "")
-    return found
-
-
 def _kueue_config(values: dict[str, Any]) -> dict[str, Any]:
     return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
 
 
 def test_kueues_configuration_has_only_fields_its_strict_decoder_knows(dev_out: Path, gb300: ClusterPlan) -> None:
     """kueue v0.19.2 pkg/config/config.go decodes with serializer.EnableStrict: an unknown field stops it."""
-    schema = facts("kueue")["manager_config"]
+    schema = config_schema("kueue-configuration")
     dev = _kueue_config(_planned(dev_out)["kueue"])
     racks = _kueue_config(kueue_chart_values(10, "crd", racks=True))
     assert dev["managedJobsNamespaceSelector"] and racks["resources"]["deviceClassMappings"]
@@ -144,7 +115,7 @@ def test_kueues_configuration_has_only_fields_its_strict_decoder_knows(dev_out: 
 
 
 def test_a_misspelt_kueue_field_is_found() -> None:
-    schema = facts("kueue")["manager_config"]
+    schema = config_schema("kueue-configuration")
     config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
               "leaderElection": {"leaderElect": True, "resourceNam": "x"},
               "managedJobsNamespaceSelector": {"matchExpression": []},

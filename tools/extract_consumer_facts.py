@@ -22,14 +22,8 @@ import json
 import sys
 from pathlib import Path
 
-from tools.consumer_facts.charts import (
-    Chart,
-    PackagedChart,
-    Subchart,
-    extract_chart,
-    extract_packaged_chart,
-    kueue_configuration_schema,
-)
+from tools.consumer_facts.charts import Chart, PackagedChart, Subchart, extract_chart, extract_packaged_chart
+from tools.consumer_facts.config_schemas import ConfigSchema, External, extract_config_schema
 from tools.consumer_facts.flags import FlagConsumer, Source, ccm_controllers, extract_flags
 from tools.consumer_facts.mirrors import git, mirror
 
@@ -131,6 +125,29 @@ PACKAGED_CHARTS = (PackagedChart("cilium", "cilium/charts", "1.20.3"),)
 """cilium/cilium is larger than a mirror here may be; cilium/charts holds the packages Helm installs."""
 
 
+_METAV1 = External("kubernetes/apimachinery", "k8s.io/apimachinery", "pkg/apis/meta/v1/types.go", "metav1.")
+CONFIG_SCHEMAS = (
+    ConfigSchema("kueue-configuration", "config.kueue.x-k8s.io/v1beta2", "Configuration", "kubernetes-sigs/kueue",
+                 "v0.19.2", "apis/config/v1beta2/configuration_types.go",
+                 (_METAV1, External("kubernetes/component-base", "k8s.io/component-base", "config/v1alpha1/types.go",
+                                    "configv1alpha1.")),
+                 "decoded strictly (pkg/config/config.go serializer.EnableStrict): an unknown field stops the manager"),
+    ConfigSchema("kubelet-configuration", "kubelet.config.k8s.io/v1beta1", "KubeletConfiguration",
+                 "kubernetes/kubelet", "kubernetes-1.36.4", "config/v1beta1/types.go", (_METAV1,),
+                 "the kubelet's config file and kubeadm's kubelet-config and patches"),
+    ConfigSchema("credential-provider-config", "kubelet.config.k8s.io/v1", "CredentialProviderConfig",
+                 "kubernetes/kubelet", "kubernetes-1.36.4", "config/v1/types.go", (_METAV1,),
+                 "--image-credential-provider-config"),
+    ConfigSchema("kube-scheduler-configuration", "kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration",
+                 "kubernetes/kube-scheduler", "kubernetes-1.36.4", "config/v1/types.go",
+                 (_METAV1, External("kubernetes/component-base", "k8s.io/component-base", "config/v1alpha1/types.go",
+                                    "componentbaseconfigv1alpha1.")),
+                 "kube-scheduler --config (plugin args are raw and not checked)"),
+    ConfigSchema("audit-policy", "audit.k8s.io/v1", "Policy", "kubernetes/apiserver", "kubernetes-1.36.4",
+                 "pkg/apis/audit/v1/types.go", (_METAV1,), "kube-apiserver --audit-policy-file"),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
@@ -145,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
             facts["controllers"] = ccm_controllers(args.mirrors, go_mod)
         (args.out / f"flags-{name}.json").write_text(json.dumps(facts, indent=1) + "\n")
         print(f"{name}: {len(facts['flags'])} flags from {len(facts['sources'])} files")
+    for schema in CONFIG_SCHEMAS:
+        facts = extract_config_schema(args.mirrors, schema)
+        (args.out / f"config-{schema.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
+        print(f"{schema.name}: {len(facts['structs'])} structs")
     for packaged in PACKAGED_CHARTS:
         facts = extract_packaged_chart(args.mirrors, packaged)
         (args.out / f"values-{packaged.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
@@ -152,8 +173,6 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(facts['template_reads'])} template reads")
     for chart in CHARTS:
         facts = extract_chart(args.mirrors, chart)
-        if chart.name == "kueue":
-            facts["manager_config"] = kueue_configuration_schema(args.mirrors, chart.tag)
         (args.out / f"values-{chart.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
         print(f"{chart.name}: {len(facts['keys'])} values keys, {len(facts['template_reads'])} template reads")
     return 0

@@ -12,8 +12,7 @@ from typing import Any
 
 import yaml
 
-from tools.consumer_facts.go_source import go_mod_version, go_structs
-from tools.consumer_facts.mirrors import commit_of, git, mirror, nearest_tag
+from tools.consumer_facts.mirrors import commit_of, git, mirror
 
 
 @dataclass(frozen=True)
@@ -157,27 +156,3 @@ def extract_packaged_chart(mirrors: Path, chart: PackagedChart) -> dict[str, Any
             "values_file": f"{package}:{chart.name}/values.yaml", "templates": f"{package}:{chart.name}/templates/",
             "keys": dict(sorted(key_paths(values).items())), "template_reads": sorted(read),
             "job_templates": sorted(jobs)}
-
-
-def kueue_configuration_schema(mirrors: Path, tag: str) -> dict[str, Any]:
-    """Kueue decodes its Configuration strictly (v0.19.2 pkg/config/config.go `serializer.EnableStrict`): an
-    unknown field stops the manager. Its structs (apis/config/v1beta2/configuration_types.go), with the external
-    ones it embeds or points to from apimachinery's meta/v1 and component-base's config/v1alpha1 at its go.mod's
-    versions."""
-    kueue = mirror(mirrors, "kubernetes-sigs/kueue")
-    commit = commit_of(kueue, tag)
-    go_mod = git(kueue, "show", f"{commit}:go.mod")
-    structs = go_structs(git(kueue, "show", f"{commit}:apis/config/v1beta2/configuration_types.go"))
-    sources = [{"repo": "kubernetes-sigs/kueue", "tag": tag, "commit": commit,
-                "path": "apis/config/v1beta2/configuration_types.go"}]
-    for repo, module, path, qualifier in (
-            ("kubernetes/apimachinery", "k8s.io/apimachinery", "pkg/apis/meta/v1/types.go", "metav1."),
-            ("kubernetes/component-base", "k8s.io/component-base", "config/v1alpha1/types.go", "configv1alpha1.")):
-        repo_dir = mirror(mirrors, repo)
-        wanted = go_mod_version(go_mod, module)
-        used = nearest_tag(repo_dir, wanted)
-        ext_commit = commit_of(repo_dir, used)
-        structs.update(go_structs(git(repo_dir, "show", f"{ext_commit}:{path}"), qualifier))
-        sources.append({"repo": repo, "tag": used, **({"wanted": wanted} if wanted != used else {}),
-                        "commit": ext_commit, "path": path})
-    return {"root": "Configuration", "structs": dict(sorted(structs.items())), "sources": sources}
