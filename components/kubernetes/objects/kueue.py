@@ -14,7 +14,7 @@ from components.catalog.in_cluster import (
     KUEUE_VERSION,
     RDMA_RESOURCE,
 )
-from components.kubernetes.objects import balloons, health
+from components.kubernetes.objects import balloons, health, metrics
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
 from components.planning.scheduling import (
@@ -205,7 +205,7 @@ SCALE = 2
 
 
 PLATFORM_NAMESPACES = ("kube-system", KUEUE_NAMESPACE, GPU_OPERATOR_NAMESPACE, DRA_DRIVER_NAMESPACE, health.NAMESPACE,
-                       balloons.NAMESPACE)
+                       balloons.NAMESPACE, metrics.NAMESPACE)
 """Namespaces the platform owns, left out of Kueue's Job webhooks. Those webhooks fail closed (failurePolicy Fail,
 kueue v0.19.2 charts/kueue/templates/webhook/manifests.yaml mjob.kb.io, vjob.kb.io): without this, while Kueue's
 controller is down, the GPU operator's pre-upgrade hook Job (gpu-operator v26.3.3 templates/upgrade_crd.yaml) and
