@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fake_rbac import Rbac, forbidden, request_info
+
 
 @dataclass
 class Fault:
@@ -78,6 +80,10 @@ class FakeHttp:
 
     def answer(self, method: str, path: str, query: dict[str, str], body: Any, who: str) -> tuple[int, Any, dict[str, str]]:
         raise NotImplementedError
+
+    def refuse(self, method: str, path: str, query: dict[str, str], who: str) -> tuple[int, Any] | None:
+        """An authentication or authorization failure to answer instead, or None to go on."""
+        return None
 
     @contextmanager
     def running(self) -> Iterator[FakeHttp]:
@@ -150,6 +156,10 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
                     return
                 self._send(status, data, fault.headers, fault.truncate)
                 return
+            refused = fake.refuse(self.command, url.path, query, who)
+            if refused is not None:
+                self._send(refused[0], json.dumps(refused[1]).encode(), {})
+                return
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
@@ -203,6 +213,31 @@ class FakeKube(FakeHttp):
         """Per collection, (resourceVersion, type, object) of every change, for watches."""
         self.compacted = 0
         """Watches from a version below this get 410 Gone, as after etcd compaction."""
+        self.rbac: Rbac | None = None
+        self.users: dict[str, tuple[str, tuple[str, ...]]] = {}
+        """Bearer token -> (user, groups), when `rbac` is on."""
+        self.denied: list[tuple[str, str, str]] = []
+        """(user, verb, path) of every request refused with 403."""
+
+    def enforce(self, objects: list[dict[str, Any]], users: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        """From now on authenticate by `users` and authorize by the RBAC objects among `objects` (tests/fake_rbac.py):
+        401 for an unknown token, 403 with kube-apiserver's Status body for a request no rule allows."""
+        with self.lock:
+            self.rbac = Rbac(objects)
+            self.users.update(users)
+
+    def refuse(self, method: str, path: str, query: dict[str, str], who: str) -> tuple[int, Any] | None:
+        with self.lock:
+            if self.rbac is None:
+                return None
+            if who not in self.users:
+                return 401, _status(401, "Unauthorized", "Unauthorized")
+            user, groups = self.users[who]
+            info = request_info(method, path, query)
+            if self.rbac.allows(user, groups, info):
+                return None
+            self.denied.append((user, info.verb, path))
+            return 403, forbidden(user, info)
 
     def put_object(self, collection: str, obj: dict[str, Any]) -> None:
         with self.lock:

@@ -33,6 +33,7 @@ from tests.ipam_world import (
     NODES,
     RG,
     SUB,
+    as_the_controller,
     block,
     controller,
     nic_reads,
@@ -97,7 +98,7 @@ def test_retry_after_is_read_in_both_forms_and_capped() -> None:
 
 
 def test_kubernetes_retries_honour_retry_after(tmp_path: Path) -> None:
-    kube = FakeKube()
+    kube = as_the_controller(FakeKube(), "t")
     waits: list[float] = []
     with kube.running():
         (tmp_path / "token").write_text("t")

@@ -12,6 +12,7 @@ from components.catalog.in_cluster import (
     CILIUM_REPO,
     CILIUM_VERSION,
     GPU_OPERATOR_CHART,
+    GPU_OPERATOR_NAMESPACE,
     GPU_OPERATOR_REPO,
     GPU_OPERATOR_VERSION,
 )
@@ -84,7 +85,7 @@ class GpuHealth(pulumi.ComponentResource):
         values = serve_chart_values("gpu-operator", gpu_operator_values(racks=any(p.racks for p in plan.pools)),
                                     plan.registry)
         self.operator = release(f"{name}-gpu-operator", GPU_OPERATOR_RELEASE, GPU_OPERATOR_CHART, GPU_OPERATOR_VERSION,
-                                "gpu-operator", values, child, GPU_OPERATOR_REPO)
+                                GPU_OPERATOR_NAMESPACE, values, child, GPU_OPERATOR_REPO)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
         self.checks = declare_all(gpu_health_objects(plan), pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.operator])))

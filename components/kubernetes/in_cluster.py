@@ -22,7 +22,7 @@ from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
 from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
-from components.kubernetes.objects.node_agents import layer_daemonsets
+from components.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
 from components.kubernetes.rack_devices import RackDevices
 from components.kubernetes.rollout_gate import CILIUM_GATE
 from components.kubernetes.scheduling import Scheduling
@@ -72,7 +72,8 @@ class InCluster(pulumi.ComponentResource):
             enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.api_ready]))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
         # First: the node agents' own APF level and the break-glass schema hold before any agent starts.
-        self.flow_control = declare_all(flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan))), child)
+        self.flow_control = declare_all(flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan),
+                                                                                  has_rack_pools(plan))), child)
         self.networking = Networking(f"{name}-networking", plan, azure, child)
         # Cilium's release does not wait (objects/releases.py): this gate does, for most of the nodes, and what needs
         # pod networking comes after it. A new Cilium version gates again.
@@ -104,5 +105,5 @@ class InCluster(pulumi.ComponentResource):
         # NVLink racks: ComputeDomains and InfiniBand NICs through DRA, on rack nodes only.
         self.rack_devices = RackDevices(f"{name}-rack-devices", plan, pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes]))) \
-            if any(p.racks is not None for p in plan.pools) else None
+            if has_rack_pools(plan) else None
         self.register_outputs({})
