@@ -260,8 +260,8 @@ DNS_SERVICE_INDEX = 10
 
 
 THIS_NETWORK = IPv4Network("0.0.0.0/8")
-"""'This network' (RFC 1122 section 3.2.1.3; datatracker.ietf.org draft-schoen-intarea-unicast-0 describes it as
-reserved and unusable for unicast in common TCP/IP stacks): no Service address can live there."""
+"""'This network': RFC 1122 section 3.2.1.3 (b), `{ 0, <Host-number> }` "Specified host on this network. It MUST NOT
+be sent, except as a source address": no Service address, which clients send to, can live there."""
 
 
 def service_range_problem(service: IPv4Network) -> str | None:
