@@ -71,6 +71,19 @@ def test_the_gb_sizes_are_catalogued_as_their_pages_give_them() -> None:
     assert gb200.quota_family == "standardNDISRGB200V6NDRFamily"
 
 
+def test_the_g5_gb300_size_is_catalogued_and_takes_racks() -> None:
+    # nd-gb300-v6-series.md (commit 0c72655c) lists Standard_ND128isrG5_GB300_v6 beside the isr size, same figures
+    g5 = CATALOG["Standard_ND128isrG5_GB300_v6"]
+    gb300 = CATALOG[GB300]
+    assert (g5.vcpus, g5.memory_gib, g5.gpus, g5.max_nics, g5.nvme_gb) == (128, 864, 4, 1, 16000)
+    assert (g5.gpu_model, g5.quota_family) == (gb300.gpu_model, gb300.quota_family)
+    raw = _raw()
+    raw["pools"][1]["vmSize"] = g5.name
+    spec = parse_cluster(raw)
+    rack = next(p for p in plan_pools(spec, effective_limits(spec)) if p.name == "gb300")
+    assert rack.racks is not None and rack.gpus == 432 and rack.arm64
+
+
 # --- planner ----------------------------------------------------------------------------------------------------
 
 
