@@ -13,7 +13,7 @@ from components.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
 from components.offline.cluster_data import balloons_data, scheduling_data
 from components.offline.lifetimes_report import tokens_data
 from components.offline.policy_runner import Violation
-from components.offline.versions_report import first_boot_data, versions_data
+from components.offline.versions_report import first_boot_data, node_pods_data, versions_data
 from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from components.planning.cluster_plan import ClusterPlan
@@ -271,6 +271,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "versions": versions_data(plan),
         "nodeImages": node_images_data(plan),
         "firstBoot": first_boot_data(plan),
+        "nodePods": node_pods_data(plan),
         "bootstrapTokens": tokens_data(plan),
         "outputs": outputs or {},
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
