@@ -232,6 +232,8 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     e = data["egress"]
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
+    if "cniRollout" in data:
+        console.print(data["cniRollout"]["model"], markup=False, soft_wrap=True)
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
     if "versions" in data:

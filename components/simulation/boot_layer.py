@@ -148,7 +148,8 @@ NFD_DNS_POLICY = "ClusterFirstWithHostNet"
 their templates (worker.yaml `dnsPolicy: {{ .Values.worker.dnsPolicy }}`); hostNetwork false."""
 
 
-def chart_objects(prefix_mode: bool = False, rack_pools: tuple[str, ...] = ()) -> list[ChartPod]:
+def chart_objects(prefix_mode: bool = False, rack_pools: tuple[str, ...] = (),
+                  cilium_max_unavailable: int = 1) -> list[ChartPod]:
     """The pods the pinned charts deploy, as their templates render them with the library's values; with rack pools
     (their names) the DRA drivers' node pods too."""
     op = gpu_operator_values()
@@ -157,7 +158,7 @@ def chart_objects(prefix_mode: bool = False, rack_pools: tuple[str, ...] = ()) -
     nfd = op["node-feature-discovery"]
     every = [{"operator": "Exists"}]
     identity = {k: "[at deploy]" for k in ("resource_group", "subscription_id", "tenant_id", "client_id")}
-    cilium = cilium_values("", 0, "", identity, prefix_mode)
+    cilium = cilium_values("", 0, "", identity, prefix_mode, cilium_max_unavailable)
     return [
         ChartPod(_workload_object("DaemonSet", "cilium-agent", "kube-system", {"hostNetwork": True,
                                                                                "tolerations": cilium["tolerations"]},
@@ -388,7 +389,7 @@ def rack_pool_names(plan: ClusterPlan) -> tuple[str, ...]:
 
 def chart_workloads(plan: ClusterPlan) -> list[Workload]:
     """Pods the pinned charts deploy, with the values the library gives them."""
-    pods = chart_objects(plan.prefix_mode, rack_pool_names(plan))
+    pods = chart_objects(plan.prefix_mode, rack_pool_names(plan), plan.cni_rollout.max_unavailable)
     return read_workloads([p.obj for p in pods], plan, {p.obj["metadata"]["name"]: p.source for p in pods})
 
 
@@ -456,8 +457,8 @@ def releases_at_size(plan: ClusterPlan, boot: FirstBoot,
     nodes = {p.name: p.nodes for p in plan.pools} | {CONTROL_PLANE_POOL: plan.control_plane.api.count}
     placed = boot.placements()
     daemonsets = {p.obj["metadata"]["name"]: (p.obj, sum(nodes.get(pool, 0) for pool in placed.get(
-        p.obj["metadata"]["name"], ()))) for p in chart_objects(plan.prefix_mode, rack_pool_names(plan))
-        if p.obj["kind"] == "DaemonSet"}
+        p.obj["metadata"]["name"], ()))) for p in chart_objects(
+        plan.prefix_mode, rack_pool_names(plan), plan.cni_rollout.max_unavailable) if p.obj["kind"] == "DaemonSet"}
     return release_problems(options, daemonsets, OK_TOTAL_UNREADY_COUNT, MAX_UNREADY_PERCENT)
 
 
