@@ -51,3 +51,14 @@ def test_work_pods_per_node_is_what_the_stack_asks() -> None:
         plan_checked(parse_cluster(raw))
     assert any("fewer than the 11 workPodsPerNode asks; set podsPerNode to at least 25" in p.message
                for p in refused.value.problems)
+
+
+def test_by_default_a_node_must_keep_one_pod_for_work() -> None:
+    from tests.conftest import small_cluster
+
+    raw = small_cluster()
+    raw["pools"][1]["podsPerNode"] = 12  # the GPU pool's 12 per-node system pods fill it
+    with pytest.raises(SpecError) as refused:
+        plan_checked(parse_cluster(raw))
+    assert any(p.path == "cluster.pools[1].podsPerNode" and "leave 0 of 12 pods" in p.message
+               and "fewer than the 1 workPodsPerNode" in p.message for p in refused.value.problems)

@@ -1,7 +1,7 @@
 """Pods per node: every DaemonSet the first boot places on a pool (the layer's own and the charts', DRA drivers
 included) takes a pod slot on each of its nodes (kubelet `maxPods` counts every pod, host network or not) and, off
 the host network, one of the NIC's pod addresses. A pool whose nodes keep fewer than the stack's
-`workPodsPerNode` (default one per GPU, or one) for work is refused: its nodes would join and run nothing."""
+`workPodsPerNode` (default 1) for work is refused: its nodes would join and run nothing."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def node_pods(plan: ClusterPlan, placements: dict[str, tuple[str, ...]], workloa
     daemonsets = [w for w in workloads if w.kind == "DaemonSet"]
     for pool in plan.pools:
         here = [w for w in daemonsets if pool.name in placements.get(w.name, ())]
-        work = pool.spec.work_pods_per_node or max(1, pool.size.gpus)
+        work = pool.spec.work_pods_per_node or 1
         found.append(NodePods(pool.name, len(here), sum(not w.host_network for w in here), pool.spec.pods_per_node,
                               node_addressing(pool.spec).pod_addresses, work, tuple(sorted(w.name for w in here))))
     return found

@@ -161,7 +161,7 @@ class PoolSpec(SpecModel):
     pods_per_node: WholeNumber = Field(default=30, ge=1, le=MAX_PODS_PER_NODE)
     work_pods_per_node: WholeNumber | None = Field(default=None, ge=1, le=MAX_PODS_PER_NODE)
     """Pods of work a node must still take after every per-node system pod (kubelet maxPods and the NIC's pod
-    addresses); default one per GPU, or one on a pool without GPUs."""
+    addresses); default 1."""
     pod_addresses: Literal["secondaryIps", "prefixes"] = "secondaryIps"
     """How pods get VNet addresses (docs/ip-plan.md). `secondaryIps`: one secondary IP configuration per pod,
     each an entry against the VNet's 65,536. `prefixes`: the NIC's primary address plus ceil(podsPerNode / 16)
