@@ -89,6 +89,12 @@ LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
 TAINT_PREFLIGHT = "gpucluster.io/preflight"
 """Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
 TAINT_UNHEALTHY = "gpucluster.io/gpu-unhealthy"
+TAINT_RACK_UNPROVEN = "gpucluster.io/rack-unproven"
+"""On a rack node whose GPU feature discovery clique does not bear out its planned rack label
+(components/kubernetes/scripts/rack_clique.py): no rack work lands there."""
+LABEL_GPU_CLIQUE = "nvidia.com/gpu.clique"
+"""GPU feature discovery's NVLink partition label, `<cluster UUID>.<clique id>` (NVIDIA/k8s-device-plugin v0.19.3
+internal/lm/imex.go)."""
 """Set by the GPU health agent on a failed diagnostic or DCGM health watch (scripts/health_agent.py UNHEALTHY)."""
 NODE_NAMESPACE = "node.kubernetes.io"
 """Kubelets may set labels under it; the node lifecycle controller's taints (`not-ready`, `unreachable`) live there."""
