@@ -10,6 +10,7 @@ from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VE
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
 from components.kubernetes.objects.rack_gangs import rack_gang_policy
+from components.kubernetes.objects.team_pods import team_pod_policy
 from components.planning.scheduling import (
     RACK_TOPOLOGY_LEVELS,
     RACK_TOPOLOGY_NAME,
@@ -187,7 +188,7 @@ def kueue_objects(plan: SchedulingPlan) -> list[Object]:
     objects = [*topologies(plan), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
     for team in plan.teams:
         objects += [cluster_queue(plan, team), team_namespace(team), local_queue(team)]
-    return [*objects, *rack_gang_policy(plan)]
+    return [*objects, *(team_pod_policy() if plan.teams else ()), *rack_gang_policy(plan)]
 
 
 CHART_CONCURRENCY = {"Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
