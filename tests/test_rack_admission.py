@@ -252,8 +252,8 @@ def test_a_1_gpu_per_pod_rack_gang_is_refused_with_the_reason() -> None:
     gang = Gang(8, 1, tolerations=TOLERATE_GPU)
     # what admission would do without the policy: TAS counts GPUs only and packs 4 pods on a node, whose one channel
     # serves one of them (the others stay Pending)
-    packed = Counter(_topology(gang, _objects()[("ResourceFlavor", "gb300")]["spec"], _nodes()).values())
-    assert max(packed.values()) == 4
+    placed = _topology(gang, _objects()[("ResourceFlavor", "gb300")]["spec"], _nodes())
+    assert placed is not None and max(Counter(placed.values()).values()) == 4
     try:
         admit(gang, "frontier", _nodes(), _config())
     except InadmissibleError as refused:
