@@ -175,3 +175,29 @@ def test_verify_passes_a_proven_rack_and_fails_a_stray_or_short_one() -> None:
     assert "2 cliques" in failed["rack gb300-z1-g00r00"]
     assert "17 node(s), the rack holds 18" in failed["rack gb300-z1-g00r01"]
 
+
+
+def test_verify_reads_each_groups_subgroups_and_names_a_declared_one_azure_lacks() -> None:
+    from components.verify.check_racks import NETWORK_API, check_subgroups
+
+    class Groups:
+        subscription, resource_group = "sub", "gb300-rg"
+
+        def __init__(self, names: dict[str, list[str]]) -> None:
+            self.names = names
+            self.urls: list[str] = []
+
+        def get_json(self, url: str) -> dict[str, Any]:
+            self.urls.append(url)
+            name = url.split("/interconnectGroups/")[1].split("?")[0]
+            return {"properties": {"subgroups": [{"name": n} for n in self.names[name]]}}
+
+    listed = {f"gb300-ig{i}": ["subgroup0", "subgroup1"] for i in (1, 2, 3)}
+    arm = Groups(listed)
+    assert all(r.status == "pass" for r in check_subgroups(arm, _plan()))  # type: ignore[arg-type]
+    assert arm.urls[0] == ("/subscriptions/sub/resourceGroups/gb300-rg/providers/Microsoft.Network/interconnectGroups/"
+                           f"gb300-ig1?api-version={NETWORK_API}")
+    listed["gb300-ig2"] = ["sg-a", "sg-b"]
+    [failed] = [r for r in check_subgroups(Groups(listed), _plan()) if r.status == "fail"]  # type: ignore[arg-type]
+    assert failed.subject == "interconnect group gb300-ig2" and "subgroup0, subgroup1 not in" in failed.detail
+    assert "cluster.pools[1].racks.groups[1].subgroups" in failed.fix

@@ -100,7 +100,8 @@ class InterconnectGroupSpec(SpecModel):
     subgroups: list[str] = Field(min_length=1, max_length=256)
     """The group's subgroup names in rack order, as Azure lists them (Subgroups list; `az network interconnect-group
     show --query 'subgroups[].name'`). Azure creates and names subgroups (Network 2025-07-01 `subgroups` readOnly); a
-    scale set names its subgroup when it is created, so the names are an input here (docs/rack-scale.md)."""
+    scale set names its subgroup when it is created, so the names are an input here; `gpucluster verify` reads the
+    group and fails a name it does not list (docs/rack-scale.md)."""
 
     @field_validator("subgroups")
     @classmethod

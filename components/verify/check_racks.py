@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from components.azure.node_pool import interconnect_name
 from components.planning.cluster_plan import ClusterPlan
+from components.verify.arm import Arm
 from components.verify.kube import Kube
 from components.verify.results import Check, Result
 from components.vocabulary import (
@@ -23,6 +25,12 @@ from components.vocabulary import (
 RACKS = Check("cluster.racks", "docs/rack-scale.md \"What verify checks on racks\": GFD's clique label (k8s-device-plugin "
                                "v0.19.3 internal/lm/imex.go), the subgroup id from IMDS (bootstrap/rack.py), the "
                                "planned rack label (planning/node_template.py)")
+SUBGROUPS = Check("azure.subgroups", "Network 2025-07-01 interconnect groups: `subgroups` is read-only, created and "
+                                    "named by Azure (the declared names are the stack's racks.groups[].subgroups, "
+                                    "docs/rack-scale.md)")
+NETWORK_API = "2025-07-01"
+"""The interconnect group's Network API version: azure-native 3.29's network.InterconnectGroup ("Uses Azure REST API
+version 2025-07-01")."""
 FIX = ("a node short: the scale set's instances and the node's kubelet; several cliques or none: the node's NVLink "
        "(nvidia-smi -q | grep -A3 Fabric; GFD's pod logs), a clique shared with another rack or several subgroups: "
        "the rack label does not match the hardware; raise it with Azure support and keep the rack out of quota")
@@ -71,4 +79,32 @@ def check_racks(kube: Kube, plan: ClusterPlan) -> list[Result]:
             else:
                 results.append(RACKS.passed(f"rack {rack}", f"{len(members)} nodes, clique {next(iter(clique))}, "
                                                             f"subgroup {next(iter(subgroups))}"))
+    return results
+
+
+def group_url(subscription: str, resource_group: str, name: str) -> str:
+    return (f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Network/"
+            f"interconnectGroups/{name}?api-version={NETWORK_API}")
+
+
+def check_subgroups(arm: Arm, plan: ClusterPlan) -> list[Result]:
+    """Every declared subgroup name is one the group's Subgroups list holds (read from the group itself)."""
+    results = []
+    for pool in plan.pools:
+        if pool.spec.racks is None:
+            continue
+        for i, group in enumerate(pool.spec.racks.groups):
+            name = interconnect_name(pool.name, group.name)
+            found = arm.get_json(group_url(arm.subscription, arm.resource_group, name))
+            listed = sorted(str(s.get("name")) for s in (found.get("properties") or {}).get("subgroups") or [])
+            missing = [s for s in group.subgroups if s not in listed]
+            key = f"cluster.pools[{plan.spec.pools.index(pool.spec)}].racks.groups[{i}].subgroups"
+            if missing:
+                results.append(SUBGROUPS.failed(f"interconnect group {name}", f"declared {', '.join(missing)} not in "
+                                                f"the group's subgroups ({', '.join(listed) or 'none'})",
+                                                f"set {key} to the names Azure lists, in rack order; a rack scale set "
+                                                "naming a missing subgroup is refused at create"))
+            else:
+                results.append(SUBGROUPS.passed(f"interconnect group {name}",
+                                                f"{len(group.subgroups)} declared subgroup(s) all listed"))
     return results
