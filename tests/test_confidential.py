@@ -44,7 +44,7 @@ VMSS = "azure-native:compute:VirtualMachineScaleSet"
 
 def _confidential_pool(**overrides: Any) -> dict[str, Any]:
     pool: dict[str, Any] = {"name": "cgpu", "kind": "confidential", "vmSize": "Standard_NCC40ads_H100_v5",
-                            "count": 4, "zones": ["1", "2"], "podsPerNode": 8}
+                            "count": 4, "zones": ["1", "2"], "podsPerNode": 16}
     pool.update(overrides)
     return pool
 

@@ -39,7 +39,7 @@ def _ib_stack(count: int, teams: list[dict[str, Any]]) -> dict[str, Any]:
     """dev with its T4 pool swapped for an InfiniBand H100 pool (100 VMs per domain)."""
     raw = stack_raw("dev")
     raw["pools"] = [p for p in raw["pools"] if p["name"] != "t4"] + [
-        {"name": "h100", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": count, "podsPerNode": 8}]
+        {"name": "h100", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": count, "podsPerNode": 16}]
     raw["balloons"] = []
     raw["teams"] = teams
     return raw

@@ -12,6 +12,11 @@ admission, each step cited (kubernetes-sigs/kueue v0.19.2):
    podSetTopologyRequest: "Use PodSpec directly for TAS placement"); with `podset-required-topology` every pod lands
    in one domain of that level, the fitting domain with the fewest free pod slots (pkg/cache/scheduler/
    tas_flavor_snapshot.go findBestFitDomain).
+0. Before all of it, the Workload Kueue creates for the gang passes the cluster's ValidatingAdmissionPolicy on gang
+   shapes (components/kubernetes/objects/rack_gangs.py), evaluated here by cel-python as kube-apiserver binds it
+   (`object`: the Workload, apis/kueue/v1beta2 `spec.podSets[]` with `count`, `template`, `topologyRequest.required`).
+   Channels are then one per pod, and a pod smaller than a node is packed beside others of its gang (TAS counts GPUs
+   only) where the driver's one channel per node (dra-driver-nvidia-gpu v25.12.0) serves only one of them.
 
 The objects are first validated against the vendored CRD schemas (components/kubernetes/crds/kueue-v0.19.2)."""
 
@@ -22,12 +27,17 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import celpy
+from celpy.adapter import json_to_cel
+from celpy.celtypes import BoolType
+
 from components.kubernetes.objects.kueue import (
     CHANNEL_RESOURCE,
     COMPUTE_DOMAIN_CHANNEL_CLASS,
     kueue_configuration,
     kueue_objects,
 )
+from components.kubernetes.objects.rack_gangs import POLICY
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.planning.node_template import node_labels
 from components.vocabulary import ANNOTATION_REQUIRED_TOPOLOGY
@@ -77,6 +87,30 @@ class Gang:
     required_level: str | None = "gpucluster.io/rack"
     tolerations: tuple[dict[str, str], ...] = ()
 
+    def workload(self) -> dict[str, Any]:
+        """The Workload Kueue's Job reconciler creates: one PodSet, the pod template as written."""
+        container = {"name": "worker", "image": "trainer", "resources": {"limits": {GPU: str(self.gpus_per_pod)}}}
+        claims = [{"name": "channel", "resourceClaimTemplateName": "domain-channel"}]
+        podset: dict[str, Any] = {"name": "workers", "count": self.pods,
+                                  "template": {"spec": {"containers": [container], "resourceClaims": claims}}}
+        if self.required_level:
+            podset["topologyRequest"] = {"required": self.required_level}
+        return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "spec": {"podSets": [podset]}}
+
+
+_CEL = celpy.Environment()
+
+
+def _shape_policy(gang: Gang) -> None:
+    """The rendered ValidatingAdmissionPolicy over the gang's Workload (`validationActions: [Deny]`)."""
+    spec = _objects()[("ValidatingAdmissionPolicy", POLICY)]["spec"]
+    activation = {"object": json_to_cel(gang.workload())}
+    for validation in spec["validations"]:
+        result = _CEL.program(_CEL.compile(validation["expression"])).evaluate(activation)
+        assert isinstance(result, BoolType), result
+        if not result:
+            raise InadmissibleError(validation["message"])
+
 
 def _dra(gang: Gang, config: dict[str, Any]) -> dict[str, int]:
     mapped = {c: m["name"] for m in config["resources"].get("deviceClassMappings", []) for c in m["deviceClassNames"]}
@@ -97,6 +131,7 @@ def _tolerated(taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]) 
 
 def admit(gang: Gang, queue: str, nodes: list[Node], config: dict[str, Any]) -> dict[str, str]:
     """Pod -> node, or InadmissibleError."""
+    _shape_policy(gang)
     requests = {GPU: gang.pods * gang.gpus_per_pod, **_dra(gang, config)}
     cq = _objects()[("ClusterQueue", queue)]["spec"]
     [group] = cq["resourceGroups"]
@@ -201,7 +236,34 @@ def test_without_the_mapping_the_channel_class_itself_is_rejected() -> None:
     raise AssertionError("admitted a ComputeDomain workload without deviceClassMappings")
 
 
-def test_channel_quota_follows_the_gpu_quota_on_rack_flavors() -> None:
+def test_channel_quota_is_one_per_node_of_gpu_quota_on_rack_flavors() -> None:
+    # dra-driver-nvidia-gpu v25.12.0: one claimable channel per node (DeviceClass selects id == 0), 4 GPUs per node
     [group] = _objects()[("ClusterQueue", "frontier")]["spec"]["resourceGroups"]
     rows = Counter({r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]})
-    assert rows[CHANNEL_RESOURCE] == rows[GPU] == 216
+    assert rows[GPU] == 216 and rows[CHANNEL_RESOURCE] == 216 // 4 == 54
+
+
+def test_a_4_gpu_per_pod_gang_is_admitted_one_pod_per_node() -> None:
+    placement = admit(Gang(6, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), _config())
+    assert len(placement) == len(set(placement.values())) == 6 and len(_racks_of(placement)) == 1
+
+
+def test_a_1_gpu_per_pod_rack_gang_is_refused_with_the_reason() -> None:
+    gang = Gang(8, 1, tolerations=TOLERATE_GPU)
+    # what admission would do without the policy: TAS counts GPUs only and packs 4 pods on a node, whose one channel
+    # serves one of them (the others stay Pending)
+    placed = _topology(gang, _objects()[("ResourceFlavor", "gb300")]["spec"], _nodes())
+    assert placed is not None and max(Counter(placed.values()).values()) == 4
+    try:
+        admit(gang, "frontier", _nodes(), _config())
+    except InadmissibleError as refused:
+        assert "one pod per node with 4 nvidia.com/gpu" in str(refused) and "one IMEX channel per node" in str(refused)
+        return
+    raise AssertionError("admitted a rack gang of 1-GPU pods that the DRA driver cannot give a channel each")
+
+
+def test_the_shape_rule_judges_rack_gangs_with_claims_only() -> None:
+    # a 1-GPU-per-pod gang placed by the group level (no rack-wide NVLink asked) is not judged by the shape rule
+    placement = admit(Gang(8, 1, required_level="gpucluster.io/infiniband-domain", tolerations=TOLERATE_GPU),
+                      "frontier", _nodes(), _config())
+    assert len(placement) == 8

@@ -186,3 +186,23 @@ def test_the_version_table_and_its_docs_carry_both() -> None:
     text = (Path(ROOT) / "docs" / "versions.md").read_text()
     for component in RACK_ADDONS:
         assert component.name in text and component.version in text and "1.36" in component.minors
+
+
+def test_dranets_database_directory_is_mounted_writable(gb300_run: ProgramRun) -> None:
+    # dranet v1.4.0 README.md: "/var/run/dranet" must be mounted writable (hostPath DirectoryOrCreate); the chart's
+    # daemonset.yaml mounts none. The patch names the chart's DaemonSet and container (`dranet.fullname`).
+    steps = [s["newState"] for s in preview_document(gb300_run)["steps"]]
+    patches = [s for s in steps if s["type"] == "kubernetes:apps/v1:DaemonSetPatch"]
+    assert len(patches) == 1
+    state = patches[0]
+    inputs = state["inputs"]
+    assert (inputs["metadata"]["name"], inputs["metadata"]["namespace"]) == ("dranet", "kube-system")
+    pod = inputs["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["hostPath"]["path"] == "/var/run/dranet")
+    assert volume["hostPath"]["type"] == "DirectoryOrCreate"
+    (container,) = pod["containers"]
+    assert container["name"] == "dranet"
+    mount = next(m for m in container["volumeMounts"] if m["name"] == volume["name"])
+    assert mount["mountPath"] == "/var/run/dranet" and not mount.get("readOnly")
+    release = next(s["urn"] for s in steps if s["type"] == RELEASE and s["inputs"]["name"] == DRANET_CHART)
+    assert release in state["dependencies"]

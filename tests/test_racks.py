@@ -71,6 +71,61 @@ def test_the_gb_sizes_are_catalogued_as_their_pages_give_them() -> None:
     assert gb200.quota_family == "standardNDISRGB200V6NDRFamily"
 
 
+def test_the_g5_gb300_size_is_catalogued_and_takes_racks() -> None:
+    # nd-gb300-v6-series.md (commit 0c72655c) lists Standard_ND128isrG5_GB300_v6 beside the isr size, same figures
+    g5 = CATALOG["Standard_ND128isrG5_GB300_v6"]
+    gb300 = CATALOG[GB300]
+    assert (g5.vcpus, g5.memory_gib, g5.gpus, g5.max_nics, g5.nvme_gb) == (128, 864, 4, 1, 16000)
+    assert (g5.gpu_model, g5.quota_family) == (gb300.gpu_model, gb300.quota_family)
+    raw = _raw()
+    raw["pools"][1]["vmSize"] = g5.name
+    spec = parse_cluster(raw)
+    rack = next(p for p in plan_pools(spec, effective_limits(spec)) if p.name == "gb300")
+    assert rack.racks is not None and rack.gpus == 432 and rack.arm64
+
+
+# --- subgroups and placement: inputs, checked ------------------------------------------------------------------
+
+
+def wire_placement(rack: dict[str, Any]) -> str:
+    return to_wire(body(rack))["properties"]["highSpeedInterconnectPlacement"]
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda g: g.pop("subgroups"), "subgroups"),
+    (lambda g: g.update(subgroups=["subgroup0"]), "subgroups names 1 subgroups for 2 racks"),
+    (lambda g: g.update(subgroups=["subgroup0", "a/b"]), "'a/b' is not a subgroup name"),
+    (lambda g: g.update(subgroups=["subgroup0", "subgroup0"]), "subgroup0"),
+])
+def test_subgroup_names_are_a_checked_input(change: Any, expected: str) -> None:
+    raw = _raw()
+    change(raw["pools"][1]["racks"]["groups"][1])
+    with pytest.raises(SpecError) as refused:
+        parse_cluster(raw)
+    [problem] = refused.value.problems
+    assert problem.path.startswith("cluster.pools[1].racks.groups[1]") and expected in f"{problem.path}: {problem.message}"
+
+
+def test_declared_subgroup_names_reach_the_rack_scale_sets() -> None:
+    raw = _raw()
+    raw["pools"][1]["racks"]["groups"][2]["subgroups"] = ["sg-7f3a", "sg-91c2"]
+    spec = parse_cluster(raw)
+    rack = next(p for p in plan_pools(spec, effective_limits(spec)) if p.name == "gb300")
+    assert [s.rack.subgroup_name for s in rack.scale_sets if s.rack and s.rack.group == "ig3"] == ["sg-7f3a", "sg-91c2"]
+
+
+def test_high_speed_interconnect_placement_is_configurable_and_create_only() -> None:
+    from components.catalog.arm_routes import CREATE_ONLY_PATHS
+    raw = _raw()
+    raw["pools"][1]["racks"]["highSpeedInterconnectPlacement"] = "None"
+    assert parse_cluster(raw).pools[1].racks.high_speed_interconnect_placement == "None"  # type: ignore[union-attr]
+    raw["pools"][1]["racks"]["highSpeedInterconnectPlacement"] = "Ring"
+    with pytest.raises(SpecError):
+        parse_cluster(raw)
+    # absent from azure-mgmt-compute 39.0.0's update model: a change replaces the scale set
+    assert "highSpeedInterconnectPlacement" in CREATE_ONLY_PATHS
+
+
 # --- planner ----------------------------------------------------------------------------------------------------
 
 
@@ -92,6 +147,7 @@ def test_growing_a_group_appends_racks_and_renames_none(gb300_spec: ClusterSpec)
     raw = _raw()
     pool = raw["pools"][1]
     pool["racks"]["groups"][0]["racks"] = 3
+    pool["racks"]["groups"][0]["subgroups"].append("subgroup2")
     pool["count"] = pool["minCount"] = 7 * 18
     spec = parse_cluster(raw)
     before = {s.name for p in plan_pools(gb300_spec, effective_limits(gb300_spec)) for s in p.scale_sets}
@@ -176,6 +232,8 @@ def test_a_rack_scale_set_names_its_group_subgroup_and_block_in_fields_the_sdk_c
     group = profile["networkProfile"]["interconnectGroupProfile"]
     assert group["interconnectGroup"]["id"].endswith("/interconnectGroups/gb300-ig2")
     assert [s["id"] for s in group["subgroups"]] == [group["interconnectGroup"]["id"] + "/subgroups/subgroup1"]
+    assert rack["highSpeedInterconnectPlacement"] == "Trunk"  # the interconnect-block example's value
+    assert wire_placement(rack) == "Trunk"
     assert profile["interconnectBlockProfile"]["interconnectBlock"]["id"].endswith("/interconnectBlocks/gb300-ig2")
     assert rack["singlePlacementGroup"] is False and rack["platformFaultDomainCount"] == 1
     assert len(profile["networkProfile"]["networkInterfaceConfigurations"]) == 1  # one front-end NIC

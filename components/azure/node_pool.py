@@ -135,10 +135,9 @@ def _rack_profile(vm: dict[str, Any], nics: list[Any], plan: ScaleSetPlan, rack:
     """The VM profile with the interconnect profiles, which azure-native's args lack: written in the declared
     (flattened) shape by their wire names, as azure-mgmt-compute 39.0.0's models carry them
     (`VirtualMachineScaleSetVMProfile.interconnect_block_profile`, `VirtualMachineScaleSetNetworkProfile.
-    interconnect_group_profile`). The subgroup is named `subgroup<n>`, as in Microsoft's example
-    (VirtualMachineScaleSet_Create_WithInterconnectBlock.json, stable 2026-03-01)."""
+    interconnect_group_profile`). The subgroup is the one the stack names for the rack (`racks.groups[].subgroups`)."""
     assert plan.rack is not None
-    subgroup = pulumi.Output.concat(rack.group_id, f"/subgroups/subgroup{plan.rack.subgroup}")
+    subgroup = pulumi.Output.concat(rack.group_id, f"/subgroups/{plan.rack.subgroup_name}")
     return {
         **vm,
         "networkProfile": {
@@ -201,6 +200,10 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
         # refuses both): the profile carries every node's OS and storage profiles plus the interconnect profiles.
         inputs["virtualMachineProfile"] = _rack_profile(
             {"priority": "Regular", "osProfile": os_profile, "storageProfile": storage_profile}, nics, plan, rack)
+        assert spec.racks is not None
+        # Create-only (absent from the SDK's update model: catalog/arm_routes.py CREATE_ONLY_PATHS), so a change
+        # replaces the rack's scale set; Trunk by default, as Microsoft's interconnect-block example sends.
+        inputs["highSpeedInterconnectPlacement"] = spec.racks.high_speed_interconnect_placement
     # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
     # the engine's diff (the value in the state stays the create's).
     return NodeScaleSet(plan.name, subscription_id, inputs,

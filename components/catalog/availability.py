@@ -53,6 +53,7 @@ _GB_QUOTE = ("unpublished: the series pages (azure-compute-docs sizes/gpu-accele
              "its region under cluster.sizeRegions.<size> with the quote or `az vm list-skus` output as source")
 _ROWS += (
     Availability("Standard_ND128isr_GB300_v6", (), _GB_QUOTE, "2026-08", primary=False),
+    Availability("Standard_ND128isrG5_GB300_v6", (), _GB_QUOTE, "2026-08", primary=False),
     Availability("Standard_ND128isr_NDR_GB200_v6", (), _GB_QUOTE, "2026-08", primary=False),
 )
 

@@ -45,6 +45,12 @@ _SIZES: tuple[VmSize, ...] = (
     # (generated from Azure's SKU list: standardNDISRGB300V6Family, standardNDISRGB200V6NDRFamily).
     VmSize("Standard_ND128isr_GB300_v6", 128, 864, 4, "B300-288GB", True, True, 1, 0, 16000,
            "standardNDISRGB300V6Family", False, _GPU_DOCS + "nd-gb300-v6-series.md (ms.date 08/12/2026)"),
+    # The G5 variant: the same page lists it with the same figures in every tab (commit 0c72655c). Its quota family is
+    # not in Azure's SKU list as microsoft/aspire generates it (AksNodeVmSizes.cs names only the isr size in
+    # standardNDISRGB300V6Family): the family here is the series' and stays unconfirmed until `az vm list-skus` shows it.
+    VmSize("Standard_ND128isrG5_GB300_v6", 128, 864, 4, "B300-288GB", True, True, 1, 0, 16000,
+           "standardNDISRGB300V6Family", False,
+           _GPU_DOCS + "nd-gb300-v6-series.md (ms.date 08/12/2026; quota family unconfirmed)"),
     VmSize("Standard_ND128isr_NDR_GB200_v6", 128, 900, 4, "B200-192GB", True, True, 1, 0, 16000,
            "standardNDISRGB200V6NDRFamily", False, _GPU_DOCS + "nd-gb200-v6-series.md (ms.date 03/20/2025)"),
     # NC T4: the cheap GPU for dev stacks (no InfiniBand).
@@ -86,11 +92,11 @@ _SIZES: tuple[VmSize, ...] = (
 
 CATALOG: dict[str, VmSize] = {s.name: s for s in _SIZES}
 
-ARM64_SIZES = frozenset({"Standard_ND128isr_GB300_v6", "Standard_ND128isr_NDR_GB200_v6"})
+ARM64_SIZES = frozenset({"Standard_ND128isr_GB300_v6", "Standard_ND128isrG5_GB300_v6", "Standard_ND128isr_NDR_GB200_v6"})
 """Sizes whose CPUs are arm64 (NVIDIA Grace: "Processor | 128 vCPUs | Nvidia Grace CPU", azure-compute-docs
 sizes/gpu-accelerated/includes/nd-gb300-v6-series-specs.md): their machines boot an Arm64 image."""
 
-NO_SERVICE_HEALING = frozenset({"Standard_ND128isr_GB300_v6"})
+NO_SERVICE_HEALING = frozenset({"Standard_ND128isr_GB300_v6", "Standard_ND128isrG5_GB300_v6"})
 """Sizes whose feature table says "Service Healing | Not Supported" (nd-gb300-v6-series.md): a failed host is not
 moved for you; the plan keeps spare racks instead (docs/rack-scale.md). Neither GB size supports live migration
 or memory-preserving updates (both series pages)."""

@@ -51,7 +51,8 @@ class Networking(pulumi.ComponentResource):
         prefix_mode = plan.prefix_mode
         host = api_server_host(plan.spec.name)
         cni_identity = azure.settings(azure.cni_client_id) if azure.cni_client_id is not None else {}
-        values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode)
+        values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode,
+                               plan.cni_rollout.max_unavailable)
         self.cni = release(f"{name}-cilium", CILIUM_RELEASE, CILIUM_CHART, CILIUM_VERSION, "kube-system",
                            serve_chart_values("cilium", values, plan.registry), child, CILIUM_REPO)
         # With `ipam: crd` Cilium takes the /28 blocks the prefix IPAM controller publishes (objects/prefix_ipam.py).

@@ -4,6 +4,7 @@ DRANET's DeviceClass (objects/rack_dra.py). Declared only on clusters with rack 
 from __future__ import annotations
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.catalog.in_cluster import (
     DRA_DRIVER_CHART,
@@ -17,7 +18,12 @@ from components.catalog.in_cluster import (
 from components.kubernetes.add_ons import release
 from components.kubernetes.declare import declare_all
 from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.rack_dra import dra_driver_values, dranet_device_class, dranet_values
+from components.kubernetes.objects.rack_dra import (
+    dra_driver_values,
+    dranet_db_mount,
+    dranet_device_class,
+    dranet_values,
+)
 from components.kubernetes.objects.releases import DRA_DRIVER_RELEASE, DRANET_RELEASE
 from components.planning.cluster_plan import ClusterPlan
 
@@ -33,5 +39,9 @@ class RackDevices(pulumi.ComponentResource):
         self.dranet = release(
             f"{name}-dranet", DRANET_RELEASE, DRANET_CHART, DRANET_VERSION, DRANET_NAMESPACE,
             serve_chart_values(DRANET_RELEASE.chart, dranet_values(plan.pools), plan.registry), child)
+        patch = dranet_db_mount(DRANET_NAMESPACE)
+        self.dranet_db = k8s.apps.v1.DaemonSetPatch(
+            f"{name}-dranet-db", metadata=patch["metadata"], spec=patch["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.dranet]))
         self.device_class = declare_all([dranet_device_class()], child)
         self.register_outputs({})

@@ -11,8 +11,9 @@ import yaml
 from components.offline.crds import crds_for
 from components.offline.engine import SECRET_MARK, Registration
 
-_SKIP_SUFFIXES = ("List",)
-"""`kubernetes:core/v1:ConfigMapList` and friends are not objects to apply."""
+_SKIP_SUFFIXES = ("List", "Patch")
+"""`kubernetes:core/v1:ConfigMapList` and friends are not objects to apply; a `...Patch` (server-side apply of part of
+an object a chart owns, e.g. DRANET's database mount) is recorded in preview.json only."""
 
 # libyaml's emitter when PyYAML was built with it (several times faster on prod's manifests); same output.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

@@ -15,7 +15,7 @@ from components.offline.cost_report import cost_data
 from components.offline.lifetimes_report import tokens_data
 from components.offline.metrics_report import metrics_data
 from components.offline.policy_runner import Violation
-from components.offline.versions_report import first_boot_data, versions_data
+from components.offline.versions_report import first_boot_data, node_pods_data, versions_data
 from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from components.planning.cluster_plan import ClusterPlan
@@ -274,6 +274,11 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "versions": versions_data(plan),
         "nodeImages": node_images_data(plan),
         "firstBoot": first_boot_data(plan),
+        "cniRollout": {"nodes": plan.cni_rollout.nodes, "secondsPerAgent": plan.cni_rollout.seconds_per_agent,
+                       "targetHours": plan.cni_rollout.target_hours,
+                       "maxUnavailable": plan.cni_rollout.max_unavailable,
+                       "hours": round(plan.cni_rollout.hours, 2), "model": plan.cni_rollout.text},
+        "nodePods": node_pods_data(plan),
         "bootstrapTokens": tokens_data(plan),
         "cost": cost_data(plan),
         "outputs": outputs or {},

@@ -235,6 +235,8 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
     print_metrics(console, data)
+    if "cniRollout" in data:
+        console.print(data["cniRollout"]["model"], markup=False, soft_wrap=True)
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
     print_cost(console, data)

@@ -38,6 +38,15 @@ def first_boot_data(plan: ClusterPlan) -> list[Data]:
                                     for s in boot.steps]
 
 
+def node_pods_data(plan: ClusterPlan) -> list[Data]:
+    """Per pool: the per-node system pods the first boot placed, against maxPods and the NIC's pod addresses."""
+    boot = plan.first_boot
+    return [] if boot is None else [
+        {"pool": n.pool, "systemPods": n.system_pods, "podNetworkPods": n.pod_network_pods, "maxPods": n.max_pods,
+         "podAddresses": n.pod_addresses, "freePods": n.free_pods, "workPodsPerNode": n.work_pods,
+         "daemonSets": list(n.daemonsets)} for n in boot.node_pods]
+
+
 def print_first_boot(console: Console, steps: list[Data]) -> None:
     if not steps:
         return

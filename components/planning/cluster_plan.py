@@ -16,6 +16,7 @@ from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.boot_plan import BootPlan, plan_boot
 from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
 from components.planning.clock import today as clock_today
+from components.planning.cni_rollout import CniRolloutPlan, plan_cni_rollout
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.cost import CostPlan, plan_cost, spot_problems
 from components.planning.egress import EgressPlan, plan_egress
@@ -77,6 +78,11 @@ class ClusterPlan:
     @property
     def nodes(self) -> int:
         return sum(p.nodes for p in self.pools)
+
+    @property
+    def cni_rollout(self) -> CniRolloutPlan:
+        """The Cilium agent's rollout width over every node it runs on: the pools' and the API servers'."""
+        return plan_cni_rollout(self.spec.in_cluster.cni_rollout, self.nodes + self.control_plane.api.count)
 
     @property
     def prefix_mode(self) -> bool:

@@ -22,9 +22,29 @@ class Stuck:
 
 
 @dataclass(frozen=True)
+class NodePods:
+    """One pool's node as the first boot fills it: the per-node pods of every DaemonSet placed there."""
+    pool: str
+    system_pods: int
+    """Every DaemonSet pod on one node (kubelet's maxPods counts them all)."""
+    pod_network_pods: int
+    """Those not on the host network: each takes one of the NIC's pod addresses."""
+    max_pods: int
+    pod_addresses: int
+    work_pods: int
+    """What the stack asks a node to take besides them (`workPodsPerNode`)."""
+    daemonsets: tuple[str, ...]
+
+    @property
+    def free_pods(self) -> int:
+        return min(self.max_pods - self.system_pods, self.pod_addresses - self.pod_network_pods)
+
+
+@dataclass(frozen=True)
 class FirstBoot:
     steps: tuple[BootStep, ...]
     stuck: tuple[Stuck, ...]
+    node_pods: tuple[NodePods, ...] = ()
 
     def placements(self) -> dict[str, tuple[str, ...]]:
         found: dict[str, list[str]] = {}

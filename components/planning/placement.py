@@ -30,7 +30,10 @@ class RackPlacement:
     group: str
     """The interconnect group's name (Microsoft.Network/interconnectGroups) and its block's."""
     subgroup: int
-    """The rack's index in its group: subgroup `subgroup<n>`, the platform-managed child the scale set names."""
+    """The rack's index in its group."""
+    subgroup_name: str
+    """The subgroup (the platform-managed child of the group) the rack's scale set names: the stack's
+    `racks.groups[].subgroups[subgroup]`."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ def split_racks(pool: PoolSpec) -> tuple[RackPoolPlan, tuple[ScaleSetPlan, ...]]
         for r in range(group.racks):
             sets.append(ScaleSetPlan(rack_scale_set_name(pool.name, group.zone, gi, r), pool.name, group.zone,
                                      gi * 100 + r, racks.subgroup_size, single_placement_group=False, infiniband=True,
-                                     rack=RackPlacement(group.name, r)))
+                                     rack=RackPlacement(group.name, r, group.subgroups[r])))
     return RackPoolPlan(racks.subgroup_size, groups, racks.spare_racks_per_zone), tuple(sets)
 
 

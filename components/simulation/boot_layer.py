@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
+from components.catalog.in_cluster import DRA_DRIVER_NAMESPACE, DRANET_NAMESPACE
+from components.catalog.versions import CILIUM, DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE
 from components.errors import Problem, SpecError
 from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT, OK_TOTAL_UNREADY_COUNT
 from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
@@ -36,6 +37,7 @@ from components.planning.pod_addresses import api_server_pod_addresses
 from components.planning.pod_needs import needs_cluster_dns
 from components.planning.scale_from_zero import scale_from_zero_problems
 from components.simulation.engine import PoolState, Workload, simulate
+from components.simulation.pod_slots import node_pods, pod_slot_problems
 from components.simulation.release_readiness import ReleaseProblem, release_problems
 from components.vocabulary import (
     GPU_RESOURCE,
@@ -45,9 +47,12 @@ from components.vocabulary import (
     LABEL_DEPLOY_DCGM,
     LABEL_DEPLOY_DCGM_EXPORTER,
     LABEL_DEPLOY_DEVICE_PLUGIN,
+    LABEL_DEPLOY_GFD,
+    LABEL_DEPLOY_OPERATOR_VALIDATOR,
     LABEL_EXCLUDE_FROM_LB,
     LABEL_HOSTNAME,
     LABEL_NFD_NVIDIA_PCI,
+    LABEL_POOL,
     TAINT_PREFLIGHT,
 )
 
@@ -56,7 +61,10 @@ NFD_KEY = f"label:{LABEL_NFD_NVIDIA_PCI}=true"
 HARDWARE_GPU = "hardware:nvidia-gpu"
 """A fact of pools whose VMs have NVIDIA GPUs: what NFD's PCI source finds (vendor 10de)."""
 OPERAND_LABELS = {LABEL_DEPLOY_CONTAINER_TOOLKIT: "true", LABEL_DEPLOY_DEVICE_PLUGIN: "true",
-                  LABEL_DEPLOY_DCGM_EXPORTER: "true", LABEL_DEPLOY_DCGM: "true"}
+                  LABEL_DEPLOY_DCGM_EXPORTER: "true", LABEL_DEPLOY_DCGM: "true", LABEL_DEPLOY_GFD: "true",
+                  LABEL_DEPLOY_OPERATOR_VALIDATOR: "true"}
+"""NVIDIA/gpu-operator v26.3.3 controllers/state_manager.go gpuStateLabels (container workloads) has the driver's and
+node-status-exporter's labels too, whose operands are disabled here."""
 CONTROL_PLANE_TOLERATION = {"key": LABEL_CONTROL_PLANE, "operator": "Equal", "value": "",
                             "effect": "NoSchedule"}
 CLUSTER_DNS = "dns:cluster"
@@ -140,15 +148,17 @@ NFD_DNS_POLICY = "ClusterFirstWithHostNet"
 their templates (worker.yaml `dnsPolicy: {{ .Values.worker.dnsPolicy }}`); hostNetwork false."""
 
 
-def chart_objects(prefix_mode: bool = False) -> list[ChartPod]:
-    """The pods the pinned charts deploy, as their templates render them with the library's values."""
+def chart_objects(prefix_mode: bool = False, rack_pools: tuple[str, ...] = (),
+                  cilium_max_unavailable: int = 1) -> list[ChartPod]:
+    """The pods the pinned charts deploy, as their templates render them with the library's values; with rack pools
+    (their names) the DRA drivers' node pods too."""
     op = gpu_operator_values()
     system = on_system_nodes("x")["nodeSelector"]
     operand = {"tolerations": list(op["daemonsets"]["tolerations"])}
     nfd = op["node-feature-discovery"]
     every = [{"operator": "Exists"}]
     identity = {k: "[at deploy]" for k in ("resource_group", "subscription_id", "tenant_id", "client_id")}
-    cilium = cilium_values("", 0, "", identity, prefix_mode)
+    cilium = cilium_values("", 0, "", identity, prefix_mode, cilium_max_unavailable)
     return [
         ChartPod(_workload_object("DaemonSet", "cilium-agent", "kube-system", {"hostNetwork": True,
                                                                                "tolerations": cilium["tolerations"]},
@@ -203,6 +213,40 @@ def chart_objects(prefix_mode: bool = False) -> list[ChartPod]:
             "nodeSelector": {LABEL_DEPLOY_DCGM_EXPORTER: "true"}, "runtimeClassName": "nvidia",
             **operand}), f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-dcgm-exporter/0800_daemonset.yaml; "
                          "runtimeClassName from controllers/object_controls.go"),
+        ChartPod(_workload_object("DaemonSet", "gpu-feature-discovery", "gpu-operator", {
+            "nodeSelector": {LABEL_DEPLOY_GFD: "true"}, **operand}),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/gpu-feature-discovery/0500_daemonset.yaml "
+                 "(gfd.enabled defaults true); hostNetwork only when gfd.hostNetwork is set "
+                 "(controllers/object_controls.go applyHostNetworkConfig)"),
+        ChartPod(_workload_object("DaemonSet", "nvidia-operator-validator", "gpu-operator", {
+            "nodeSelector": {LABEL_DEPLOY_OPERATOR_VALIDATOR: "true"}, **operand}),
+                 f"NVIDIA/gpu-operator {GPU_OPERATOR.version} assets/state-operator-validation/0500_daemonset.yaml"),
+        ChartPod(_workload_object("DaemonSet", "cilium-envoy", "kube-system", {
+            "hostNetwork": True, "tolerations": every}),
+                 "cilium/cilium install/kubernetes/cilium/templates/cilium-envoy/daemonset.yaml (a stored version, "
+                 f"commit 02515d1e; {CILIUM.version}'s own could not be read here): the standalone Envoy DaemonSet "
+                 "(envoy.enabled), hostNetwork true, envoy.tolerations default [{operator: Exists}]"),
+        *(_rack_pods(rack_pools) if rack_pools else ()),
+    ]
+
+
+def _rack_pods(rack_pools: tuple[str, ...]) -> list[ChartPod]:
+    """The DRA drivers' node pods on rack pools (components/kubernetes/objects/rack_dra.py values)."""
+    on_racks = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": LABEL_POOL, "operator": "In", "values": list(rack_pools)}]}]}}},
+        "tolerations": [{"operator": "Exists"}]}
+    return [
+        ChartPod(_workload_object("DaemonSet", "nvidia-dra-driver-gpu-kubelet-plugin", DRA_DRIVER_NAMESPACE,
+                                  dict(on_racks)),
+                 f"kubernetes-sigs/dra-driver-nvidia-gpu v{DRA_DRIVER.version} templates/kubeletplugin.yaml (no "
+                 "hostNetwork: a pod address)"),
+        ChartPod(_workload_object("DaemonSet", "compute-domain-daemon", DRA_DRIVER_NAMESPACE, dict(on_racks)),
+                 f"kubernetes-sigs/dra-driver-nvidia-gpu v{DRA_DRIVER.version} templates/"
+                 "compute-domain-daemon.tmpl.yaml: one DaemonSet per ComputeDomain on the nodes its pods run on (no "
+                 "hostNetwork); one channel per node (objects/rack_gangs.py) makes it one daemon per node"),
+        ChartPod(_workload_object("DaemonSet", "dranet", DRANET_NAMESPACE, {"hostNetwork": True, **on_racks}),
+                 f"kubernetes-sigs/dranet v{DRANET.version} deployments/helm/dranet/templates/daemonset.yaml "
+                 "(hostNetwork true)"),
     ]
 
 
@@ -339,9 +383,13 @@ def read_workloads(objects: list[Object], plan: ClusterPlan, sources: dict[str, 
     return found
 
 
+def rack_pool_names(plan: ClusterPlan) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in plan.pools if p.racks is not None))
+
+
 def chart_workloads(plan: ClusterPlan) -> list[Workload]:
     """Pods the pinned charts deploy, with the values the library gives them."""
-    pods = chart_objects(plan.prefix_mode)
+    pods = chart_objects(plan.prefix_mode, rack_pool_names(plan), plan.cni_rollout.max_unavailable)
     return read_workloads([p.obj for p in pods], plan, {p.obj["metadata"]["name"]: p.source for p in pods})
 
 
@@ -409,7 +457,8 @@ def releases_at_size(plan: ClusterPlan, boot: FirstBoot,
     nodes = {p.name: p.nodes for p in plan.pools} | {CONTROL_PLANE_POOL: plan.control_plane.api.count}
     placed = boot.placements()
     daemonsets = {p.obj["metadata"]["name"]: (p.obj, sum(nodes.get(pool, 0) for pool in placed.get(
-        p.obj["metadata"]["name"], ()))) for p in chart_objects(plan.prefix_mode) if p.obj["kind"] == "DaemonSet"}
+        p.obj["metadata"]["name"], ()))) for p in chart_objects(
+        plan.prefix_mode, rack_pool_names(plan), plan.cni_rollout.max_unavailable) if p.obj["kind"] == "DaemonSet"}
     return release_problems(options, daemonsets, OK_TOTAL_UNREADY_COUNT, MAX_UNREADY_PERCENT)
 
 
@@ -417,8 +466,10 @@ def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: l
                objects: list[Object] | None = None) -> FirstBoot:
     """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits.
     `objects`: the layer's own objects (default: as declared)."""
-    boot = simulate(pool_states(plan), [*(chart_workloads(plan) if charts is None else charts),
-                                        *own_workloads(plan, objects), *(extra or [])])
+    workloads = [*(chart_workloads(plan) if charts is None else charts), *own_workloads(plan, objects),
+                 *(extra or [])]
+    boot = simulate(pool_states(plan), workloads)
+    pods = node_pods(plan, boot.placements(), workloads)
     releases = [Stuck(f"helm release {p.release}", None, p.reason)
                 for p in releases_at_size(plan, boot, RELEASES)]
     bounds = {p.name: (p.spec.min_count, p.nodes) for p in plan.pools}
@@ -428,8 +479,9 @@ def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: l
     # the flow-control objects are applied first (objects/flowcontrol.py), so no agent starts outside its level.
     boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)),
                       BootStep(0, "API Priority and Fairness: gpucluster-node-agents, gpucluster-breakglass",
-                               ("control plane",)), *boot.steps), (*boot.stuck, *releases))
-    if boot.stuck:
-        raise SpecError([Problem("cluster.inCluster", f"{s.workload} cannot start"
-                                 f"{' on pool ' + s.pool if s.pool else ''}: {s.reason}") for s in boot.stuck])
+                               ("control plane",)), *boot.steps), (*boot.stuck, *releases), tuple(pods))
+    problems = [Problem("cluster.inCluster", f"{s.workload} cannot start{' on pool ' + s.pool if s.pool else ''}: "
+                        f"{s.reason}") for s in boot.stuck] + pod_slot_problems(plan, pods)
+    if problems:
+        raise SpecError(problems)
     return boot

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Literal
 
@@ -17,6 +18,8 @@ MAX_NODES = 65_536
 """Every node takes at least one private address in the VNet, and Azure allows 65,536 per VNet, a limit it
 documents as fixed (MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md): no pool, and no
 cluster, can be larger. Bounding it here also bounds the planners' work before they run."""
+SUBGROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
+"""A name that fits an ARM child resource id segment; Azure documents no narrower rule for subgroups."""
 MAX_PODS_PER_NODE = 255
 """Azure allows 256 private IPs per NIC (the same limits page); one is the node's own."""
 
@@ -95,6 +98,28 @@ class InterconnectGroupSpec(SpecModel):
     zone: str = Field(min_length=1, max_length=8)
     racks: WholeNumber = Field(ge=1, le=256)
     """NVLink racks (subgroups) in the group: each is one scale set of `subgroupSize` VMs."""
+    subgroups: list[str] = Field(min_length=1, max_length=256)
+    """The group's subgroup names in rack order, as Azure lists them (Subgroups list; `az network interconnect-group
+    show --query 'subgroups[].name'`). Azure creates and names subgroups (Network 2025-07-01 `subgroups` readOnly); a
+    scale set names its subgroup when it is created, so the names are an input here; `gpucluster verify` reads the
+    group and fails a name it does not list (docs/rack-scale.md)."""
+
+    @field_validator("subgroups")
+    @classmethod
+    def _subgroup_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not SUBGROUP_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a subgroup name (letters, digits, '_', '.', '-', at most 80, no "
+                                 "'/'); copy the names the group's Subgroups list shows")
+        rules.check_unique(names)
+        return names
+
+    @model_validator(mode="after")
+    def _one_subgroup_per_rack(self) -> InterconnectGroupSpec:
+        if len(self.subgroups) != self.racks:
+            raise ValueError(f"subgroups names {len(self.subgroups)} subgroups for {self.racks} racks: list one "
+                             "subgroup name per rack, in rack order")
+        return self
 
 
 class RackSpec(SpecModel):
@@ -103,6 +128,10 @@ class RackSpec(SpecModel):
     subgroup_size: WholeNumber = Field(default=DEFAULT_SUBGROUP_SIZE, ge=1, le=72)
     """VMs per NVLink rack (the interconnect group's `subgroupProfile.size`)."""
     groups: list[InterconnectGroupSpec] = Field(min_length=1, max_length=64)
+    high_speed_interconnect_placement: Literal["Trunk", "None"] = "Trunk"
+    """The rack scale sets' `highSpeedInterconnectPlacement` (Microsoft.Compute, known values None and Trunk; in
+    the create model only, so a change replaces every rack scale set). Trunk: the value Microsoft's one scale-set
+    example with an interconnect block sends and gets back (docs/rack-scale.md)."""
     spare_racks_per_zone: WholeNumber = Field(default=0, ge=0, le=64)
     """Racks per zone the teams' quotas leave free, so a failed rack's gang restarts on a spare one (the policy
     pack's rack rules read it)."""
@@ -131,6 +160,9 @@ class PoolSpec(SpecModel):
     infiniband: bool | None = None
     """Defaults to on where the size has InfiniBand."""
     pods_per_node: WholeNumber = Field(default=30, ge=1, le=MAX_PODS_PER_NODE)
+    work_pods_per_node: WholeNumber | None = Field(default=None, ge=1, le=MAX_PODS_PER_NODE)
+    """Pods of work a node must still take after every per-node system pod (kubelet maxPods and the NIC's pod
+    addresses); default 1."""
     pod_addresses: Literal["secondaryIps", "prefixes"] = "secondaryIps"
     """How pods get VNet addresses (docs/ip-plan.md). `secondaryIps`: one secondary IP configuration per pod,
     each an entry against the VNet's 65,536. `prefixes`: the NIC's primary address plus ceil(podsPerNode / 16)

@@ -59,6 +59,14 @@ class ApiAccessSpec(SpecModel):
     """How long the first `pulumi up` waits for the API servers' /readyz before applying the layer."""
 
 
+class CniRolloutSpec(SpecModel):
+    """How long a Cilium agent patch may take over the whole cluster (components/planning/cni_rollout.py)."""
+
+    target_hours: RealNumber = Field(default=2.0, gt=0.0, le=168.0)
+    seconds_per_agent: WholeNumber = Field(default=40, ge=1, le=3600)
+    """One agent's restart, deletion to Ready: an estimate until measured on the cluster."""
+
+
 class InClusterSpec(SpecModel):
     """The in-cluster layer (scheduling, capacity, health), applied through the admin kubeconfig."""
 
@@ -72,6 +80,7 @@ class InClusterSpec(SpecModel):
     api_access: ApiAccessSpec = ApiAccessSpec()
     autoscaler_max_scale_down_share: RealNumber = Field(default=0.01, gt=0.0, le=0.2)
     """The largest share of the cluster's nodes the autoscaler may remove at once."""
+    cni_rollout: CniRolloutSpec = CniRolloutSpec()
 
 
 class BalloonSpec(SpecModel):

@@ -73,6 +73,7 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
     from components.verify import check_addons, check_capacity, check_expiry, check_images, check_nics, check_nodes
     from components.verify import check_registrations as registrations
     from components.verify.arm import Arm
+    from components.verify.check_racks import check_racks, check_subgroups
     from components.verify.check_registry import check_registry
     from components.verify.check_scale_sets import check_scale_sets
     from components.verify.kube import Kube
@@ -92,9 +93,11 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
             ("azure.nics", lambda: check_nics.check_nics(arm, plan)),
             ("azure.images", lambda: check_images.check_images(arm, plan)),
             ("azure.registry", lambda: check_registry(arm, plan)),
+            ("azure.subgroups", lambda: check_subgroups(arm, plan)),
         ]
     checks += [
         ("cluster.nodes", lambda: check_nodes.check_nodes(kube, plan)),
+        ("cluster.racks", lambda: check_racks(kube, plan)),
         ("cluster.dns", lambda: check_addons.check_dns(kube, plan)),
         ("cluster.cni", lambda: check_addons.check_cni(kube, plan)),
         ("cluster.images", lambda: check_addons.check_images(kube, plan)),

@@ -10,7 +10,7 @@ from components.kubernetes.objects.common import on_system_nodes
 
 
 def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[str, Any],
-                  prefix_mode: bool = False) -> dict[str, Any]:
+                  prefix_mode: bool = False, max_unavailable: int = 1) -> dict[str, Any]:
     """`api_host` is the endpoint's name, not the load balancer's IP: the agent runs on the API servers too, which
     cannot reach their own internal load balancer; the name resolves to 127.0.0.1 there and to the load balancer
     elsewhere (the hosts entry every boot writes; the agent is host-network, so it reads the node's /etc/hosts).
@@ -42,9 +42,9 @@ def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[st
                      "priorityClassName": "system-cluster-critical"},
         "priorityClassName": "system-node-critical",
         # The agent DaemonSet's rollout (templates/cilium-agent/daemonset.yaml renders `updateStrategy` from this
-        # value): two nodes at a time. Helm's wait would need all other agents ready (objects/releases.py): the
-        # release does not wait.
-        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
+        # value): `max_unavailable` nodes at a time, sized from the plan (planning/cni_rollout.py). Helm's wait
+        # would need all other agents ready (objects/releases.py): the release does not wait.
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max_unavailable}},
         # The agent must run on nodes that still carry the preflight and pool taints.
         "tolerations": [{"operator": "Exists"}],
     }

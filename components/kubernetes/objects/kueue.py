@@ -17,6 +17,8 @@ from components.catalog.in_cluster import (
 from components.kubernetes.objects import balloons, health, metrics
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
+from components.kubernetes.objects.rack_gangs import rack_gang_policy
+from components.kubernetes.objects.team_pods import team_pod_policy
 from components.planning.scheduling import (
     RACK_TOPOLOGY_LEVELS,
     RACK_TOPOLOGY_NAME,
@@ -146,16 +148,18 @@ def has_racks(plan: SchedulingPlan) -> bool:
 
 
 def _with_channels(plan: SchedulingPlan, group: dict[str, Any], team: TeamQueuePlan) -> dict[str, Any]:
-    """One ComputeDomain channel per GPU of quota on rack flavors (a pod on a rack node takes one channel and at
-    least one GPU), none elsewhere; as many DRANET InfiniBand NICs (a GB300 or GB200 VM has 4 GPUs and 4 InfiniBand
-    NICs: nd-gb300-v6-series.md; kubernetes-sigs/dranet v1.4.0 examples/azure_aks_examples/gb300/README.md)."""
-    racks = {f.name for f in plan.flavors if f.pool.racks is not None}
+    """ComputeDomain channels per node of quota on rack flavors: NVIDIA's DRA driver 25.12.0 offers one channel per
+    node (objects/rack_gangs.py), so a rack gang runs one pod per node and a node is one channel. DRANET InfiniBand
+    NICs per GPU (a GB300 or GB200 VM has 4 GPUs and 4 InfiniBand NICs: nd-gb300-v6-series.md; kubernetes-sigs/dranet
+    v1.4.0 examples/azure_aks_examples/gb300/README.md). None of either elsewhere."""
+    per_node = {f.name: f.pool.size.gpus for f in plan.flavors if f.pool.racks is not None}
     gpus = {f.flavor: f.nominal.gpus for f in team.flavors}
-    for resource in (CHANNEL_RESOURCE, RDMA_NIC_RESOURCE):
+    quota = {CHANNEL_RESOURCE: lambda name: gpus[name] // per_node[name], RDMA_NIC_RESOURCE: lambda name: gpus[name]}
+    for resource, nominal in quota.items():
         group["coveredResources"].append(resource)
         for flavor in group["flavors"]:
-            flavor["resources"].append({"name": resource,
-                                        "nominalQuota": gpus[flavor["name"]] if flavor["name"] in racks else 0})
+            name = flavor["name"]
+            flavor["resources"].append({"name": resource, "nominalQuota": nominal(name) if name in per_node else 0})
     return group
 
 
@@ -192,7 +196,7 @@ def kueue_objects(plan: SchedulingPlan) -> list[Object]:
     objects = [*topologies(plan), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
     for team in plan.teams:
         objects += [cluster_queue(plan, team), team_namespace(team), local_queue(team)]
-    return objects
+    return [*objects, *(team_pod_policy() if plan.teams else ()), *rack_gang_policy(plan)]
 
 
 CHART_CONCURRENCY = {"Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,

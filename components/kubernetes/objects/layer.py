@@ -22,6 +22,7 @@ from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
 from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.kubernetes.objects.priority import priority_classes
+from components.kubernetes.objects.rack_clique import rack_clique_objects
 from components.kubernetes.objects.rdma import rdma_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
@@ -84,7 +85,9 @@ def lifecycle_objects(plan: ClusterPlan, identity: AzureSettings,
 
 
 def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
-    return without_await(serve_objects(health_objects(plan.pools, plan.registry.agents_image), plan.registry))
+    image = plan.registry.agents_image
+    return without_await(serve_objects([*health_objects(plan.pools, image), *rack_clique_objects(plan.pools, image)],
+                                       plan.registry))
 
 
 def csr_objects(plan: ClusterPlan) -> list[Object]:

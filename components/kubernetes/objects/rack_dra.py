@@ -71,6 +71,28 @@ def dranet_values(pools: tuple[PoolPlan, ...]) -> dict[str, Any]:
     }
 
 
+DRANET_DB_DIR = "/var/run/dranet"
+"""DRANET keeps prepared pods' device configuration in a bbolt database, `--db-path` default
+`/var/run/dranet/dranet.db`, "so NRI hooks can continue initialization after a driver restart": "deployment manifests
+must mount `/var/run/dranet` as writable storage (hostPath with `DirectoryOrCreate`...)" (kubernetes-sigs/dranet v1.4.0
+README.md; cmd/dranet/app.go `db-path`; install.yaml mounts it). The chart at v1.4.0 mounts none and its schema takes
+no extra volume or argument (templates/daemonset.yaml, values.schema.json `additionalProperties: false`; upstream
+added `extraVolumes` after the tag, commit e8480b2 "Support extra volumes and mounts in the Helm chart")."""
+DRANET_DAEMONSET = "dranet"
+"""The chart's DaemonSet and container name: `dranet.fullname` is the release name when it contains the chart name
+(templates/_helpers.tpl), and the release is named after the chart (objects/releases.py DRANET_RELEASE)."""
+
+
+def dranet_db_mount(namespace: str) -> Object:
+    """A server-side-apply patch of the chart's DaemonSet adding the writable hostPath the chart lacks. Volumes,
+    containers and volume mounts merge by key under server-side apply (name; name; mountPath), so the chart keeps
+    owning everything else, and a Helm upgrade's three-way merge leaves fields it never set."""
+    return obj("apps/v1", "DaemonSet", DRANET_DAEMONSET, namespace, spec={"template": {"spec": {
+        "containers": [{"name": DRANET_DAEMONSET, "volumeMounts": [{"name": "dranet-db", "mountPath": DRANET_DB_DIR}]}],
+        "volumes": [{"name": "dranet-db", "hostPath": {"path": DRANET_DB_DIR, "type": "DirectoryOrCreate"}}],
+    }}})
+
+
 def dranet_device_class() -> Object:
     """resource.k8s.io/v1 (served from Kubernetes 1.34)."""
     return obj("resource.k8s.io/v1", "DeviceClass", DRANET_DEVICE_CLASS,

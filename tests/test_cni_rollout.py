@@ -1,0 +1,40 @@
+"""The Cilium agent's rollout width sized from the plan (components/planning/cni_rollout.py): the value the Cilium
+release renders into the agent DaemonSet's updateStrategy (cilium/cilium templates/cilium-agent/daemonset.yaml reads
+`updateStrategy` from values) and the figure the plan prints."""
+
+from __future__ import annotations
+
+from components.offline.engine import ProgramRun
+from components.planning.cluster_plan import plan_cluster
+from components.planning.cni_rollout import plan_cni_rollout
+from components.spec import parse_cluster
+from components.spec.workloads import CniRolloutSpec
+from tests.conftest import small_cluster, stack_spec
+
+
+def test_the_width_meets_the_target_at_the_per_agent_time() -> None:
+    plan = plan_cni_rollout(CniRolloutSpec(), 7505)  # prod: 7,500 nodes and 5 API servers
+    assert plan.max_unavailable == 42  # ceil(7505 x 40 / 7200)
+    assert plan.hours <= 2.0 and plan_cni_rollout(CniRolloutSpec(), 7505).max_unavailable > 2
+    assert plan_cni_rollout(CniRolloutSpec(target_hours=1.0), 7505).max_unavailable == 84
+    assert plan_cni_rollout(CniRolloutSpec(seconds_per_agent=20), 7505).max_unavailable == 21
+    assert plan_cni_rollout(CniRolloutSpec(), 6).max_unavailable == 1  # never 0
+
+
+def test_prods_cilium_release_rolls_42_agents_at_a_time(prod_run: ProgramRun) -> None:
+    [cilium] = [r.inputs for r in prod_run.registrations
+                if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["name"] == "cilium"]
+    plan = plan_cluster(stack_spec("prod"))
+    assert plan.nodes + plan.control_plane.api.count == 7505
+    assert cilium["values"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 42}}
+
+
+def test_the_stack_sets_its_target_and_the_plan_states_the_model() -> None:
+    raw = small_cluster()
+    raw.setdefault("inCluster", {})["cniRollout"] = {"targetHours": 0.5, "secondsPerAgent": 60}
+    plan = plan_cluster(parse_cluster(raw))
+    nodes = plan.nodes + plan.control_plane.api.count
+    assert plan.cni_rollout.max_unavailable == -(-nodes * 60 // 1800) > 1
+    raw["inCluster"]["cniRollout"] = {"targetHours": 0.001}  # faster than all at once: every node at once
+    assert plan_cluster(parse_cluster(raw)).cni_rollout.max_unavailable == nodes
+    assert "ceil(nodes x seconds per agent / target)" in plan.cni_rollout.text
