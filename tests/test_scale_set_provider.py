@@ -15,30 +15,21 @@ from __future__ import annotations
 
 import base64
 import copy
-import time
 from pathlib import Path
 from typing import Any
 
 import dill
 import pytest
-from azure.core.credentials import AccessToken
 from azure.core.exceptions import HttpResponseError
 from pulumi.dynamic.dynamic import serialize_provider
 
 from components.azure.scale_set_provider import ScaleSetProvider, patch_body
 from components.offline.engine import ProgramRun
-from tests.fake_arm import FakeArm, fake_arm
-
-
-class FakeCredential:
-    """A token credential (azure.core.credentials.TokenCredential protocol) that hands out a fixed token."""
-
-    def get_token(self, *_scopes: str, **_kwargs: Any) -> AccessToken:
-        return AccessToken("fake-token", int(time.time()) + 3600)
+from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
 
 
 def _provider(arm: FakeArm) -> ScaleSetProvider:
-    return ScaleSetProvider(endpoint=arm.base_url, credential=FakeCredential(), connection_verify=arm.ca_file,
+    return ScaleSetProvider(endpoint=arm.base_url, credential=DEPLOYER, connection_verify=arm.ca_file,
                             polling_interval=0)
 
 

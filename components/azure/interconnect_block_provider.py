@@ -79,13 +79,15 @@ class InterconnectBlockProvider(ComputeProvider):
         return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from azure.core import MatchConditions
-
         client = self._client(props["subscriptionId"])
+        # azure-mgmt-compute 39.0.0's interconnect_blocks.begin_create_or_update takes no etag/match_condition
+        # (operations/_operations.py build_interconnect_blocks_create_or_update_request): such a keyword would travel
+        # down to requests.Session.request() and fail. The precondition goes as the header itself, which the
+        # request builder passes through (`headers`).
         poller = client.interconnect_blocks.begin_create_or_update(
             props["resourceGroupName"], props["interconnectBlockName"], model(BLOCK_MODEL)(to_wire(body(props),
                                                                                                  BLOCK_MODEL)),
-            match_condition=MatchConditions.IfMissing, api_version=props["apiVersion"])
+            headers={"If-None-Match": "*"}, api_version=props["apiVersion"])
         return CreateResult(resource_id(props), self._outputs(from_wire(poller.result().as_dict(), BLOCK_MODEL), props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
