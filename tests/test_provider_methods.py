@@ -157,7 +157,10 @@ def test_every_provider_and_dynamic_resource_type_has_an_exercise() -> None:
     assert METHODS == ["check", "configure", "create", "delete", "diff", "read", "update"]
 
 
-@pytest.mark.parametrize("provider_class", sorted(EXERCISED, key=lambda c: c.__name__), ids=lambda c: c.__name__)
+PROVIDERS = sorted(EXERCISED, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("provider_class", PROVIDERS, ids=[c.__name__ for c in PROVIDERS])
 def test_every_method_runs_against_the_fake_arm(provider_class: type, tmp_path: Path, prod_run: ProgramRun,
                                                  gb300_program: ProgramRun) -> None:
     inputs, change = EXERCISED[provider_class]
