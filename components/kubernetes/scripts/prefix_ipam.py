@@ -46,11 +46,16 @@ else:  # the agents image: the scripts side by side in /opt/gpucluster
 ARM = os.environ.get("ARM_ENDPOINT", "https://management.azure.com").rstrip("/")
 ARM_RESOURCE = "https://management.azure.com/"
 """The token's audience: the public cloud's ARM, whatever endpoint the requests go to."""
-ARM_API_VERSION = "2018-10-01"
-"""The api-version of the scale-set NIC operations, kept at 2018-10-01 in later Microsoft.Network specs (the
-samples generated from azure-rest-api-specs `stable/2022-05-01/examples/VmssNetworkInterfaceList.json` call it
-with 2018-10-01). Whether its responses carry the prefix is not settled by a public source: the parser reads
-both shapes the 2024-03-01+ model documents ("a single IP address or a CIDR block")."""
+ARM_API_VERSION = "2024-03-01"
+"""The Microsoft.Network api-version the NICs are read at. ARM shapes a response by the api-version asked for, and the
+NIC IP configuration's `privateIPAddressPrefixLength` is in the model from 2024-03-01 (Azure/azure-rest-api-specs
+commit 0c9da75c, specification/network/resource-manager/Microsoft.Network/stable/2024-03-01/networkInterface.json,
+`NetworkInterfaceIPConfigurationPropertiesFormat`: "If specified and the allocation method is dynamic, the service
+will allocate a CIDR block instead of a single IP address"). The controller used to read at 2018-10-01, a version
+older than the field, where a block could come back as its first address alone."""
+BLOCK_CONFIG_PREFIX = "podblock"
+"""IP configurations the plan declares as /28 blocks are named `podblockNN` (components/azure/node_pool.py); one that
+comes back without its length is refused, never read as a /32 (tests/test_prefix_ipam_api_version.py)."""
 IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
 LEASE_SECONDS = 30
 SYNC_SECONDS = 30
@@ -111,6 +116,8 @@ def nic_blocks(nic: dict[str, Any], prefix_length: int = PREFIX_LENGTH,
         length = props.get("privateIPAddressPrefixLength")
         if not address or props.get("primary"):
             continue
+        if length is None and "/" not in address and str(_dict(config).get("name") or "").startswith(BLOCK_CONFIG_PREFIX):
+            raise MissingPrefixLengthError(f"{_dict(config).get('name')} {address}")
         try:
             text = address if "/" in address else f"{address}/{int(length) if length else 32}"
             block = IPv4Network(text, strict=False)
@@ -124,14 +131,28 @@ def nic_blocks(nic: dict[str, Any], prefix_length: int = PREFIX_LENGTH,
     return sorted(blocks)
 
 
+class MissingPrefixLengthError(ValueError):
+    """A configuration the plan declares as a block came back without its prefix length."""
+
+
 def blocks_by_instance(nics: Iterable[dict[str, Any]], prefix_length: int = PREFIX_LENGTH,
-                       rejected: list[str] | None = None) -> dict[Instance, list[IPv4Network]]:
+                       rejected: list[str] | None = None,
+                       refused: list[str] | None = None) -> dict[Instance, list[IPv4Network]]:
+    """Blocks per instance. An instance with a declared block that came back without its length is left out
+    (its CiliumNode is not changed) and named in `refused`."""
     found: dict[Instance, list[IPv4Network]] = {}
+    dropped: set[Instance] = set()
     for nic in nics:
         instance = instance_of_nic(_dict(nic))
-        if instance is not None:
+        if instance is None:
+            continue
+        try:
             found.setdefault(instance, []).extend(nic_blocks(_dict(nic), prefix_length, rejected))
-    return {key: sorted(value) for key, value in found.items()}
+        except MissingPrefixLengthError as missing:
+            dropped.add(instance)
+            if refused is not None:
+                refused.append(f"instance {instance[1]}: {missing}")
+    return {key: sorted(value) for key, value in found.items() if key not in dropped}
 
 
 def expand(blocks: list[IPv4Network]) -> list[str]:
@@ -326,6 +347,7 @@ class RoundReport:
     patched: int = 0
     conflicts: int = 0
     rejected: int = 0
+    refused: int = 0
 
 
 class Arm:
@@ -501,8 +523,9 @@ class Controller:
             report.sets_waiting += 1
             return None
         rejected: list[str] = []
+        refused: list[str] = []
         try:
-            found = blocks_by_instance(self.arm.list_nics(*key), self.settings.prefix_length, rejected)
+            found = blocks_by_instance(self.arm.list_nics(*key), self.settings.prefix_length, rejected, refused)
         except kc.ApiError as error:
             state.failures += 1
             wait = (min(error.retry_after, self.settings.retry_after_cap) if error.retry_after is not None
@@ -515,6 +538,11 @@ class Controller:
             report.rejected += len(rejected)
             kc.log(f"prefix-ipam: scale set {key[2]}: skipped {len(rejected)} IP configuration(s) that are neither "
                    f"/{self.settings.prefix_length} blocks nor single addresses: {', '.join(rejected[:5])}")
+        if refused:
+            report.refused += len(refused)
+            kc.log(f"prefix-ipam: scale set {key[2]}: REFUSED {len(refused)} node(s), left unchanged: a declared "
+                   f"/{self.settings.prefix_length} block came back without privateIPAddressPrefixLength (read at "
+                   f"Network api-version {ARM_API_VERSION}); never taken as a /32: {', '.join(refused[:5])}")
         state.failures, state.not_before = 0, float("-inf")
         report.sets_read += 1
         return found
