@@ -48,7 +48,7 @@ ARM_RESOURCE = "https://management.azure.com/"
 """The token's audience: the public cloud's ARM, whatever endpoint the requests go to."""
 ARM_API_VERSION = "2024-03-01"
 """The Microsoft.Network api-version the NICs are read at. ARM shapes a response by the api-version asked for, and the
-NIC IP configuration's `privateIPAddressPrefixLength` is in the model from 2024-03-01 (Azure/azure-rest-api-specs
+NIC IP configuration's `privateIPAddressPrefixLength` is in the 2024-03-01 model (Azure/azure-rest-api-specs
 commit 0c9da75c, specification/network/resource-manager/Microsoft.Network/stable/2024-03-01/networkInterface.json,
 `NetworkInterfaceIPConfigurationPropertiesFormat`: "If specified and the allocation method is dynamic, the service
 will allocate a CIDR block instead of a single IP address"). The controller used to read at 2018-10-01, a version
