@@ -106,6 +106,24 @@ class FakeArm:
             change(self.resources[path.lower()])
             self.resources[path.lower()]["etag"] = f'"{time.monotonic_ns()}"'
 
+    def add_instances(self, scale_set: str, count: int) -> list[str]:
+        """`count` VMs of a stored scale set, as its model makes them (storage, network and identity); their paths."""
+        with self.lock:
+            model = self.resources[scale_set.lower()]
+            profile = model["properties"]["virtualMachineProfile"]
+            paths = []
+            for instance in range(count):
+                path = f"{model['id']}/virtualMachines/{instance}"
+                self.resources[path.lower()] = {
+                    "id": path, "name": f"{model['name']}_{instance}", "type": SCALE_SET_VM,
+                    "location": model.get("location"), "identity": copy.deepcopy(model.get("identity")),
+                    "properties": {"storageProfile": copy.deepcopy(profile.get("storageProfile")),
+                                   "networkProfileConfiguration": copy.deepcopy(profile.get("networkProfile")),
+                                   "provisioningState": "Succeeded"},
+                    "etag": f'"{time.monotonic_ns()}"'}
+                paths.append(path)
+            return paths
+
     def stored(self, path: str) -> dict[str, Any] | None:
         with self.lock:
             found = self.resources.get(path.lower())
@@ -130,12 +148,18 @@ def _answer(stored: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+SCALE_SET_VM = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines"
+
+
 def _served_type(path: str) -> str | None:
     """The ARM type of a resource path this fake serves (its last type/name pair), else None."""
-    parts = path.strip("/").split("/")
-    if len(parts) < 8 or parts[-4].lower() != "providers" or parts[-3].lower() != "microsoft.compute":
+    parts = [p.lower() for p in path.strip("/").split("/")]
+    if len(parts) == 10 and parts[5:8] == ["microsoft.compute", "virtualmachinescalesets", parts[7]] \
+            and parts[8] == "virtualmachines":
+        return SCALE_SET_VM
+    if len(parts) < 8 or parts[-4] != "providers" or parts[-3] != "microsoft.compute":
         return None
-    return SERVED_TYPES.get(parts[-2].lower())
+    return SERVED_TYPES.get(parts[-2])
 
 
 def _contains(scope: str, resource: str) -> bool:
@@ -146,12 +170,14 @@ def _contains(scope: str, resource: str) -> bool:
 def linked_checks(model: dict[str, Any]) -> list[tuple[str, str]]:
     """(action, resource id) ARM checks on the resources a scale-set model references."""
     props = model.get("properties") or {}
-    profile = props.get("virtualMachineProfile") or {}
+    # a scale set names them in its VM profile; one of its VMs in its own properties
+    profile = props.get("virtualMachineProfile") or props
+    network = profile.get("networkProfile") or profile.get("networkProfileConfiguration") or {}
     needed: list[tuple[str, str]] = []
     image = ((profile.get("storageProfile") or {}).get("imageReference") or {}).get("id")
     if isinstance(image, str) and "/galleries/" in image.lower():
         needed.append((GALLERY_IMAGE_READ, image))
-    for nic in (profile.get("networkProfile") or {}).get("networkInterfaceConfigurations") or []:
+    for nic in network.get("networkInterfaceConfigurations") or []:
         for config in (nic.get("properties") or {}).get("ipConfigurations") or []:
             subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id")
             if isinstance(subnet, str):
@@ -264,7 +290,7 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
                     self._reply(200, _answer(stored))
             elif self.command == "PUT":
                 merged = _merge(stored, body) if stored is not None else copy.deepcopy(body)
-                if self._denied(path, merged if arm_type.endswith("virtualMachineScaleSets") else None):
+                if self._denied(path, merged if arm_type != "Microsoft.Compute/interconnectBlocks" else None):
                     return
                 if stored is not None and self.headers.get("If-None-Match") == "*":
                     self._error(412, "PreconditionFailed", "the resource exists")
@@ -286,7 +312,7 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
                     self._error(404, "ResourceNotFound", f"{path} not found")
                     return
                 merged = _merge(stored, body)
-                if self._denied(path, merged if arm_type.endswith("virtualMachineScaleSets") else None):
+                if self._denied(path, merged if arm_type != "Microsoft.Compute/interconnectBlocks" else None):
                     return
                 arm.resources[key] = {**merged, "etag": f'"{time.monotonic_ns()}"'}
                 arm.resources[key]["properties"]["provisioningState"] = "Updating"
