@@ -176,3 +176,34 @@ def test_a_state_another_provider_wrote_is_read_and_deleted_by_its_id(tmp_path: 
         provider.delete(path, typed_state)
         assert arm.stored(path) is None
         assert {r.api_version for r in arm.requests if "/operation" not in r.path} == {"2026-07-02"}
+
+
+def test_refresh_reads_what_azure_deleted_as_deleted_and_the_next_up_restores_it(
+        tmp_path: Path, h100_inputs: dict[str, Any]) -> None:
+    """Someone deletes the autoscaler's tags on the scale set (portal, CLI): refresh shows them gone, the next `up`
+    diffs them as changes and puts them back. customData, which Azure never returns, keeps its declared value."""
+    autoscaler = ("cluster-autoscaler-enabled", "min", "max")
+    assert all(tag in h100_inputs["tags"] for tag in autoscaler)
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        created = provider.create(copy.deepcopy(h100_inputs))
+
+        def untag(stored: dict[str, Any]) -> None:
+            for tag in autoscaler:
+                del stored["tags"][tag]
+
+        arm.edit(created.id, untag)
+        read = provider.read(created.id, created.outs or {})
+        assert read.outs is not None and read.inputs == read.outs
+        assert not any(tag in read.outs["tags"] for tag in autoscaler)
+        assert read.outs["virtualMachineProfile"]["osProfile"]["customData"] == \
+            h100_inputs["virtualMachineProfile"]["osProfile"]["customData"]
+        diff = provider.diff(created.id, read.outs, h100_inputs)
+        assert diff.changes and not diff.replaces
+        provider.update(created.id, read.outs, h100_inputs)
+        stored = arm.stored(created.id)
+        assert stored is not None and all(stored["tags"][tag] == h100_inputs["tags"][tag] for tag in autoscaler)
+
+        # everything deleted from the tags: the key itself is gone, not kept from the declaration
+        arm.edit(created.id, lambda stored: stored.pop("tags"))
+        assert "tags" not in (provider.read(created.id, created.outs or {}).outs or {})

@@ -122,7 +122,7 @@ class InterconnectBlockProvider(ComputeProvider):
 
     @staticmethod
     def _outputs(live: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
-        outputs = {k: v for k, v in declared.items() if k != PROVIDER_INPUT}
-        outputs.update(project({k: v for k, v in live.items() if k in outputs},
-                               {k: outputs[k] for k in outputs if k in live}))
+        """The route keys, and the live value of everything else declared (what Azure no longer has is absent)."""
+        outputs = {k: v for k, v in declared.items() if k in ROUTE_KEYS and k != PROVIDER_INPUT}
+        outputs.update(project(live, body(declared)))
         return outputs

@@ -3,8 +3,9 @@
 - create: a PUT of the full body (capacity included: the first size) with `If-None-Match: *`, so it never takes
   over a scale set that already exists (a name clash fails instead of resizing it);
 - update: a PATCH built from the update model without `sku`: capacity is only ever the autoscaler's;
-- read: a GET; inputs and outputs take the live values of what the program declares (capacity too), and keep
-  what Azure never returns (customData);
+- read: a GET; inputs and outputs are the live values of what the program declares (capacity too): a declared value
+  Azure no longer has (a deleted tag) reads as absent, so the next `up` restores it; only what Azure never returns
+  (customData) keeps its declared value;
 - delete: a DELETE, waited for; a scale set already gone counts as deleted;
 - diff: sku.capacity and the serialized provider are never changes; CREATE_ONLY_PATHS, the resource id, zones and
   sku replace (delete first: the name is fixed).
@@ -31,8 +32,10 @@ from components.catalog.arm_routes import (
     PROVIDER_INPUT,
     SCALE_SET_API_VERSION,
     SCALE_SET_ARM_TYPE,
+    SCALE_SET_WRITE_ONLY,
     api_version_at_least,
     leaves,
+    path_pattern,
     scale_set_diff,
 )
 
@@ -55,15 +58,23 @@ def _same_id(live: Any, declared: Any) -> bool:
         and live.lower() == declared.lower()
 
 
-def project(live: Any, declared: Any) -> Any:
-    """The live value in the declared value's shape: keys the program does not declare are left out, keys
-    Azure does not return (customData, secrets) keep the declared value, ARM ids compare without case."""
+def project(live: Any, declared: Any, keep: tuple[str, ...] = (), path: str = "") -> Any:
+    """The live value in the declared value's shape: keys the program does not declare are left out, and so are
+    declared keys Azure no longer has (a deleted tag reads as deleted), except the write-only paths in `keep`
+    (dotted, `[]` for list items), which Azure never returns; ARM ids compare without case."""
     if isinstance(declared, dict) and isinstance(live, dict):
-        return {k: project(live[k], v) if k in live else v for k, v in declared.items()}
+        out = {}
+        for key, value in declared.items():
+            where = f"{path}.{key}" if path else key
+            if key in live:
+                out[key] = project(live[key], value, keep, where)
+            elif path_pattern(where) in keep:
+                out[key] = value
+        return out
     if isinstance(declared, list) and isinstance(live, dict):  # user-assigned identities: ids -> map
         return declared if {str(d).lower() for d in declared} == {k.lower() for k in live} else sorted(live)
     if isinstance(declared, list) and isinstance(live, list) and len(declared) == len(live):
-        return [project(lv, dv) for lv, dv in zip(live, declared, strict=True)]
+        return [project(lv, dv, keep, f"{path}[]") for lv, dv in zip(live, declared, strict=True)]
     if _same_id(live, declared):
         return declared
     return copy.deepcopy(live)
@@ -167,10 +178,10 @@ class ScaleSetProvider(ComputeProvider):
 
     @staticmethod
     def _outputs(live: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
-        """The declared inputs with the live values Azure returned; capacity is the live one."""
-        outputs = {k: v for k, v in declared.items() if k != PROVIDER_INPUT}
-        outputs.update(project({k: v for k, v in live.items() if k in outputs}, {k: outputs[k] for k in outputs
-                                                                              if k in live}))
+        """The route keys, and the live value of everything else the program declares: what Azure no longer has is
+        left out (only write-only customData keeps its declared value); capacity is the live one."""
+        outputs = {k: v for k, v in declared.items() if k in ROUTE_KEYS and k != PROVIDER_INPUT}
+        outputs.update(project(live, body(declared), SCALE_SET_WRITE_ONLY))
         capacity = (live.get("sku") or {}).get("capacity")
         if isinstance(capacity, int) and isinstance(outputs.get("sku"), dict):
             outputs["sku"] = {**outputs["sku"], "capacity": capacity}

@@ -80,6 +80,10 @@ ROUTE_REPLACES: tuple[tuple[str, str], ...] = (
 )
 """Inputs whose change replaces a node scale set beyond CREATE_ONLY_PATHS, with the reason."""
 
+SCALE_SET_WRITE_ONLY: tuple[str, ...] = ("virtualMachineProfile.osProfile.customData",)
+"""Declared paths a GET never returns (customData is write-only: the model keeps it, the response leaves it out), so
+a read keeps the declared value there; everywhere else a value Azure no longer has reads as absent."""
+
 CAPACITY_PATH = "sku.capacity"
 """Owned by the cluster autoscaler once the scale set exists: never diffed, never sent by an update."""
 
@@ -87,7 +91,7 @@ PROVIDER_INPUT = "__provider"
 """The serialized dynamic provider (pulumi.dynamic PROVIDER_KEY): code, not state; diffs skip it."""
 
 
-def _pattern(path: str) -> str:
+def path_pattern(path: str) -> str:
     """`a[3].b[0].c` -> `a[].b[].c`: list indices do not matter to the table."""
     out, skipping = [], False
     for char in path:
@@ -113,7 +117,7 @@ def scale_set_replacement(path: str) -> str | None:
     for key, why in ROUTE_REPLACES:
         if _under(path, key):
             return why
-    pattern = _pattern(path)
+    pattern = path_pattern(path)
     for create_only in CREATE_ONLY_PATHS:
         if _under(pattern, create_only):
             return (f"{create_only} is not in Microsoft.Compute's VirtualMachineScaleSetUpdate at "
