@@ -29,6 +29,7 @@ from pulumi.dynamic.config import Config
 from pulumi.dynamic.dynamic import serialize_provider
 
 import components
+from components.azure.compute_provider import NotOursError
 from components.azure.interconnect_block_provider import InterconnectBlockProvider
 from components.azure.scale_set_provider import ScaleSetProvider
 from components.offline.engine import ProgramRun
@@ -185,3 +186,22 @@ def test_an_sdk_keyword_the_operation_does_not_take_fails_the_exercise(tmp_path:
     with fake_arm(tmp_path) as arm, pytest.raises(TypeError, match="match_condition"):
         WithMatchCondition(endpoint=arm.base_url, credential=DEPLOYER, connection_verify=arm.ca_file,
                            polling_interval=0).create(_block(gb300_program))
+
+
+def test_a_block_left_by_a_failed_create_is_adopted_and_a_foreign_one_refused(tmp_path: Path,
+                                                                             gb300_program: ProgramRun) -> None:
+    block = _block(gb300_program)
+    with fake_arm(tmp_path) as arm:
+        provider = InterconnectBlockProvider(endpoint=arm.base_url, credential=DEPLOYER, connection_verify=arm.ca_file,
+                                             polling_interval=0)
+        arm.fail_next_create("OverconstrainedAllocationRequest")
+        with pytest.raises(RuntimeError, match="the next `pulumi up` adopts it"):
+            provider.create(copy.deepcopy(block))
+        created = provider.create(copy.deepcopy(block))
+        stored = arm.stored(created.id)
+        assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
+        assert len(arm.calls("PUT")) == 3  # failed create, 412, adoption: no loop
+
+        arm.edit(created.id, lambda stored: stored["tags"].update({"gpucluster-cluster": "other"}))
+        with pytest.raises(NotOursError, match="already exists and its tags do not name this cluster"):
+            provider.create(copy.deepcopy(block))

@@ -20,11 +20,12 @@ from typing import Any
 
 import dill
 import pytest
-from azure.core.exceptions import HttpResponseError
 from pulumi.dynamic.dynamic import serialize_provider
 
+from components.azure.compute_provider import NotOursError
 from components.azure.scale_set_provider import ScaleSetProvider, patch_body
 from components.offline.engine import ProgramRun
+from components.vocabulary import CLUSTER_TAG
 from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
 
 
@@ -112,13 +113,48 @@ def test_the_provider_lifecycle_against_arm(tmp_path: Path, h100_inputs: dict[st
         provider.delete(path, read.outs)  # already gone: done
 
 
-def test_create_never_takes_over_an_existing_scale_set(tmp_path: Path, h100_inputs: dict[str, Any]) -> None:
+def test_create_never_takes_over_a_scale_set_it_cannot_prove_its_own(tmp_path: Path,
+                                                                      h100_inputs: dict[str, Any]) -> None:
+    """Another stack's (or a hand-made) scale set of the same name: one PUT (412), one GET, then one line naming the
+    tags and the fix. Nothing is written to it."""
     with fake_arm(tmp_path) as arm:
         provider = _provider(arm)
-        provider.create(copy.deepcopy(h100_inputs))
-        with pytest.raises(HttpResponseError) as failure:
+        theirs = copy.deepcopy(h100_inputs)
+        theirs["tags"] = {**theirs["tags"], CLUSTER_TAG: "someone-else"}
+        path = provider.create(theirs).id
+        with pytest.raises(NotOursError) as refused:
             provider.create(copy.deepcopy(h100_inputs))
-        assert failure.value.status_code == 412 and len(arm.calls("PUT")) == 2
+        message = str(refused.value)
+        assert "\n" not in message and f"{CLUSTER_TAG}='someone-else' (this stack: 'prod')" in message
+        assert "az vmss delete -g gpucluster-prod -n h100-z1-00" in message
+        assert len(arm.calls("PUT")) == 2 and [r.headers.get("if-none-match") for r in arm.calls("PUT")] == ["*", "*"]
+        stored = arm.stored(path)
+        assert stored is not None and stored["tags"][CLUSTER_TAG] == "someone-else"
+
+
+def test_a_create_that_failed_after_arm_accepted_it_is_adopted_by_the_next_up(tmp_path: Path,
+                                                                              h100_inputs: dict[str, Any]) -> None:
+    """AllocationFailed after ARM accepted the PUT: the scale set stays in Azure (state Failed) and Pulumi records
+    nothing. The next `up`'s create gets 412, finds the stack's own tags, and retries the same PUT with If-Match on
+    the etag it read: one adoption, no 412 loop."""
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        arm.fail_next_create("AllocationFailed")
+        with pytest.raises(RuntimeError) as failed:
+            provider.create(copy.deepcopy(h100_inputs))
+        assert "AllocationFailed" in str(failed.value) and "the next `pulumi up` adopts it" in str(failed.value)
+        path = failed.value.args[0].split()[2].rstrip(":")
+        left = arm.stored(path)
+        assert left is not None and left["properties"]["provisioningState"] == "Failed"
+
+        created = provider.create(copy.deepcopy(h100_inputs))
+        assert created.id == path
+        stored = arm.stored(path)
+        assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
+        first, refused, adopted = arm.calls("PUT")
+        assert first.headers.get("if-none-match") == refused.headers.get("if-none-match") == "*"
+        assert adopted.headers.get("if-match") == left["etag"] and "if-none-match" not in adopted.headers
+        assert adopted.body == refused.body  # the same declared body, the plan's capacity included
 
 
 def test_diff_leaves_capacity_to_the_autoscaler_and_replaces_what_azure_cannot_change(

@@ -63,3 +63,27 @@ class ComputeProvider(ResourceProvider):
         if self.polling_interval is not None:
             options["polling_interval"] = self.polling_interval
         return ComputeManagementClient(credential, subscription, base_url=self.endpoint or ARM_ENDPOINT, **options)
+
+
+class NotOursError(RuntimeError):
+    """A create found a resource of the same name that the stack cannot prove it owns."""
+
+
+def check_owned(kind: str, resource_id: str, found_tags: dict[str, str] | None, declared_tags: dict[str, Any],
+                owner_tags: tuple[str, ...], delete_command: str) -> None:
+    """A create that found `resource_id` taken adopts it only when the tags this stack writes (`owner_tags`: the
+    cluster, and the pool for a scale set) have the values it declares; otherwise one line with the fix."""
+    found = found_tags or {}
+    wrong = [f"{tag}={found.get(tag)!r} (this stack: {declared_tags.get(tag)!r})" for tag in owner_tags
+             if found.get(tag) is None or found.get(tag) != declared_tags.get(tag)]
+    if wrong:
+        raise NotOursError(f"{kind} {resource_id} already exists and its tags do not name this cluster and resource "
+                           f"({', '.join(wrong)}): delete it ({delete_command}), or import it with the `import_` "
+                           "resource option, then run `pulumi up` again")
+
+
+def create_failed(kind: str, resource_id: str, error: Exception, delete_command: str) -> RuntimeError:
+    """A long-running create that ARM accepted and then failed (AllocationFailed...): the resource stays in Azure."""
+    reason = " ".join(str(error).split())[:300]
+    return RuntimeError(f"{kind} {resource_id}: the create ARM accepted failed ({reason}); it is left in Azure, tagged "
+                        f"for this stack: the next `pulumi up` adopts it and retries, or delete it ({delete_command})")

@@ -1,7 +1,8 @@
 """The node scale sets' Pulumi dynamic provider: Microsoft's Python SDK at the api-version that carries the /28 field.
 
 - create: a PUT of the full body (capacity included: the first size) with `If-None-Match: *`, so it never takes
-  over a scale set that already exists (a name clash fails instead of resizing it);
+  over a scale set it cannot prove its own: on a 412 it adopts one whose tags name this cluster and pool (left by
+  an accepted create whose allocation failed) with `If-Match` on its etag, and refuses any other with the fix;
 - update: a PATCH built from the update model without `sku`: capacity is only ever the autoscaler's;
 - read: a GET; inputs and outputs are the live values of what the program declares (capacity too): a declared value
   Azure no longer has (a deleted tag) reads as absent, so the next `up` restores it; only what Azure never returns
@@ -26,7 +27,7 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
-from components.azure.compute_provider import ComputeProvider
+from components.azure.compute_provider import ComputeProvider, check_owned, create_failed
 from components.catalog.arm_routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
@@ -38,6 +39,7 @@ from components.catalog.arm_routes import (
     path_pattern,
     scale_set_diff,
 )
+from components.vocabulary import CLUSTER_TAG, POOL_TAG
 
 ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT)
 """Inputs that name the resource or the route; not part of the ARM body."""
@@ -133,15 +135,34 @@ class ScaleSetProvider(ComputeProvider):
         return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
+        """PUT with `If-None-Match: *`. A 412 means the name is taken: a scale set whose tags name this cluster and
+        pool is this stack's own, left by a create that ARM accepted and that then failed (pulumi.dynamic's create is
+        "transactional", but ARM keeps a scale set whose allocation failed), and is adopted: the same PUT again, with
+        `If-Match` on the etag just read. Anything else is refused with the one-line fix; never a retry loop."""
         from azure.core import MatchConditions
+        from azure.core.exceptions import HttpResponseError
 
         client = self._client(props["subscriptionId"])
+        operations = client.virtual_machine_scale_sets
+        group, name, version = props["resourceGroupName"], props["vmScaleSetName"], props["apiVersion"]
         parameters = model("VirtualMachineScaleSet")(to_wire(body(props)))
-        poller = client.virtual_machine_scale_sets.begin_create_or_update(
-            props["resourceGroupName"], props["vmScaleSetName"], parameters,
-            match_condition=MatchConditions.IfMissing, api_version=props["apiVersion"])
-        live = from_wire(poller.result().as_dict())
-        return CreateResult(resource_id(props), self._outputs(live, props))
+        where, delete = resource_id(props), f"az vmss delete -g {group} -n {name}"
+        try:
+            poller = operations.begin_create_or_update(group, name, parameters, match_condition=MatchConditions.IfMissing,
+                                                       api_version=version)
+        except HttpResponseError as error:
+            if error.status_code != 412:
+                raise
+            found = operations.get(group, name, api_version=version)
+            check_owned("scale set", where, found.tags, props.get("tags") or {}, (CLUSTER_TAG, POOL_TAG), delete)
+            poller = operations.begin_create_or_update(group, name, parameters, etag=found.etag,
+                                                       match_condition=MatchConditions.IfNotModified,
+                                                       api_version=version)
+        try:
+            live = from_wire(poller.result().as_dict())
+        except HttpResponseError as error:
+            raise create_failed("scale set", where, error, delete) from error
+        return CreateResult(where, self._outputs(live, props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         client = self._client(news["subscriptionId"])
