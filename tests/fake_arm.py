@@ -129,6 +129,12 @@ class FakeArm:
             found = self.resources.get(path.lower())
             return copy.deepcopy(found) if found is not None else None
 
+    def most_in_flight(self) -> int:
+        """The most long-running operations that were running at one moment (from acceptance to completion)."""
+        with self.lock:
+            spans = [(o["started"], o.get("finished", float("inf"))) for o in self.operations.values()]
+        return max((sum(1 for s, f in spans if s <= start < f) for start, _ in spans), default=0)
+
     def calls(self, method: str) -> list[Request]:
         return [r for r in self.requests if r.method == method and "/operations/" not in r.path
                 and "/operationResults/" not in r.path]
@@ -341,6 +347,7 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
                 if not done:
                     self._reply(200, {"status": "InProgress"})
                     return
+                operation.setdefault("finished", time.monotonic())
                 failure = operation["failure"]
                 stored = arm.resources[operation["path"]]
                 stored["properties"]["provisioningState"] = "Failed" if failure else "Succeeded"

@@ -16,6 +16,7 @@ The SDK is imported on first use only: planning never builds a body.
 from __future__ import annotations
 
 import functools
+import threading
 import types
 import typing
 from dataclasses import dataclass
@@ -86,16 +87,27 @@ def _own_fields(cls: type) -> dict[str, Field]:
     hints = typing.get_type_hints(cls, globalns={**vars(module), "_models": models})
     found: dict[str, Field] = {}
     for klass in reversed(cls.__mro__):
-        for attr, value in vars(klass).items():
+        # A snapshot: the SDK's Model sets class attributes on first instantiation, which another of the host's four
+        # worker threads may be doing now (iterating the live dict raised "dictionary changed size during iteration").
+        for attr, value in list(vars(klass).items()):
             if isinstance(value, rest_field_type):
                 found[attr] = Field(value._rest_name_input or attr, _kind(hints[attr]), None,
                                     value._visibility == ["read"])
     return found
 
 
-@functools.cache
+_FIELDS_LOCK = threading.Lock()
+
+
 def fields(cls: type) -> dict[str, Field]:
-    """wire name -> field in the declared (flattened) shape: the model's own fields, and its envelope's."""
+    """wire name -> field in the declared (flattened) shape: the model's own fields, and its envelope's. Computed once
+    per model under a lock: Pulumi's dynamic-provider host runs up to four provider calls at once."""
+    with _FIELDS_LOCK:
+        return _fields(cls)
+
+
+@functools.cache
+def _fields(cls: type) -> dict[str, Field]:
     own = _own_fields(cls)
     flattened = getattr(cls, f"_{cls.__name__}__flattened_items", None)
     result = {f.rest_name: f for attr, f in own.items()}
