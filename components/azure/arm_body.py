@@ -214,3 +214,31 @@ def _create_only(create: type, update: type, path: str) -> list[str]:
                 and left.model is not right.model:
             found += _create_only(left.model, right.model, where)
     return found
+
+
+def create_only_paths_at(definitions: dict[str, dict[str, str | None]], root: str,
+                         create: str = SCALE_SET_MODEL) -> list[str]:
+    """Writable fields of the SDK's create model that the REST update definitions (`definitions`, read from the spec
+    at the api-version we send: components/catalog/scale_set_update_schema.py) do not carry, as dotted paths in the
+    declared shape (`[]` after a list)."""
+    return _create_only_at(model(create), definitions, root, "")
+
+
+def _create_only_at(create: type, definitions: dict[str, dict[str, str | None]], definition: str,
+                    path: str) -> list[str]:
+    found: list[str] = []
+    update = definitions[definition]
+    for key, field in fields(create).items():
+        if field.readonly:
+            continue
+        where = f"{path}.{key}" if path else key
+        if key not in update:
+            found.append(where)
+            continue
+        kind, nested = field.kind, update[key]
+        while kind.shape == "list" and kind.item is not None:
+            kind, where = kind.item, where + "[]"
+        if nested is not None and kind.shape == "model" and kind.model is not None:
+            found += _create_only_at(kind.model, definitions, nested, where)
+    return found
+
