@@ -46,7 +46,7 @@ def test_the_sdk_defaults_to_an_api_version_without_the_field() -> None:
 
 def test_the_create_only_table_follows_the_update_model_of_the_version_we_send() -> None:
     """Derived from the 2026-07-02 REST update definitions (the version every body is sent at), not from the SDK's
-    update model: the two differ (the SDK's, at its default 2026-04-01, updates storageProfile.diskApiVersion)."""
+    update model: the two differ (azure-mgmt-compute 39.0.0's update model carries storageProfile.diskApiVersion)."""
     assert UPDATE_SCHEMA_API_VERSION == SCALE_SET_API_VERSION
     assert create_only_paths_at(UPDATE_DEFINITIONS, ROOT) == list(CREATE_ONLY_PATHS)
     assert set(CREATE_ONLY_PATHS) - set(create_only_paths()) == {"virtualMachineProfile.storageProfile.diskApiVersion"}

@@ -10,7 +10,8 @@ a model the create and update bodies share (ImageReference, LinuxConfiguration, 
 `tags` comes from `allOf: UpdateResource`.
 
 components/catalog/arm_routes.py derives CREATE_ONLY_PATHS from this table and the create model, so the replace
-table follows the version we send, not azure-mgmt-compute's default (2026-04-01).
+table follows the version we send, not azure-mgmt-compute 39.0.0's update model (its operations default to
+2026-04-01).
 """
 
 from __future__ import annotations
