@@ -69,8 +69,8 @@ so Azure cannot change it on an existing scale set: azure-mgmt-compute's `Virtua
 our bodies) walked field by field against the 2026-07-02 REST update definitions
 (components/catalog/scale_set_update_schema.py; `[]` marks list items), not against the SDK's own update model
 (azure-mgmt-compute 39.0.0, whose operations default to 2026-04-01: it has `storageProfile.diskApiVersion`, which the
-2026-07-02 update model does not). tests/test_arm_body.py derives it and fails when the table, the version we send or the schema's version
-disagree."""
+2026-07-02 update model does not). tests/test_arm_body.py derives it and fails when the table, the version we send
+or the schema's version disagree."""
 
 ROUTE_REPLACES: tuple[tuple[str, str], ...] = (
     ("armType", "the resource's ARM type"),
