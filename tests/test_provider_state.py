@@ -28,8 +28,8 @@ from pulumi.runtime import proto
 from components.azure.compute_provider import CredentialInStateError
 from components.azure.scale_set_provider import ScaleSetProvider
 from components.offline.engine import ProgramRun
-from tests.dynamic_host import ROOT, dynamic_host, props
-from tests.fake_arm import FakeCredential
+from tests.dynamic_host import ROOT, dynamic_host, props, unprops
+from tests.fake_arm import DEPLOYER, FakeCredential, fake_arm
 from tests.test_provider_methods import concrete_providers
 
 PROVIDERS: list[type] = sorted(concrete_providers(), key=lambda c: c.__name__)
@@ -104,3 +104,24 @@ def test_a_code_change_reaches_resources_created_before_it(tmp_path: Path) -> No
         assert list(_diff(host, olds, olds).replaces) == ["changed-code"]
     with dynamic_host() as host:
         assert list(_diff(host, olds, olds).replaces) == []
+
+
+def test_import_through_the_real_host_reads_the_scale_set_and_shows_no_diff(tmp_path: Path,
+                                                                            prod_run: ProgramRun) -> None:
+    """`pulumi import` cannot name a dynamic resource (pulumi/pulumi#16175); the `import_` resource option can: the
+    engine sends Read with the id and, instead of prior outputs, the program's inputs, which carry `__provider`
+    (pulumi 3.272 `__main__.py` Read falls back to `request.inputs`). The host reads the live scale set and returns
+    inputs that diff as no change against the declaration."""
+    reg = next(r for r in prod_run.registrations if r.name == "h100-z1-00" and r.custom)
+    declared = {k: v for k, v in reg.inputs.items() if k != "__provider"}
+    with fake_arm(tmp_path) as arm, dynamic_host() as host:
+        provider = ScaleSetProvider(endpoint=arm.base_url, credential=DEPLOYER, connection_verify=arm.ca_file,
+                                    polling_interval=0)
+        path = provider.create(dict(declared)).id  # made outside this stack's state
+        state = serialize_provider(provider)
+        read = host.Read(proto.ReadRequest(id=path, urn=URN, properties=props({}),
+                                           inputs=props({**declared, "__provider": state})))
+        assert read.id == path
+        imported = unprops(read.inputs)
+        assert imported["__provider"] == state and imported["vmScaleSetName"] == "h100-z1-00"
+        assert _diff(host, imported, {**declared, "__provider": state}).changes == proto.DiffResponse.DIFF_NONE
