@@ -125,3 +125,4 @@ def test_import_through_the_real_host_reads_the_scale_set_and_shows_no_diff(tmp_
         imported = unprops(read.inputs)
         assert imported["__provider"] == state and imported["vmScaleSetName"] == "h100-z1-00"
         assert _diff(host, imported, {**declared, "__provider": state}).changes == proto.DiffResponse.DIFF_NONE
+

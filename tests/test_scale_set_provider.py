@@ -131,6 +131,14 @@ def test_create_never_takes_over_a_scale_set_it_cannot_prove_its_own(tmp_path: P
         stored = arm.stored(path)
         assert stored is not None and stored["tags"][CLUSTER_TAG] == "someone-else"
 
+        # our own tags, but live (Succeeded): never adopted, since a create-before-delete replacement (an `aliases`
+        # move, `--target-replace`) would adopt its predecessor just before the engine deleted it
+        arm.edit(path, lambda stored: stored["tags"].update({CLUSTER_TAG: "prod"}))
+        with pytest.raises(NotOursError) as live:
+            provider.create(copy.deepcopy(h100_inputs))
+        assert "provisioningState Succeeded" in str(live.value) and "`import_` resource option" in str(live.value)
+        assert len(arm.calls("PUT")) == 3 and len(arm.calls("PATCH")) == 0
+
 
 def test_a_create_that_failed_after_arm_accepted_it_is_adopted_by_the_next_up(tmp_path: Path,
                                                                               h100_inputs: dict[str, Any]) -> None:

@@ -69,17 +69,25 @@ class NotOursError(RuntimeError):
     """A create found a resource of the same name that the stack cannot prove it owns."""
 
 
-def check_owned(kind: str, resource_id: str, found_tags: dict[str, str] | None, declared_tags: dict[str, Any],
+def check_owned(kind: str, resource_id: str, found: dict[str, Any], declared_tags: dict[str, Any],
                 owner_tags: tuple[str, ...], delete_command: str) -> None:
-    """A create that found `resource_id` taken adopts it only when the tags this stack writes (`owner_tags`: the
-    cluster, and the pool for a scale set) have the values it declares; otherwise one line with the fix."""
-    found = found_tags or {}
-    wrong = [f"{tag}={found.get(tag)!r} (this stack: {declared_tags.get(tag)!r})" for tag in owner_tags
-             if found.get(tag) is None or found.get(tag) != declared_tags.get(tag)]
+    """A create that found `resource_id` taken (`found`: its wire body) adopts it only when it is what a create of
+    this stack left behind: provisioningState Failed (ARM accepted the create, then allocation failed) and the tags
+    this stack writes (`owner_tags`: the cluster, and the pool for a scale set) have the values it declares.
+    Otherwise one line with the fix. A live one is never adopted: a replacement that creates before it deletes
+    (an `aliases` move, `--target-replace`) would adopt its own predecessor and then see the engine delete it."""
+    tags = found.get("tags") or {}
+    state = (found.get("properties") or {}).get("provisioningState")
+    wrong = [f"{tag}={tags.get(tag)!r} (this stack: {declared_tags.get(tag)!r})" for tag in owner_tags
+             if tags.get(tag) is None or tags.get(tag) != declared_tags.get(tag)]
     if wrong:
         raise NotOursError(f"{kind} {resource_id} already exists and its tags do not name this cluster and resource "
                            f"({', '.join(wrong)}): delete it ({delete_command}), or import it with the `import_` "
                            "resource option, then run `pulumi up` again")
+    if state != "Failed":
+        raise NotOursError(f"{kind} {resource_id} already exists (provisioningState {state}) and is not in this "
+                           f"stack's state: if it is this stack's, import it with the `import_` resource option "
+                           f"(id {resource_id}), else delete it ({delete_command})")
 
 
 def create_failed(kind: str, resource_id: str, error: Exception, delete_command: str) -> RuntimeError:

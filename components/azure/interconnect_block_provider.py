@@ -5,8 +5,8 @@ interconnect group; the rack scale sets name it in `interconnectBlockProfile`. a
 class for it (its compute module has no InterconnectBlock), so it takes the route the node scale sets take
 (components/azure/scale_set_provider.py):
 
-- create: a PUT of the full body with `If-None-Match: *`; a name clash adopts a block tagged for this cluster (left
-  by a create that failed after ARM accepted it) and refuses any other with the fix;
+- create: a PUT of the full body with `If-None-Match: *`; a name clash adopts a Failed block tagged for this cluster
+  (left by a create that failed after ARM accepted it) and refuses any other with the fix;
 - update: a PATCH of what Azure updates in place, `sku.capacity` and tags (InterconnectBlockUpdate);
 - read: a GET; delete: a DELETE, waited for (Azure refuses it while VMs are in the block); a block already gone
   counts as deleted;
@@ -81,8 +81,8 @@ class InterconnectBlockProvider(ComputeProvider):
         return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        """PUT with `If-None-Match: *`; on a 412 a block whose cluster tag names this stack's cluster (left by an
-        accepted create that then failed) is adopted with the same PUT, any other refused with the fix (the block
+        """PUT with `If-None-Match: *`; on a 412 a Failed block whose cluster tag names this stack's cluster (left by
+        an accepted create that then failed) is adopted with the same PUT, any other refused with the fix (the block
         model has no etag to send If-Match on)."""
         from azure.core.exceptions import HttpResponseError
 
@@ -102,7 +102,7 @@ class InterconnectBlockProvider(ComputeProvider):
             if error.status_code != 412:
                 raise
             found = client.interconnect_blocks.get(group, name, api_version=version)
-            check_owned("interconnect block", where, found.tags, props.get("tags") or {}, (CLUSTER_TAG,), delete)
+            check_owned("interconnect block", where, found.as_dict(), props.get("tags") or {}, (CLUSTER_TAG,), delete)
             poller = client.interconnect_blocks.begin_create_or_update(group, name, parameters, api_version=version)
         try:
             live = from_wire(poller.result().as_dict(), BLOCK_MODEL)

@@ -1,8 +1,9 @@
 """The node scale sets' Pulumi dynamic provider: Microsoft's Python SDK at the api-version that carries the /28 field.
 
 - create: a PUT of the full body (capacity included: the first size) with `If-None-Match: *`, so it never takes
-  over a scale set it cannot prove its own: on a 412 it adopts one whose tags name this cluster and pool (left by
-  an accepted create whose allocation failed) with `If-Match` on its etag, and refuses any other with the fix;
+  over a scale set it cannot prove its own: on a 412 it adopts a Failed one whose tags name this cluster and pool
+  (left by an accepted create whose allocation failed) with `If-Match` on its etag, and refuses any other with the
+  fix;
 - update: a PATCH built from the update model without `sku`: capacity is only ever the autoscaler's;
 - read: a GET; inputs and outputs are the live values of what the program declares (capacity too): a declared value
   Azure no longer has (a deleted tag) reads as absent, so the next `up` restores it; only what Azure never returns
@@ -135,10 +136,11 @@ class ScaleSetProvider(ComputeProvider):
         return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        """PUT with `If-None-Match: *`. A 412 means the name is taken: a scale set whose tags name this cluster and
-        pool is this stack's own, left by a create that ARM accepted and that then failed (pulumi.dynamic's create is
-        "transactional", but ARM keeps a scale set whose allocation failed), and is adopted: the same PUT again, with
-        `If-Match` on the etag just read. Anything else is refused with the one-line fix; never a retry loop."""
+        """PUT with `If-None-Match: *`. A 412 means the name is taken: a scale set in provisioningState Failed whose
+        tags name this cluster and pool is this stack's own, left by a create that ARM accepted and that then failed
+        (pulumi.dynamic's create is "transactional", but ARM keeps a scale set whose allocation failed), and is
+        adopted: the same PUT again, with `If-Match` on the etag just read. Anything else is refused with the one-line
+        fix (components/azure/compute_provider.py check_owned); never a retry loop."""
         from azure.core import MatchConditions
         from azure.core.exceptions import HttpResponseError
 
@@ -154,7 +156,7 @@ class ScaleSetProvider(ComputeProvider):
             if error.status_code != 412:
                 raise
             found = operations.get(group, name, api_version=version)
-            check_owned("scale set", where, found.tags, props.get("tags") or {}, (CLUSTER_TAG, POOL_TAG), delete)
+            check_owned("scale set", where, found.as_dict(), props.get("tags") or {}, (CLUSTER_TAG, POOL_TAG), delete)
             poller = operations.begin_create_or_update(group, name, parameters, etag=found.etag,
                                                        match_condition=MatchConditions.IfNotModified,
                                                        api_version=version)
