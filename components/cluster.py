@@ -56,7 +56,7 @@ class GpuCluster(pulumi.ComponentResource):
         self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, access, pull, images, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
-                                                cluster=spec.name,
+                                                cluster=spec.name, gallery_id=self.node_images.gallery.id,
                                                 prefix_mode=any(p.pod_addresses == "prefixes" for p in spec.pools))
         admin = self.pki.certificates["admin"]
         # Admins dial the load balancer's address (in the API server's certSANs); machines dial its name.

@@ -60,6 +60,13 @@ def prod_run() -> ProgramRun:
     return run_program(ROOT / "__main__.py", "gpucluster", "prod", stack.config)
 
 
+@pytest.fixture(scope="session")
+def gb300_program() -> ProgramRun:
+    """The gb300 program (NVLink racks, interconnect blocks) under the offline engine, once per test session."""
+    stack = load_stack_file(STACKS / "Pulumi.gb300.yaml", "gb300")
+    return run_program(ROOT / "__main__.py", "gpucluster", "gb300", stack.config)
+
+
 def plan_stack(stack: str | Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """`gpucluster plan` as a user runs it, in a subprocess."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -1,16 +1,27 @@
-"""A fake Azure Resource Manager for scale sets on 127.0.0.1, over HTTPS with a self-signed certificate (azure-core's
-bearer-token policy refuses plain http), recording every request.
+"""A fake Azure Resource Manager for Microsoft.Compute on 127.0.0.1, over HTTPS with a self-signed certificate
+(azure-core's bearer-token policy refuses plain http), recording every request.
 
-It answers as ARM documents Microsoft.Compute does (azure-rest-api-specs Compute/stable/2026-07-02/ComputeRP.json,
-VirtualMachineScaleSets_CreateOrUpdate / _Update / _Delete / _Get; ARM's async-operation guidelines,
-azure-resource-manager-rpc async-api-reference.md):
-- PUT: 201 with `Azure-AsyncOperation`; the operation reports InProgress, then Succeeded; `If-None-Match: *` on an
-  existing scale set is 412;
+It serves the resource types our dynamic providers manage (scale sets and interconnect blocks) as ARM documents
+Microsoft.Compute does (azure-rest-api-specs Compute/stable/2026-07-02/ComputeRP.json, *_CreateOrUpdate / _Update /
+_Delete / _Get; ARM's async-operation guidelines, azure-resource-manager-rpc async-api-reference.md):
+- PUT: 201 with `Azure-AsyncOperation`; the operation reports InProgress, then Succeeded (or Failed, with the
+  resource left behind in provisioningState Failed: `fail_next_create`); `If-None-Match: *` on an existing resource
+  and an `If-Match` etag that is not the current one are 412; a PUT on an existing resource merges into it (what
+  cluster-autoscaler's sparse {name, sku, location} capacity PUT relies on);
 - PATCH: 200 with `Azure-AsyncOperation`; the body is merged into the stored one (objects merge, lists replace);
-- DELETE: 202 with `Location`, which answers 202 until the scale set is gone, then 200;
-- GET: the stored scale set with provisioningState, or 404 ResourceNotFound;
-- `throttle(n)`: the next n requests get 429 with `Retry-After: 1`.
-The autoscaler's resize is `set_capacity` (what cluster-autoscaler's {name, sku, location} PUT leaves behind).
+- DELETE: 202 with `Location`, which answers 202 until the resource is gone, then 200;
+- GET: the stored resource with provisioningState and etag, or 404 ResourceNotFound;
+- `throttle(n)`: the next n requests get 429 with `Retry-After: 1`;
+- `operation_seconds`: how long a long-running operation stays InProgress (0: one poll).
+
+Authorization: a bearer token named in `identities` is an add-on identity holding those grants (action, scope);
+any other token is the deployer, allowed everything. A request needs its RBAC action at a scope that contains its
+path (components/catalog/arm_operations.py `rbac_action`), and a write to a scale set or one of its VMs passes
+ARM's linked access check: every resource the resulting model references needs its own action, at a scope that
+contains that resource (error `LinkedAuthorizationFailed`): the gallery image version it boots
+(`Microsoft.Compute/galleries/images/versions/read`: ARM names it as the linked action of a scale-set CreateOrUpdate
+in Azure/aad-pod-identity#752 and of a scale-set VM update in Azure/azure-cli#15594), the subnets of its IP
+configurations (subnets/join/action) and the user-assigned identities it carries (assign/action).
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import ipaddress
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,8 +46,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from components.catalog.arm_operations import IDENTITY_ASSIGN, SUBNET_JOIN, rbac_action
+
 POLLS_IN_PROGRESS = 1
 """How many polls of an operation answer InProgress before it completes."""
+
+SERVED_TYPES = {"virtualmachinescalesets": "Microsoft.Compute/virtualMachineScaleSets",
+                "interconnectblocks": "Microsoft.Compute/interconnectBlocks"}
+GALLERY_IMAGE_READ = "Microsoft.Compute/galleries/images/versions/read"
 
 
 @dataclass(frozen=True)
@@ -47,29 +65,75 @@ class Request:
     body: Any
 
 
+@dataclass(frozen=True)
+class Grant:
+    action: str
+    scope: str
+    """A resource id prefix: a subscription, a resource group, a gallery."""
+
+
 @dataclass
 class FakeArm:
     base_url: str = ""
     ca_file: str = ""
     requests: list[Request] = field(default_factory=list)
-    scale_sets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     """lower-cased resource path -> stored wire body."""
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    identities: dict[str, list[Grant]] = field(default_factory=dict)
+    """bearer token -> what that identity was granted; other tokens are the deployer."""
     throttled: int = 0
+    failing_creates: list[str] = field(default_factory=list)
+    """Error codes the next creates' long-running operations end with (AllocationFailed, ...)."""
+    operation_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def throttle(self, count: int) -> None:
         with self.lock:
             self.throttled = count
 
+    def fail_next_create(self, code: str = "AllocationFailed") -> None:
+        with self.lock:
+            self.failing_creates.append(code)
+
     def set_capacity(self, path: str, capacity: int) -> None:
         with self.lock:
-            self.scale_sets[path.lower()]["sku"]["capacity"] = capacity
+            self.resources[path.lower()]["sku"]["capacity"] = capacity
+
+    def edit(self, path: str, change: Any) -> None:
+        """An out-of-band change (the portal, the CLI): `change` is called with the stored wire body."""
+        with self.lock:
+            change(self.resources[path.lower()])
+            self.resources[path.lower()]["etag"] = f'"{time.monotonic_ns()}"'
+
+    def add_instances(self, scale_set: str, count: int) -> list[str]:
+        """`count` VMs of a stored scale set, as its model makes them (storage, network and identity); their paths."""
+        with self.lock:
+            model = self.resources[scale_set.lower()]
+            profile = model["properties"]["virtualMachineProfile"]
+            paths = []
+            for instance in range(count):
+                path = f"{model['id']}/virtualMachines/{instance}"
+                self.resources[path.lower()] = {
+                    "id": path, "name": f"{model['name']}_{instance}", "type": SCALE_SET_VM,
+                    "location": model.get("location"), "identity": copy.deepcopy(model.get("identity")),
+                    "properties": {"storageProfile": copy.deepcopy(profile.get("storageProfile")),
+                                   "networkProfileConfiguration": copy.deepcopy(profile.get("networkProfile")),
+                                   "provisioningState": "Succeeded"},
+                    "etag": f'"{time.monotonic_ns()}"'}
+                paths.append(path)
+            return paths
 
     def stored(self, path: str) -> dict[str, Any] | None:
         with self.lock:
-            found = self.scale_sets.get(path.lower())
+            found = self.resources.get(path.lower())
             return copy.deepcopy(found) if found is not None else None
+
+    def most_in_flight(self) -> int:
+        """The most long-running operations that were running at one moment (from acceptance to completion)."""
+        with self.lock:
+            spans = [(o["started"], o.get("finished", float("inf"))) for o in self.operations.values()]
+        return max((sum(1 for s, f in spans if s <= start < f) for start, _ in spans), default=0)
 
     def calls(self, method: str) -> list[Request]:
         return [r for r in self.requests if r.method == method and "/operations/" not in r.path
@@ -83,11 +147,50 @@ def _merge(stored: Any, patch: Any) -> Any:
 
 
 def _answer(stored: dict[str, Any]) -> dict[str, Any]:
-    """What ARM returns of a scale set: never its customData (write-only)."""
+    """What ARM returns of a resource: never a scale set's customData (write-only)."""
     body = copy.deepcopy(stored)
     os_profile = body.get("properties", {}).get("virtualMachineProfile", {}).get("osProfile", {})
     os_profile.pop("customData", None)
     return body
+
+
+SCALE_SET_VM = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines"
+
+
+def _served_type(path: str) -> str | None:
+    """The ARM type of a resource path this fake serves (its last type/name pair), else None."""
+    parts = [p.lower() for p in path.strip("/").split("/")]
+    if len(parts) == 10 and parts[5:8] == ["microsoft.compute", "virtualmachinescalesets", parts[7]] \
+            and parts[8] == "virtualmachines":
+        return SCALE_SET_VM
+    if len(parts) < 8 or parts[-4] != "providers" or parts[-3] != "microsoft.compute":
+        return None
+    return SERVED_TYPES.get(parts[-2])
+
+
+def _contains(scope: str, resource: str) -> bool:
+    scope, resource = scope.lower().rstrip("/"), resource.lower()
+    return resource == scope or resource.startswith(scope + "/")
+
+
+def linked_checks(model: dict[str, Any]) -> list[tuple[str, str]]:
+    """(action, resource id) ARM checks on the resources a scale-set model references."""
+    props = model.get("properties") or {}
+    # a scale set names them in its VM profile; one of its VMs in its own properties
+    profile = props.get("virtualMachineProfile") or props
+    network = profile.get("networkProfile") or profile.get("networkProfileConfiguration") or {}
+    needed: list[tuple[str, str]] = []
+    image = ((profile.get("storageProfile") or {}).get("imageReference") or {}).get("id")
+    if isinstance(image, str) and "/galleries/" in image.lower():
+        needed.append((GALLERY_IMAGE_READ, image))
+    for nic in network.get("networkInterfaceConfigurations") or []:
+        for config in (nic.get("properties") or {}).get("ipConfigurations") or []:
+            subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id")
+            if isinstance(subnet, str):
+                needed.append((SUBNET_JOIN, subnet))
+    for identity in ((model.get("identity") or {}).get("userAssignedIdentities") or {}):
+        needed.append((IDENTITY_ASSIGN, identity))
+    return sorted(set(needed))
 
 
 def _certificate(folder: Path) -> tuple[Path, Path]:
@@ -122,6 +225,9 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _error(self, status: int, code: str, message: str) -> None:
+            self._reply(status, {"error": {"code": code, "message": message}})
+
         def _handle(self) -> None:
             url = urlsplit(self.path)
             length = int(self.headers.get("Content-Length") or 0)
@@ -136,60 +242,121 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
                     self._reply(429, {"error": {"code": "TooManyRequests", "message": "throttled"}},
                                 {"Retry-After": "1"})
                     return
+            if "/operations/" in url.path or "/operationResults/" in url.path:
+                self._poll(url.path.rsplit("/", 1)[-1])
+                return
+            with arm.lock:
                 self._route(url.path, api_version, body)
 
-        def _operation(self, key: str, kind: str, path: str) -> str:
-            arm.operations[key] = {"kind": kind, "path": path, "polls": 0}
+        def _grants(self) -> list[Grant] | None:
+            token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            return arm.identities.get(token)
+
+        def _denied(self, path: str, model: dict[str, Any] | None) -> bool:
+            """Answers 403 and returns True when the caller's grants do not cover the request."""
+            grants = self._grants()
+            if grants is None:
+                return False
+            action = rbac_action(self.command, path)
+            if not any(g.action == action and _contains(g.scope, path) for g in grants):
+                self._error(403, "AuthorizationFailed", f"does not have authorization to perform action "
+                                                        f"'{action}' over scope '{path}'")
+                return True
+            if model is None or self.command not in ("PUT", "PATCH"):
+                return False
+            for linked, resource in linked_checks(model):
+                if not any(g.action == linked and _contains(g.scope, resource) for g in grants):
+                    self._error(403, "LinkedAuthorizationFailed",
+                                f"has permission to perform action '{action}' on scope '{path}'; however, it does "
+                                f"not have permission to perform action(s) '{linked}' on the linked scope(s) "
+                                f"'{resource}'")
+                    return True
+            return False
+
+        def _operation(self, kind: str, path: str, failure: str | None = None) -> str:
+            key = f"op{len(arm.operations)}"
+            arm.operations[key] = {"kind": kind, "path": path, "polls": 0, "failure": failure,
+                                   "started": time.monotonic()}
             segment = "operations" if kind != "delete" else "operationResults"
             return f"{arm.base_url}/subscriptions/s/providers/Microsoft.Compute/locations/eastus2/{segment}/{key}"
 
         def _route(self, path: str, api_version: str | None, body: Any) -> None:
-            if "/operations/" in path or "/operationResults/" in path:
-                self._poll(path.rsplit("/", 1)[-1])
+            arm_type = _served_type(path)
+            if arm_type is None:
+                self._error(400, "InvalidResourceType", f"{path}: not a resource this fake serves")
                 return
             key = path.lower()
-            stored = arm.scale_sets.get(key)
+            stored = arm.resources.get(key)
             if self.command == "GET":
+                if self._denied(path, None):
+                    return
                 if stored is None:
-                    self._reply(404, {"error": {"code": "ResourceNotFound", "message": f"{path} not found"}})
+                    self._error(404, "ResourceNotFound", f"{path} not found")
                 else:
                     self._reply(200, _answer(stored))
             elif self.command == "PUT":
-                if stored is not None and self.headers.get("If-None-Match") == "*":
-                    self._reply(412, {"error": {"code": "PreconditionFailed", "message": "the scale set exists"}})
+                merged = _merge(stored, body) if stored is not None else copy.deepcopy(body)
+                if self._denied(path, merged if arm_type != "Microsoft.Compute/interconnectBlocks" else None):
                     return
-                arm.scale_sets[key] = {**copy.deepcopy(body), "id": path, "name": path.rsplit("/", 1)[-1],
-                                       "type": "Microsoft.Compute/virtualMachineScaleSets"}
-                arm.scale_sets[key].setdefault("properties", {})["provisioningState"] = "Creating"
-                op = self._operation(f"op{len(arm.operations)}", "put", key)
-                self._reply(201, _answer(arm.scale_sets[key]), {"Azure-AsyncOperation": f"{op}?api-version={api_version}"})
+                if stored is not None and self.headers.get("If-None-Match") == "*":
+                    self._error(412, "PreconditionFailed", "the resource exists")
+                    return
+                if_match = self.headers.get("If-Match")
+                if if_match is not None and (stored is None or if_match not in ("*", stored.get("etag"))):
+                    self._error(412, "PreconditionFailed", "the etag does not match")
+                    return
+                failure = arm.failing_creates.pop(0) if stored is None and arm.failing_creates else None
+                arm.resources[key] = {**merged, "id": path, "name": path.rsplit("/", 1)[-1], "type": arm_type,
+                                      "etag": f'"{time.monotonic_ns()}"'}
+                arm.resources[key].setdefault("properties", {})["provisioningState"] = \
+                    "Creating" if stored is None else "Updating"
+                op = self._operation("put", key, failure)
+                self._reply(201 if stored is None else 200, _answer(arm.resources[key]),
+                            {"Azure-AsyncOperation": f"{op}?api-version={api_version}"})
             elif self.command == "PATCH":
                 if stored is None:
-                    self._reply(404, {"error": {"code": "ResourceNotFound", "message": f"{path} not found"}})
+                    self._error(404, "ResourceNotFound", f"{path} not found")
                     return
-                arm.scale_sets[key] = _merge(stored, body)
-                arm.scale_sets[key]["properties"]["provisioningState"] = "Updating"
-                op = self._operation(f"op{len(arm.operations)}", "patch", key)
-                self._reply(200, _answer(arm.scale_sets[key]), {"Azure-AsyncOperation": f"{op}?api-version={api_version}"})
+                merged = _merge(stored, body)
+                if self._denied(path, merged if arm_type != "Microsoft.Compute/interconnectBlocks" else None):
+                    return
+                arm.resources[key] = {**merged, "etag": f'"{time.monotonic_ns()}"'}
+                arm.resources[key]["properties"]["provisioningState"] = "Updating"
+                op = self._operation("patch", key)
+                self._reply(200, _answer(arm.resources[key]), {"Azure-AsyncOperation": f"{op}?api-version={api_version}"})
             elif self.command == "DELETE":
+                if self._denied(path, None):
+                    return
                 if stored is None:
                     self._reply(204)
                     return
-                op = self._operation(f"op{len(arm.operations)}", "delete", key)
+                op = self._operation("delete", key)
                 self._reply(202, None, {"Location": f"{op}?api-version={api_version}"})
 
         def _poll(self, key: str) -> None:
-            operation = arm.operations[key]
-            operation["polls"] += 1
-            done = operation["polls"] > POLLS_IN_PROGRESS
-            if operation["kind"] == "delete":
-                if done:
-                    arm.scale_sets.pop(operation["path"], None)
-                self._reply(200 if done else 202, None, {} if done else {"Location": arm.base_url + self.path})
-                return
-            if done:
-                arm.scale_sets[operation["path"]]["properties"]["provisioningState"] = "Succeeded"
-            self._reply(200, {"status": "Succeeded" if done else "InProgress"})
+            with arm.lock:
+                operation = arm.operations[key]
+                operation["polls"] += 1
+                done = operation["polls"] > POLLS_IN_PROGRESS \
+                    and time.monotonic() - operation["started"] >= arm.operation_seconds
+                if operation["kind"] == "delete":
+                    if done:
+                        arm.resources.pop(operation["path"], None)
+                    self._reply(200 if done else 202, None, {} if done else {"Location": arm.base_url + self.path})
+                    return
+                if not done:
+                    self._reply(200, {"status": "InProgress"})
+                    return
+                operation.setdefault("finished", time.monotonic())
+                failure = operation["failure"]
+                stored = arm.resources[operation["path"]]
+                stored["properties"]["provisioningState"] = "Failed" if failure else "Succeeded"
+                if failure:
+                    self._reply(200, {"status": "Failed", "error": {
+                        "code": failure, "message": "Allocation failed. We do not have sufficient capacity for the "
+                                                    "requested VM size in this region."}})
+                else:
+                    self._reply(200, {"status": "Succeeded"})
 
         do_GET = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815 - http.server's method names
 
@@ -202,6 +369,7 @@ def fake_arm(folder: Path) -> Iterator[FakeArm]:
     cert_file, key_file = _certificate(folder)
     arm = FakeArm(ca_file=str(cert_file))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(arm))
+    server.daemon_threads = True
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
     server.socket = context.wrap_socket(server.socket, server_side=True)
@@ -214,3 +382,23 @@ def fake_arm(folder: Path) -> Iterator[FakeArm]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+class FakeCredential:
+    """A token credential (azure.core.credentials.TokenCredential protocol) handing out the deployer's token. Providers
+    name it by import path (`DEPLOYER`): a credential object would be pickled into the state."""
+
+    token = "fake-token"
+
+    def get_token(self, *_scopes: str, **_kwargs: Any) -> Any:
+        from azure.core.credentials import AccessToken
+
+        return AccessToken(self.token, int(time.time()) + 3600)
+
+
+class IdentityCredential(FakeCredential):
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+
+DEPLOYER = "tests.fake_arm:FakeCredential"

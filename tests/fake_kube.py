@@ -397,6 +397,8 @@ class FakeAzure(FakeHttp):
         self.page_size = page_size
         self.nics: dict[str, list[tuple[int, list[str]]]] = {}
         self.loops: dict[str, str] = {}
+        self.lengths_lost = False
+        """Answer without privateIPAddressPrefixLength whatever the api-version (a response that lost it)."""
 
     def answer(self, method: str, path: str, query: dict[str, str], body: Any, who: str) -> tuple[int, Any, dict[str, str]]:
         if path == "/metadata/identity/oauth2/token":
@@ -407,7 +409,11 @@ class FakeAzure(FakeHttp):
         scale_set = match["set"].lower()
         start = int(query.get("$skiptoken") or 0)
         vms = self.nics.get(scale_set, [])
-        page = [self._nic(match["sub"], match["rg"], match["set"], i, addresses)
+        # ARM shapes a response by the api-version asked for: below Microsoft.Network 2024-03-01 the NIC IP
+        # configuration has no privateIPAddressPrefixLength (azure-rest-api-specs stable/2024-03-01/
+        # networkInterface.json is the first to carry it), so a block comes back as its first address alone.
+        lengths = str(query.get("api-version")) >= "2024-03-01" and not self.lengths_lost
+        page = [self._nic(match["sub"], match["rg"], match["set"], i, addresses, lengths)
                 for i, addresses in vms[start:start + self.page_size]]
         loop = self.loops.get(scale_set)
         base = f"{self.url}{path}?api-version={query.get('api-version')}"
@@ -422,7 +428,8 @@ class FakeAzure(FakeHttp):
         return 200, {"value": page, **({"nextLink": link} if link else {})}, {}
 
     @staticmethod
-    def _nic(sub: str, rg: str, scale_set: str, instance: int, addresses: list[str]) -> dict[str, Any]:
+    def _nic(sub: str, rg: str, scale_set: str, instance: int, addresses: list[str],
+             lengths: bool = True) -> dict[str, Any]:
         vm = (f"/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachineScaleSets/"
               f"{scale_set}/virtualMachines/{instance}")
         configs = [{"name": "node", "properties": {"privateIPAddress": f"10.255.{instance // 250}.{instance % 250 + 4}",
@@ -431,6 +438,6 @@ class FakeAzure(FakeHttp):
             block, _, length = address.partition("/")
             configs.append({"name": f"podblock{n:02d}", "properties": {
                 "privateIPAddress": block, "primary": False,
-                **({"privateIPAddressPrefixLength": int(length)} if length else {})}})
+                **({"privateIPAddressPrefixLength": int(length)} if length and lengths else {})}})
         return {"name": "nic0", "id": f"{vm}/networkInterfaces/nic0",
                 "properties": {"virtualMachine": {"id": vm}, "ipConfigurations": configs}}

@@ -15,8 +15,17 @@ from typing import Any
 
 import pytest
 
-from components.azure.arm_body import UnknownFieldError, create_only_paths, fields, from_wire, model, to_wire
-from components.catalog.arm_routes import CREATE_ONLY_PATHS, SCALE_SET_API_VERSION
+from components.azure.arm_body import (
+    UnknownFieldError,
+    create_only_paths,
+    create_only_paths_at,
+    fields,
+    from_wire,
+    model,
+    to_wire,
+)
+from components.catalog.arm_routes import CREATE_ONLY_PATHS, SCALE_SET_API_VERSION, scale_set_replacement
+from components.catalog.scale_set_update_schema import ROOT, UPDATE_DEFINITIONS, UPDATE_SCHEMA_API_VERSION
 from components.offline.engine import ProgramRun
 from tests.scale_sets import is_scale_set
 
@@ -35,8 +44,13 @@ def test_the_sdk_defaults_to_an_api_version_without_the_field() -> None:
     assert '"api-version", "2026-04-01"' in source and SCALE_SET_API_VERSION == "2026-07-02"
 
 
-def test_the_create_only_table_is_what_the_models_say() -> None:
-    assert create_only_paths() == list(CREATE_ONLY_PATHS)
+def test_the_create_only_table_follows_the_update_model_of_the_version_we_send() -> None:
+    """Derived from the 2026-07-02 REST update definitions (the version every body is sent at), not from the SDK's
+    update model: the two differ (azure-mgmt-compute 39.0.0's update model carries storageProfile.diskApiVersion)."""
+    assert UPDATE_SCHEMA_API_VERSION == SCALE_SET_API_VERSION
+    assert create_only_paths_at(UPDATE_DEFINITIONS, ROOT) == list(CREATE_ONLY_PATHS)
+    assert set(CREATE_ONLY_PATHS) - set(create_only_paths()) == {"virtualMachineProfile.storageProfile.diskApiVersion"}
+    assert scale_set_replacement("virtualMachineProfile.storageProfile.diskApiVersion") is not None
 
 
 def test_prod_scale_sets_convert_with_their_blocks(prod_run: ProgramRun) -> None:

@@ -15,30 +15,22 @@ from __future__ import annotations
 
 import base64
 import copy
-import time
 from pathlib import Path
 from typing import Any
 
 import dill
 import pytest
-from azure.core.credentials import AccessToken
-from azure.core.exceptions import HttpResponseError
 from pulumi.dynamic.dynamic import serialize_provider
 
+from components.azure.compute_provider import NotOursError
 from components.azure.scale_set_provider import ScaleSetProvider, patch_body
 from components.offline.engine import ProgramRun
-from tests.fake_arm import FakeArm, fake_arm
-
-
-class FakeCredential:
-    """A token credential (azure.core.credentials.TokenCredential protocol) that hands out a fixed token."""
-
-    def get_token(self, *_scopes: str, **_kwargs: Any) -> AccessToken:
-        return AccessToken("fake-token", int(time.time()) + 3600)
+from components.vocabulary import CLUSTER_TAG
+from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
 
 
 def _provider(arm: FakeArm) -> ScaleSetProvider:
-    return ScaleSetProvider(endpoint=arm.base_url, credential=FakeCredential(), connection_verify=arm.ca_file,
+    return ScaleSetProvider(endpoint=arm.base_url, credential=DEPLOYER, connection_verify=arm.ca_file,
                             polling_interval=0)
 
 
@@ -121,13 +113,56 @@ def test_the_provider_lifecycle_against_arm(tmp_path: Path, h100_inputs: dict[st
         provider.delete(path, read.outs)  # already gone: done
 
 
-def test_create_never_takes_over_an_existing_scale_set(tmp_path: Path, h100_inputs: dict[str, Any]) -> None:
+def test_create_never_takes_over_a_scale_set_it_cannot_prove_its_own(tmp_path: Path,
+                                                                      h100_inputs: dict[str, Any]) -> None:
+    """Another stack's (or a hand-made) scale set of the same name: one PUT (412), one GET, then one line naming the
+    tags and the fix. Nothing is written to it."""
     with fake_arm(tmp_path) as arm:
         provider = _provider(arm)
-        provider.create(copy.deepcopy(h100_inputs))
-        with pytest.raises(HttpResponseError) as failure:
+        theirs = copy.deepcopy(h100_inputs)
+        theirs["tags"] = {**theirs["tags"], CLUSTER_TAG: "someone-else"}
+        path = provider.create(theirs).id
+        with pytest.raises(NotOursError) as refused:
             provider.create(copy.deepcopy(h100_inputs))
-        assert failure.value.status_code == 412 and len(arm.calls("PUT")) == 2
+        message = str(refused.value)
+        assert "\n" not in message and f"{CLUSTER_TAG}='someone-else' (this stack: 'prod')" in message
+        assert "az vmss delete -g gpucluster-prod -n h100-z1-00" in message
+        assert len(arm.calls("PUT")) == 2 and [r.headers.get("if-none-match") for r in arm.calls("PUT")] == ["*", "*"]
+        stored = arm.stored(path)
+        assert stored is not None and stored["tags"][CLUSTER_TAG] == "someone-else"
+
+        # our own tags, but live (Succeeded): never adopted, since a create-before-delete replacement (an `aliases`
+        # move, `--target-replace`) would adopt its predecessor just before the engine deleted it
+        arm.edit(path, lambda stored: stored["tags"].update({CLUSTER_TAG: "prod"}))
+        with pytest.raises(NotOursError) as live:
+            provider.create(copy.deepcopy(h100_inputs))
+        assert "provisioningState Succeeded" in str(live.value) and "`import_` resource option" in str(live.value)
+        assert len(arm.calls("PUT")) == 3 and len(arm.calls("PATCH")) == 0
+
+
+def test_a_create_that_failed_after_arm_accepted_it_is_adopted_by_the_next_up(tmp_path: Path,
+                                                                              h100_inputs: dict[str, Any]) -> None:
+    """AllocationFailed after ARM accepted the PUT: the scale set stays in Azure (state Failed) and Pulumi records
+    nothing. The next `up`'s create gets 412, finds the stack's own tags, and retries the same PUT with If-Match on
+    the etag it read: one adoption, no 412 loop."""
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        arm.fail_next_create("AllocationFailed")
+        with pytest.raises(RuntimeError) as failed:
+            provider.create(copy.deepcopy(h100_inputs))
+        assert "AllocationFailed" in str(failed.value) and "the next `pulumi up` adopts it" in str(failed.value)
+        path = failed.value.args[0].split()[2].rstrip(":")
+        left = arm.stored(path)
+        assert left is not None and left["properties"]["provisioningState"] == "Failed"
+
+        created = provider.create(copy.deepcopy(h100_inputs))
+        assert created.id == path
+        stored = arm.stored(path)
+        assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
+        first, refused, adopted = arm.calls("PUT")
+        assert first.headers.get("if-none-match") == refused.headers.get("if-none-match") == "*"
+        assert adopted.headers.get("if-match") == left["etag"] and "if-none-match" not in adopted.headers
+        assert adopted.body == refused.body  # the same declared body, the plan's capacity included
 
 
 def test_diff_leaves_capacity_to_the_autoscaler_and_replaces_what_azure_cannot_change(
@@ -185,3 +220,34 @@ def test_a_state_another_provider_wrote_is_read_and_deleted_by_its_id(tmp_path: 
         provider.delete(path, typed_state)
         assert arm.stored(path) is None
         assert {r.api_version for r in arm.requests if "/operation" not in r.path} == {"2026-07-02"}
+
+
+def test_refresh_reads_what_azure_deleted_as_deleted_and_the_next_up_restores_it(
+        tmp_path: Path, h100_inputs: dict[str, Any]) -> None:
+    """Someone deletes the autoscaler's tags on the scale set (portal, CLI): refresh shows them gone, the next `up`
+    diffs them as changes and puts them back. customData, which Azure never returns, keeps its declared value."""
+    autoscaler = ("cluster-autoscaler-enabled", "min", "max")
+    assert all(tag in h100_inputs["tags"] for tag in autoscaler)
+    with fake_arm(tmp_path) as arm:
+        provider = _provider(arm)
+        created = provider.create(copy.deepcopy(h100_inputs))
+
+        def untag(stored: dict[str, Any]) -> None:
+            for tag in autoscaler:
+                del stored["tags"][tag]
+
+        arm.edit(created.id, untag)
+        read = provider.read(created.id, created.outs or {})
+        assert read.outs is not None and read.inputs == read.outs
+        assert not any(tag in read.outs["tags"] for tag in autoscaler)
+        assert read.outs["virtualMachineProfile"]["osProfile"]["customData"] == \
+            h100_inputs["virtualMachineProfile"]["osProfile"]["customData"]
+        diff = provider.diff(created.id, read.outs, h100_inputs)
+        assert diff.changes and not diff.replaces
+        provider.update(created.id, read.outs, h100_inputs)
+        stored = arm.stored(created.id)
+        assert stored is not None and all(stored["tags"][tag] == h100_inputs["tags"][tag] for tag in autoscaler)
+
+        # everything deleted from the tags: the key itself is gone, not kept from the declaration
+        arm.edit(created.id, lambda stored: stored.pop("tags"))
+        assert "tags" not in (provider.read(created.id, created.outs or {}).outs or {})

@@ -25,6 +25,7 @@ from azure.core.credentials import AccessToken, AccessTokenInfo
 from rich.console import Console
 
 from components.cli import main, parser
+from components.kubernetes.scripts import prefix_ipam
 from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.spec import load_stack_file
@@ -134,10 +135,10 @@ def test_a_deployed_stack_passes_every_check_with_reads_only(live: World) -> Non
     assert live.writes() == []
     # the NIC list is the prefix IPAM controller's own request, once per prefix-mode scale set
     rg = resource_group_name("vfy")
-    nic_reads = [p for m, p in live.arm.received if p.endswith("/networkInterfaces?api-version=2018-10-01")]
+    nic_reads = [p for m, p in live.arm.received if p.endswith(f"/networkInterfaces?api-version={prefix_ipam.ARM_API_VERSION}")]
     assert sorted(nic_reads) == sorted(
         f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachineScaleSets/"
-        f"{s.name}/networkInterfaces?api-version=2018-10-01" for _, s in expected.scale_sets(live.plan))
+        f"{s.name}/networkInterfaces?api-version={prefix_ipam.ARM_API_VERSION}" for _, s in expected.scale_sets(live.plan))
 
 
 def test_the_dev_stack_verifies_with_secondary_addresses(live: World) -> None:
@@ -302,7 +303,7 @@ FAILURES: list[tuple[str, Callable[[World], None], str, str]] = [
     ("azure.sizes", _zone_restricted, "Standard_NCC40ads_H100_v5 in eastus2 zone 3", "NotAvailableForSubscription"),
     ("azure.quota", _quota_short, "standardNDSH100v5Family", "limit 100 vCPUs, the plan needs 192"),
     ("azure.scale-sets", _placement_group_changed, "h100-z1-00", "singlePlacementGroup False (planned True)"),
-    ("azure.nics", _nic_without_blocks, "h100-z1-00", "instance 0: 0 of 1 /28 blocks"),
+    ("azure.nics", _nic_without_blocks, "h100-z1-00", "instance 0: podblock01 10."),
     ("azure.scale-sets", _scale_set_on_another_version, "system-z1-00", "/images/cpu/versions/0.9.0 (planned "),
     ("azure.images", _image_version_missing, "gpu 1.0.0 (h100-z1-00", "no version 1.0.0 of gpu in gallery vfy.node.images"),
     ("azure.images", _image_not_replicated, "confidential 1.0.0 (cc-z3-00)",

@@ -42,7 +42,8 @@ class AddonIdentities(pulumi.ComponentResource):
     (components/catalog/addon_permissions.py), assigned at the narrowest scope the call needs."""
 
     def __init__(self, name: str, resource_group_name: pulumi.Input[str], location: str, tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None, *, cluster: str, prefix_mode: bool = False) -> None:
+                 opts: pulumi.ResourceOptions | None = None, *, cluster: str, gallery_id: pulumi.Input[str],
+                 prefix_mode: bool = False) -> None:
         super().__init__("gpucluster:azure:AddonIdentities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         client = azure.authorization.get_client_config_output()
@@ -51,6 +52,8 @@ class AddonIdentities(pulumi.ComponentResource):
             "resourceGroup": pulumi.Output.concat("/subscriptions/", client.subscription_id, "/resourceGroups/",
                                                   resource_group_name),
             "subscription": pulumi.Output.concat("/subscriptions/", client.subscription_id),
+            # The node images every scale set boots: a write to a scale set is checked for read on its image.
+            "gallery": pulumi.Output.from_input(gallery_id),
         }
         identities = {}
         for addon in addons_for(prefix_mode):

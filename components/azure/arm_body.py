@@ -16,6 +16,7 @@ The SDK is imported on first use only: planning never builds a body.
 from __future__ import annotations
 
 import functools
+import threading
 import types
 import typing
 from dataclasses import dataclass
@@ -86,16 +87,27 @@ def _own_fields(cls: type) -> dict[str, Field]:
     hints = typing.get_type_hints(cls, globalns={**vars(module), "_models": models})
     found: dict[str, Field] = {}
     for klass in reversed(cls.__mro__):
-        for attr, value in vars(klass).items():
+        # A snapshot: the SDK's Model sets class attributes on first instantiation, which another of the host's four
+        # worker threads may be doing now (iterating the live dict raised "dictionary changed size during iteration").
+        for attr, value in list(vars(klass).items()):
             if isinstance(value, rest_field_type):
                 found[attr] = Field(value._rest_name_input or attr, _kind(hints[attr]), None,
                                     value._visibility == ["read"])
     return found
 
 
-@functools.cache
+_FIELDS_LOCK = threading.Lock()
+
+
 def fields(cls: type) -> dict[str, Field]:
-    """wire name -> field in the declared (flattened) shape: the model's own fields, and its envelope's."""
+    """wire name -> field in the declared (flattened) shape: the model's own fields, and its envelope's. Computed once
+    per model under a lock: Pulumi's dynamic-provider host runs up to four provider calls at once."""
+    with _FIELDS_LOCK:
+        return _fields(cls)
+
+
+@functools.cache
+def _fields(cls: type) -> dict[str, Field]:
     own = _own_fields(cls)
     flattened = getattr(cls, f"_{cls.__name__}__flattened_items", None)
     result = {f.rest_name: f for attr, f in own.items()}
@@ -202,3 +214,31 @@ def _create_only(create: type, update: type, path: str) -> list[str]:
                 and left.model is not right.model:
             found += _create_only(left.model, right.model, where)
     return found
+
+
+def create_only_paths_at(definitions: dict[str, dict[str, str | None]], root: str,
+                         create: str = SCALE_SET_MODEL) -> list[str]:
+    """Writable fields of the SDK's create model that the REST update definitions (`definitions`, read from the spec
+    at the api-version we send: components/catalog/scale_set_update_schema.py) do not carry, as dotted paths in the
+    declared shape (`[]` after a list)."""
+    return _create_only_at(model(create), definitions, root, "")
+
+
+def _create_only_at(create: type, definitions: dict[str, dict[str, str | None]], definition: str,
+                    path: str) -> list[str]:
+    found: list[str] = []
+    update = definitions[definition]
+    for key, field in fields(create).items():
+        if field.readonly:
+            continue
+        where = f"{path}.{key}" if path else key
+        if key not in update:
+            found.append(where)
+            continue
+        kind, nested = field.kind, update[key]
+        while kind.shape == "list" and kind.item is not None:
+            kind, where = kind.item, where + "[]"
+        if nested is not None and kind.shape == "model" and kind.model is not None:
+            found += _create_only_at(kind.model, definitions, nested, where)
+    return found
+

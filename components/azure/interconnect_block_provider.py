@@ -5,7 +5,8 @@ interconnect group; the rack scale sets name it in `interconnectBlockProfile`. a
 class for it (its compute module has no InterconnectBlock), so it takes the route the node scale sets take
 (components/azure/scale_set_provider.py):
 
-- create: a PUT of the full body with `If-None-Match: *` (a name clash fails, never takes over a block);
+- create: a PUT of the full body with `If-None-Match: *`; a name clash adopts a Failed block tagged for this cluster
+  (left by a create that failed after ARM accepted it) and refuses any other with the fix;
 - update: a PATCH of what Azure updates in place, `sku.capacity` and tags (InterconnectBlockUpdate);
 - read: a GET; delete: a DELETE, waited for (Azure refuses it while VMs are in the block); a block already gone
   counts as deleted;
@@ -24,7 +25,7 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from components.azure.arm_body import UnknownFieldError, from_wire, model, to_wire
-from components.azure.compute_provider import ComputeProvider
+from components.azure.compute_provider import ComputeProvider, check_owned, create_failed
 from components.azure.scale_set_provider import project
 from components.catalog.arm_routes import (
     INTERCONNECT_BLOCK_API_VERSION,
@@ -34,6 +35,7 @@ from components.catalog.arm_routes import (
     api_version_at_least,
     interconnect_block_diff,
 )
+from components.vocabulary import CLUSTER_TAG
 
 BLOCK_MODEL = "InterconnectBlock"
 BLOCK_UPDATE_MODEL = "InterconnectBlockUpdate"
@@ -79,14 +81,34 @@ class InterconnectBlockProvider(ComputeProvider):
         return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from azure.core import MatchConditions
+        """PUT with `If-None-Match: *`; on a 412 a Failed block whose cluster tag names this stack's cluster (left by
+        an accepted create that then failed) is adopted with the same PUT, any other refused with the fix (the block
+        model has no etag to send If-Match on)."""
+        from azure.core.exceptions import HttpResponseError
 
         client = self._client(props["subscriptionId"])
-        poller = client.interconnect_blocks.begin_create_or_update(
-            props["resourceGroupName"], props["interconnectBlockName"], model(BLOCK_MODEL)(to_wire(body(props),
-                                                                                                 BLOCK_MODEL)),
-            match_condition=MatchConditions.IfMissing, api_version=props["apiVersion"])
-        return CreateResult(resource_id(props), self._outputs(from_wire(poller.result().as_dict(), BLOCK_MODEL), props))
+        group, name, version = props["resourceGroupName"], props["interconnectBlockName"], props["apiVersion"]
+        where, delete = resource_id(props), f"az resource delete --ids {resource_id(props)}"
+        parameters = model(BLOCK_MODEL)(to_wire(body(props), BLOCK_MODEL))
+        # azure-mgmt-compute 39.0.0's interconnect_blocks.begin_create_or_update takes no etag/match_condition
+        # (operations/_operations.py build_interconnect_blocks_create_or_update_request): such a keyword would travel
+        # down to requests.Session.request() and fail. The precondition goes as the header itself, which the
+        # request builder passes through (`headers`).
+        try:
+            poller = client.interconnect_blocks.begin_create_or_update(group, name, parameters,
+                                                                       headers={"If-None-Match": "*"},
+                                                                       api_version=version)
+        except HttpResponseError as error:
+            if error.status_code != 412:
+                raise
+            found = client.interconnect_blocks.get(group, name, api_version=version)
+            check_owned("interconnect block", where, found.as_dict(), props.get("tags") or {}, (CLUSTER_TAG,), delete)
+            poller = client.interconnect_blocks.begin_create_or_update(group, name, parameters, api_version=version)
+        try:
+            live = from_wire(poller.result().as_dict(), BLOCK_MODEL)
+        except HttpResponseError as error:
+            raise create_failed("interconnect block", where, error, delete) from error
+        return CreateResult(where, self._outputs(live, props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         client = self._client(news["subscriptionId"])
@@ -120,7 +142,7 @@ class InterconnectBlockProvider(ComputeProvider):
 
     @staticmethod
     def _outputs(live: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
-        outputs = {k: v for k, v in declared.items() if k != PROVIDER_INPUT}
-        outputs.update(project({k: v for k, v in live.items() if k in outputs},
-                               {k: outputs[k] for k in outputs if k in live}))
+        """The route keys, and the live value of everything else declared (what Azure no longer has is absent)."""
+        outputs = {k: v for k, v in declared.items() if k in ROUTE_KEYS and k != PROVIDER_INPUT}
+        outputs.update(project(live, body(declared)))
         return outputs

@@ -1,10 +1,13 @@
 """The node scale sets' Pulumi dynamic provider: Microsoft's Python SDK at the api-version that carries the /28 field.
 
 - create: a PUT of the full body (capacity included: the first size) with `If-None-Match: *`, so it never takes
-  over a scale set that already exists (a name clash fails instead of resizing it);
+  over a scale set it cannot prove its own: on a 412 it adopts a Failed one whose tags name this cluster and pool
+  (left by an accepted create whose allocation failed) with `If-Match` on its etag, and refuses any other with the
+  fix;
 - update: a PATCH built from the update model without `sku`: capacity is only ever the autoscaler's;
-- read: a GET; inputs and outputs take the live values of what the program declares (capacity too), and keep
-  what Azure never returns (customData);
+- read: a GET; inputs and outputs are the live values of what the program declares (capacity too): a declared value
+  Azure no longer has (a deleted tag) reads as absent, so the next `up` restores it; only what Azure never returns
+  (customData) keeps its declared value;
 - delete: a DELETE, waited for; a scale set already gone counts as deleted;
 - diff: sku.capacity and the serialized provider are never changes; CREATE_ONLY_PATHS, the resource id, zones and
   sku replace (delete first: the name is fixed).
@@ -25,16 +28,19 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
-from components.azure.compute_provider import ComputeProvider
+from components.azure.compute_provider import ComputeProvider, check_owned, create_failed
 from components.catalog.arm_routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
     SCALE_SET_API_VERSION,
     SCALE_SET_ARM_TYPE,
+    SCALE_SET_WRITE_ONLY,
     api_version_at_least,
     leaves,
+    path_pattern,
     scale_set_diff,
 )
+from components.vocabulary import CLUSTER_TAG, POOL_TAG
 
 ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT)
 """Inputs that name the resource or the route; not part of the ARM body."""
@@ -55,15 +61,23 @@ def _same_id(live: Any, declared: Any) -> bool:
         and live.lower() == declared.lower()
 
 
-def project(live: Any, declared: Any) -> Any:
-    """The live value in the declared value's shape: keys the program does not declare are left out, keys
-    Azure does not return (customData, secrets) keep the declared value, ARM ids compare without case."""
+def project(live: Any, declared: Any, keep: tuple[str, ...] = (), path: str = "") -> Any:
+    """The live value in the declared value's shape: keys the program does not declare are left out, and so are
+    declared keys Azure no longer has (a deleted tag reads as deleted), except the write-only paths in `keep`
+    (dotted, `[]` for list items), which Azure never returns; ARM ids compare without case."""
     if isinstance(declared, dict) and isinstance(live, dict):
-        return {k: project(live[k], v) if k in live else v for k, v in declared.items()}
+        out = {}
+        for key, value in declared.items():
+            where = f"{path}.{key}" if path else key
+            if key in live:
+                out[key] = project(live[key], value, keep, where)
+            elif path_pattern(where) in keep:
+                out[key] = value
+        return out
     if isinstance(declared, list) and isinstance(live, dict):  # user-assigned identities: ids -> map
         return declared if {str(d).lower() for d in declared} == {k.lower() for k in live} else sorted(live)
     if isinstance(declared, list) and isinstance(live, list) and len(declared) == len(live):
-        return [project(lv, dv) for lv, dv in zip(live, declared, strict=True)]
+        return [project(lv, dv, keep, f"{path}[]") for lv, dv in zip(live, declared, strict=True)]
     if _same_id(live, declared):
         return declared
     return copy.deepcopy(live)
@@ -122,15 +136,35 @@ class ScaleSetProvider(ComputeProvider):
         return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
+        """PUT with `If-None-Match: *`. A 412 means the name is taken: a scale set in provisioningState Failed whose
+        tags name this cluster and pool is this stack's own, left by a create that ARM accepted and that then failed
+        (pulumi.dynamic's create is "transactional", but ARM keeps a scale set whose allocation failed), and is
+        adopted: the same PUT again, with `If-Match` on the etag just read. Anything else is refused with the one-line
+        fix (components/azure/compute_provider.py check_owned); never a retry loop."""
         from azure.core import MatchConditions
+        from azure.core.exceptions import HttpResponseError
 
         client = self._client(props["subscriptionId"])
+        operations = client.virtual_machine_scale_sets
+        group, name, version = props["resourceGroupName"], props["vmScaleSetName"], props["apiVersion"]
         parameters = model("VirtualMachineScaleSet")(to_wire(body(props)))
-        poller = client.virtual_machine_scale_sets.begin_create_or_update(
-            props["resourceGroupName"], props["vmScaleSetName"], parameters,
-            match_condition=MatchConditions.IfMissing, api_version=props["apiVersion"])
-        live = from_wire(poller.result().as_dict())
-        return CreateResult(resource_id(props), self._outputs(live, props))
+        where, delete = resource_id(props), f"az vmss delete -g {group} -n {name}"
+        try:
+            poller = operations.begin_create_or_update(group, name, parameters, match_condition=MatchConditions.IfMissing,
+                                                       api_version=version)
+        except HttpResponseError as error:
+            if error.status_code != 412:
+                raise
+            found = operations.get(group, name, api_version=version)
+            check_owned("scale set", where, found.as_dict(), props.get("tags") or {}, (CLUSTER_TAG, POOL_TAG), delete)
+            poller = operations.begin_create_or_update(group, name, parameters, etag=found.etag,
+                                                       match_condition=MatchConditions.IfNotModified,
+                                                       api_version=version)
+        try:
+            live = from_wire(poller.result().as_dict())
+        except HttpResponseError as error:
+            raise create_failed("scale set", where, error, delete) from error
+        return CreateResult(where, self._outputs(live, props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         client = self._client(news["subscriptionId"])
@@ -167,10 +201,10 @@ class ScaleSetProvider(ComputeProvider):
 
     @staticmethod
     def _outputs(live: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
-        """The declared inputs with the live values Azure returned; capacity is the live one."""
-        outputs = {k: v for k, v in declared.items() if k != PROVIDER_INPUT}
-        outputs.update(project({k: v for k, v in live.items() if k in outputs}, {k: outputs[k] for k in outputs
-                                                                              if k in live}))
+        """The route keys, and the live value of everything else the program declares: what Azure no longer has is
+        left out (only write-only customData keeps its declared value); capacity is the live one."""
+        outputs = {k: v for k, v in declared.items() if k in ROUTE_KEYS and k != PROVIDER_INPUT}
+        outputs.update(project(live, body(declared), SCALE_SET_WRITE_ONLY))
         capacity = (live.get("sku") or {}).get("capacity")
         if isinstance(capacity, int) and isinstance(outputs.get("sku"), dict):
             outputs["sku"] = {**outputs["sku"], "capacity": capacity}

@@ -29,12 +29,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Scope = Literal["resourceGroup", "subscription"]
+Scope = Literal["resourceGroup", "subscription", "gallery"]
+"""The cluster's resource group, the subscription, or the cluster's Compute Gallery."""
 
 _CILIUM = "cilium pkg/azure/api/api.go"
 _CA = "kubernetes/autoscaler cluster-autoscaler-1.36.1 cluster-autoscaler/cloudprovider/azure/"
 _SUBNET_JOIN = "linked access check on the pool subnet (azure-docs virtual-network-manage-subnet.md, permissions)"
 _VMSS_NICS = "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read"
+_GALLERY_READ = ("linked access check of every write to a scale set or its VMs on the gallery image version it boots "
+                 "(Azure/aad-pod-identity#752, Azure/azure-cli#15594)")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ CNI: tuple[Permission, ...] = (
                f"new IP configurations in the pool subnet: {_SUBNET_JOIN}"),
     Permission("Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", "resourceGroup",
                "the VM update re-sends the user-assigned identities the system pool's VMs carry (linked check)"),
+    Permission("Microsoft.Compute/galleries/images/versions/read", "gallery",
+               f"VirtualMachineScaleSetVMs.BeginUpdate: {_GALLERY_READ}"),
 )
 
 AUTOSCALER: tuple[Permission, ...] = (
@@ -81,6 +86,8 @@ AUTOSCALER: tuple[Permission, ...] = (
                f"scale-out creates NICs in the pool subnet: {_SUBNET_JOIN}"),
     Permission("Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", "resourceGroup",
                "scale-out of the system pool assigns the add-on identities it carries to the new VMs"),
+    Permission("Microsoft.Compute/galleries/images/versions/read", "gallery",
+               f"VirtualMachineScaleSets.BeginCreateOrUpdate of sku.capacity: {_GALLERY_READ}"),
 )
 
 _CCM = "kubernetes-sigs/cloud-provider-azure v1.36.5 pkg/provider/"

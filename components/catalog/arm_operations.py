@@ -34,13 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-Scope = Literal["resourceGroup", "subscription"]
+Scope = Literal["resourceGroup", "subscription", "gallery"]
+"""Where a grant sits: the cluster's resource group, the subscription, or the cluster's Compute Gallery (the node
+images every scale set boots)."""
 
 RG = "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}"
 VMSS = f"{RG}/providers/Microsoft.Compute/virtualMachineScaleSets"
 
 SUBNET_JOIN = "Microsoft.Network/virtualNetworks/subnets/join/action"
 IDENTITY_ASSIGN = "Microsoft.ManagedIdentity/userAssignedIdentities/assign/action"
+GALLERY_IMAGE_READ = "Microsoft.Compute/galleries/images/versions/read"
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,11 @@ _IDENTITY_WHY = ("the full VM body sent back carries the user-assigned identitie
 _SCALE_OUT_IDENTITY_WHY = ("scale-out of the system pool creates VMs that carry the add-on identities its model "
                            "names; inferred from the subnet case above (no public report shows this one)")
 
+_GALLERY_WHY = ("every node scale set boots a Compute Gallery image version (storageProfile.imageReference.id); ARM "
+                "checks read on it for any write to the scale set or its VMs, a capacity-only write included: "
+                "LinkedAuthorizationFailed naming Microsoft.Compute/galleries/images/versions/read on a scale-set "
+                "CreateOrUpdate (Azure/aad-pod-identity#752) and on a scale-set VM update (Azure/azure-cli#15594)")
+
 _CA = "kubernetes/autoscaler cluster-autoscaler-1.36.1 cluster-autoscaler/cloudprovider/azure/"
 AUTOSCALER_SOURCE = _CA
 
@@ -117,7 +125,8 @@ AUTOSCALER: tuple[ArmOperation, ...] = (
                  f"BeginCreateOrUpdate of {{name, location, sku}} ({_CA}azure_scale_set.go initCreateOrUpdate, "
                  "buildScaleSetCapacityUpdate; azure_vmss_delete_client.go)",
                  (Linked(SUBNET_JOIN, "resourceGroup", _SCALE_OUT_WHY),
-                  Linked(IDENTITY_ASSIGN, "resourceGroup", _SCALE_OUT_IDENTITY_WHY))),
+                  Linked(IDENTITY_ASSIGN, "resourceGroup", _SCALE_OUT_IDENTITY_WHY),
+                  Linked(GALLERY_IMAGE_READ, "gallery", _GALLERY_WHY))),
     ArmOperation("POST", f"{VMSS}/{{vmScaleSetName}}/delete",
                  f"BeginDeleteInstances ({_CA}azure_scale_set.go DeleteInstances, azure_force_delete_scale_set.go)"),
 )
@@ -154,7 +163,8 @@ CILIUM: tuple[ArmOperation, ...] = (
                  f"VirtualMachineScaleSetVMsClient.BeginUpdate of the whole VM ({_CILIUM} "
                  "AssignPrivateIpAddressesVMSS)",
                  (Linked(SUBNET_JOIN, "resourceGroup", _SUBNET_JOIN_WHY),
-                  Linked(IDENTITY_ASSIGN, "resourceGroup", _IDENTITY_WHY))),
+                  Linked(IDENTITY_ASSIGN, "resourceGroup", _IDENTITY_WHY),
+                  Linked(GALLERY_IMAGE_READ, "gallery", _GALLERY_WHY))),
 )
 
 PREFIX_IPAM_SCRIPT = Path(__file__).resolve().parent.parent / "kubernetes" / "scripts" / "prefix_ipam.py"

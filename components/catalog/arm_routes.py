@@ -44,6 +44,7 @@ CREATE_ONLY_PATHS: tuple[str, ...] = (
     "virtualMachineProfile.storageProfile.osDisk.name",
     "virtualMachineProfile.storageProfile.osDisk.createOption",
     "virtualMachineProfile.storageProfile.osDisk.osType",
+    "virtualMachineProfile.storageProfile.diskApiVersion",
     "virtualMachineProfile.networkProfile.networkInterfaceConfigurations[].ipConfigurations[]"
     ".publicIPAddressConfiguration.sku",
     "virtualMachineProfile.networkProfile.networkInterfaceConfigurations[].ipConfigurations[]"
@@ -63,22 +64,31 @@ CREATE_ONLY_PATHS: tuple[str, ...] = (
     "highSpeedInterconnectPlacement",
     "externalHealthPolicy",
 )
-"""What a PUT may set and the PATCH body (`VirtualMachineScaleSetUpdate`) does not carry, so Azure cannot
-change it on an existing scale set: the difference between azure-mgmt-compute's `VirtualMachineScaleSet` and
-`VirtualMachineScaleSetUpdate` models, walked field by field (`[]` marks list items). tests/test_arm_body.py
-derives it from the installed SDK and fails when the two disagree."""
+"""What a PUT may set and the PATCH body (`VirtualMachineScaleSetUpdate`) does not carry at the api-version we send,
+so Azure cannot change it on an existing scale set: azure-mgmt-compute's `VirtualMachineScaleSet` model (the shape of
+our bodies) walked field by field against the 2026-07-02 REST update definitions
+(components/catalog/scale_set_update_schema.py; `[]` marks list items), not against the SDK's own update model
+(azure-mgmt-compute 39.0.0, whose operations default to 2026-04-01: it has `storageProfile.diskApiVersion`, which the
+2026-07-02 update model does not). tests/test_arm_body.py derives it and fails when the table, the version we send
+or the schema's version disagree."""
 
 ROUTE_REPLACES: tuple[tuple[str, str], ...] = (
     ("armType", "the resource's ARM type"),
     ("subscriptionId", "the scale set's resource id (PUT path)"),
     ("resourceGroupName", "the scale set's resource id (PUT path)"),
     ("vmScaleSetName", "the scale set's resource id (PUT path)"),
-    ("zones", "Azure does not move an existing scale set to another zone (the update fails); the zones of a "
-              "zonal set are fixed at creation"),
-    ("sku", "an update never sends `sku`, so capacity stays the autoscaler's: a new size or tier is a new "
-            "scale set (sku.capacity alone is ignored)"),
+    ("zones", "the 2026-07-02 update model carries `zones`, but a node scale set's zone is its InfiniBand domain's "
+              "placement in the plan: the provider does not move a set's VMs to another zone, a new zone is a new "
+              "scale set"),
+    ("sku", "the 2026-07-02 update model carries `sku`, but an update never sends it, so capacity stays the "
+            "autoscaler's: a new size or tier is a new scale set (sku.capacity alone is ignored)"),
 )
-"""Inputs whose change replaces a node scale set beyond CREATE_ONLY_PATHS, with the reason."""
+"""Inputs whose change replaces a node scale set beyond CREATE_ONLY_PATHS, with the reason: route choices, not what
+the update model lacks."""
+
+SCALE_SET_WRITE_ONLY: tuple[str, ...] = ("virtualMachineProfile.osProfile.customData",)
+"""Declared paths a GET never returns (customData is write-only: the model keeps it, the response leaves it out), so
+a read keeps the declared value there; everywhere else a value Azure no longer has reads as absent."""
 
 CAPACITY_PATH = "sku.capacity"
 """Owned by the cluster autoscaler once the scale set exists: never diffed, never sent by an update."""
@@ -87,7 +97,7 @@ PROVIDER_INPUT = "__provider"
 """The serialized dynamic provider (pulumi.dynamic PROVIDER_KEY): code, not state; diffs skip it."""
 
 
-def _pattern(path: str) -> str:
+def path_pattern(path: str) -> str:
     """`a[3].b[0].c` -> `a[].b[].c`: list indices do not matter to the table."""
     out, skipping = [], False
     for char in path:
@@ -113,11 +123,11 @@ def scale_set_replacement(path: str) -> str | None:
     for key, why in ROUTE_REPLACES:
         if _under(path, key):
             return why
-    pattern = _pattern(path)
+    pattern = path_pattern(path)
     for create_only in CREATE_ONLY_PATHS:
         if _under(pattern, create_only):
             return (f"{create_only} is not in Microsoft.Compute's VirtualMachineScaleSetUpdate at "
-                    f"{SCALE_SET_API_VERSION} (azure-mgmt-compute {AZURE_MGMT_COMPUTE} models)")
+                    f"{SCALE_SET_API_VERSION} (azure-rest-api-specs stable/{SCALE_SET_API_VERSION}/ComputeRP.json)")
     return None
 
 

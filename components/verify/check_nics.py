@@ -54,13 +54,15 @@ def check_nics(arm: Arm, plan: ClusterPlan) -> list[Result]:
 def _verdict(subject: str, nics: list[dict[str, Any]], wanted: int, subnet: IPv4Network) -> Result:
     if not nics:
         return NICS.skipped(subject, "the scale set has no VM yet: no NIC to read; run again once it has one")
-    by_instance = prefix_ipam.blocks_by_instance(nics)
-    if not by_instance:
+    refused: list[str] = []
+    by_instance = prefix_ipam.blocks_by_instance(nics, refused=refused)
+    if not by_instance and not refused:
         return NICS.failed(subject, f"{len(nics)} NIC(s) listed, none mapped to an instance by the controller's "
                                     "parser (properties.virtualMachine.id, else the NIC id's path)",
                            "the response's shape differs from what prefix_ipam.py reads: capture it "
                            "(az rest --method get --url <the request>) and fix instance_of_nic")
-    problems = []
+    problems = [f"{r}: a declared /{PREFIX_LENGTH} block came back without its length (read at Microsoft.Network "
+                f"{prefix_ipam.ARM_API_VERSION}; the controller refuses the node)" for r in refused]
     for (_, instance), blocks in sorted(by_instance.items(), key=lambda item: int(item[0][1])):
         # The parser also publishes single secondary addresses (as /32, for the API servers' NICs): only a /28 in
         # the pool's subnet counts toward the blocks the plan puts on the NIC.

@@ -50,11 +50,16 @@ else:  # the agents image: the scripts side by side in /opt/gpucluster
 ARM = os.environ.get("ARM_ENDPOINT", "https://management.azure.com").rstrip("/")
 ARM_RESOURCE = "https://management.azure.com/"
 """The token's audience: the public cloud's ARM, whatever endpoint the requests go to."""
-ARM_API_VERSION = "2018-10-01"
-"""The api-version of the scale-set NIC operations, kept at 2018-10-01 in later Microsoft.Network specs (the
-samples generated from azure-rest-api-specs `stable/2022-05-01/examples/VmssNetworkInterfaceList.json` call it
-with 2018-10-01). Whether its responses carry the prefix is not settled by a public source: the parser reads
-both shapes the 2024-03-01+ model documents ("a single IP address or a CIDR block")."""
+ARM_API_VERSION = "2024-03-01"
+"""The Microsoft.Network api-version the NICs are read at. ARM shapes a response by the api-version asked for, and the
+NIC IP configuration's `privateIPAddressPrefixLength` is in the 2024-03-01 model (Azure/azure-rest-api-specs
+commit 0c9da75c, specification/network/resource-manager/Microsoft.Network/stable/2024-03-01/networkInterface.json,
+`NetworkInterfaceIPConfigurationPropertiesFormat`: "If specified and the allocation method is dynamic, the service
+will allocate a CIDR block instead of a single IP address"). The controller used to read at 2018-10-01, a version
+older than the field, where a block could come back as its first address alone."""
+BLOCK_CONFIG_PREFIX = "podblock"
+"""IP configurations the plan declares as /28 blocks are named `podblockNN` (components/azure/node_pool.py); one that
+comes back without its length is refused, never read as a /32 (tests/test_prefix_ipam_api_version.py)."""
 IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
 LEASE_SECONDS = 30
 SYNC_SECONDS = 30
@@ -115,6 +120,8 @@ def nic_blocks(nic: dict[str, Any], prefix_length: int = PREFIX_LENGTH,
         length = props.get("privateIPAddressPrefixLength")
         if not address or props.get("primary"):
             continue
+        if length is None and "/" not in address and str(_dict(config).get("name") or "").startswith(BLOCK_CONFIG_PREFIX):
+            raise MissingPrefixLengthError(f"{_dict(config).get('name')} {address}")
         bits = kc.whole_number(length, 0, 32) if length else 32  # 1e999, "²", True: not a prefix length
         try:
             block = IPv4Network(address if "/" in address else f"{address}/{bits}", strict=False) \
@@ -129,14 +136,31 @@ def nic_blocks(nic: dict[str, Any], prefix_length: int = PREFIX_LENGTH,
     return sorted(blocks)
 
 
+class MissingPrefixLengthError(ValueError):
+    """A configuration the plan declares as a block came back without its prefix length."""
+
+
 def blocks_by_instance(nics: Iterable[dict[str, Any]], prefix_length: int = PREFIX_LENGTH,
-                       rejected: list[str] | None = None) -> dict[Instance, list[IPv4Network]]:
+                       rejected: list[str] | None = None, refused: list[str] | None = None,
+                       unread: set[Instance] | None = None) -> dict[Instance, list[IPv4Network]]:
+    """Blocks per instance. An instance with a declared block that came back without its length is left out, named
+    in `refused` and added to `unread`: its CiliumNode is not changed (an instance merely absent from the answer has
+    no blocks, and loses them)."""
     found: dict[Instance, list[IPv4Network]] = {}
+    dropped: set[Instance] = set()
     for nic in nics:
         instance = instance_of_nic(_dict(nic))
-        if instance is not None:
+        if instance is None:
+            continue
+        try:
             found.setdefault(instance, []).extend(nic_blocks(_dict(nic), prefix_length, rejected))
-    return {key: sorted(value) for key, value in found.items()}
+        except MissingPrefixLengthError as missing:
+            dropped.add(instance)
+            if unread is not None:
+                unread.add(instance)
+            if refused is not None:
+                refused.append(f"instance {instance[1]}: {missing}")
+    return {key: sorted(value) for key, value in found.items() if key not in dropped}
 
 
 def expand(blocks: list[IPv4Network]) -> list[str]:
@@ -185,15 +209,19 @@ class Decision:
 
 
 def round_patches(members: dict[str, Where], reads: dict[tuple[str, str, str], dict[Instance, list[IPv4Network]]],
-                  cilium_nodes: dict[str, dict[str, Any]]) -> Decision:
+                  cilium_nodes: dict[str, dict[str, Any]], unread: frozenset[Instance] | set[Instance] = frozenset()
+                  ) -> Decision:
     """A round's patches: each CiliumNode of a scale set read in full gets its NIC's blocks, less blocks listed on
-    two NICs (`shared`) and less addresses another pool still holds (`held`, added in a later round)."""
+    two NICs (`shared`) and less addresses another pool still holds (`held`, added in a later round). Instances in
+    `unread` (refused by `blocks_by_instance`) are left as they are."""
     shared = shared_blocks(reads.values())
     patches: list[tuple[str, dict[str, Any]]] = []
     for name, cilium_node in cilium_nodes.items():
         where = members.get(name)
         if where is None or where[:3] not in reads:
             continue  # not a scale-set node, or its scale set was not read in full this round
+        if (where[2].lower(), where[3]) in unread:
+            continue  # its NIC came back without a declared block's length: never read as an empty NIC
         found = reads[where[:3]].get((where[2].lower(), where[3])) or []
         patch = _node_patch(cilium_node, [b for b in found if b not in shared])
         if patch is not None:
@@ -424,6 +452,7 @@ class RoundReport:
     """Blocks listed on two NICs at once (an alert: given to neither)."""
     held_elsewhere: int = 0
     """Addresses not added yet because another CiliumNode's pool still holds them."""
+    refused: int = 0
 
 
 class Arm:
@@ -567,13 +596,14 @@ class Controller:
         report.led = True
         members: dict[str, Where] = self.nodes.sync()
         reads: dict[tuple[str, str, str], dict[Instance, list[IPv4Network]]] = {}
+        unread: set[Instance] = set()
         for key in sorted({w[:3] for w in members.values()}):
             if not self.leader.ensure():
                 return report
-            found = self._read_set(key, report)
+            found = self._read_set(key, report, unread)
             if found is not None:
                 reads[key] = found
-        decision = round_patches(members, reads, self.cilium.sync())
+        decision = round_patches(members, reads, self.cilium.sync(), unread)
         if decision.shared:
             report.shared = len(decision.shared)
             kc.log(f"prefix-ipam: ALERT: {len(decision.shared)} block(s) listed on more than one NIC, given to no "
@@ -595,15 +625,17 @@ class Controller:
                 kc.log(f"prefix-ipam: CiliumNode {name}: {error}")
         return report
 
-    def _read_set(self, key: tuple[str, str, str], report: RoundReport) -> dict[Instance, list[IPv4Network]] | None:
+    def _read_set(self, key: tuple[str, str, str], report: RoundReport,
+                  unread: set[Instance]) -> dict[Instance, list[IPv4Network]] | None:
         """One scale set's blocks, or None when it is backing off or its read failed (never a partial result)."""
         state = self.sets.setdefault(key, SetState())
         if self.clock() < state.not_before:
             report.sets_waiting += 1
             return None
         rejected: list[str] = []
+        refused: list[str] = []
         try:
-            found = blocks_by_instance(self.arm.list_nics(*key), self.settings.prefix_length, rejected)
+            found = blocks_by_instance(self.arm.list_nics(*key), self.settings.prefix_length, rejected, refused, unread)
         except kc.ApiError as error:
             state.failures += 1
             wait = (min(error.retry_after, self.settings.retry_after_cap) if error.retry_after is not None
@@ -616,6 +648,11 @@ class Controller:
             report.rejected += len(rejected)
             kc.log(f"prefix-ipam: scale set {key[2]}: skipped {len(rejected)} IP configuration(s) that are neither "
                    f"/{self.settings.prefix_length} blocks nor single addresses: {', '.join(rejected[:5])}")
+        if refused:
+            report.refused += len(refused)
+            kc.log(f"prefix-ipam: scale set {key[2]}: REFUSED {len(refused)} node(s), left unchanged: a declared "
+                   f"/{self.settings.prefix_length} block came back without privateIPAddressPrefixLength (read at "
+                   f"Network api-version {ARM_API_VERSION}); never taken as a /32: {', '.join(refused[:5])}")
         state.failures, state.not_before = 0, float("-inf")
         report.sets_read += 1
         return found
