@@ -149,11 +149,13 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     from components.offline.policy_runner import run_policies_on_states
     from components.offline.preview import read_preview
     from components.offline.preview_steps import preview_stack, steps_from_preview
+    from components.offline.replaced_domains import replaced_domain_violations
     from components.offline.summary import print_violations
     from components.spec import load_stack_file
     from components.spec.stack_names import check_stack_name
 
     root = project_root()
+    acknowledged: list[str] | None = None  # the stack's acknowledgeDeletions.infinibandDomains, when it is named
     try:
         if args.stack is not None:
             check_stack_name(args.stack, "--stack")
@@ -172,6 +174,7 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
             except SpecError as error:  # the stack file's problems, named by the file they are in
                 raise SpecError([Problem(f"{path}: {p.path}", p.message) for p in error.problems]) from None
             config = read_policy_config(config_path) if config_path else {}
+            acknowledged = list(stack.spec.acknowledge_deletions.infiniband_domains)
             _preflight_preview(states, stack)
         else:
             errors.print("note: no --stack: " + ("" if args.policy_config else "every rule runs at the pack's defaults "
@@ -180,7 +183,8 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
                          markup=False, highlight=False)
     except SpecError as error:
         return _fail(error, errors)
-    violations = run_policies_on_states(states, config)
+    # The pack sees new inputs only; replacements need the preview's old states (policies/rules/replacements.py).
+    violations = run_policies_on_states(states, config) + replaced_domain_violations(document, acknowledged)
     print_violations(console, violations)
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 
