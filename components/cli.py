@@ -40,6 +40,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.diff.render import print_diff
     from components.offline.boot_docs import boot_documents, write_boot_documents
     from components.offline.engine import run_program
+    from components.offline.first_up import first_up
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from components.offline.output import check_output_folder, output_path, write_output
@@ -105,6 +106,9 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
     data[PREFLIGHT_KEY] = warning_rows(checked.warnings)
     data[REMOVALS_KEY] = removals_data(uses, plan.versions.kubernetes_version)
+    pack = "--policy-pack policies" + (f" --policy-pack-config {config_path.relative_to(root)}"
+                                       if config_path and config_path.is_relative_to(root) else "")
+    data["firstUp"] = first_up(run.registrations, stack.spec, pack)
     try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
         base_diff = diff_against_base(args.base, document, data)
         if base_diff is not None and (refused := refusals(base_diff)) is not None:

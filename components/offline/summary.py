@@ -232,6 +232,9 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     e = data["egress"]
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
+    for step in data.get("firstUp", {}).get("steps", []):
+        console.print(f"First up, step {step['step']} ({step['resources']} resources), from {step['runsFrom']}: "
+                      f"{step['command']}", markup=False, highlight=False, soft_wrap=True)
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
     if "versions" in data:
