@@ -62,3 +62,11 @@ def test_step_one_needs_only_arm_and_step_two_has_everything_that_needs_the_api(
     assert [s["resources"] for s in summary["steps"]] == [len(first), len(second)]
     assert summary["steps"][0]["needsTheApi"] == []
     assert summary["steps"][0]["command"].startswith(f"pulumi up --exclude '{FIRST_EXCLUDE}' --exclude-dependents")
+
+
+def test_the_readme_walks_the_commands_the_plan_prints() -> None:
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    assert f"pulumi up --exclude '{FIRST_EXCLUDE}' --exclude-dependents" in readme
+    assert "make install" in readme and "az login" in readme
