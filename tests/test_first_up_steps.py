@@ -4,7 +4,9 @@ and its dependents and creates what needs only ARM; step 2 runs where the API se
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from components.offline.engine import ProgramRun, Registration
 from components.offline.first_up import FIRST_EXCLUDE, excluded, first_up, urn_glob
@@ -70,3 +72,11 @@ def test_the_readme_walks_the_commands_the_plan_prints() -> None:
     readme = (ROOT / "README.md").read_text()
     assert f"pulumi up --exclude '{FIRST_EXCLUDE}' --exclude-dependents" in readme
     assert "make install" in readme and "az login" in readme
+
+
+def test_the_report_shows_both_steps(dev_out: Path) -> None:
+    summary = json.loads((dev_out / "summary.json").read_text())
+    assert [s["step"] for s in summary["firstUp"]["steps"]] == [1, 2]
+    report = (dev_out / "report.html").read_text()
+    assert "First pulumi up: which run creates what, from where" in report
+    assert f"pulumi up --exclude &#x27;{FIRST_EXCLUDE}&#x27; --exclude-dependents" in report
