@@ -7,7 +7,9 @@ Azure/acr-builder at 90b22f37 (`graph/step.go` step keys, `builder/parse.go` par
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -24,8 +26,8 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
 from tests.conftest import ROOT, small_spec, stack_spec
 
-ACR_STEP_KEYS = frozenset({"id", "cmd", "build", "push", "when", "env", "timeout", "retries", "workingDirectory"})
-"""A subset of acr-builder graph/step.go `Step` yaml keys (90b22f37): what a task here may use."""
+ACR_KEYS = json.loads((ROOT / "components" / "catalog" / "acr_task_keys.json").read_text())
+"""acr-builder's Task and Step yaml keys, extracted by tools/acr_task_keys.py with the commit they were read at."""
 
 
 def _parse_docker_build(cmd: str) -> tuple[str, str]:
@@ -52,7 +54,8 @@ def test_the_image_is_built_for_every_node_architecture(stack: str, expected: tu
 def test_the_task_builds_each_platform_and_one_tag_that_names_them_all(targets: tuple[str, ...]) -> None:
     task = yaml.safe_load(agents_image.task_yaml("gpucluster/agents", "1-abc", "base:1", targets))
     assert task["version"] == agents_image.TASK_VERSION
-    assert all(set(step) <= ACR_STEP_KEYS and len(step) == 1 for step in task["steps"])
+    assert set(task) <= set(ACR_KEYS["task"]["keys"])
+    assert all(set(step) <= set(ACR_KEYS["step"]["keys"]) and len(step) == 1 for step in task["steps"])
     builds = [shlex.split(s["build"]) for s in task["steps"] if "build" in s]
     assert [b[b.index("--platform") + 1] for b in builds] == list(targets)
     assert all(_parse_docker_build(" ".join(b)) == ("Dockerfile", ".") for b in builds)
@@ -113,3 +116,12 @@ def test_a_region_without_agent_pools_is_refused_with_the_key() -> None:
     with pytest.raises(SpecError) as error:
         plan_cluster(small_spec(location="westus3"))
     assert [p.path for p in error.value.problems] == ["cluster.location"]
+
+
+def test_the_key_catalogue_is_extracted_from_go_struct_tags() -> None:
+    from tools.acr_task_keys import struct_keys
+
+    source = 'type Step struct {\n\tID string `yaml:"id"`\n\tPush []string `yaml:"push,omitempty"`\n\tx int\n}\n' \
+             'type Other struct {\n\tY string `yaml:"other"`\n}\n'
+    assert struct_keys(source, "Step") == ["id", "push"]
+    assert re.fullmatch(r"[0-9a-f]{40}", ACR_KEYS["commit"]) and ACR_KEYS["source"] == "Azure/acr-builder"
