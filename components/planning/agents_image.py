@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
+
+from components.catalog.vm_sizes import ARM64_SIZES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "images" / "agents" / "Dockerfile"
@@ -42,10 +45,11 @@ push-multi-architecture-images.md, "Build and push a multi-arch image": `build` 
 `docker manifest create` and `docker manifest push --purge` as `cmd` steps)."""
 
 
-def platforms(arm64_nodes: bool) -> tuple[str, ...]:
-    """The platforms the image is built for: every node architecture it may run on. System and x86 GPU nodes are
-    amd64; Grace (GB300/GB200 rack) nodes are arm64 (components/catalog/vm_sizes.py ARM64_SIZES)."""
-    return (AMD64, ARM64) if arm64_nodes else (AMD64,)
+def platforms(vm_sizes: Iterable[str]) -> tuple[str, ...]:
+    """The platforms the image is built for: every node architecture it may run on (its health checks run on every
+    GPU pool, GB300 racks included). System and x86 GPU nodes are amd64; Grace (GB300/GB200 rack) nodes are arm64
+    (components/catalog/vm_sizes.py ARM64_SIZES). The registry's build honours this (components/azure/registry.py)."""
+    return (AMD64, ARM64) if any(size in ARM64_SIZES for size in vm_sizes) else (AMD64,)
 
 
 def task_yaml(repository: str, tag: str, base_image: str, targets: tuple[str, ...]) -> str:

@@ -27,7 +27,6 @@ from components.catalog.in_cluster import (
 )
 from components.catalog.registries import MAX_CACHE_RULES, OWN_NAMESPACE, UPSTREAMS, Upstream, parse_image
 from components.catalog.versions import MINOR_COUPLED
-from components.catalog.vm_sizes import ARM64_SIZES
 from components.errors import Problem, SpecError
 from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
@@ -156,6 +155,5 @@ def plan_registry(spec: ClusterSpec, images: Iterable[str]) -> RegistryPlan:
                                 f"{', '.join(sorted(AGENT_POOL_REGIONS))}"))
     if problems:
         raise SpecError(problems)
-    arm64 = any(p.vm_size in ARM64_SIZES for p in spec.pools)
     return RegistryPlan(spec.registry.name or container_registry_name(spec.name, spec.location), upstreams,
-                        agents_image.content_tag(), agents_image.platforms(arm64))
+                        agents_image.content_tag(), agents_image.platforms(p.vm_size for p in spec.pools))
