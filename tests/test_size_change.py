@@ -14,6 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from components.diff.compare import PlanDiff, diff_sides
 from components.diff.sides import side_from_document
 from components.offline.engine import ProgramRun
@@ -117,3 +119,18 @@ def test_check_over_a_real_preview_fails_the_unacknowledged_replacement(prod_run
                             timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "infiniband-domains-replaced-one-at-a-time" in result.stdout
+
+
+def test_where_the_provider_resizes_in_place_the_diff_says_running_vms_keep_their_size(
+        prod_run: ProgramRun, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the node scale sets' provider sends sku.name in its update (the 2026-07-02 update model carries `sku`;
+    the provider's replace table decides, components/catalog/arm_routes.py), nothing is replaced: no error, and a
+    warning per scale set that running VMs keep the old size until updated."""
+    from components.catalog import arm_routes
+
+    monkeypatch.setattr(arm_routes, "ROUTE_REPLACES", tuple(r for r in arm_routes.ROUTE_REPLACES if r[0] != "sku"))
+    result = _diff(prod_run)
+    assert not [c for c in result.changes if c.action == "replace" and c.name.startswith("h100-")]
+    assert not [f for f in result.errors if f.kind == "replaced-infiniband-domain"]
+    warnings = [f for f in result.flags if f.kind == "resized-in-place"]
+    assert len(warnings) == 32 and all(f.severity == "warning" for f in warnings)

@@ -300,6 +300,13 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                        "health` between them (docs/operations.md, \"Resizing the control plane\")")
                 flags.append(Flag("warning", "control-plane-resize", change.name,
                                   f"{role} resized {before} -> {_get(new['inputs'], size_path)}: the VMs restart", fix))
+        if change.type == SCALE_SET and change.action == "update" and "sku.name" in change.paths and old and new:
+            # Where the provider changes the size in place: the scale-set model changes, running VMs do not.
+            flags.append(Flag("warning", "resized-in-place", change.name,
+                              f"VM size {_get(old['inputs'], 'sku.name')} -> {_get(new['inputs'], 'sku.name')} in "
+                              "place: new VMs get it; running ones keep theirs until updated (upgrade policy manual)",
+                              f"drain and update one InfiniBand domain at a time: az vmss update-instances --name "
+                              f"{change.name} --instance-ids '*' (docs/operations.md, \"Changing a pool's VM size\")"))
         if change.action == "delete" and old:
             if change.type == SCALE_SET and _tags(old).get(INFINIBAND_TAG) == "true":
                 capacity = _get(old["inputs"], "sku.capacity")
