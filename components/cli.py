@@ -40,6 +40,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.diff.render import print_diff
     from components.offline.boot_docs import boot_documents, write_boot_documents
     from components.offline.engine import run_program
+    from components.offline.first_up import first_up
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from components.offline.output import check_output_folder, output_path, write_output
@@ -105,6 +106,9 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
     data[PREFLIGHT_KEY] = warning_rows(checked.warnings)
     data[REMOVALS_KEY] = removals_data(uses, plan.versions.kubernetes_version)
+    pack = "--policy-pack policies" + (f" --policy-pack-config {config_path.relative_to(root)}"
+                                       if config_path and config_path.is_relative_to(root) else "")
+    data["firstUp"] = first_up(run.registrations, stack.spec, pack)
     try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
         base_diff = diff_against_base(args.base, document, data)
         if base_diff is not None and (refused := refusals(base_diff)) is not None:
@@ -149,11 +153,13 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     from components.offline.policy_runner import run_policies_on_states
     from components.offline.preview import read_preview
     from components.offline.preview_steps import preview_stack, steps_from_preview
+    from components.offline.replaced_domains import replaced_domain_violations
     from components.offline.summary import print_violations
     from components.spec import load_stack_file
     from components.spec.stack_names import check_stack_name
 
     root = project_root()
+    acknowledged: list[str] | None = None  # the stack's acknowledgeDeletions.infinibandDomains, when it is named
     try:
         if args.stack is not None:
             check_stack_name(args.stack, "--stack")
@@ -172,6 +178,7 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
             except SpecError as error:  # the stack file's problems, named by the file they are in
                 raise SpecError([Problem(f"{path}: {p.path}", p.message) for p in error.problems]) from None
             config = read_policy_config(config_path) if config_path else {}
+            acknowledged = list(stack.spec.acknowledge_deletions.infiniband_domains)
             _preflight_preview(states, stack)
         else:
             errors.print("note: no --stack: " + ("" if args.policy_config else "every rule runs at the pack's defaults "
@@ -180,7 +187,8 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
                          markup=False, highlight=False)
     except SpecError as error:
         return _fail(error, errors)
-    violations = run_policies_on_states(states, config)
+    # The pack sees new inputs only; replacements need the preview's old states (policies/rules/replacements.py).
+    violations = run_policies_on_states(states, config) + replaced_domain_violations(document, acknowledged)
     print_violations(console, violations)
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 

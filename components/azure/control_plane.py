@@ -74,16 +74,18 @@ class ControlPlane(pulumi.ComponentResource):
         self.api_backend_pool_id = lb_id("backendAddressPools", "apiservers")
 
         # Storage account names are global, 3-24 lowercase letters and digits: named here, never autonamed.
+        # The snapshots are the cluster's last copy of etcd: Pulumi never deletes the account or the container.
+        kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True))
         account_name = subscription.apply(
             lambda sub: storage_account_name(sub, resource_group_name(spec.name), spec.name, "etcd"))
         storage = azure.storage.StorageAccount(
             f"{name}-snapshots", account_name=account_name, resource_group_name=rg, location=location, tags=tags,
             kind=azure.storage.Kind.STORAGE_V2, sku=azure.storage.SkuArgs(name=azure.storage.SkuName.STANDARD_ZRS),
             allow_blob_public_access=False, allow_shared_key_access=False,
-            minimum_tls_version=azure.storage.MinimumTlsVersion.TLS1_2, opts=child)
+            minimum_tls_version=azure.storage.MinimumTlsVersion.TLS1_2, opts=kept)
         container = azure.storage.BlobContainer(
             f"{name}-etcd-snapshots", account_name=storage.name, resource_group_name=rg,
-            container_name=SNAPSHOT_CONTAINER, public_access=azure.storage.PublicAccess.NONE, opts=child)
+            container_name=SNAPSHOT_CONTAINER, public_access=azure.storage.PublicAccess.NONE, opts=kept)
         snapshot_url = pulumi.Output.concat("https://", storage.name, f".blob.core.windows.net/{SNAPSHOT_CONTAINER}")
 
         addresses = {k: str(v) for k, v in etcd_member_ips(plan.ip, cp).items()}

@@ -8,6 +8,13 @@ explicit versioning with `.../images/<definition>/versions/<version>`, "The imag
 (deleting a template leaves what it distributed); image-builder-permissions-cli.md (the identity's actions below).
 Image Builder returns from creating the template before the build ends, so a local command waits for the version
 before any machine boots it (docs/images.md, "Building an image").
+
+The versions are Image Builder's writes, not Pulumi resources, and Azure refuses to delete an image definition that
+still has versions (jenkins-infra/azure#1544, Azure/azure-sdk-for-python#25506). So each definition has one
+`<name>-<definition>-versions` command whose delete removes every version under it: everything that boots or builds
+a version depends on it and the definition is its dependency, so `pulumi destroy` (or dropping a definition) deletes
+the machines and templates, then the versions, then the definition. The gallery itself is `protect`ed
+(docs/operations.md, "Tearing a cluster down").
 """
 
 from __future__ import annotations
@@ -63,6 +70,27 @@ done
 """
 
 
+VERSIONS_DELETE_SCRIPT = r"""#!/usr/bin/env bash
+# Deletes every image version under one gallery image definition (Image Builder's writes), so the definition can go.
+# Env: RESOURCE_GROUP, GALLERY, DEFINITION. Needs the Azure CLI, logged in. A definition already gone is done.
+set -euo pipefail
+if ! versions=$(az sig image-version list --resource-group "$RESOURCE_GROUP" --gallery-name "$GALLERY" \
+    --gallery-image-definition "$DEFINITION" --query "[].name" --output tsv 2>&1); then
+  case "$versions" in
+    *ResourceNotFound*) echo "$DEFINITION is gone"; exit 0 ;;
+  esac
+  echo "$versions" >&2
+  exit 1
+fi
+for version in $versions; do
+  echo "deleting image $DEFINITION $version"
+  az sig image-version delete --resource-group "$RESOURCE_GROUP" --gallery-name "$GALLERY" \
+    --gallery-image-definition "$DEFINITION" --gallery-image-version "$version"
+done
+"""
+VERSIONS_CREATE_SCRIPT = 'echo "the versions of image $DEFINITION are deleted with it"'
+
+
 def served_name(plan: ClusterPlan) -> Callable[[str], str]:
     """The name the cluster's pods use for an upstream image (its registry's cache rule); an upstream the registry has
     no rule for (the in-cluster layer off: nothing runs it) keeps its own name."""
@@ -91,8 +119,10 @@ class NodeImages(pulumi.ComponentResource):
         client = azure.authorization.get_client_config_output()
         self.gallery = azure.compute.Gallery(
             f"{name}-gallery", gallery_name=gallery_name(cluster), resource_group_name=resource_group_name,
-            location=location, description=f"Node images of cluster {cluster} (docs/images.md)", tags=tags, opts=child)
+            location=location, description=f"Node images of cluster {cluster} (docs/images.md)", tags=tags,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True)))
         self.definitions: dict[str, azure.compute.GalleryImage] = {}
+        self.versions: dict[str, command.local.Command] = {}
         for definition in plan.images.builds:
             image = NODE_IMAGES[definition]
             self.definitions[definition] = azure.compute.GalleryImage(
@@ -106,6 +136,12 @@ class NodeImages(pulumi.ComponentResource):
                 features=[azure.compute.GalleryImageFeatureArgs(name="SecurityType", value=image.security_type)],
                 # No tags: image definitions do not take them (azure-docs tag-resources.md, Microsoft.Compute).
                 opts=child)
+            self.versions[definition] = command.local.Command(
+                f"{name}-{definition}-versions", create=VERSIONS_CREATE_SCRIPT, delete=VERSIONS_DELETE_SCRIPT,
+                interpreter=["/bin/bash", "-c"],
+                environment=pulumi.Output.all(resource_group_name, self.gallery.name).apply(lambda args, d=definition: {
+                    "RESOURCE_GROUP": args[0], "GALLERY": args[1], "DEFINITION": d}),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.definitions[definition]]))
         self.identity = azure.managedidentity.UserAssignedIdentity(
             f"{name}-builder", resource_group_name=resource_group_name, location=location, tags=tags, opts=child)
         scope = pulumi.Output.concat("/subscriptions/", client.subscription_id, "/resourceGroups/", resource_group_name)
@@ -130,10 +166,10 @@ class NodeImages(pulumi.ComponentResource):
                 lambda args, image=image: version_id(args[0], args[1], cluster, image))
             if not version.built_here:
                 # Built by an earlier template; the gallery keeps it (docs/images.md, "Rolling out a new version").
-                ids[image] = pulumi.Output.all(plain, self.definitions[image.definition].id).apply(lambda a: a[0])
+                ids[image] = pulumi.Output.all(plain, self.versions[image.definition].id).apply(lambda a: a[0])
                 continue
             ready = self._build(name, plan, version, resource_group_name, location, tags, plain,
-                                [assignment, self.definitions[image.definition]])
+                                [assignment, self.versions[image.definition]])
             ids[image] = pulumi.Output.all(plain, ready.id).apply(lambda a: a[0])
         self.ids = ImageIds(ids)
         self.register_outputs({"gallery": self.gallery.name})

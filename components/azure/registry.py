@@ -10,6 +10,10 @@ use, and the project's agents image built into it. docs/registry.md has the sour
   configure a private endpoint"; it is declared rather than left to Azure, so a diff never shows it flip).
 - Trusted services bypass (`AzureServices`, the default) stays on for `az acr import`
   (allow-access-trusted-services.md); anonymous pull and the admin user stay off.
+- The agents image is built by ACR Tasks on a dedicated agent pool in the control-plane subnet
+  (components/catalog/acr_tasks.py): `az acr run` uploads the build context and schedules the run through ARM, and
+  the pool, inside the VNet, pulls the served base and pushes through the private endpoint. Where `pulumi up` runs
+  needs the Azure CLI and ARM only: no Docker, no route to the registry's private address.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pulumi_azure_native as azure
 import pulumi_command as command
 
 from components.azure.network import NetworkRefs
+from components.catalog.acr_tasks import AGENT_POOL_COUNT, AGENT_POOL_NAME, AGENT_POOL_TIER
 from components.catalog.azure_roles import ACR_PULL, KEY_VAULT_SECRETS_USER, role_definition_id
 from components.planning import agents_image
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
@@ -44,17 +49,19 @@ def secret_uri(vault: str, secret: str) -> str:
     return f"https://{vault}.vault.azure.net/secrets/{secret}"
 
 
-def build_script() -> str:
-    """Runs where `pulumi up` runs (it reaches the VNet: README "With the real Pulumi CLI"): logs in with the
-    operator's own Azure login, builds the agents image from its Dockerfile on the served base, and pushes it.
-    An image already in the registry is not rebuilt (the tag is the content's hash)."""
-    return "\n".join([
-        "set -euo pipefail",
-        'az acr login --name "$REGISTRY_NAME"',
-        'if docker manifest inspect "$IMAGE" >/dev/null 2>&1; then echo "$IMAGE exists"; exit 0; fi',
-        'docker build --pull --file "$DOCKERFILE" --build-arg "BASE_IMAGE=$BASE_IMAGE" --tag "$IMAGE" "$CONTEXT"',
-        'docker push "$IMAGE"',
-    ])
+BUILD_SCRIPT = r"""#!/usr/bin/env bash
+# Builds the agents image server-side: ACR Tasks on the registry's agent pool in the VNet (no Docker here).
+# Env: REGISTRY_NAME, AGENT_POOL, DOCKERFILE, CONTEXT (paths from the project root), TASK (the multi-step task YAML).
+# Needs the Azure CLI, logged in with rights to schedule runs on the registry (ARM only).
+set -euo pipefail
+source_dir=$(mktemp -d)
+trap 'rm -rf "$source_dir"' EXIT
+cp -R "$CONTEXT"/. "$source_dir"/
+cp "$DOCKERFILE" "$source_dir/Dockerfile"
+printf '%s' "$TASK" > "$source_dir/acr-task.yaml"
+az acr run --registry "$REGISTRY_NAME" --agent-pool "$AGENT_POOL" --platform linux --file acr-task.yaml \
+  "$source_dir"
+"""
 
 
 class ContainerRegistry(pulumi.ComponentResource):
@@ -127,12 +134,21 @@ class ContainerRegistry(pulumi.ComponentResource):
                 target_repository=rule.target_repository,
                 credential_set_resource_id=credential_set_id if rule.credential_set else None, opts=child)
             for rule in plan.cache_rules]
+        # Build agents in the VNet: the registry is private, so the build runs where its endpoint is reachable.
+        self.agent_pool = azure.containerregistry.AgentPool(
+            f"{name}-{AGENT_POOL_NAME}", agent_pool_name=AGENT_POOL_NAME, registry_name=self.registry.name,
+            resource_group_name=rg, location=network.location, os=azure.containerregistry.OS.LINUX,
+            tier=AGENT_POOL_TIER, count=AGENT_POOL_COUNT,
+            virtual_network_subnet_resource_id=network.subnet_ids[CONTROL_PLANE_BLOCK], tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=waits))
         self.agents_image = command.local.Command(
-            f"{name}-agents-image", create=build_script(), interpreter=["/bin/bash", "-c"], triggers=[plan.agents_image],
-            environment={"REGISTRY_NAME": plan.name, "IMAGE": plan.agents_image,
-                         "BASE_IMAGE": plan.agents_base_image,
+            f"{name}-agents-image", create=BUILD_SCRIPT, interpreter=["/bin/bash", "-c"],
+            triggers=[plan.agents_image, *plan.agents_platforms],
+            environment={"REGISTRY_NAME": plan.name, "AGENT_POOL": AGENT_POOL_NAME,
                          "DOCKERFILE": str(agents_image.DOCKERFILE.relative_to(agents_image.ROOT)),
-                         "CONTEXT": str(agents_image.CONTEXT.relative_to(agents_image.ROOT))},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.cache_rules, *waits]))
+                         "CONTEXT": str(agents_image.CONTEXT.relative_to(agents_image.ROOT)),
+                         "TASK": agents_image.task_yaml(agents_image.REPOSITORY, plan.agents_tag,
+                                                        plan.agents_base_image, plan.agents_platforms)},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.cache_rules, self.agent_pool]))
         self.access = RegistryAccess(self.pull_identity.id, self.pull_identity.client_id, client.tenant_id)
         self.register_outputs({"loginServer": self.registry.login_server})

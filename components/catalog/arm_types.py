@@ -71,6 +71,8 @@ ARM_TYPES: dict[str, ArmType] = dict((
          f"{_RG}/providers/Microsoft.ContainerRegistry/registries/{{registryName}}/cacheRules/{{cacheRuleName}}"),
     _row("azure-native:containerregistry:CredentialSet",
          f"{_RG}/providers/Microsoft.ContainerRegistry/registries/{{registryName}}/credentialSets/{{credentialSetName}}"),
+    _row("azure-native:containerregistry:AgentPool",
+         f"{_RG}/providers/Microsoft.ContainerRegistry/registries/{{registryName}}/agentPools/{{agentPoolName}}"),
     _row("azure-native:network:PrivateEndpoint",
          f"{_RG}/providers/Microsoft.Network/privateEndpoints/{{privateEndpointName}}"),
     _row("azure-native:network:PrivateDnsZoneGroup",

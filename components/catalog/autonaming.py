@@ -54,6 +54,7 @@ NAME_PROPERTIES: dict[str, tuple[str, Strategy]] = {
     "azure-native:containerregistry:Registry": ("registryName", "random"),
     "azure-native:containerregistry:CacheRule": ("cacheRuleName", "random"),
     "azure-native:containerregistry:CredentialSet": ("credentialSetName", "random"),
+    "azure-native:containerregistry:AgentPool": ("agentPoolName", "random"),
     "azure-native:network:PrivateEndpoint": ("privateEndpointName", "random"),
     "azure-native:network:PrivateDnsZoneGroup": ("privateDnsZoneGroupName", "random"),
     "azure-native:privatedns:PrivateZone": ("privateZoneName", "random"),

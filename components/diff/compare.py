@@ -24,6 +24,7 @@ from components.diff.values import ABSENT, JSON_VALUES, ValueChange
 from components.diff.versions import version_flags
 from components.vocabulary import INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
 from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
+from policies.rules.replacements import Replaced, judge
 
 SUBNET = "azure-native:network:Subnet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -303,6 +304,13 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                        "health` between them (docs/operations.md, \"Resizing the control plane\")")
                 flags.append(Flag("warning", "control-plane-resize", change.name,
                                   f"{role} resized {before} -> {_get(new['inputs'], size_path)}: the VMs restart", fix))
+        if change.type == SCALE_SET and change.action == "update" and "sku.name" in change.paths and old and new:
+            # Where the provider changes the size in place: the scale-set model changes, running VMs do not.
+            flags.append(Flag("warning", "resized-in-place", change.name,
+                              f"VM size {_get(old['inputs'], 'sku.name')} -> {_get(new['inputs'], 'sku.name')} in "
+                              "place: new VMs get it; running ones keep theirs until updated (upgrade policy manual)",
+                              f"drain and update one InfiniBand domain at a time: az vmss update-instances --name "
+                              f"{change.name} --instance-ids '*' (docs/operations.md, \"Changing a pool's VM size\")"))
         if change.action == "delete" and old:
             if change.type == SCALE_SET and _tags(old).get(INFINIBAND_TAG) == "true":
                 capacity = _get(old["inputs"], "sku.capacity")
@@ -316,6 +324,8 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                 flags.append(_deletion_flag("deleted-team-namespace", team,
                                             f"namespace {namespace} of team {team} is deleted with every workload in it",
                                             _acknowledged(head, "teams"), "teams"))
+    flags.extend(Flag(f.severity, "replaced-infiniband-domain", f.scale_set, f.message, f.fix or None)
+                 for f in judge(_replaced_scale_sets(result, base, moved), _acknowledged(head, "infinibandDomains")))
     for pool in sorted(set(created) & set(deleted)):
         flags.append(Flag("error", "renamed-scale-set", pool,
                           f"pool {pool}: scale sets {', '.join(sorted(deleted[pool]))} are deleted while "
@@ -338,6 +348,19 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
     flags.extend(Flag("error", "kubernetes-version", resource, message, fix)
                  for resource, message, fix in version_flags(base, head))
     flags.sort(key=lambda f: (f.severity != "error", f.kind, f.resource, f.message))
+
+
+def _replaced_scale_sets(result: PlanDiff, base: Side, moved: dict[str, str]) -> list[Replaced]:
+    found = []
+    for change in result.changes:
+        old = base.resources.get(moved.get(change.urn, change.urn))
+        if change.type != SCALE_SET or change.action != "replace" or old is None:
+            continue
+        new = next((v.new for v in change.values if v.path == "sku.name"), _get(old["inputs"], "sku.name"))
+        found.append(Replaced(change.name, _tags(old), _get(old["inputs"], "sku.name"), new,
+                              _get(old["inputs"], "sku.capacity"),
+                              "replaced by " + ", ".join(dict.fromkeys(r.split(" (", 1)[0] for r in change.replace_reasons))))
+    return found
 
 
 def _pool_sizes(side: Side) -> dict[str, set[str]]:

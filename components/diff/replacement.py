@@ -65,6 +65,7 @@ _PATH_PARAMETERS: dict[str, tuple[str, ...]] = {
     "compute:Gallery": ("resourceGroupName", "galleryName"),
     "compute:GalleryImage": ("resourceGroupName", "galleryName", "galleryImageName"),
     "virtualmachineimages:VirtualMachineImageTemplate": ("resourceGroupName", "imageTemplateName"),
+    "containerregistry:AgentPool": ("resourceGroupName", "registryName", "agentPoolName"),
 }
 
 # Body properties that replace: forceNewMap entries and create-only top-level properties.

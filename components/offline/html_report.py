@@ -264,6 +264,12 @@ def _tables(data: Data) -> list[str]:
             ["component", "version", "Kubernetes minors", "source"],
             [[escape(c["name"]), escape(c["version"]), escape(", ".join(c["minors"])), escape(c["source"])]
              for c in data["versions"]["components"]], left=4)]
+    if data.get("firstUp"):
+        out += ["<h2>First pulumi up: which run creates what, from where</h2>", _table(
+            ["step", "runs from", "command", "resources", "what"],
+            [[str(s["step"]), escape(s["runsFrom"]), f'<code>{escape(s["command"])}</code>', _n(s["resources"]),
+              escape(", ".join(f"{n} {t}" for t, n in s["byType"].items()))] for s in data["firstUp"]["steps"]],
+            left=5)]
     if data.get("firstBoot"):
         out += ["<h2>First boot: when each workload can start, and where</h2>", _table(
             ["step", "workload", "pools"],

@@ -134,3 +134,21 @@ def preview_stack(doc: dict[str, Any], where: str, named: str | None) -> str:
         raise SpecError.at(where, f"--stack {named} was given, but the preview's resources are of stack {stack!r}; "
                                   f"pass --stack {stack}, or the preview of {named}")
     return stack
+
+
+REPLACE_OPS = frozenset({"replace", "create-replacement"})
+"""Steps that put a new resource in place of an old one (pulumi/pulumi pkg/display/json.go PreviewStep: both
+`oldState` and `newState`, with `replaceReasons`, the property keys that force it)."""
+
+
+def replaced_states(doc: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any], list[str]]]:
+    """(old state, new state, replace reasons) of each resource the preview replaces, once per URN."""
+    found: dict[str, tuple[dict[str, Any], dict[str, Any], list[str]]] = {}
+    for step in doc.get("steps") or []:
+        if not isinstance(step, dict) or step.get("op") not in REPLACE_OPS:
+            continue
+        old, new = _state(step, "oldState"), _state(step, "newState")
+        if old is not None and new is not None and old["urn"] not in found:
+            reasons = step.get("replaceReasons")
+            found[old["urn"]] = (old, new, [str(r) for r in reasons] if isinstance(reasons, list) else [])
+    return list(found.values())

@@ -237,6 +237,9 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     print_metrics(console, data)
     if "cniRollout" in data:
         console.print(data["cniRollout"]["model"], markup=False, soft_wrap=True)
+    for step in data.get("firstUp", {}).get("steps", []):
+        console.print(f"First up, step {step['step']} ({step['resources']} resources), from {step['runsFrom']}: "
+                      f"{step['command']}", markup=False, highlight=False, soft_wrap=True)
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
     print_cost(console, data)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
+
+from components.catalog.vm_sizes import ARM64_SIZES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "images" / "agents" / "Dockerfile"
@@ -32,3 +35,37 @@ def content_tag() -> str:
     for script in SCRIPTS:
         digest.update(script.encode() + b"\0" + (CONTEXT / script).read_bytes())
     return f"{VERSION}-{digest.hexdigest()[:12]}"
+
+
+AMD64, ARM64 = "linux/amd64", "linux/arm64"
+TASK_FILE = "acr-task.yaml"
+TASK_VERSION = "v1.1.0"
+"""The ACR Tasks YAML format version of Microsoft's multi-architecture example (azure-docs articles/container-registry/
+push-multi-architecture-images.md, "Build and push a multi-arch image": `build` per architecture, `push`, then
+`docker manifest create` and `docker manifest push --purge` as `cmd` steps)."""
+
+
+def platforms(vm_sizes: Iterable[str]) -> tuple[str, ...]:
+    """The platforms the image is built for: every node architecture it may run on (its health checks run on every
+    GPU pool, GB300 racks included). System and x86 GPU nodes are amd64; Grace (GB300/GB200 rack) nodes are arm64
+    (components/catalog/vm_sizes.py ARM64_SIZES). The registry's build honours this (components/azure/registry.py)."""
+    return (AMD64, ARM64) if any(size in ARM64_SIZES for size in vm_sizes) else (AMD64,)
+
+
+def task_yaml(repository: str, tag: str, base_image: str, targets: tuple[str, ...]) -> str:
+    """The ACR multi-step task that builds the image on the registry's agent pool and pushes it: one `build` per
+    platform (`docker build --platform`: the Dockerfile only copies files, so no step runs a foreign binary and no
+    emulator is needed), then a manifest list under the tag when there is more than one. `{{.Run.Registry}}` is the
+    registry's login server (container-registry-tasks-reference-yaml.md, "Run variables")."""
+    image = f"{{{{.Run.Registry}}}}/{repository}:{tag}"
+    build = f"--build-arg {BASE_ARG}={base_image} --file Dockerfile ."
+    lines = [f"version: {TASK_VERSION}", "steps:"]
+    if len(targets) == 1:
+        lines += [f"  - build: -t {image} --platform {targets[0]} {build}", f"  - push: ['{image}']"]
+        return "\n".join(lines) + "\n"
+    arch = {p: f"{image}-{p.rsplit('/', 1)[-1]}" for p in targets}
+    lines += [f"  - build: -t {arch[p]} --platform {p} {build}" for p in targets]
+    lines += ["  - push:", *(f"      - '{arch[p]}'" for p in targets)]
+    lines += [f"  - cmd: docker manifest create {image} {' '.join(arch[p] for p in targets)}",
+              f"  - cmd: docker manifest push --purge {image}"]
+    return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
+from components.catalog.acr_tasks import AGENT_POOL_COUNT
 from components.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET
 from components.errors import Problem, SpecError, pool_path
 from components.planning.limits import Limits
@@ -45,6 +46,9 @@ REGISTRY_ENDPOINT_IPS = 2
 """The container registry's private endpoint in the control-plane subnet: the registry endpoint and the home
 region's dedicated data endpoint (azure-management-docs container-registry-private-endpoints.md, "Plan IP
 addresses": 2 for the initial private endpoint, +1 per geo-replica)."""
+BUILD_AGENT_IPS = AGENT_POOL_COUNT
+"""The registry's ACR Tasks agent pool in the control-plane subnet (components/azure/registry.py): one address per
+agent, as a VM's NIC takes (tasks-agent-pools.md publishes no figure)."""
 ETCD_BLOCK = "etcd"
 
 
@@ -216,9 +220,10 @@ def _requests(spec: ClusterSpec) -> list[_Request]:
     requests = [
         # API servers (replaced side by side in a rolling upgrade) with their pod addresses in prefix mode, plus
         # the load balancer's frontends (the break-glass one when the stack has it).
-        _Request(CONTROL_PLANE_BLOCK, "API servers, their internal load balancer and the registry's private endpoint",
-                 prefix_for(2 * api_ips + frontends + REGISTRY_ENDPOINT_IPS, INFRA_PREFIX, spare),
-                 api_ips + frontends + REGISTRY_ENDPOINT_IPS,
+        _Request(CONTROL_PLANE_BLOCK, "API servers, their internal load balancer, the registry's private endpoint and "
+                 "build agents",
+                 prefix_for(2 * api_ips + frontends + REGISTRY_ENDPOINT_IPS + BUILD_AGENT_IPS, INFRA_PREFIX, spare),
+                 api_ips + frontends + REGISTRY_ENDPOINT_IPS + BUILD_AGENT_IPS,
                  "cluster.controlPlane.apiServers.count", 1 + api_server_pod_addresses(spec), "members"),
         _Request(ETCD_BLOCK, "etcd and events-etcd members", prefix_for(2 * etcd_members, INFRA_PREFIX, spare),
                  etcd_members, "cluster.controlPlane.etcd.members", 1, "members"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from components.catalog.acr_tasks import AGENT_POOL_REGIONS
 from components.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
 from components.catalog.in_cluster import (
     CSR_APPROVER_IMAGE,
@@ -62,6 +63,8 @@ class RegistryPlan:
     name: str
     upstreams: tuple[Upstream, ...]
     agents_tag: str
+    agents_platforms: tuple[str, ...] = (agents_image.AMD64,)
+    """What the agents image is built for: the architecture of every node it may run on (agents_image.platforms)."""
 
     @property
     def login_server(self) -> str:
@@ -148,7 +151,11 @@ def plan_registry(spec: ClusterSpec, images: Iterable[str]) -> RegistryPlan:
                                 "keyVaultId, usernameSecret and passwordSecret (a Docker Hub access token)"))
     if len(upstreams) > MAX_CACHE_RULES:
         problems.append(Problem("cluster.registry.extraUpstreams", f"at most {MAX_CACHE_RULES} cache rules"))
+    if spec.location not in AGENT_POOL_REGIONS:
+        problems.append(Problem("cluster.location", f"{spec.location!r} has no ACR Tasks agent pools, which build the "
+                                f"agents image inside the VNet (docs/registry.md); use one of "
+                                f"{', '.join(sorted(AGENT_POOL_REGIONS))}"))
     if problems:
         raise SpecError(problems)
     return RegistryPlan(spec.registry.name or container_registry_name(spec.name, spec.location), upstreams,
-                        agents_image.content_tag())
+                        agents_image.content_tag(), agents_image.platforms(p.vm_size for p in spec.pools))

@@ -111,6 +111,11 @@ NAMING: dict[str, NameRule] = {
         r"^[A-Za-z0-9-]{5,50}$", "5-50 letters, digits and `-`", "parent", "registryName"),
     "azure-native:containerregistry:CredentialSet": NameRule(
         r"^[A-Za-z0-9-]{5,50}$", "5-50 letters, digits and `-`", "parent", "registryName"),
+    # Agent pools: no published rule (resource-name-rules.md has no agentPools row, and Azure/bicep-types-az
+    # generated/containerregistry/.../2019-06-01-preview/types.json at 0fc9ddde gives `name` no pattern); the
+    # library's one pool is `agents`, letters only, inside any rule; this check keeps to letters, digits and `-`.
+    "azure-native:containerregistry:AgentPool": NameRule(
+        r"^[A-Za-z0-9-]{3,50}$", "3-50 letters, digits and `-`", "parent", "registryName"),
     # privateEndpoints and their zone groups are not in the page's table: the Microsoft.Network rule.
     "azure-native:network:PrivateEndpoint": NameRule(_NET, _NET_TEXT, "resourceGroup"),
     "azure-native:network:PrivateDnsZoneGroup": NameRule(_NET, _NET_TEXT, "parent", "privateEndpointName"),

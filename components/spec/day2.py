@@ -16,7 +16,8 @@ class AcknowledgedDeletions(SpecModel):
     teams: list[str] = Field(default_factory=list)
     """Teams whose namespace (and queues, and every workload in them) this change deletes."""
     infiniband_domains: list[str] = Field(default_factory=list)
-    """Scale sets (InfiniBand domains) this change deletes: names such as `h100-z3-10`, or shell patterns
-    such as `h100-*`."""
+    """Scale sets (InfiniBand domains) this change deletes, or replaces (a new VM size or zone: the provider deletes
+    the scale set and creates it again): names such as `h100-z3-10`, or shell patterns such as `h100-*`. Without it a
+    change may replace at most one domain of a pool (policies/rules/replacements.py)."""
     note: str | None = None
     """Why, for the reviewer (a ticket, the drain that was done)."""
