@@ -65,6 +65,15 @@ ARM_TYPES: dict[str, ArmType] = dict((
     _row("azure-native:keyvault:Key", f"{_RG}/providers/Microsoft.KeyVault/vaults/{{vaultName}}/keys/{{keyName}}"),
     _row("azure-native:managedidentity:UserAssignedIdentity",
          f"{_RG}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{{resourceName}}"),
+    ("azure-native:monitor:AzureMonitorWorkspace", ArmType(
+        f"{_RG}/providers/Microsoft.Monitor/accounts/{{azureMonitorWorkspaceName}}",
+        "Azure/azure-rest-api-specs specification/monitor/resource-manager/Microsoft.Monitor/Accounts/stable/2023-04-03/"
+        "monitoringAccounts_API.json, AzureMonitorWorkspaceResources_Create (azure-native:monitor:AzureMonitorWorkspace)")),
+    ("azure-native:alertsmanagement:PrometheusRuleGroup", ArmType(
+        f"{_RG}/providers/Microsoft.AlertsManagement/prometheusRuleGroups/{{ruleGroupName}}",
+        "Azure/azure-rest-api-specs specification/alertsmanagement/resource-manager/Microsoft.AlertsManagement/"
+        "PrometheusRuleGroups/stable/2023-03-01/PrometheusRuleGroups.json, PrometheusRuleGroups_CreateOrUpdate "
+        "(azure-native:alertsmanagement:PrometheusRuleGroup)")),
     _row("azure-native:containerregistry:Registry",
          f"{_RG}/providers/Microsoft.ContainerRegistry/registries/{{registryName}}"),
     _row("azure-native:containerregistry:CacheRule",
@@ -107,6 +116,10 @@ SUB_RESOURCES: dict[str, ArmType] = {
         "{galleryImageVersionName}", "Azure/azure-rest-api-specs specification/compute/resource-manager/"
         "Microsoft.Compute/GalleryRP stable galleryImageVersion.json (GalleryImageVersions_Get): the version a "
         "machine's imageReference.id names, built by Image Builder rather than declared"),
+    "dataCollectionRule": ArmType(
+        f"{_RG}/providers/Microsoft.Insights/dataCollectionRules/{{dataCollectionRuleName}}",
+        "pulumi-azure-native monitor get_data_collection_rule (Microsoft.Insights 2022-06-01): the metrics workspace's "
+        "default rule (its defaultIngestionSettings), which Azure creates and the writer's role is scoped to"),
     "loadBalancerProbe": ArmType(f"{_RG}/providers/Microsoft.Network/loadBalancers/{{loadBalancerName}}/probes/{{probeName}}",
                                  _LB_SPEC.format(operation="LoadBalancerProbes_Get")),
 }
