@@ -59,10 +59,13 @@ class InCluster(pulumi.ComponentResource):
         self.networking = Networking(f"{name}-networking", plan, azure, child)
         # Cilium's release does not wait (objects/releases.py): this gate does, for most of the nodes, and what needs
         # pod networking comes after it. A new Cilium version gates again.
+        # What the gate watches stays visible in the plan; the endpoint and the admin credentials are secret.
+        gate_env = kubeconfig.apply(lambda text: CILIUM_GATE.environment(text, first_up.proxy_url))
         self.cni_ready = command.local.Command(
             f"{name}-cni-ready", create=CILIUM_GATE.script, interpreter=["/bin/bash", "-c"],
-            environment=pulumi.Output.secret(kubeconfig.apply(
-                lambda text: CILIUM_GATE.environment(text, first_up.proxy_url))),
+            environment={**CILIUM_GATE.public(), **{
+                key: pulumi.Output.secret(gate_env.apply(lambda env, key=key: env[key]))
+                for key in CILIUM_GATE.secret_keys(first_up.proxy_url)}},
             triggers=[CILIUM_VERSION],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.networking.cni]))
         after_cni = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cni_ready]))
