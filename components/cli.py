@@ -55,7 +55,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.preflight import run_preflight
     from components.preflight.report import KEY as PREFLIGHT_KEY
     from components.preflight.report import print_warnings, warning_rows
-    from components.simulation.check import plan_checked
+    from components.simulation.check import check_order, plan_checked
     from components.spec import load_stack_file, resolve_stack_path
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
@@ -95,6 +95,10 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     checked = run_preflight(document["steps"], plan)  # what Azure would refuse: exit 2, nothing written
     if checked.errors:
         return _fail(SpecError(preflight_problems(checked.errors)), errors)
+    try:  # the first boot in the order the program applies the layer: a deadlock or a missing prerequisite is exit 2
+        check_order(plan, (step["newState"] for step in document["steps"]))
+    except SpecError as error:
+        return _fail(error, errors)
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
     # What the stack's Kubernetes minor no longer serves or applies, anywhere in what the plan renders: exit 2.

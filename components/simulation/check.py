@@ -5,14 +5,18 @@ stacks with the same messages."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date
+from typing import Any
 
+from components.errors import SpecError
 from components.kubernetes.objects.flowcontrol import NODE_AGENTS, NODE_AGENTS_SHARES
 from components.kubernetes.objects.node_agents import node_agent_loads
 from components.planning.agent_load import plan_agent_load
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.simulation.boot_layer import first_boot
+from components.simulation.pulumi_order import ApplyOrder, from_states, prerequisite_problems
 from components.spec import ClusterSpec
 
 
@@ -33,3 +37,19 @@ def check_plan(plan: ClusterPlan) -> ClusterPlan:
 def plan_checked(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     """Every planner (`plan_cluster`), then the checks above: what a stack deploys with."""
     return check_plan(plan_cluster(spec, today))
+
+
+def check_order(plan: ClusterPlan, states: Iterable[dict[str, Any]]) -> None:
+    """The first boot again, in the order `pulumi up` applies the layer as the program registered it (preview steps'
+    `newState`s): every admission prerequisite applied before what uses it, no gate waiting on what waits for it.
+    Raises SpecError naming each problem."""
+    if not plan.spec.in_cluster.enabled:
+        return
+    order = ApplyOrder(from_states(states))
+    problems = prerequisite_problems(order)
+    try:
+        first_boot(plan, order=order)
+    except SpecError as error:
+        problems += error.problems
+    if problems:
+        raise SpecError(problems)

@@ -183,10 +183,10 @@ def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed
             why = _gate_why(current, pools or [pool], workloads, placed)
             if why is None:
                 return "; ".join(links)
-            links.append(f"{current.name} waits: {why[0]}")
-            if why[1] is None:
-                return "; ".join(links)
             reason, key = why
+            links.append(f"{current.name} waits: {reason}")
+            if key is None:
+                return "; ".join(links)
             if key.startswith("ready:"):
                 daemon = next(d for d in workloads if d.name == key.removeprefix("ready:"))
                 missing = [p for p in pools or [pool] if not _ready(daemon, p, placed) and not _selector_only(daemon, p)]
