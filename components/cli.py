@@ -38,7 +38,7 @@ def _fail(problems: SpecError, console: Console) -> int:
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from components.diff.command import check_base, diff_against_base, refusals
     from components.diff.render import print_diff
-    from components.offline.boot_docs import boot_documents, write_boot_documents
+    from components.offline.boot_docs import boot_documents, missing_image_files, write_boot_documents
     from components.offline.engine import run_program
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
@@ -102,7 +102,11 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
     # What the stack's Kubernetes minor no longer serves or applies, anywhere in what the plan renders: exit 2.
-    uses = find_uses(objects, releases, boot_documents(plan))
+    documents = boot_documents(plan)
+    # A file a boot document names that its image lacks (a kubelet flag's binary, a unit's program): exit 2.
+    if missing := missing_image_files(plan, documents):
+        return _fail(SpecError(missing), errors)
+    uses = find_uses(objects, releases, documents)
     if removed := removal_problems(uses, plan.versions.kubernetes_version):
         return _fail(SpecError(removed), errors)
     violations = run_policies(document["steps"], policy_config)

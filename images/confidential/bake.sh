@@ -33,8 +33,10 @@ main() {
   add_kubernetes_repository
   apt_update
   install_kubernetes
+  install_acr_credential_provider
   install_cc_driver
   install_verifier
+  require_package_files
   install_files
   # The LKCA modprobe rule (files/) must be in the initramfs the kernel loads nvidia from.
   update-initramfs -u -k all
