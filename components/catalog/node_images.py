@@ -35,6 +35,10 @@ CONTAINERD = {"jammy": "2.2.1-0ubuntu1~22.04.2", "noble": "2.2.1-0ubuntu1~24.04.
 `RuntimeConfig` call through which kubelet 1.34+ reads the cgroup driver (KEP-4033; kubernetes/kubeadm#3229:
 Kubernetes 1.36 is the last minor that supports containerd 1.y), so the images carry 2.x."""
 
+CONTAINERD_CONFIG_VERSION = 3
+"""The config version containerd 2.2.1 reads natively and `containerd config dump` writes: containerd v2.2.1 (commit
+dea7da59) `version/version.go` `ConfigVersion = 3`. The images' config.toml says it (components/images/content.py)."""
+
 NVIDIA_BRANCH = "580"
 """R580, a production branch and NVIDIA's long-term support branch (docs.nvidia.com/datacenter/tesla/drivers/
 driver-lifecycle.html: "Every LTSB is a production branch"; LTSBs get fixes for 3 years). CUDA 13.0 needs
