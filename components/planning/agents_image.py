@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
+
+from components.catalog.image_platforms import AMD64, ARM64, node_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "images" / "agents" / "Dockerfile"
@@ -16,6 +19,13 @@ REPOSITORY = "gpucluster/agents"
 VERSION = "1"
 """Bumped by hand for a change the content hash cannot see (none so far)."""
 BASE_ARG = "BASE_IMAGE"
+
+
+def platforms(vm_sizes: Iterable[str]) -> tuple[str, ...]:
+    """The platforms the agents image is built for: arm64 too wherever any machine of the cluster is arm64 (its
+    health checks run on every GPU pool, GB300 racks included). The registry's build honours this
+    (components/azure/registry.py)."""
+    return (AMD64, ARM64) if any(node_platform(s) == ARM64 for s in vm_sizes) else (AMD64,)
 
 
 def base_image() -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from components.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
+from components.catalog.image_platforms import AMD64
 from components.catalog.in_cluster import (
     CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
@@ -61,6 +62,8 @@ class RegistryPlan:
     name: str
     upstreams: tuple[Upstream, ...]
     agents_tag: str
+    agents_platforms: tuple[str, ...] = (AMD64,)
+    """What the agents image is built for (planning/agents_image.py `platforms`)."""
 
     @property
     def login_server(self) -> str:
@@ -149,4 +152,4 @@ def plan_registry(spec: ClusterSpec, images: Iterable[str]) -> RegistryPlan:
     if problems:
         raise SpecError(problems)
     return RegistryPlan(spec.registry.name or container_registry_name(spec.name, spec.location), upstreams,
-                        agents_image.content_tag())
+                        agents_image.content_tag(), agents_image.platforms(p.vm_size for p in spec.pools))

@@ -12,10 +12,12 @@ from typing import Any
 
 from components.errors import SpecError
 from components.kubernetes.objects.flowcontrol import NODE_AGENTS, NODE_AGENTS_SHARES
+from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.node_agents import node_agent_loads
 from components.planning.agent_load import plan_agent_load
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.simulation.boot_layer import first_boot
+from components.simulation.image_arch import architecture_problems
 from components.simulation.pulumi_order import ApplyOrder, from_states, prerequisite_problems
 from components.spec import ClusterSpec
 
@@ -27,6 +29,9 @@ def check_plan(plan: ClusterPlan) -> ClusterPlan:
         return plan
     api = plan.control_plane.api
     boot = first_boot(plan)
+    # Every image of every pod against the architecture of each pool the first boot places it on.
+    if wrong := architecture_problems(plan, boot, layer_objects(plan)):
+        raise SpecError(wrong)
     agents = plan_agent_load(NODE_AGENTS, NODE_AGENTS_SHARES,
                              api.flags.max_requests_inflight + api.flags.max_mutating_requests_inflight,
                              max(1, api.count - max(api.in_zone(z) for z in api.zones)),
