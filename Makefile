@@ -11,7 +11,7 @@ RUNTIME := $(VENV)/.runtime
 DEV := $(VENV)/.dev
 PIP := $(BIN)/pip install --disable-pip-version-check --progress-bar on
 
-.PHONY: plan test lint typecheck unit golden install bench clean
+.PHONY: plan test lint typecheck unit golden consumer-facts install bench clean
 
 $(RUNTIME): pyproject.toml
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
@@ -45,6 +45,12 @@ test: lint typecheck unit
 # The shipped stacks' figures (tests/golden/stacks.json): regenerate after a deliberate change to a stack.
 golden: $(RUNTIME)
 	$(BIN)/python -m tools.golden
+
+# What the consumers accept, read from their sources at the pinned tags (tests/data/consumers/): re-run after a
+# version bump, with mirrors of the repositories under MIRRORS (docs/consumer-checks.md).
+MIRRORS ?= /work/.mirror
+consumer-facts: $(RUNTIME)
+	$(BIN)/python -m tools.extract_consumer_facts --mirrors $(MIRRORS)
 
 bench: $(RUNTIME)
 	$(BIN)/python bench/plan_bench.py

@@ -10,13 +10,14 @@ import pulumi_tls as tls
 from components.azure.addon_identities import AddonIdentities
 from components.azure.bootstrap_token import BootstrapTokens
 from components.azure.control_plane import ControlPlane
+from components.azure.metrics_workspace import MetricsWorkspace
 from components.azure.network import Network
 from components.azure.node_images import NodeImages
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.azure.registry import ContainerRegistry
 from components.bootstrap.kubeconfig import render_kubeconfig
-from components.kubernetes.in_cluster import InCluster
+from components.kubernetes.in_cluster import InCluster, TelemetryRefs
 from components.kubernetes.join_access import JoinAccess
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
@@ -74,12 +75,22 @@ class GpuCluster(pulumi.ComponentResource):
         self.join_access = JoinAccess(f"{name}-join", plan, self.bootstrap_tokens, self.admin_kubeconfig,
                                       self.pki.ca_cert_pem, pulumi.ResourceOptions(
             parent=self, depends_on=[self.control_plane]))
+        # The metrics pipeline's workspace and writer identity (docs/metrics.md): the shards run on the system pool.
+        self.metrics: MetricsWorkspace | None = None
+        if spec.in_cluster.enabled and plan.metrics is not None:
+            api = plan.control_plane.api.flags
+            self.metrics = MetricsWorkspace(f"{name}-metrics", spec.name, plan.metrics,
+                                            api.max_requests_inflight + api.max_mutating_requests_inflight,
+                                            self.network.refs.resource_group_name, self.network.refs.location,
+                                            base_tags(spec.name, spec.tags), child)
+        system_identities = [*self.addon_identities.identity_ids,
+                             *([self.metrics.identity.id] if self.metrics is not None else [])]
         pools = pulumi.ResourceOptions(parent=self, depends_on=[self.join_access])
         # Add-ons that call Azure (autoscaler, CNI operator) run on the system pool and use these identities.
         self.node_pools = [
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
                      self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, images, pools,
-                     identity_ids=[pull.identity_id, *(self.addon_identities.identity_ids
+                     identity_ids=[pull.identity_id, *(system_identities
                                                        if pool.spec.kind is PoolKind.SYSTEM else [])])
             for pool in plan.pools
         ]
@@ -89,7 +100,9 @@ class GpuCluster(pulumi.ComponentResource):
             self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, self.pki.ca_cert_pem,
                                         self.addon_identities.refs,
                                         pulumi.ResourceOptions(
-                parent=self, depends_on=[self.control_plane, *self.node_pools, self.registry.agents_image]))
+                parent=self, depends_on=[self.control_plane, *self.node_pools, self.registry.agents_image]),
+                                        telemetry=TelemetryRefs(self.metrics.remote_write_url, self.metrics.client_id)
+                                        if self.metrics is not None else None)
         self.register_outputs({"vnetId": self.network.refs.vnet_id})
 
 

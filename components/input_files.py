@@ -37,11 +37,12 @@ def read_bounded(path: Path, limit: int, what: str, follow_links: bool = True) -
         if error.errno == errno.ELOOP and not follow_links:
             raise SpecError.at(where, f"is a symbolic link; give the {what} itself") from None
         raise SpecError.at(where, f"cannot be opened ({error.strerror}); give the {what}") from None
+    mode = os.fstat(descriptor).st_mode  # before fdopen, which refuses a folder with IsADirectoryError
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise SpecError.at(where, f"is {kind}; give the {what}")
     with os.fdopen(descriptor, "rb") as handle:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            raise SpecError.at(where, f"is {kind}; give the {what}")
         try:
             data = handle.read(limit + 1)
         except OSError as error:

@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fake_rbac import Rbac, forbidden, request_info
+
 
 @dataclass
 class Fault:
@@ -36,6 +38,8 @@ class Fault:
     truncate: bool = False
     times: int = 1
     who: str | None = None
+    trickle: float = 0.0
+    """Seconds between bytes: the whole answer (status line, headers, body) is sent one byte at a time."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ class FakeHttp:
     def answer(self, method: str, path: str, query: dict[str, str], body: Any, who: str) -> tuple[int, Any, dict[str, str]]:
         raise NotImplementedError
 
+    def refuse(self, method: str, path: str, query: dict[str, str], who: str) -> tuple[int, Any] | None:
+        """An authentication or authorization failure to answer instead, or None to go on."""
+        return None
+
     @contextmanager
     def running(self) -> Iterator[FakeHttp]:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -97,6 +105,19 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:
             return
+
+        def _trickle(self, status: int, data: bytes, headers: dict[str, str], pause: float) -> None:
+            lines = [f"HTTP/1.1 {status} X", *(f"{k}: {v}" for k, v in headers.items()),
+                     "Content-Type: application/json", f"Content-Length: {len(data)}", "Connection: close"]
+            raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+            self.close_connection = True
+            for n in range(len(raw)):
+                try:
+                    self.wfile.write(raw[n:n + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up (its deadline under test)
+                    return
+                time.sleep(pause)
 
         def _send(self, status: int, data: bytes, headers: dict[str, str], truncate: bool = False) -> None:
             self.send_response(status)
@@ -130,7 +151,14 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
                 status = fault.status or 200
                 data = fault.body if fault.body is not None else json.dumps(
                     {"kind": "Status", "code": status, "message": "injected"}).encode()
+                if fault.trickle:
+                    self._trickle(status, data, fault.headers, fault.trickle)
+                    return
                 self._send(status, data, fault.headers, fault.truncate)
+                return
+            refused = fake.refuse(self.command, url.path, query, who)
+            if refused is not None:
+                self._send(refused[0], json.dumps(refused[1]).encode(), {})
                 return
             try:
                 body = json.loads(raw) if raw else None
@@ -185,6 +213,31 @@ class FakeKube(FakeHttp):
         """Per collection, (resourceVersion, type, object) of every change, for watches."""
         self.compacted = 0
         """Watches from a version below this get 410 Gone, as after etcd compaction."""
+        self.rbac: Rbac | None = None
+        self.users: dict[str, tuple[str, tuple[str, ...]]] = {}
+        """Bearer token -> (user, groups), when `rbac` is on."""
+        self.denied: list[tuple[str, str, str]] = []
+        """(user, verb, path) of every request refused with 403."""
+
+    def enforce(self, objects: list[dict[str, Any]], users: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        """From now on authenticate by `users` and authorize by the RBAC objects among `objects` (tests/fake_rbac.py):
+        401 for an unknown token, 403 with kube-apiserver's Status body for a request no rule allows."""
+        with self.lock:
+            self.rbac = Rbac(objects)
+            self.users.update(users)
+
+    def refuse(self, method: str, path: str, query: dict[str, str], who: str) -> tuple[int, Any] | None:
+        with self.lock:
+            if self.rbac is None:
+                return None
+            if who not in self.users:
+                return 401, _status(401, "Unauthorized", "Unauthorized")
+            user, groups = self.users[who]
+            info = request_info(method, path, query)
+            if self.rbac.allows(user, groups, info):
+                return None
+            self.denied.append((user, info.verb, path))
+            return 403, forbidden(user, info)
 
     def put_object(self, collection: str, obj: dict[str, Any]) -> None:
         with self.lock:

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from components.kubernetes.objects import prefix_ipam as objects
 from components.kubernetes.scripts import kube_client as kc
 from components.kubernetes.scripts import prefix_ipam as ipam
 from tests.fake_kube import FakeAzure, FakeKube
+from tests.fake_rbac import service_account_user
 
 SUB = "00000000-0000-0000-0000-000000000000"
 RG = "gpucluster-prod"
@@ -70,13 +72,25 @@ def pool(kube: FakeKube, name: str) -> set[str]:
     return set(found["spec"]["ipam"].get("pool") or {})
 
 
+ACCOUNT = service_account_user(objects.NAMESPACE, objects.APP)
+
+
+def as_the_controller(kube: FakeKube, *tokens: str) -> FakeKube:
+    """The fake API server authorizes `tokens` as the controller's service account, by the roles the plan renders
+    for it (components/kubernetes/objects/prefix_ipam.py)."""
+    rendered = objects.prefix_ipam_objects({"client_id": "client-id"}, "api.example", 6443, "agents:1")
+    kube.enforce(rendered, {t: ACCOUNT for t in tokens})
+    return kube
+
+
 @pytest.fixture
 def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeKube, FakeAzure]]:
-    kube, azure = FakeKube(), FakeAzure()
+    kube, azure = as_the_controller(FakeKube()), FakeAzure()
     with kube.running(), azure.running():
         monkeypatch.setattr(ipam, "ARM", azure.url)
         monkeypatch.setattr(ipam, "IMDS_TOKEN", f"{azure.url}/metadata/identity/oauth2/token")
         yield kube, azure
+    assert not kube.denied, kube.denied  # a refused call the controller survived is still a missing grant
 
 
 def controller(kube: FakeKube, tmp_path: Path, me: str = "replica-a", lease: float = 1.0, sync: float = 0.05,
@@ -84,6 +98,8 @@ def controller(kube: FakeKube, tmp_path: Path, me: str = "replica-a", lease: flo
     account = tmp_path / me
     account.mkdir(exist_ok=True)
     (account / "token").write_text(me)
+    if kube.rbac is not None:
+        kube.users[me] = ACCOUNT
     client = kc.Kube(kube.url, str(account), timeout=timeout, budget=kc.Budget(100_000), retry_base=0.01,
                      retry_cap=0.05)
     arm = kc.Http(timeout=timeout, budget=kc.Budget(100_000), retry_base=0.01, retry_cap=0.05)

@@ -20,9 +20,11 @@ from typing import Any
 
 import pytest
 
+from components.kubernetes.objects import health
 from components.kubernetes.scripts import health_agent as agent
 from components.kubernetes.scripts import kube_client as kc
 from tests.fake_kube import FakeKube, Fault, deep_json
+from tests.fake_rbac import service_account_user
 
 NODES = "/api/v1/nodes"
 NAMESPACE = "gpucluster-health"
@@ -57,16 +59,20 @@ def taints(kube: FakeKube, name: str) -> dict[str, str]:
 
 @pytest.fixture
 def kube() -> Iterator[FakeKube]:
+    """Each account's token is authorized by the roles the plan renders for it (objects/health.py)."""
     fake = FakeKube()
+    fake.enforce(health.health_access(), {account: service_account_user(health.NAMESPACE, account)
+                                          for account in (health.AGENT_ACCOUNT, health.RECHECK_ACCOUNT)})
     with fake.running():
         yield fake
+    assert not fake.denied, fake.denied  # a refused call the agent survived is still a missing grant
 
 
-def client(fake: FakeKube, tmp_path: Path, timeout: float = 0.5) -> kc.Kube:
-    account = tmp_path / "account"
-    account.mkdir(exist_ok=True)
-    (account / "token").write_text("gpu-health")
-    return kc.Kube(fake.url, str(account), timeout=timeout, budget=kc.Budget(100_000), retry_base=0.01,
+def client(fake: FakeKube, tmp_path: Path, timeout: float = 0.5, account: str = health.AGENT_ACCOUNT) -> kc.Kube:
+    folder = tmp_path / account
+    folder.mkdir(exist_ok=True)
+    (folder / "token").write_text(account)
+    return kc.Kube(fake.url, str(folder), timeout=timeout, budget=kc.Budget(100_000), retry_base=0.01,
                    retry_cap=0.05)
 
 
@@ -81,6 +87,8 @@ REPORTS: dict[str, tuple[str | None, bytes | None, str]] = {
     "deep report": ("0", deep_json(10_000), "diag-report-invalid"),
     "no exit code": (None, json.dumps(PASSED).encode(), "diag-report-invalid"),
     "exit 1": ("1", json.dumps(PASSED).encode(), "diag-failed"),
+    "exit --1": ("--1", json.dumps(PASSED).encode(), "diag-report-invalid"),
+    "exit in superscript digits": ("²", json.dumps(PASSED).encode(), "diag-report-invalid"),
     "a failed test": ("0", json.dumps(FAILED).encode(), "diag-failed"),
 }
 
@@ -174,7 +182,7 @@ def _pool(kube: FakeKube, nodes: int, idle: int, pending: int) -> tuple[set[str]
 def test_recheck_at_40000_pods_reads_per_node_and_skips_pending_gpu_pods(kube: FakeKube, tmp_path: Path) -> None:
     idle, pending = _pool(kube, 2500, idle=1000, pending=300)
     assert sum(len(v) for c, v in kube.store.items() if c.endswith("/pods")) == 2500 * 17
-    kube_client = client(kube, tmp_path)
+    kube_client = client(kube, tmp_path, account=health.RECHECK_ACCOUNT)
     tracemalloc.start()
     try:
         code = agent.recheck(kube_client, "h100", 10, NAMESPACE, APP, random.Random(7))
@@ -195,7 +203,7 @@ def test_recheck_at_40000_pods_reads_per_node_and_skips_pending_gpu_pods(kube: F
 def test_a_node_whose_agent_pod_cannot_be_deleted_is_untainted_again(kube: FakeKube, tmp_path: Path) -> None:
     _pool(kube, 3, idle=3, pending=0)
     kube.inject("DELETE", "/pods/", Fault(500, times=100))
-    assert agent.recheck(client(kube, tmp_path), "h100", 2, NAMESPACE, APP, random.Random(1)) == 1
+    assert agent.recheck(client(kube, tmp_path, account=health.RECHECK_ACCOUNT), "h100", 2, NAMESPACE, APP, random.Random(1)) == 1
     assert all(taints(kube, f"h100-{i:05d}") == {} for i in range(3))  # nothing left out of service
 
 
@@ -208,5 +216,31 @@ def test_a_gpu_pod_bound_during_the_recheck_gives_the_node_back(kube: FakeKube, 
             fake.put_object(*pod("late-train", "h100-00000", gpus=8, phase="Pending"))
 
     kube.before_write = a_job_lands
-    assert agent.recheck(client(kube, tmp_path), "h100", 1, NAMESPACE, APP) == 0
+    assert agent.recheck(client(kube, tmp_path, account=health.RECHECK_ACCOUNT), "h100", 1, NAMESPACE, APP) == 0
     assert taints(kube, "h100-00000") == {} and not kube.requests("DELETE")
+
+
+def test_the_agent_loop_survives_any_exception(kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a round raises, the agent logs it, waits longer, and goes on to taint on the next health report."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "health.json").write_text(json.dumps({"body": {"Overall Health": {"value": "Failure"}}}))
+    kube.put_object(NODES, node("gpu-0"))
+    real, faults, waits = agent.watch_once, [OverflowError("1e999"), ValueError("--1")], []
+
+    def flaky(*args: Any) -> str | None:
+        if faults:
+            raise faults.pop(0)
+        return real(*args)
+
+    monkeypatch.setattr(agent, "watch_once", flaky)
+    assert agent.agent(client(kube, tmp_path), "gpu-0", str(shared), rounds=3, interval=1.0, sleep=waits.append) == 0
+    assert taints(kube, "gpu-0") == {agent.UNHEALTHY: "failure"}
+    assert waits[0] >= 1.0 and waits[1] >= 1.0
+
+
+def test_a_gpu_request_in_superscript_digits_is_not_a_crash() -> None:
+    _, weird = pod("odd", "h100-00000", gpus=1)
+    weird["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "²"
+    assert agent.holds_gpu(weird) is False
+    assert agent.main(["health_agent.py", "recheck", "h100", "²", NAMESPACE, APP]) == 2

@@ -86,7 +86,12 @@ def test_only_the_identities_pods_reach_imds(prod: ClusterPlan) -> None:
     assert policies
     verdicts = {name: reaches_imds(endpoint_labels(ns, pod.get("serviceAccountName") or "default", labels), policies)
                 for name, ns, labels, pod in _workloads(objects)}
-    assert {name for name, reaches in verdicts.items() if reaches} == {"cluster-autoscaler", "cloud-node-lifecycle"}
+    # The edge Prometheus shards remote-write as the metrics identity (docs/metrics.md); kube-state-metrics beside
+    # them in the same namespace does not sign in.
+    shards = {f"prometheus-{i}" for i in range(prod.metrics.shards)} if prod.metrics else set()
+    assert {name for name, reaches in verdicts.items() if reaches} == {"cluster-autoscaler", "cloud-node-lifecycle",
+                                                                        *shards}
+    assert shards and not verdicts["kube-state-metrics"]
     assert not verdicts["coredns"] and not any(v for n, v in verdicts.items() if n.startswith("gpu-health"))
 
 
@@ -107,14 +112,20 @@ def test_the_guard_drops_nothing_else() -> None:
 
 def test_the_exemptions_are_read_from_the_pods(prod: ClusterPlan) -> None:
     objects = layer_objects(prod)
-    assert identity_accounts(objects) == {"kube-system": {"cluster-autoscaler", "cloud-node-lifecycle"}}
+    assert identity_accounts(objects) == {"kube-system": {"cluster-autoscaler", "cloud-node-lifecycle"},
+                                          "gpucluster-metrics": {"prometheus"}}
     scaler = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "cluster-autoscaler")
     for container in scaler["spec"]["template"]["spec"]["containers"]:
         container["env"] = [e for e in container.get("env") or [] if e["name"] != "ARM_USE_MANAGED_IDENTITY_EXTENSION"]
+    # The shards sign in through their mounted config (remote_write azuread.managed_identity): without it, nothing.
+    for o in objects:
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("prometheus-") and "prometheus.yml" in o["data"]:
+            o["data"]["prometheus.yml"] = o["data"]["prometheus.yml"].replace("managed_identity", "sdk")
     assert identity_accounts(objects) == {"kube-system": {"cloud-node-lifecycle"}}
 
 
 def test_declared_after_the_cni_gate(prod_run: ProgramRun) -> None:
     guards = [r for r in prod_run.registrations if r.inputs.get("kind") == KIND]
     gate = next(r.urn for r in prod_run.registrations if r.name.endswith("-cni-ready"))
-    assert len(guards) == 2 and all(gate in r.dependencies for r in guards)
+    # One for every namespace, one per namespace with an identity (kube-system, gpucluster-metrics).
+    assert len(guards) == 3 and all(gate in r.dependencies for r in guards)

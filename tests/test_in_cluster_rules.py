@@ -57,17 +57,18 @@ def test_gpu_operator_values_reach_what_the_chart_reads() -> None:
 def test_autoscaler_flags_follow_its_source() -> None:
     """cluster-autoscaler 1.36.1 config/flags/flags.go: --startup-taint (ignored in templates while the node
     starts, the node counted as not ready yet), --status-taint (ignored in templates, the node NOT treated as
-    unready: a node the health agent tainted gpu-unhealthy), --max-nodes-total over all nodes, --lease-resource-name
-    (default "cluster-autoscaler"). Balancing (processors/nodegroupset/compare_nodegroups.go): groups whose labels
-    differ outside BasicIgnoredLabels (hostname and zone labels) and --balancing-ignore-label are not similar, so the
-    InfiniBand domain label must NOT be ignored, or one gang's scale-up is split across domains."""
+    unready: a node the health agent tainted gpu-unhealthy), --max-nodes-total over all nodes; the Lease name is
+    component-base's --leader-elect-resource-name, bound in main.go (default "cluster-autoscaler"). Balancing
+    (processors/nodegroupset/compare_nodegroups.go): groups whose labels differ outside BasicIgnoredLabels (hostname
+    and zone labels) and --balancing-ignore-label are not similar, so the InfiniBand domain label must NOT be ignored,
+    or one gang's scale-up is split across domains."""
     args = autoscaler_args("prod", 7500, 0.01, control_plane_nodes=5)
     assert f"--startup-taint={TAINT_PREFLIGHT}" in args
     assert "--status-taint=gpucluster.io/gpu-unhealthy" in args
     assert not [a for a in args if a.startswith("--balancing-ignore-label") and "infiniband-domain" in a]
     assert not [a for a in args if a.startswith("--balancing-label")]  # it would replace the comparison wholesale
     assert "--balance-similar-node-groups=true" in args and "--max-nodes-total=7505" in args
-    assert "--lease-resource-name=cluster-autoscaler" in args
+    assert "--leader-elect-resource-name=cluster-autoscaler" in args
 
 
 def test_the_autoscaler_updates_only_its_own_lease() -> None:

@@ -84,7 +84,8 @@ def test_idempotent_and_never_drops_an_address_in_use() -> None:
 def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None:
     """The controller hands out pod addresses, so it cannot wait for one (hostNetwork); where cluster DNS does not
     answer it dials the API server by the endpoint's name (as Cilium's agent, objects/charts.py). Its Kubernetes
-    rights are its calls: list nodes, list/patch CiliumNodes, create its Lease and get/update that one Lease
+    rights are its calls: list/watch nodes, list/watch/patch CiliumNodes (each call authorized by these roles in the
+    fake API server: tests/ipam_world.py as_the_controller), create its Lease and get/update that one Lease
     (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
     from components.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
     from components.kubernetes.scripts import prefix_ipam
@@ -96,8 +97,8 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     assert env["KUBE_API"] == "https://api.prod.internal:6443" and env["AZURE_CLIENT_ID"] == "cid"
     assert objects["Deployment"]["spec"]["replicas"] == 2  # one leads; the Lease makes the other wait
     assert objects["ClusterRole"]["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
-        {"apiGroups": ["cilium.io"], "resources": ["ciliumnodes"], "verbs": ["list", "patch"]}]
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["cilium.io"], "resources": ["ciliumnodes"], "verbs": ["list", "watch", "patch"]}]
     named = [r for r in objects["Role"]["rules"] if r.get("resourceNames")]
     assert named == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEASE],
                       "verbs": ["get", "update"]}]

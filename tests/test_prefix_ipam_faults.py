@@ -13,6 +13,8 @@ using-api/api-concepts/#resource-versions, optimistic concurrency).
 
 from __future__ import annotations
 
+import itertools
+import json
 import subprocess
 import sys
 import time
@@ -31,6 +33,7 @@ from tests.ipam_world import (
     NODES,
     RG,
     SUB,
+    as_the_controller,
     block,
     controller,
     nic_reads,
@@ -95,7 +98,7 @@ def test_retry_after_is_read_in_both_forms_and_capped() -> None:
 
 
 def test_kubernetes_retries_honour_retry_after(tmp_path: Path) -> None:
-    kube = FakeKube()
+    kube = as_the_controller(FakeKube(), "t")
     waits: list[float] = []
     with kube.running():
         (tmp_path / "token").write_text("t")
@@ -225,3 +228,100 @@ def test_the_scripts_run_side_by_side_as_the_image_ships_them(tmp_path: Path) ->
                             "assert prefix_ipam.kc is health_agent.kc"], capture_output=True, text=True,
                            cwd=tmp_path, timeout=30)
     assert check.returncode == 0, check.stderr
+
+
+# Server data the controller must survive: numbers str.isdigit() or json accept but int()/float() refuse.
+
+def test_a_nic_whose_prefix_length_overflows_is_refused_not_a_crash(servers: tuple[FakeKube, FakeAzure],
+                                                                     tmp_path: Path) -> None:
+    """JSON reads 1e999 as float('inf'); int() of it raises OverflowError. One such NIC must not stop the round."""
+    kube, azure = servers
+    desired = populate(kube, azure, {"cpu-z1-00": 1, "cpu-z1-01": 1})
+    vm = (f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.Compute/virtualMachineScaleSets/cpu-z1-01/"
+          "virtualMachines/0")
+    configs = [json.dumps({"properties": {"privateIPAddress": "10.0.0.64", "privateIPAddressPrefixLength": length}})
+               for length in ("1e999", "²")]
+    configs.append('{"properties": {"privateIPAddress": "10.0.0.48", "privateIPAddressPrefixLength": 1e999}}')
+    nic = json.dumps({"id": f"{vm}/networkInterfaces/nic0", "properties": {"virtualMachine": {"id": vm},
+                                                                          "ipConfigurations": ["CONFIGS"]}})
+    raw = '{"value": [' + nic.replace('"CONFIGS"', ", ".join(configs)) + "]}"  # 1e999 as a bare JSON number
+    azure.inject("GET", "cpu-z1-01/networkInterfaces", Fault(200, body=raw.encode()))
+    report = controller(kube, tmp_path).round()
+    assert report.rejected == 3 and report.sets_read == 2
+    assert pool(kube, "cpu-z1-00000000") == set(desired["cpu-z1-00000000"])
+
+
+def test_an_arm_retry_after_in_superscript_digits_is_our_own_backoff(servers: tuple[FakeKube, FakeAzure],
+                                                                     tmp_path: Path) -> None:
+    kube, azure = servers
+    populate(kube, azure, {"cpu-z1-00": 1, "cpu-z1-01": 1})
+    azure.inject("GET", "cpu-z1-01/networkInterfaces", Fault(429, {"Retry-After": "²"}))
+    ctl = controller(kube, tmp_path, backoff_base=5.0)
+    report = ctl.round()
+    assert report.sets_failed == ["cpu-z1-01"] and report.patched == 1
+    assert 2.0 <= ctl.sets[(SUB, RG, "cpu-z1-01")].not_before - time.monotonic() <= 5.0
+
+
+def test_the_main_loop_survives_any_exception_and_backs_off(servers: tuple[FakeKube, FakeAzure], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a round raises (here a TypeError and an OverflowError, as from data no check foresaw), the daemon
+    logs it and runs the next round, later each time in a row."""
+    kube, azure = servers
+    desired = populate(kube, azure, {"cpu-z1-00": 1})
+    ctl = controller(kube, tmp_path, sync=0.02, backoff_cap=0.5)
+    real, starts = ctl.round, []
+    faults = [TypeError("unhashable"), OverflowError("int too large"), OverflowError("again")]
+
+    def flaky() -> ipam.RoundReport:
+        starts.append(time.monotonic())
+        if faults:
+            raise faults.pop(0)
+        return real()
+
+    monkeypatch.setattr(ctl, "round", flaky)
+    assert ipam.run(ctl, rounds=5) == 0
+    assert pool(kube, "cpu-z1-00000000") == set(desired["cpu-z1-00000000"])
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert gaps[2] >= 0.04  # the third failure in a row waits at least half of 4 x sync_seconds
+
+
+# One address, one pool.
+
+def _in_two_pools(kube: FakeKube, names: list[str]) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        for ip in pool(kube, name):
+            (twice if ip in seen else seen).add(ip)
+    return twice
+
+
+def test_blocks_that_leave_a_nic_leave_its_pool_even_when_the_nic_has_none_left(
+        servers: tuple[FakeKube, FakeAzure], tmp_path: Path) -> None:
+    """VM 0 is being deleted: its NIC lists no block, and its two /28 already sit on VM 1's NIC. Its CiliumNode must
+    let them go (no endpoint uses them), and VM 1's pool takes them only once they are gone: never 32 addresses in
+    two pools at once."""
+    kube, azure = servers
+    desired = populate(kube, azure, {"cpu-z1-00": 2}, filled=True)
+    names = sorted(desired)
+    azure.nics["cpu-z1-00"] = [(0, []), (1, [block(0), block(1), block(2), block(3)])]
+    ctl = controller(kube, tmp_path)
+    first = ctl.round()
+    assert pool(kube, names[0]) == set() and first.held_elsewhere == 32
+    assert not _in_two_pools(kube, names)
+    ctl.round()
+    assert pool(kube, names[1]) == set(desired[names[0]]) | set(desired[names[1]])
+    assert not _in_two_pools(kube, names)
+
+
+def test_a_block_listed_on_two_nics_is_an_alert_and_in_no_pool(servers: tuple[FakeKube, FakeAzure], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    kube, azure = servers
+    desired = populate(kube, azure, {"cpu-z1-00": 2})
+    names = sorted(desired)
+    azure.nics["cpu-z1-00"][1] = (1, [block(2), block(3), block(0)])  # VM 0's first /28 on VM 1's NIC too
+    report = controller(kube, tmp_path).round()
+    assert report.shared == 1 and "ALERT: 1 block(s) listed on more than one NIC" in capsys.readouterr().err
+    first = set(desired[names[0]][:16])
+    assert not first & pool(kube, names[0]) and not first & pool(kube, names[1])
+    assert pool(kube, names[1]) == set(desired[names[1]]) and pool(kube, names[0]) == set(desired[names[0]][16:])

@@ -117,3 +117,19 @@ def test_clock_skew_neither_splits_nor_freezes_the_lock(servers: tuple[FakeKube,
     _one_writer(kube)
 
 
+
+
+def test_a_nic_listing_longer_than_the_lease_neither_loses_it_nor_livelocks(servers: tuple[FakeKube, FakeAzure],
+                                                                              tmp_path: Path) -> None:
+    """One scale set's NIC list takes 8 pages x 0.35 s = 2.8 s, longer than two 1 s leases (each page within the
+    0.5 s request timeout). Renewing only between reads, each replica's lease lapsed during its own listing and the
+    other took it: no patch ever. Renewed in its own thread, the lease stays with one replica, which patches."""
+    kube, azure = servers
+    azure.page_size = 1
+    desired = populate(kube, azure, {"cpu-z1-00": 8})
+    azure.inject("GET", "cpu-z1-00/networkInterfaces", Fault(delay=0.35, times=10**6))
+    a, b = controller(kube, tmp_path, "replica-a"), controller(kube, tmp_path, "replica-b")
+    _replicas(kube, [a, b], 5.0, list(desired))
+    assert len(kube.cilium_writes) >= 8  # every node's pool filled at least once
+    assert [h for _, h in kube.lease_history] == ["replica-a"]  # no takeover while it works
+    _one_writer(kube)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.fake_kube import FakeAzure, FakeKube
-from tests.ipam_world import CILIUM, NODES, pool, populate
+from tests.ipam_world import CILIUM, NODES, as_the_controller, pool, populate
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUND = """
@@ -30,7 +30,7 @@ print(json.dumps({"peak": tracemalloc.get_traced_memory()[1], "read": report.set
 
 
 def test_a_round_at_7500_nodes_stays_under_100_mib(tmp_path: Path) -> None:
-    kube, azure = FakeKube(), FakeAzure(page_size=100)
+    kube, azure = as_the_controller(FakeKube(), "replica-a"), FakeAzure(page_size=100)
     sets = {f"pool{n:02d}-z1": 7500 // 43 + (1 if n < 7500 % 43 else 0) for n in range(43)}
     desired = populate(kube, azure, sets, filled=True)
     assert len(desired) == 7500

@@ -492,7 +492,8 @@ def test_the_plan_command_does_not_load_the_cloud_clients() -> None:
 NAMESPACES = {"compute": "Microsoft.Compute", "network": "Microsoft.Network", "privatedns": "Microsoft.Network",
               "storage": "Microsoft.Storage", "managedidentity": "Microsoft.ManagedIdentity",
               "containerregistry": "Microsoft.ContainerRegistry", "keyvault": "Microsoft.KeyVault",
-              "virtualmachineimages": "Microsoft.VirtualMachineImages"}
+              "virtualmachineimages": "Microsoft.VirtualMachineImages", "monitor": "Microsoft.Monitor",
+              "alertsmanagement": "Microsoft.AlertsManagement"}
 """azure-native module -> the ARM namespace of its resource types (Microsoft.Resources and Microsoft.Authorization
 are the platform's own: registered in every subscription)."""
 
@@ -534,16 +535,23 @@ def test_the_nccl_job_is_a_valid_two_node_run_in_one_domain(live: World) -> None
         spec["tolerations"]
 
 
-NCCL_OVER_IB = ("NCCL INFO NET/IB : Using [0]mlx5_ib0:1/IB\n"
+NCCL_OVER_IB = ("h100-z1-00000000:41:41 [0] NCCL INFO NET/IB : Using [0]mlx5_ib0:1/IB [1]mlx5_ib1:1/IB ; OOB eth0\n"
+                "h100-z1-00000000:41:41 [0] NCCL INFO Using network IB\n"
                 "nccl-allreduce ranks=16 bytes=1073741824 busbw_GBps=361.2 exact=True\n")
-NCCL_OVER_SOCKETS = ("NCCL INFO NET/Socket : Using [0]eth0:10.80.1.5<0>\n"
+NCCL_OVER_SOCKETS = ("h100-z1-00000000:41:41 [0] NCCL INFO NET/IB : No device found.\n"
+                     "h100-z1-00000000:41:41 [0] NCCL INFO NET/Socket : Using [0]eth0:10.80.1.5<0>\n"
+                     "h100-z1-00000000:41:41 [0] NCCL INFO Using network Socket\n"
                      "nccl-allreduce ranks=16 bytes=1073741824 busbw_GBps=2.1 exact=True\n")
+"""The lines a socket fallback logs (NCCL from PyTorch on an H100 without InfiniBand, NCCL_DEBUG=INFO): `NET/IB`
+appears, and says no device was found."""
+NCCL_IB_SLOW = NCCL_OVER_IB.replace("busbw_GBps=361.2", "busbw_GBps=151.0")
 
 
 @pytest.mark.parametrize(("log", "status", "detail"), [
-    (NCCL_OVER_IB, "pass", "bus bandwidth 361.2 GB/s"),
-    (NCCL_OVER_SOCKETS, "fail", "NCCL did not use InfiniBand"),
-], ids=["infiniband", "sockets"])
+    (NCCL_OVER_IB, "pass", "bus bandwidth 361.2 GB/s, floor 280 GB/s for Standard_ND96isr_H100_v5"),
+    (NCCL_OVER_SOCKETS, "fail", "NCCL did not use InfiniBand: it says Using network Socket"),
+    (NCCL_IB_SLOW, "fail", "bus bandwidth 151.0 GB/s over InfiniBand is below the floor of 280 GB/s"),
+], ids=["infiniband", "sockets", "infiniband-below-floor"])
 def test_nccl_is_the_only_writer_and_cleans_up(live: World, monkeypatch: pytest.MonkeyPatch, log: str, status: str,
                                                detail: str) -> None:
     monkeypatch.setattr(nccl, "POLL_SECONDS", 0.0)
@@ -562,3 +570,11 @@ def test_nccl_is_the_only_writer_and_cleans_up(live: World, monkeypatch: pytest.
     writes = [(m, p.split("?")[0].rsplit("/", 1)[0] if m == "DELETE" else p) for m, p in live.writes()]
     assert writes == [("POST", f"{health}/services"), ("POST", jobs), ("DELETE", jobs), ("DELETE", f"{health}/services")]
     assert live.arm.received and all(m == "GET" for m, _ in live.arm.received)
+
+
+def test_the_nccl_floor_is_the_sourced_line_rate_share() -> None:
+    """ND H100 v5: 8 x 400 Gb/s; ND GB300 v6: 4 x 800 Gb/s (the Microsoft Learn size pages): 400 GB/s each, 70 %."""
+    for size in ("Standard_ND96isr_H100_v5", "Standard_ND128isr_GB300_v6"):
+        floor = nccl.floor_gbps(size)
+        assert floor is not None and floor[0] == pytest.approx(280.0) and "MicrosoftDocs" in floor[1]
+    assert nccl.floor_gbps("Standard_NC4as_T4_v3") is None

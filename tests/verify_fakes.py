@@ -15,6 +15,7 @@ import ipaddress
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -84,6 +85,20 @@ class FakeApi:
     url: str = ""
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A route's answer beyond a JSON body: a status with headers (a redirect, a Retry-After), a body trickled a few
+    bytes at a time (`pause` seconds between writes), or `size` bytes of a body that is never held in memory, its
+    length declared or not (then the connection closes at its end)."""
+
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b"{}"
+    pause: float = 0.0
+    size: int = 0
+    declared: bool = True
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     api: FakeApi
     protocol_version = "HTTP/1.1"  # keep-alive, as ARM and the API server: one TLS handshake per client
@@ -95,6 +110,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if length:
             self.rfile.read(length)
         answer = self._route(urlsplit(self.path).path)
+        if isinstance(answer, Answer):
+            self._special(answer)
+            return
         status, body = answer if isinstance(answer, tuple) else (200, answer) if answer is not None else (
             404, self.api.not_found)
         text = isinstance(body, str)
@@ -104,6 +122,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _special(self, answer: Answer) -> None:
+        self.send_response(answer.status)
+        for key, value in answer.headers:
+            self.send_header(key, value)
+        self.send_header("Content-Type", "application/json")
+        if answer.size and not answer.declared:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(answer.size or len(answer.body)))
+        self.end_headers()
+        try:
+            if answer.size:
+                chunk = b" " * (1 << 20)
+                for start in range(0, answer.size, len(chunk)):
+                    self.wfile.write(chunk[: answer.size - start])
+                return
+            for start in range(0, len(answer.body), 2 if answer.pause else len(answer.body) or 1):
+                self.wfile.write(answer.body[start:start + 2] if answer.pause else answer.body)
+                self.wfile.flush()
+                time.sleep(answer.pause)
+        except OSError:  # the client gave up (a bound under test)
+            self.close_connection = True
 
     def _route(self, path: str) -> Any:
         routes = self.api.routes

@@ -52,6 +52,9 @@ def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     # The tokens' dates follow the calendar (components/offline/lifetimes_report.py): keep the schedule only.
     for key in DATED_KEYS:
         data.get("bootstrapTokens", {}).pop(key, None)
+    # So do the cost's stale-price warnings (components/planning/cost.py): the figures stay.
+    if data.get("cost"):
+        data["cost"].pop("warnings", None)
     return json.loads(json.dumps(data, sort_keys=True))
 
 

@@ -20,6 +20,7 @@ from components.bootstrap.from_plan import (
     apiserver_pki_paths,
 )
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.control_plane import API_SERVER_OS_DISK_GIB
 from components.planning.node_images import API_SCALE_SET
 from components.planning.pod_addresses import api_server_pod_addresses
 from components.planning.tags import machine_tags
@@ -78,7 +79,7 @@ def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str]
             storage_profile=azure.compute.VirtualMachineScaleSetStorageProfileArgs(
                 image_reference=gallery_image(images.of(plan.images.machines[API_SCALE_SET])),
                 os_disk=azure.compute.VirtualMachineScaleSetOSDiskArgs(
-                    create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=128,
+                    create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=API_SERVER_OS_DISK_GIB,
                     managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(
                         storage_account_type="Premium_LRS"))),
             network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(

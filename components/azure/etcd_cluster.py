@@ -13,7 +13,7 @@ from components.azure.pki import ClusterPki
 from components.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
 from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.control_plane import ETCD_DISK_GIB, EtcdPlan, Member
+from components.planning.control_plane import ETCD_DISK_GIB, ETCD_OS_DISK_GIB, EtcdPlan, Member
 from components.planning.pki import ETCD_CA, etcd_member_certificates
 from components.planning.tags import machine_tags
 
@@ -77,7 +77,7 @@ class EtcdCluster(pulumi.ComponentResource):
                 storage_profile=azure.compute.StorageProfileArgs(
                     image_reference=gallery_image(images.of(cluster_plan.images.machines[member.name])),
                     os_disk=azure.compute.OSDiskArgs(
-                        create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=64,
+                        create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=ETCD_OS_DISK_GIB,
                         managed_disk=azure.compute.ManagedDiskParametersArgs(storage_account_type="Premium_LRS"),
                         delete_option="Delete"),
                     data_disks=data_disks),

@@ -49,6 +49,8 @@ NAME_PROPERTIES: dict[str, tuple[str, Strategy]] = {
     "azure-native:keyvault:Vault": ("vaultName", "random"),
     "azure-native:keyvault:Key": ("keyName", "random"),
     "azure-native:managedidentity:UserAssignedIdentity": ("resourceName", "random"),
+    "azure-native:monitor:AzureMonitorWorkspace": ("azureMonitorWorkspaceName", "random"),
+    "azure-native:alertsmanagement:PrometheusRuleGroup": ("ruleGroupName", "random"),
     "azure-native:containerregistry:Registry": ("registryName", "random"),
     "azure-native:containerregistry:CacheRule": ("cacheRuleName", "random"),
     "azure-native:containerregistry:CredentialSet": ("credentialSetName", "random"),

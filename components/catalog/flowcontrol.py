@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.versions import GPU_OPERATOR
+from components.catalog.in_cluster import DRA_DRIVER_NAMESPACE, DRANET_NAMESPACE
+from components.catalog.versions import DRA_DRIVER, DRANET, GPU_OPERATOR
 
 APF_DEFAULTS_SOURCE = "kubernetes/apiserver v0.36.3 (Kubernetes 1.36) pkg/apis/flowcontrol/bootstrap/default.go"
 
@@ -54,6 +55,8 @@ class ChartAgent:
     calls_per_minute: float | None
     """Steady API requests per pod per minute, where the agent's source was read; None where it was not."""
     source: str
+    rack_nodes_only: bool = False
+    """Runs on rack pools' nodes only (RACK_CHART_AGENTS)."""
 
 
 _GPU_OP = f"NVIDIA/gpu-operator {GPU_OPERATOR.version}"
@@ -80,3 +83,35 @@ CHART_AGENTS: tuple[ChartAgent, ...] = (
                "node-feature-discovery v0.18.3 pkg/nfd-worker/nfd-worker.go: every core.sleepInterval (60 s) a GET "
                "of its NodeFeature and at most one UPDATE"),
 )
+
+_DRA = f"kubernetes-sigs/dra-driver-nvidia-gpu v{DRA_DRIVER.version} (commit 0882da87)"
+_DRA_CHART = f"{_DRA} deployments/helm/nvidia-dra-driver-gpu/templates"
+_DRANET = f"kubernetes-sigs/dranet v{DRANET.version} (commit ca195e29)"
+RACK_CHART_AGENTS: tuple[ChartAgent, ...] = (
+    # Release `nvidia-dra-driver-gpu`: _helpers.tpl fullname is the release name (it contains the chart name),
+    # serviceAccountName `<fullname>-service-account` (values.yaml serviceAccount.create true, name "").
+    ChartAgent("nvidia-dra-driver-gpu", DRA_DRIVER_NAMESPACE, "nvidia-dra-driver-gpu-kubelet-plugin",
+               "nvidia-dra-driver-gpu-service-account-kubeletplugin", True,
+               ("nodes", "pods", "resourceclaims", "resourceslices", "computedomains"), None,
+               f"{_DRA_CHART}/kubeletplugin.yaml (serviceAccountName <sa>-kubeletplugin), rbac-kubeletplugin.yaml "
+               "(ClusterRole: get/list/watch nodes, pods, resourceclaims, computedomains; resourceslices written). "
+               "Rate not modelled: informers (resync is local), and a GET per prepared claim every 10 minutes "
+               "(cmd/compute-domain-kubelet-plugin/cleanup.go ResourceClaimCleanupInterval)", rack_nodes_only=True),
+    # One DaemonSet per ComputeDomain, made by the driver's controller, on the domain's nodes: at most every rack node.
+    ChartAgent("nvidia-dra-driver-gpu", DRA_DRIVER_NAMESPACE, "compute-domain-daemon (one per ComputeDomain)",
+               "compute-domain-daemon-service-account", True, ("pods", "computedomains", "computedomaincliques"), None,
+               f"{_DRA} templates/compute-domain-daemon.tmpl.yaml (serviceAccountName "
+               f"compute-domain-daemon-service-account), {_DRA_CHART}/rbac-compute-domain-daemon.yaml "
+               "(ClusterRoleBinding: get/list/watch/patch pods, computedomains and cliques cluster-wide). Rate not "
+               "modelled: informers (cmd/compute-domain-daemon/common.go informerResyncPeriod, a local resync) and "
+               "status writes on change",
+               rack_nodes_only=True),
+    # Release `dranet`: fullname is the release name; dranet.serviceAccountName is the fullname.
+    ChartAgent("dranet", DRANET_NAMESPACE, "dranet", "dranet", True, ("resourceslices",), None,
+               f"{_DRANET} deployments/helm/dranet/templates/daemonset.yaml, _helpers.tpl, rbac.yaml (list/watch "
+               "resourceslices; get nodes, resourceclaims, deviceclasses). Rate not modelled: it polls its NICs "
+               "locally (pkg/inventory/db.go, at most once a minute) and writes ResourceSlices on change",
+               rack_nodes_only=True),
+)
+"""The rack charts' per-node agents (components/kubernetes/rack_devices.py installs the charts on clusters with rack
+pools only)."""

@@ -16,6 +16,7 @@ CILIUM_VERSION = CILIUM.version
 GPU_OPERATOR_CHART = "gpu-operator"
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 GPU_OPERATOR_VERSION = GPU_OPERATOR.version
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
 
 DRA_DRIVER_CHART = "nvidia-dra-driver-gpu"
 DRA_DRIVER_REPO = GPU_OPERATOR_REPO

@@ -19,6 +19,7 @@ from components.catalog.in_cluster import (
     cluster_autoscaler_image,
     coredns_image,
 )
+from components.catalog.metrics import KUBE_STATE_METRICS_IMAGE, PROMETHEUS_IMAGE
 from components.catalog.versions import MINOR_COUPLED, minor_of
 from components.spec import ImageRef
 
@@ -180,7 +181,7 @@ def prepull_images(definition: str, kubernetes_version: str) -> tuple[str, ...]:
     if definition == "cpu":
         # The system pool runs on the CPU image: cluster add-ons and the library's controllers live there.
         return (*node, coredns_image(minor), cluster_autoscaler_image(minor), f"{KUEUE_IMAGE}:v{KUEUE_VERSION}",
-                CSR_APPROVER_IMAGE, cloud_controller_manager_image(minor))
+                CSR_APPROVER_IMAGE, cloud_controller_manager_image(minor), KUBE_STATE_METRICS_IMAGE, PROMETHEUS_IMAGE)
     if definition == "apiserver":
         # kubeadm's static pods (`kubeadm config images list`): etcd is external and kube-proxy is skipped.
         return (*node, *(f"registry.k8s.io/{c}:v{kubernetes_version}"

@@ -17,6 +17,7 @@ from typing import Any
 
 from components.catalog.arm_routes import PROVIDER_INPUT
 from components.diff.capacity import capacity_delta
+from components.diff.cost import cost_delta
 from components.diff.replacement import refused, replacements
 from components.diff.sides import Side
 from components.diff.values import ABSENT, JSON_VALUES, ValueChange
@@ -106,6 +107,8 @@ class PlanDiff:
     images: list[ImageChange] = field(default_factory=list)
     boot_files: dict[str, Any] | None = None
     capacity: dict[str, Any] = field(default_factory=dict)
+    cost: dict[str, Any] | None = None
+    """USD per hour and per month, base -> head, in total and per pool (components/diff/cost.py)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -123,7 +126,8 @@ class PlanDiff:
                 "changes": [c.as_dict() for c in self.changes],
                 "flags": [asdict(f) for f in self.flags], "boot": [asdict(b) for b in self.boot],
                 "images": [asdict(i) for i in self.images],
-                "bootFiles": self.boot_files, "capacity": self.capacity, "notes": self.notes}
+                "bootFiles": self.boot_files, "capacity": self.capacity, "cost": self.cost,
+                "notes": self.notes}
 
 
 MAX_CHANGED_PATHS = 1_000
@@ -431,6 +435,7 @@ def diff_sides(base: Side, head: Side) -> PlanDiff:
     _boot_files(base, head, result)
     result.boot.sort(key=lambda b: (b.type, b.resource))
     result.capacity = capacity_delta(base, head)
+    result.cost = cost_delta(base, head)
     if not base.secret_digests or not head.secret_digests:
         result.notes.append("a side without secretDigests (a real pulumi preview): changes to masked boot documents "
                             "cannot be seen there")

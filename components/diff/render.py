@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from components.diff.compare import Change, PlanDiff
+from components.diff.cost import cost_lines
 from components.diff.values import ValueChange
 from components.diff.visible import visible
 
@@ -83,6 +84,8 @@ def print_diff(console: Console, diff: PlanDiff) -> None:
     counts = ", ".join(f"{diff.count(a)} {word}" for a, _, word in ACTIONS)
     say(f"gpucluster diff {diff.base} -> {diff.head}: {counts}; {len(diff.errors)} errors, "
         f"{len(diff.flags) - len(diff.errors)} warnings")
+    for line in cost_lines(diff.cost):
+        say(line)
     for flag in diff.flags:
         say(f"  {flag.severity.upper()} [{flag.kind}] {flag.resource}: {flag.message}")
         if flag.fix:
@@ -139,7 +142,8 @@ def diff_section(diff: dict[str, Any]) -> str:
     s = diff["summary"]
     parts = [f"<h2>Change against {escape(diff['base'])}</h2>",
              f"<p>{s['create']} created, {s['update']} updated, {s['replace']} replaced, {s['delete']} deleted; "
-             f"{s['errors']} errors, {s['warnings']} warnings; {s['bootDocuments']} boot documents changed.</p>"]
+             f"{s['errors']} errors, {s['warnings']} warnings; {s['bootDocuments']} boot documents changed.</p>",
+             "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in cost_lines(diff.get("cost"))) + "</ul>"]
     if diff["flags"]:
         rows = "".join(f'<tr><td class="{"bad" if f["severity"] == "error" else "warn"}">{escape(f["severity"])}</td>'
                        f"<td>{escape(f['kind'])}</td><td>{escape(f['resource'])}</td><td>{escape(f['message'])}</td>"

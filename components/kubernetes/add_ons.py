@@ -14,6 +14,7 @@ from components.catalog.in_cluster import (
     CILIUM_REPO,
     CILIUM_VERSION,
     GPU_OPERATOR_CHART,
+    GPU_OPERATOR_NAMESPACE,
     GPU_OPERATOR_REPO,
     GPU_OPERATOR_VERSION,
 )
@@ -96,7 +97,7 @@ class GpuHealth(pulumi.ComponentResource):
         values = serve_chart_values("gpu-operator", gpu_operator_values(racks=any(p.racks for p in plan.pools)),
                                     plan.registry)
         self.operator = release(f"{name}-gpu-operator", GPU_OPERATOR_RELEASE, GPU_OPERATOR_CHART, GPU_OPERATOR_VERSION,
-                                "gpu-operator", values, pulumi.ResourceOptions.merge(
+                                GPU_OPERATOR_NAMESPACE, values, pulumi.ResourceOptions.merge(
                                     child, pulumi.ResourceOptions(depends_on=list(after))), GPU_OPERATOR_REPO)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
         self.checks = declare_staged(gpu_health_objects(plan), child, [*after, self.operator])

@@ -8,6 +8,9 @@ provider, so a first `pulumi up` creates the VMs, waits for the control plane, t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
@@ -18,8 +21,8 @@ from components.catalog.in_cluster import CILIUM_VERSION
 from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
 from components.kubernetes.declare import declare_all, declare_staged
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
-from components.kubernetes.objects.layer import csr_objects, imds_objects
-from components.kubernetes.objects.node_agents import layer_daemonsets
+from components.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
+from components.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
 from components.kubernetes.rack_devices import RackDevices
 from components.kubernetes.rollout_gate import CILIUM_GATE
 from components.kubernetes.scheduling import Scheduling
@@ -37,9 +40,23 @@ def with_proxy(kubeconfig: str, proxy_url: str | None) -> str:
     return yaml.safe_dump(document, sort_keys=False)
 
 
+def render_yaml(value: Any) -> pulumi.Output[str]:
+    """YAML text of a value holding Pulumi outputs (the shards' remote-write URL and identity), once they resolve."""
+    return pulumi.Output.from_input(value).apply(lambda resolved: yaml.safe_dump(resolved, sort_keys=False))
+
+
+@dataclass(frozen=True)
+class TelemetryRefs:
+    """Where the edge Prometheus shards write and as whom (components/azure/metrics_workspace.py)."""
+
+    remote_write_url: pulumi.Output[str]
+    client_id: pulumi.Output[str]
+
+
 class InCluster(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ClusterPlan, kubeconfig: pulumi.Output[str], ca_pem: pulumi.Input[str],
-                 azure: AddonAzureRefs, opts: pulumi.ResourceOptions | None = None) -> None:
+                 azure: AddonAzureRefs, opts: pulumi.ResourceOptions | None = None,
+                 telemetry: TelemetryRefs | None = None) -> None:
         super().__init__("gpucluster:kubernetes:InCluster", name, None, opts)
         first_up = plan.first_up
         assert first_up is not None, "the in-cluster layer is planned with its first-up path"
@@ -55,7 +72,8 @@ class InCluster(pulumi.ComponentResource):
             enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.api_ready]))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
         # First: the node agents' own APF level and the break-glass schema hold before any agent starts.
-        self.flow_control = declare_all(flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan))), child)
+        self.flow_control = declare_all(flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan),
+                                                                                  has_rack_pools(plan))), child)
         # Then what admission needs before the pods that use it, behind no gate: the priority classes (the prefix IPAM
         # controller and CoreDNS run at gpucluster-system, and Cilium's agents wait for the controller's addresses).
         # Each component's namespaces and service accounts come first within it (declare.py declare_staged).
@@ -84,7 +102,11 @@ class InCluster(pulumi.ComponentResource):
         # Cilium's agents are Ready past the gate, so cilium-operator has registered its policy CRDs (the agent waits
         # for them at start; cilium `pkg/k8s/apis/cilium.io/client` RegisterCRDs is the operator's).
         self.imds_guard = declare_staged(imds_objects(plan), child, after_cni)
+        # Metrics: node_exporter, kube-state-metrics and the edge Prometheus shards (docs/metrics.md).
+        self.telemetry = declare_staged(telemetry_objects(plan, telemetry.remote_write_url, telemetry.client_id,
+                                                          render_yaml), child, after_cni) \
+            if telemetry is not None else []
         # NVLink racks: ComputeDomains and InfiniBand NICs through DRA, on rack nodes only.
         self.rack_devices = RackDevices(f"{name}-rack-devices", plan, child, after=after_cni) \
-            if any(p.racks is not None for p in plan.pools) else None
+            if has_rack_pools(plan) else None
         self.register_outputs({})

@@ -8,6 +8,8 @@ from html import escape
 from typing import Any
 
 from components.diff.render import diff_section
+from components.offline.cost_report import money
+from components.offline.html_cost import cost_section
 from components.offline.html_sections import (
     agent_load_section,
     balloons_section,
@@ -16,6 +18,7 @@ from components.offline.html_sections import (
     teams_section,
 )
 from components.offline.html_table import n, table
+from components.offline.metrics_report import metrics_section
 from components.offline.policy_runner import Violation
 from components.offline.report_data import (
     count_status_text,
@@ -208,17 +211,21 @@ def _racks(data: Data) -> list[str]:
 
 def _tables(data: Data) -> list[str]:
     zones = data["cluster"]["zones"]
+    cost = data.get("cost") or {"hourly": {"pools": {}}, "monthly": {"pools": {}}}
     out = ["<h2>Node pools</h2>", _table(
         ["pool", "kind", "size", "image", "scale sets", "nodes", "GPUs", "vCPUs", "memory GiB",
-         *(f"zone {z} nodes / GPUs" for z in zones)],
+         *(f"zone {z} nodes / GPUs" for z in zones), "USD/h", "USD/month"],
         [[escape(p["name"]), escape(p["kind"] + (" (InfiniBand)" if p["infiniband"] else "")), escape(p["vmSize"]),
           escape(p["image"]), str(len(p["scaleSets"])), _n(p["nodes"]), _n(p["gpus"]), _n(p["vcpus"]),
-          _n(p["memoryGib"]), *(f'{_n(p["zones"][z]["nodes"])} / {_n(p["zones"][z]["gpus"])}' for z in zones)]
+          _n(p["memoryGib"]), *(f'{_n(p["zones"][z]["nodes"])} / {_n(p["zones"][z]["gpus"])}' for z in zones),
+          money(cost["hourly"]["pools"].get(p["name"])), money(cost["monthly"]["pools"].get(p["name"]))]
          for p in data["pools"]],
         left=4)]
     out += _racks(data)
     out += _node_images(data)
+    out += cost_section(data)
     out += control_plane_section(data) + agent_load_section(data) + teams_section(data) + balloons_section(data)
+    out += metrics_section(data)
     out += ["<h2>If a zone is lost</h2>", _table(
         ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left", "API servers left"],
         [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),

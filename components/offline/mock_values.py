@@ -80,6 +80,10 @@ def invoke_result(token: str) -> dict[str, Any]:
     """Answers to the provider functions the program calls."""
     if token == "azure-native:authorization:getClientConfig":
         return {"subscriptionId": SUBSCRIPTION, "tenantId": TENANT, "clientId": TENANT, "objectId": TENANT}
+    if token == "azure-native:monitor:getDataCollectionRule":
+        return {"immutableId": "[at deploy: data collection rule immutable id]"}
+    if token == "azure-native:monitor:getDataCollectionEndpoint":
+        return {"metricsIngestion": {"endpoint": "[at deploy: metrics ingestion endpoint]"}}
     return {}
 
 
@@ -101,6 +105,12 @@ def computed_state(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, di
         if typ == "azure-native:managedidentity:UserAssignedIdentity":
             state.update(clientId=str(uuid.uuid5(uuid.NAMESPACE_URL, resource_id + "/client")),
                          principalId=str(uuid.uuid5(uuid.NAMESPACE_URL, resource_id)), tenantId=TENANT)
+        if typ == "azure-native:monitor:AzureMonitorWorkspace":
+            # Azure creates the workspace's default endpoint and rule in a managed resource group.
+            managed = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/MA_{state['name']}_managed/providers/Microsoft.Insights"
+            state["defaultIngestionSettings"] = {
+                "dataCollectionEndpointResourceId": f"{managed}/dataCollectionEndpoints/{state['name']}",
+                "dataCollectionRuleResourceId": f"{managed}/dataCollectionRules/{state['name']}"}
         if typ == "azure-native:keyvault:Key":
             uri = f"https://{inputs.get('vaultName')}.vault.azure.net/keys/{state['name']}"
             state.update(keyUri=uri, keyUriWithVersion=f"{uri}/{_digest(resource_id).hex()[:32]}")

@@ -11,7 +11,9 @@ from typing import Any
 
 from components.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
 from components.offline.cluster_data import balloons_data, scheduling_data
+from components.offline.cost_report import cost_data
 from components.offline.lifetimes_report import tokens_data
+from components.offline.metrics_report import metrics_data
 from components.offline.policy_runner import Violation
 from components.offline.versions_report import first_boot_data, versions_data
 from components.planning.agent_load import AgentLoadPlan
@@ -265,6 +267,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                    "idleTimeoutMinutes": plan.egress.idle_timeout_minutes},
         "scheduling": scheduling_data(plan),
         "balloons": balloons_data(plan),
+        "metrics": metrics_data(plan),
         "policies": {"mandatory": sum(v.mandatory for v in violations),
                      "advisory": sum(not v.mandatory for v in violations),
                      "violations": [v.as_dict() for v in violations]},
@@ -272,6 +275,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "nodeImages": node_images_data(plan),
         "firstBoot": first_boot_data(plan),
         "bootstrapTokens": tokens_data(plan),
+        "cost": cost_data(plan),
         "outputs": outputs or {},
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},

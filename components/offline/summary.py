@@ -7,7 +7,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from components.offline.cost_report import print_cost
 from components.offline.lifetimes_report import print_tokens
+from components.offline.metrics_report import print_metrics
 from components.offline.policy_runner import SEVERITY_ORDER, Violation
 from components.offline.report_data import (
     count_status_text,
@@ -232,8 +234,10 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
     e = data["egress"]
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
+    print_metrics(console, data)
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
+    print_cost(console, data)
     if "versions" in data:
         print_versions(console, data)
     print_violations(console, violations)

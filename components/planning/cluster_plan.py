@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TypeVar
 
+from components.catalog.prices import price_catalogue, rates_of_price_file
 from components.errors import Problem, SpecError
 from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
@@ -16,11 +17,13 @@ from components.planning.boot_plan import BootPlan, plan_boot
 from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
 from components.planning.clock import today as clock_today
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
+from components.planning.cost import CostPlan, plan_cost, spot_problems
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
+from components.planning.metrics import MetricsPlan, metrics_problems, plan_metrics
 from components.planning.node_images import NodeImagesPlan, plan_node_images
 from components.planning.node_template import CONTROL_PLANE_TAINT, node_labels, node_taints
 from components.planning.placement import PoolPlan, plan_pools
@@ -29,7 +32,9 @@ from components.planning.registry import RegistryPlan, cluster_upstream_images, 
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.planning.tag_limits import tag_count_problems
 from components.planning.versions import VersionPlan, plan_versions
+from components.project import project_root
 from components.spec import ClusterSpec
+from components.spec.cost import read_price_file
 from components.vocabulary import LABEL_CONTROL_PLANE, LABEL_EXCLUDE_FROM_LB
 
 T = TypeVar("T")
@@ -64,6 +69,10 @@ class ClusterPlan:
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
     agent_load: AgentLoadPlan | None = None
     """The node agents' API load against their APF level's seats, set with `first_boot`."""
+    cost: CostPlan | None = None
+    """What the cluster costs at the catalogue's (and the stack's price file's) prices (docs/cost.md)."""
+    metrics: MetricsPlan | None = None
+    """The telemetry budget: raw series at the edge, what the workspace receives, its limits (docs/metrics.md)."""
 
     @property
     def nodes(self) -> int:
@@ -137,16 +146,26 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     first_up = _attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems) if ip is not None else None
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
+        problems.extend(spot_problems(pools))
     if (ip is None or egress is None or pools is None or control_plane is None or scheduling is None
             or balloons is None or versions is None or registry is None or images is None
             or first_up is None or problems):
         raise SpecError(problems)
+    metrics = plan_metrics(spec, pools, control_plane)
+    if over := metrics_problems(metrics):
+        raise SpecError(over)
     quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
     counts = plan_counts(pools, control_plane, egress, spec.resource_quota)
     if shortfall := quota_problems(quota, spec.location) + count_problems(counts, spec.location):
         raise SpecError(shortfall)
-    tokens = plan_bootstrap_tokens(spec.access.bootstrap_token, today or clock_today())
+    day = today or clock_today()
+    tokens = plan_bootstrap_tokens(spec.access.bootstrap_token, day)
+    catalogue = price_catalogue()
+    if spec.cost.price_file:
+        prices = read_price_file(spec.cost.price_file, project_root())
+        catalogue = catalogue.overlaid(rates_of_price_file(prices, spec.cost.price_file))
+    cost = plan_cost(spec, pools, control_plane, egress, balloons, scheduling, catalogue, day, spec.cost.price_file)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
                        registry, images, tokens, plan_boot(spec, ip, pools, control_plane), first_up=first_up,
-                       counts=counts)
+                       counts=counts, cost=cost, metrics=metrics)
     return plan

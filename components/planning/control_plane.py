@@ -35,6 +35,10 @@ ETCD_OS_GIB = 8
 ETCD_PREMIUM_V2_IOPS = 3_000
 """Provisioned IOPS of the Premium SSD v2 data disk used when an etcd size has no local NVMe."""
 ETCD_DISK_GIB = 64
+API_SERVER_OS_DISK_GIB = 128
+"""The API servers' managed OS disk (Premium_LRS)."""
+ETCD_OS_DISK_GIB = 64
+"""An etcd member's managed OS disk (Premium_LRS); its data disk is ETCD_DISK_GIB of Premium SSD v2 unless on NVMe."""
 
 
 def api_heap_gb(load: ApiLoad) -> float:

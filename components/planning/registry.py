@@ -25,6 +25,7 @@ from components.catalog.in_cluster import (
     cluster_autoscaler_image,
     coredns_image,
 )
+from components.catalog.metrics import METRICS_IMAGES
 from components.catalog.registries import MAX_CACHE_RULES, OWN_NAMESPACE, UPSTREAMS, Upstream, parse_image
 from components.catalog.versions import MINOR_COUPLED
 from components.errors import Problem, SpecError
@@ -113,7 +114,8 @@ def cluster_upstream_images(spec: ClusterSpec) -> tuple[str, ...]:
     refs = [f"{K8S_REGISTRY}/{name}:v{spec.kubernetes_version}" for name in CONTROL_PLANE_IMAGES]
     refs.append(agents_image.base_image())
     if spec.in_cluster.enabled:
-        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", CSR_APPROVER_IMAGE, NODE_CACHE_IMAGE]
+        refs += [PAUSE_IMAGE, DCGM_IMAGE, f"{KUEUE_IMAGE}:v{KUEUE_VERSION}", CSR_APPROVER_IMAGE, NODE_CACHE_IMAGE,
+                 *METRICS_IMAGES]
         # A minor without coupled versions is the version planner's error to report (exit 2), not a KeyError here.
         refs += ([cluster_autoscaler_image(minor), coredns_image(minor), cloud_controller_manager_image(minor)]
                  if minor in MINOR_COUPLED else [])

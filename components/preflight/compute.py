@@ -6,7 +6,7 @@ from typing import Any
 
 from components.catalog.arm_routes import PREFIX_ON_NIC_COMPUTE_API, api_version_at_least
 from components.catalog.vm_sizes import VmSize
-from components.preflight.model import Context, Finding, Resource, dig
+from components.preflight.model import Context, Finding, Resource, dig, listed
 from components.vocabulary import INFINIBAND_TAG
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
@@ -31,7 +31,7 @@ def _profile(resource: Resource) -> dict[str, Any]:
 
 def _nic_configs(resource: Resource) -> list[tuple[str, dict[str, Any]]]:
     """(field path, NIC config) pairs with inline IP configurations (scale sets)."""
-    configs = dig(_profile(resource), "networkProfile", "networkInterfaceConfigurations") or []
+    configs = listed(dig(_profile(resource), "networkProfile", "networkInterfaceConfigurations"))
     return [(f"virtualMachineProfile.networkProfile.networkInterfaceConfigurations[{i}]", c)
             for i, c in enumerate(configs) if isinstance(c, dict)]
 
@@ -104,6 +104,12 @@ def _os_disk(resource: Resource, size: VmSize, ctx: Context, warnings: list[Find
 
 def _network(resource: Resource, size: VmSize, ctx: Context) -> list[Finding]:
     findings = []
+    given = dig(_profile(resource), "networkProfile", "networkInterfaceConfigurations")
+    if given is not None and not isinstance(given, list):
+        findings.append(Finding("nic-configurations-shape", resource.name,
+                                "virtualMachineProfile.networkProfile.networkInterfaceConfigurations",
+                                f"is {type(given).__name__} {str(given)[:40]!r}, and ARM takes a list of NIC "
+                                "configurations: give a list"))
     configs = _nic_configs(resource)
     if len(configs) > size.max_nics:
         findings.append(Finding("nics-per-size", resource.name, "virtualMachineProfile.networkProfile",
@@ -112,7 +118,7 @@ def _network(resource: Resource, size: VmSize, ctx: Context) -> list[Finding]:
         if config.get("enableAcceleratedNetworking") is True and not size.accelerated_networking:
             findings.append(Finding("accelerated-networking", resource.name, f"{path}.enableAcceleratedNetworking",
                                     f"{size.name} does not support accelerated networking; set it false"))
-        ips = config.get("ipConfigurations") or []
+        ips = listed(config.get("ipConfigurations"))
         if len(ips) > ctx.max_ip_configurations_per_nic:
             findings.append(Finding("ip-configurations-per-nic", resource.name, f"{path}.ipConfigurations",
                                     f"{len(ips)} IP configurations; a NIC takes at most "
@@ -122,7 +128,7 @@ def _network(resource: Resource, size: VmSize, ctx: Context) -> list[Finding]:
 
 def _vm_nics(resource: Resource, size: VmSize, nics: dict[str, Resource], ctx: Context) -> list[Finding]:
     """A VM's NICs are their own resources: check them against the VM's size."""
-    refs = dig(resource.inputs, "networkProfile", "networkInterfaces") or []
+    refs = listed(dig(resource.inputs, "networkProfile", "networkInterfaces"))
     findings = []
     if len(refs) > size.max_nics:
         findings.append(Finding("nics-per-size", resource.name, "networkProfile.networkInterfaces",
@@ -140,10 +146,10 @@ def _vm_nics(resource: Resource, size: VmSize, nics: dict[str, Resource], ctx: C
 
 def check_nics(resources: list[Resource], ctx: Context) -> list[Finding]:
     return [Finding("ip-configurations-per-nic", r.name, "ipConfigurations",
-                    f"{len(r.inputs.get('ipConfigurations') or [])} IP configurations; a NIC takes at most "
+                    f"{len(listed(r.inputs.get('ipConfigurations')))} IP configurations; a NIC takes at most "
                     f"{ctx.max_ip_configurations_per_nic}: use fewer")
             for r in resources if r.type == NIC
-            and len(r.inputs.get("ipConfigurations") or []) > ctx.max_ip_configurations_per_nic]
+            and len(listed(r.inputs.get("ipConfigurations"))) > ctx.max_ip_configurations_per_nic]
 
 
 def _confidential(resource: Resource, size: VmSize, sets: dict[str, Resource]) -> list[Finding]:
@@ -186,7 +192,7 @@ def _prefix_on_nic(resource: Resource) -> list[Finding]:
              f"azure-native's typed {resource.short_type}, whose schema lacks the field and drops it from the body")
     findings = []
     for path, config in _nic_configs(resource):
-        blocks = [ip for ip in config.get("ipConfigurations") or [] if isinstance(ip, dict)
+        blocks = [ip for ip in listed(config.get("ipConfigurations")) if isinstance(ip, dict)
                   and (ip.get("privateIPAddressPrefixLength") or dig(ip, "properties", "privateIPAddressPrefixLength"))]
         if blocks:
             findings.append(Finding(

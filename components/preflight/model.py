@@ -80,6 +80,12 @@ def azure_resources(steps: Iterable[dict[str, Any]]) -> list[Resource]:
     return found
 
 
+def listed(value: Any) -> list[Any]:
+    """A field ARM takes as an array, as a list; anything else (a preview is data we did not write) as empty, so a
+    rule never iterates a number. The shape itself is judged where ARM would refuse it."""
+    return value if isinstance(value, list) else []
+
+
 def dig(value: Any, *path: str | int) -> Any:
     """`value[path[0]][path[1]]...`, or None where a step is missing."""
     for key in path:

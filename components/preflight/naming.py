@@ -91,6 +91,14 @@ NAMING: dict[str, NameRule] = {
         "unique across Azure", "global"),
     "azure-native:keyvault:Key": NameRule(r"^[A-Za-z0-9-]{1,127}$", "1-127 letters, digits and `-`", "parent",
                                           "vaultName"),
+    # Azure/azure-rest-api-specs specification/monitor/resource-manager/Microsoft.Monitor/Accounts/stable/2023-04-03/
+    # monitoringAccounts_API.json (the API version azure-native 3.x sends): `azureMonitorWorkspaceName` pattern.
+    "azure-native:monitor:AzureMonitorWorkspace": NameRule(
+        r"^(?!-)[a-zA-Z0-9-]+[^-]$", "letters, digits and `-`; not starting or ending with `-`", "resourceGroup"),
+    # specification/alertsmanagement/resource-manager/Microsoft.AlertsManagement/PrometheusRuleGroups/stable/
+    # 2023-03-01/PrometheusRuleGroups.json: `ruleGroupName` pattern.
+    "azure-native:alertsmanagement:PrometheusRuleGroup": NameRule(
+        r"^[^:@/#{}%&+*<>?]+$", "none of : @ / # { } % & + * < > ?", "resourceGroup"),
     "azure-native:managedidentity:UserAssignedIdentity": NameRule(
         r"^[A-Za-z0-9][A-Za-z0-9_-]{2,127}$", "3-128 letters, digits, `-`, `_`, starting with a letter or digit",
         "resourceGroup"),

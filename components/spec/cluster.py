@@ -7,9 +7,11 @@ from pydantic import Field, field_validator, model_validator
 from components.spec import consumer_rules as rules
 from components.spec.base import Cidr, SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
+from components.spec.cost import CostSpec
 from components.spec.day2 import AcknowledgedDeletions
 from components.spec.images import ImagesSpec
 from components.spec.limits import LimitsSpec
+from components.spec.metrics import MetricsSpec
 from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
 from components.spec.quota import ResourceQuotaSpec
@@ -143,6 +145,8 @@ class ClusterSpec(SpecModel):
     access: AccessSpec = AccessSpec()
     registry: RegistrySpec = RegistrySpec()
     """The cluster's container registry: every image comes through it (docs/registry.md)."""
+    metrics: MetricsSpec = MetricsSpec()
+    """The telemetry pipeline: scrape interval, edge shards, the workspace's raised limits (docs/metrics.md)."""
     vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict, max_length=100)
     size_regions: dict[str, SizeRegionsSpec] = Field(default_factory=dict, max_length=100)
     """Confirmed availability of sizes (regions, zones), overriding the catalogue's rows."""
@@ -153,6 +157,8 @@ class ClusterSpec(SpecModel):
     tags: dict[str, str] = Field(default_factory=dict)
     """Tags on the network and control-plane resources, beside the library's own (at most 5 on a resource)."""
     acknowledge_deletions: AcknowledgedDeletions = AcknowledgedDeletions()
+    cost: CostSpec = CostSpec()
+    """How the plan prices the cluster: the user's price file and the age past which prices are stale."""
     """Team namespaces and InfiniBand domains this change deletes on purpose (docs/operations.md)."""
 
     @field_validator("zones")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from ipaddress import IPv4Network
 
@@ -182,11 +183,14 @@ def check_tags(tags: Mapping[str, str], reserved: int) -> Mapping[str, str]:
 
 
 # --- Linux admin user: Microsoft.Compute OSProfile.adminUsername ("Disallowed values", "Max-length (Linux): 64"),
-# azure-rest-api-specs specification/compute/.../virtualMachine.json; Azure refuses the VM or scale set.
+# azure-rest-api-specs specification/compute/.../virtualMachine.json; Azure refuses the VM or scale set. The Linux
+# VM FAQ ("What are the username requirements when creating a VM?", MicrosoftDocs/azure-docs
+# articles/virtual-machines/linux/faq.md at 072936794779804c74385d33df6af8904fb7abef) lists the same names and
+# `video` too.
 AZURE_DISALLOWED_USERNAMES = frozenset({
     "administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a",
     "actuser", "adm", "admin2", "aspnet", "backup", "console", "david", "guest", "john", "owner", "root", "server",
-    "sql", "support", "support_388945a0", "sys", "test2", "test3", "user4", "user5",
+    "sql", "support", "support_388945a0", "sys", "test2", "test3", "user4", "user5", "video",
 })
 
 
@@ -208,6 +212,9 @@ def check_ssh_public_key(key: str) -> str:
     if "PRIVATE KEY" in text or text.startswith("-----BEGIN"):
         raise ValueError("is a private key, not a public one; give the .pub file's one line, and treat this key "
                          "as exposed (remove it from the file and its history)")
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text):
+        # cloud-init writes each entry as a line of authorized_keys: a line break inside one adds a key (or any line)
+        raise ValueError("holds a line break or control character; give one key per entry, each on one line")
     parts = text.split()
     if len(parts) < 2 or parts[0] not in _SSH_KEY_TYPES:
         raise ValueError(f"is not an OpenSSH public key; give one line starting with {' or '.join(_SSH_KEY_TYPES)}, "
@@ -252,10 +259,18 @@ def reserved_range_problem(space: IPv4Network) -> str | None:
 DNS_SERVICE_INDEX = 10
 
 
+THIS_NETWORK = IPv4Network("0.0.0.0/8")
+"""'This network': RFC 1122 section 3.2.1.3 (b), `{ 0, <Host-number> }` "Specified host on this network. It MUST NOT
+be sent, except as a source address": no Service address, which clients send to, can live there."""
+
+
 def service_range_problem(service: IPv4Network) -> str | None:
     if service.num_addresses <= DNS_SERVICE_INDEX + 1:
         return (f"{service} has {service.num_addresses} addresses; kubeadm puts cluster DNS at the "
                 f"{DNS_SERVICE_INDEX}th, so use /28 or larger")
+    if service.overlaps(THIS_NETWORK):
+        return (f"{service} overlaps {THIS_NETWORK} ('this network', not a destination address); use a private "
+                "range outside the VNet, such as 192.168.0.0/16")
     return reserved_range_problem(service)
 
 

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.spec import consumer_rules as rules
 from components.spec.base import SpecModel, WholeNumber
+from components.spec.cost import PricingOption
 from components.spec.images import NodeImageSpec
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
@@ -135,6 +136,9 @@ class PoolSpec(SpecModel):
     each an entry against the VNet's 65,536. `prefixes`: the NIC's primary address plus ceil(podsPerNode / 16)
     /28 blocks ("Prefix on NIC"), each block one entry; needs the subscription's onboarding to the preview."""
     priority: Literal["regular", "spot"] = "regular"
+    pricing: PricingOption | None = None
+    """How the pool's VMs are paid for, for the plan's cost (docs/cost.md): payg (the default), reservation1y,
+    reservation3y, savingsPlan1y, savingsPlan3y; spot is implied by `priority: spot` and only by it."""
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     team: str | None = Field(default=None, max_length=63)
@@ -156,6 +160,18 @@ class PoolSpec(SpecModel):
         if zones is not None:
             rules.check_unique(zones)
         return zones
+
+    @model_validator(mode="after")
+    def _pricing_matches_priority(self) -> PoolSpec:
+        if self.pricing == "spot" and self.priority != "spot":
+            raise ValueError("pricing: spot prices Spot VMs: set priority: spot as well, or another pricing")
+        if self.priority == "spot" and self.pricing not in (None, "spot"):
+            raise ValueError(f"a priority: spot pool is billed at the Spot rate, not {self.pricing}: remove pricing")
+        return self
+
+    @property
+    def pricing_option(self) -> str:
+        return self.pricing or ("spot" if self.priority == "spot" else "payg")
 
     @field_validator("labels")
     @classmethod

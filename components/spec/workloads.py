@@ -55,7 +55,7 @@ class ApiAccessSpec(SpecModel):
     """vnet: pulumi runs on a machine in the cluster's VNet; peered: in a network peered with it
     (network.hubVnetId); proxy: through a jump host, e.g. `ssh -D 1080 <jump host>` and proxyUrl."""
     proxy_url: str | None = Field(default=None, pattern=r"^(socks5|http|https)://[^\s]+$")
-    ready_timeout_minutes: int = Field(default=30, ge=1, le=180)
+    ready_timeout_minutes: WholeNumber = Field(default=30, ge=1, le=180)
     """How long the first `pulumi up` waits for the API servers' /readyz before applying the layer."""
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan
+from components.verify import bounds
 from components.verify.connect import AzureAccess
 
 
@@ -52,14 +53,15 @@ class Arm:
         return response.json()
 
     def get_pages(self, url: str) -> list[dict[str, Any]]:
-        """Every `value` of a list, following `nextLink`."""
-        items: list[dict[str, Any]] = []
-        next_url: str | None = url
-        while next_url:
-            page = self.get_json(next_url)
-            items += page.get("value") or []
-            next_url = page.get("nextLink")
-        return items
+        """Every `value` of a list, following `nextLink` within verify's bounds: each link once, at most MAX_PAGES,
+        each to ARM's own origin over https (the transport refuses any other before the token is attached)."""
+
+        def fetch(link: str | None) -> tuple[list[dict[str, Any]], str | None]:
+            page = self.get_json(link or url)
+            following = page.get("nextLink")
+            return list(page.get("value") or []), following if isinstance(following, str) and following else None
+
+        return [item for page in bounds.pages(fetch, f"GET {url.split('?')[0]}") for item in page]
 
 
 def not_found() -> type[Exception]:

@@ -100,6 +100,9 @@ def check_images(kube: Kube, plan: ClusterPlan) -> list[Result]:
                     problems.append(f"{name} {state.get('name')}: {waiting['reason']} {state.get('image')}: "
                                     f"{' '.join(str(waiting.get('message', '')).split())[:200]}")
     subject = f"images of {', '.join(NAMESPACES)}"
+    if not containers:
+        problems.append("no container at all in the layer's namespaces (CoreDNS, Cilium, Kueue and the GPU operator "
+                        "run there on every cluster)")
     if problems:
         return [IMAGES.failed(subject, "; ".join(problems[:8]) + (f" (+{len(problems) - 8} more)"
                                                                   if len(problems) > 8 else ""),

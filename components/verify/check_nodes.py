@@ -73,7 +73,7 @@ def _listed(problems: list[str]) -> str:
 def group_nodes(plan: ClusterPlan, nodes: Iterable[dict[str, Any]]) -> tuple[dict[str, Group], list[str]]:
     """Pools (and the API servers) -> their nodes; nodes of no scale set of this stack, as problems."""
     groups = {pool.name: Group(f"pool {pool.name}", pool.spec.min_count) for pool in plan.pools}
-    groups[expected.API_SCALE_SET] = Group("API servers", 0)
+    groups[expected.API_SCALE_SET] = Group("API servers", plan.control_plane.api.count)  # each registers as a node
     pool_of = {s.name.lower(): pool.name for pool, s in expected.scale_sets(plan)}
     pool_of[expected.API_SCALE_SET] = expected.API_SCALE_SET
     rg = resource_group_name(plan.spec.name)
@@ -93,9 +93,15 @@ def group_nodes(plan: ClusterPlan, nodes: Iterable[dict[str, Any]]) -> tuple[dic
 
 def check_nodes(kube: Kube, plan: ClusterPlan) -> list[Result]:
     nodes = kube.list("/api/v1/nodes")
-    cilium = {_name(n): n for n in kube.list("/apis/cilium.io/v2/ciliumnodes")}
+    cilium = {_name(n): n for n in kube.list("/apis/cilium.io/v2/ciliumnodes", optional=True)}
     groups, strangers = group_nodes(plan, nodes)
     results = []
+    if not nodes:
+        results.append(NODES.failed("cluster", "the API server lists no node at all; the plan expects "
+                                    f"{plan.control_plane.api.count} API server(s) and "
+                                    f"{sum(p.spec.min_count for p in plan.pools)} pool node(s) at least",
+                                    "is the kubeconfig this stack's, and did the API servers boot? (docs/operations.md, "
+                                    "'Verifying a first boot')"))
     if strangers:
         results.append(NODES.failed("nodes of other clusters", _listed(strangers),
                                     "is the kubeconfig this stack's? (pulumi stack output adminKubeconfig); a node "

@@ -6,6 +6,9 @@ Imported by the command line for its parser; the Azure SDKs and the Kubernetes c
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from components.errors import Problem, SpecError
+from components.verify.bounds import LIMITS, Limits
 
 if TYPE_CHECKING:
     from components.planning.cluster_plan import ClusterPlan
@@ -37,6 +41,9 @@ def add_parser(sub: Any) -> None:
     verify.add_argument("--expiry-days", type=int, default=30,
                         help="fail a token or certificate that expires within this many days (default 30)")
     verify.add_argument("--json", action="store_true", help="print the verdicts as JSON (for CI)")
+    verify.add_argument("--cluster-only", action="store_true",
+                        help="only the cluster's checks, from the kubeconfig alone: no Azure credentials, subscription "
+                             "or ARM read")
     verify.add_argument("--nccl", action="store_true",
                         help="also run a two-node NCCL all-reduce in one InfiniBand domain as a Job: this CREATES "
                              "objects in the cluster (and deletes them after)")
@@ -47,6 +54,7 @@ class Options:
     features: list[str]
     window: timedelta
     now: datetime
+    limits: Limits = LIMITS
 
 
 def _unreachable() -> tuple[type[Exception], ...]:
@@ -59,8 +67,9 @@ def _unreachable() -> tuple[type[Exception], ...]:
     return AzureError, KubeError, HTTPError, OSError
 
 
-def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: Options) -> list[Result]:
-    """Every read-only check, in order; one check's failure to read does not stop the others."""
+def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, options: Options) -> list[Result]:
+    """Every read-only check, in order (the Azure ones only with `azure`); one check's failure to read does not stop
+    the others."""
     from components.verify import check_addons, check_capacity, check_expiry, check_images, check_nics, check_nodes
     from components.verify import check_registrations as registrations
     from components.verify.arm import Arm
@@ -70,16 +79,21 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
     from components.verify.readonly import WriteRefusedError
     from components.verify.results import guarded
 
-    arm, kube = Arm(azure, plan), Kube(api_client)
-    checks: list[tuple[str, Callable[[], list[Result]]]] = [
-        ("azure.providers", lambda: registrations.check_providers(arm, plan)),
-        ("azure.features", lambda: registrations.check_features(arm, plan, options.features)),
-        ("azure.sizes", lambda: check_capacity.check_sizes(arm, plan)),
-        ("azure.quota", lambda: check_capacity.check_quota(arm, plan)),
-        ("azure.scale-sets", lambda: check_scale_sets(arm, plan)),
-        ("azure.nics", lambda: check_nics.check_nics(arm, plan)),
-        ("azure.images", lambda: check_images.check_images(arm, plan)),
-        ("azure.registry", lambda: check_registry(arm, plan)),
+    kube = Kube(api_client)
+    checks: list[tuple[str, Callable[[], list[Result]]]] = []
+    if azure is not None:
+        arm = Arm(azure, plan)
+        checks += [
+            ("azure.providers", lambda: registrations.check_providers(arm, plan)),
+            ("azure.features", lambda: registrations.check_features(arm, plan, options.features)),
+            ("azure.sizes", lambda: check_capacity.check_sizes(arm, plan)),
+            ("azure.quota", lambda: check_capacity.check_quota(arm, plan)),
+            ("azure.scale-sets", lambda: check_scale_sets(arm, plan)),
+            ("azure.nics", lambda: check_nics.check_nics(arm, plan)),
+            ("azure.images", lambda: check_images.check_images(arm, plan)),
+            ("azure.registry", lambda: check_registry(arm, plan)),
+        ]
+    checks += [
         ("cluster.nodes", lambda: check_nodes.check_nodes(kube, plan)),
         ("cluster.dns", lambda: check_addons.check_dns(kube, plan)),
         ("cluster.cni", lambda: check_addons.check_cni(kube, plan)),
@@ -87,7 +101,30 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
         ("cluster.bootstrap-token", lambda: check_expiry.check_tokens(kube, options.now, options.window)),
         ("cluster.certificates", lambda: check_expiry.check_certificates(kube, options.now, options.window)),
     ]
-    return [result for name, check in checks for result in guarded(name, check, WriteRefusedError, _unreachable())]
+    return bounded(checks, options.limits, lambda name, check: guarded(name, check, WriteRefusedError, _unreachable()))
+
+
+def bounded(checks: list[tuple[str, Callable[[], list[Result]]]], limits: Limits,
+            guard: Callable[[str, Callable[[], list[Result]]], list[Result]]) -> list[Result]:
+    """Each check in a thread of its own, given up after the time per check or what is left of the total: a check a
+    server holds open fails naming the bound, the next one runs; once the total is spent the rest fail unrun."""
+    from components.verify.bounds import BoundError, within
+    from components.verify.results import bound_failure
+
+    started = time.monotonic()
+    results: list[Result] = []
+    for name, check in checks:
+        left = limits.total_seconds - (time.monotonic() - started)
+        if left <= 0:
+            results.append(bound_failure(name, BoundError("total time", f"not run: verify's {limits.total_seconds:g} s "
+                                                                       "were spent before it")))
+            continue
+        bound = "time per check" if limits.check_seconds <= left else "total time"
+        try:
+            results += within(min(limits.check_seconds, left), lambda n=name, c=check: guard(n, c), bound, limits)
+        except BoundError as error:
+            results.append(bound_failure(name, error))
+    return results
 
 
 def _plan(stack: str) -> tuple[str, ClusterPlan]:
@@ -105,8 +142,50 @@ def _default_azure(subscription: str | None, endpoint: str | None) -> AzureAcces
     return azure_access(subscription, endpoint)
 
 
+INTERRUPTED = ("interrupted: verify stopped before its verdicts; it had written nothing, and the kubeconfig's key "
+               "files it wrote are removed")
+INTERRUPTED_NCCL = ("interrupted: verify stopped before its verdicts; the kubeconfig's key files it wrote are removed; "
+                    "the NCCL run's Job and Service were deleted on the way out if it had created them (`kubectl -n "
+                    "gpucluster-health get jobs,services -l gpucluster.io/nccl-run` lists any left)")
+EXIT_INTERRUPTED = 130
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _interrupts_unwind() -> Callable[[], None]:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt while verify runs, so every `finally` runs (the NCCL run's deletes,
+    the key files' removal) instead of the command line's immediate exit; returns what restores the handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    wanted = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not signal.SIG_IGN]
+    previous = {s: signal.signal(s, _raise_interrupt) for s in wanted}
+
+    def restore() -> None:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    return restore
+
+
 def verify_command(args: argparse.Namespace, console: Console, errors: Console,
                    azure_factory: Callable[[str | None, str | None], AzureAccess] = _default_azure) -> int:
+    from components.verify.connect import remove_key_files
+
+    restore = _interrupts_unwind()
+    try:
+        return _verify(args, console, errors, azure_factory)
+    except KeyboardInterrupt:
+        errors.print(INTERRUPTED_NCCL if args.nccl else INTERRUPTED, markup=False, highlight=False)
+        return EXIT_INTERRUPTED
+    finally:
+        remove_key_files()
+        restore()
+
+
+def _verify(args: argparse.Namespace, console: Console, errors: Console,
+            azure_factory: Callable[[str | None, str | None], AzureAccess]) -> int:
     from components.verify import report
     from components.verify.check_registrations import FEATURE_NAME
     from components.verify.connect import kube_api_client, kubeconfig_path
@@ -118,16 +197,22 @@ def verify_command(args: argparse.Namespace, console: Console, errors: Console,
                for f in args.feature if not FEATURE_NAME.match(f)]
         if args.expiry_days < 0:
             bad.append(Problem("--expiry-days", f"must be >= 0 (got {args.expiry_days})"))
+        if args.cluster_only:
+            bad += [Problem(flag, "reads Azure: drop it, or drop --cluster-only") for flag, given in (
+                ("--subscription", args.subscription), ("--arm-endpoint", args.arm_endpoint),
+                ("--feature", args.feature)) if given]
         if bad:
             raise SpecError(bad)
         name, plan = _plan(args.stack)
         api_client = kube_api_client(kubeconfig_path(args.kubeconfig), args.context)
-        azure = azure_factory(args.subscription, args.arm_endpoint)
+        azure = None if args.cluster_only else azure_factory(args.subscription, args.arm_endpoint)
     except SpecError as error:
         for problem in error.problems:
             errors.print(f"error: {problem}", markup=False, highlight=False)
         return EXIT_BAD_INPUT
-    options = Options(args.feature, timedelta(days=args.expiry_days), datetime.now(UTC))
+    from components.verify import bounds
+
+    options = Options(args.feature, timedelta(days=args.expiry_days), datetime.now(UTC), bounds.LIMITS)
     results = run_checks(plan, azure, api_client, options)
     if args.nccl:
         from components.verify.nccl import NcclError, run_nccl
@@ -136,10 +221,11 @@ def verify_command(args: argparse.Namespace, console: Console, errors: Console,
         results += guarded("cluster.nccl", lambda: run_nccl(plan, config, args.context, api_client),
                            WriteRefusedError, (*_unreachable(), NcclError))
     cluster = str(api_client.configuration.host)
+    subscription = azure.subscription if azure is not None else "not read (--cluster-only)"
     if args.json:
-        report.print_json(console, name, azure.subscription, cluster, results)
+        report.print_json(console, name, subscription, cluster, results)
     else:
-        report.print_results(console, name, azure.subscription, cluster, results)
+        report.print_results(console, name, subscription, cluster, results)
     return EXIT_FAILED if failures(results) else EXIT_OK
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +34,9 @@ class AzureAccess:
 
     def client(self, factory: Callable[..., T]) -> T:
         """An ARM SDK client whose every request passes the read-only transport."""
-        from azure.core.pipeline.transport import RequestsTransport
+        from components.verify.readonly import BoundedRequestsTransport, ReadOnlyTransport
 
-        from components.verify.readonly import ReadOnlyTransport
-
-        transport = ReadOnlyTransport(RequestsTransport(connection_verify=self.ca_bundle or True))
+        transport = ReadOnlyTransport(BoundedRequestsTransport(connection_verify=self.ca_bundle or True), self.endpoint)
         return factory(self.credential, self.subscription, base_url=self.endpoint, credential_scopes=[self.scope],
                        transport=transport, retry_total=2)
 
@@ -79,15 +79,45 @@ def kubeconfig_path(given: str | None) -> str:
                                        "(`pulumi stack output adminKubeconfig --show-secrets > admin.conf`)")
 
 
-def kube_api_client(path: str, context: str | None) -> Any:
-    """The official client's ApiClient for the kubeconfig, guarded to send reads only."""
-    from kubernetes import config
+_KEY_FOLDERS: list[str] = []
+"""Folders the Kubernetes client wrote a kubeconfig's inline keys and certificates to, removed by remove_key_files."""
 
-    from components.verify.readonly import guard_kubernetes
 
+def kube_client(path: str, context: str | None) -> Any:
+    """The official client's ApiClient for the kubeconfig, unguarded. urllib3 and ssl take a client key as a file
+    only, so the client writes `client-key-data` out (kubernetes config/kube_config.py `_create_temp_file_with_content`,
+    removed only by an atexit hook, which neither a signal's default action nor os._exit runs): here into a folder
+    of our own (0700), which `remove_key_files` deletes on every way out of verify."""
+    from kubernetes import client, config
+
+    folder = tempfile.mkdtemp(prefix="gpucluster-verify-")
+    _KEY_FOLDERS.append(folder)
+    configuration = type.__call__(client.Configuration)  # as new_client_from_config builds it: not the default's copy
     try:
-        client = config.new_client_from_config(config_file=path, context=context, persist_config=False)
+        config.load_kube_config(config_file=path, context=context, client_configuration=configuration,
+                                persist_config=False, temp_file_path=folder)
     except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as error:
         text = " ".join(str(error).split())[:300]
         raise SpecError.at(f"--kubeconfig {path}", f"cannot be used: {text}") from None
-    return guard_kubernetes(client)
+    return client.ApiClient(configuration=configuration)
+
+
+def kube_api_client(path: str, context: str | None) -> Any:
+    """The official client's ApiClient for the kubeconfig, guarded to send reads only."""
+    from components.verify.readonly import guard_kubernetes
+
+    return guard_kubernetes(kube_client(path, context))
+
+
+def remove_key_files() -> None:
+    """Delete every key folder written so far, and forget its files in the client's cache (keyed by content, it
+    would hand a later load a path that no longer exists)."""
+    from kubernetes.config import kube_config
+
+    cache: dict[str, str] = kube_config._temp_files  # the cache of the files it wrote
+    for folder in _KEY_FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
+        for content, name in list(cache.items()):
+            if os.path.dirname(name) == folder:
+                del cache[content]
+    _KEY_FOLDERS.clear()

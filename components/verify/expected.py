@@ -49,9 +49,16 @@ def placements(plan: ClusterPlan) -> list[Placement]:
     return [Placement(size, zone, ", ".join(dict.fromkeys(users))) for (size, zone), users in sorted(found.items())]
 
 
+METRICS_PROVIDERS = ("Microsoft.Monitor", "Microsoft.AlertsManagement", "Microsoft.Insights")
+"""With the in-cluster layer, the metrics pipeline's workspace (Microsoft.Monitor accounts), its rule groups
+(Microsoft.AlertsManagement prometheusRuleGroups) and the workspace's default data collection rule and endpoint the
+program reads (Microsoft.Insights; components/azure/metrics_workspace.py)."""
+
+
 def providers(plan: ClusterPlan) -> tuple[str, ...]:
     keys = any(p.confidential is not None and p.confidential.customer_key is not None for p in plan.pools)
-    return (*PROVIDERS, "Microsoft.KeyVault") if keys else PROVIDERS
+    metrics = METRICS_PROVIDERS if plan.spec.in_cluster.enabled and plan.metrics is not None else ()
+    return (*PROVIDERS, *(("Microsoft.KeyVault",) if keys else ()), *metrics)
 
 
 def scale_sets(plan: ClusterPlan) -> list[tuple[PoolPlan, ScaleSetPlan]]:

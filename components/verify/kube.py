@@ -1,10 +1,13 @@
 """Reads from the cluster as JSON, through the official client's ApiClient (its kubeconfig auth: certificates,
-tokens, exec plugins) and its read-only guard. Lists are paged (`limit`/`continue`), as kubectl pages them."""
+tokens, exec plugins) and its read-only guard. Lists are paged (`limit`/`continue`), as kubectl pages them, within
+verify's bounds (components/verify/bounds.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from components.verify import bounds
 
 PAGE = 500
 TIMEOUT = 60
@@ -43,7 +46,7 @@ class Kube:
         response.read()
         if response.status == 404:
             return None
-        if response.status >= 400:
+        if response.status >= 300:  # a redirect is never followed (components/verify/bounds.py, hosts)
             raise KubeError(f"GET {path}: HTTP {response.status}: {_message(response.data)}")
         return json.loads(response.data)
 
@@ -55,22 +58,28 @@ class Kube:
         response.read()
         if response.status == 404:
             return ""
-        if response.status >= 400:
+        if response.status >= 300:
             raise KubeError(f"GET {path}: HTTP {response.status}: {_message(response.data)}")
         return response.data.decode(errors="replace")
 
-    def list(self, path: str, query: list[tuple[str, Any]] | None = None) -> list[dict[str, Any]]:
-        """Every item of a list, page by page; an API that is not served (a CRD not installed) lists nothing."""
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
+    def list(self, path: str, query: list[tuple[str, Any]] | None = None, optional: bool = False
+             ) -> list[dict[str, Any]]:
+        """Every item of a list, page by page. A 404 is an error (an API server that does not serve the core
+        collections is not this cluster's, and "nothing found" would pass on nothing), unless `optional` (an API a
+        CRD adds, which may not be installed: it lists nothing)."""
+        def fetch(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
             page = self.get(path, [*(query or []), ("limit", PAGE), *([("continue", token)] if token else [])])
+            if page is None and not optional:
+                raise KubeError(f"GET {path}: HTTP 404: the API server does not serve this list")
             if page is None:
-                return items
-            items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
+                return [], None
+            found = page.get("items") or []
+            if not isinstance(found, list):
+                raise KubeError(f"GET {path}: not a list")
+            following = (page.get("metadata") or {}).get("continue")
+            return found, str(following) if following else None
+
+        return [item for page in bounds.pages(fetch, f"GET {path}") for item in page]
 
 
 def _message(data: bytes) -> str:

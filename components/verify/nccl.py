@@ -7,8 +7,11 @@ reads rank 0's log, and deletes both. Everything else in components/verify/ read
 The pods take every GPU of two nodes of one domain (nodeSelector on the domain label, one pod per node), reach the
 InfiniBand devices as the node's own processes do (privileged, /dev/infiniband from the host: the cluster runs no
 RDMA device plugin), rendezvous over the pod network (torchrun c10d at rank 0's stable name under the headless
-Service) and all-reduce 1 GiB with NCCL. It passes when the Job succeeds, NCCL's log says it used the IB transport
-(`NET/IB`), and the result is exact.
+Service) and all-reduce 1 GiB with NCCL. It passes when the Job succeeds, the result is exact, every communicator NCCL
+set up says `Using network IB` (NVIDIA/nccl src/init.cc `commAlloc`: `INFO(NCCL_INIT, "Using network %s",
+comm->ncclNet->name)`, read at 48bb7fec7953112ff37499a272317f6663f8f600; a socket fallback logs `NET/IB : No device
+found.` and then `Using network Socket`, so a mere `NET/IB` in the log proves nothing), and the bus bandwidth reaches
+the size's floor: FLOOR_SHARE of its InfiniBand line rate (IB_LINE_RATE, from the Microsoft Learn size pages).
 """
 
 from __future__ import annotations
@@ -33,8 +36,23 @@ from components.vocabulary import (
     LABEL_NCCL_RUN,
 )
 
-NCCL = Check("cluster.nccl", "NCCL's NET/IB transport (NCCL_DEBUG=INFO); torch.distributed all_reduce with the nccl "
-                             "backend; Kubernetes indexed Jobs (pod hostname <job>-<index> under the Job's subdomain)")
+NCCL = Check("cluster.nccl", "NCCL's `Using network IB` (NVIDIA/nccl src/init.cc commAlloc, NCCL_DEBUG=INFO); "
+                             "torch.distributed all_reduce with the nccl backend; Kubernetes indexed Jobs (pod hostname "
+                             "<job>-<index> under the Job's subdomain); the size's InfiniBand line rate (IB_LINE_RATE)")
+NETWORK = re.compile(r"NCCL INFO Using network (?P<name>\S+)")
+IB_LINE_RATE: dict[str, tuple[int, int, str]] = {
+    "Standard_ND96isr_H100_v5": (8, 400, "MicrosoftDocs/azure-docs articles/virtual-machines/sizes/gpu-accelerated/"
+                                         "includes/ndh100v5-series-summary.md (2467ea4): each GPU has its own 400 Gb/s "
+                                         "NVIDIA Quantum-2 CX7 InfiniBand connection, 3.2 Tbps per VM"),
+    "Standard_ND128isr_GB300_v6": (4, 800, "MicrosoftDocs/azure-compute-docs articles/virtual-machines/sizes/"
+                                           "gpu-accelerated/nd-gb300-v6-series.md (0c72655): 4 scale-out NICs, "
+                                           "4x800 Gbps"),
+}
+"""Size -> (InfiniBand NICs, Gb/s each, source). A size not listed has no sourced rate: its bandwidth is printed,
+not judged."""
+FLOOR_SHARE = 0.7
+"""The bus-bandwidth floor as a share of the line rate: a healthy two-node all-reduce of 1 GiB reaches most of it; a
+missing rail, a link trained at a lower speed or a socket fallback (a few GB/s) falls far below."""
 IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
 """NVIDIA's PyTorch container (CUDA, NCCL and its IB plugin, torchrun), served through the registry's nvcr cache."""
 NAMESPACE = health.NAMESPACE
@@ -136,7 +154,7 @@ class Writer:
 
 def run_nccl(plan: ClusterPlan, kubeconfig: str, context: str | None, reader_client: Any,
              poll: float = POLL_SECONDS, clock: Callable[[], float] = time.monotonic) -> list[Result]:
-    from kubernetes import config
+    from components.verify.connect import kube_client
 
     kube = Kube(reader_client)
     found = pick_domain(plan, kube.list("/api/v1/nodes"))
@@ -151,7 +169,7 @@ def run_nccl(plan: ClusterPlan, kubeconfig: str, context: str | None, reader_cli
                             "add nvcr.io to cluster.registry.extraUpstreams")]
     name = f"gpucluster-nccl-{int(time.time())}"
     service, job = job_objects(name, domain, pool, image)
-    writer = Writer(config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False))
+    writer = Writer(kube_client(kubeconfig, context))
     base = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
     try:
         writer.send("POST", f"/api/v1/namespaces/{NAMESPACE}/services", service)
@@ -167,7 +185,7 @@ def run_nccl(plan: ClusterPlan, kubeconfig: str, context: str | None, reader_cli
     finally:
         writer.send("DELETE", f"{base}/{name}", query=[("propagationPolicy", "Background")])
         writer.send("DELETE", f"/api/v1/namespaces/{NAMESPACE}/services/{name}")
-    return [_verdict(domain, status, log)]
+    return [_verdict(domain, status, log, pool.size.name)]
 
 
 def _rank0_log(kube: Kube, job: str) -> str:
@@ -179,17 +197,37 @@ def _rank0_log(kube: Kube, job: str) -> str:
     return kube.text(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/log")
 
 
-def _verdict(domain: str, status: dict[str, Any], log: str) -> Result:
+def floor_gbps(size: str) -> tuple[float, str] | None:
+    """The bus-bandwidth floor in GB/s for a VM size, with its source; None where no line rate is sourced."""
+    if size not in IB_LINE_RATE:
+        return None
+    nics, gbits, source = IB_LINE_RATE[size]
+    return FLOOR_SHARE * nics * gbits / 8, source
+
+
+def _verdict(domain: str, status: dict[str, Any], log: str, size: str = "") -> Result:
     subject = f"domain {domain}"
-    fix = ("read the rank-0 log (NCCL_DEBUG=INFO): no NET/IB means NCCL fell back to sockets (ibstat on the nodes, "
-           "the cluster.infiniband check); a pending pod means the domain's GPUs are taken (run before workloads)")
+    fix = ("read the rank-0 log (NCCL_DEBUG=INFO): `Using network Socket` (after `NET/IB : No device found.`) means "
+           "NCCL fell back to sockets (ibstat on the nodes, the cluster.infiniband check); a low bandwidth with IB: "
+           "ibstat for a port down or at a lower rate; a pending pod means the domain's GPUs are taken (run before "
+           "workloads)")
     match = RESULT.search(log)
+    networks = sorted({m["name"] for m in NETWORK.finditer(log)})
     if status.get("succeeded", 0) < 2:
         return NCCL.failed(subject, f"the Job did not complete (succeeded {status.get('succeeded', 0)}, failed "
                                     f"{status.get('failed', 0)})", fix)
-    if "NET/IB" not in log:
-        return NCCL.failed(subject, "NCCL did not use InfiniBand (no NET/IB in its log)", fix)
+    if networks != ["IB"]:
+        said = ", ".join(networks) if networks else "no `Using network` line (is NCCL_DEBUG=INFO set?)"
+        return NCCL.failed(subject, f"NCCL did not use InfiniBand: it says Using network {said}", fix)
     if match is None:
         return NCCL.failed(subject, "no exact all-reduce result in the log", fix)
-    return NCCL.passed(subject, f"{match['ranks']} ranks over InfiniBand, 1 GiB all-reduce exact, bus bandwidth "
-                                f"{match['busbw']} GB/s")
+    busbw = float(match["busbw"])
+    floor = floor_gbps(size)
+    if floor is not None and busbw < floor[0]:
+        return NCCL.failed(subject, f"bus bandwidth {busbw:.1f} GB/s over InfiniBand is below the floor of "
+                                    f"{floor[0]:.0f} GB/s for {size} ({FLOOR_SHARE:.0%} of its line rate)", fix,
+                           f"{NCCL.source}; {floor[1]}")
+    judged = f", floor {floor[0]:.0f} GB/s for {size}" if floor is not None else \
+        f" (no sourced line rate for {size or 'this size'}: not judged)"
+    return NCCL.passed(subject, f"{match['ranks']} ranks over InfiniBand (Using network IB), 1 GiB all-reduce exact, "
+                                f"bus bandwidth {busbw:.1f} GB/s{judged}")

@@ -11,9 +11,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, cast
 
-from azure.core.pipeline.transport import HttpTransport
+import requests
+from azure.core.pipeline.transport import HttpTransport, RequestsTransport
+from urllib3.util.retry import Retry
+
+from components.verify import bounds
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 
@@ -28,14 +33,21 @@ def refuse_writes(method: str, url: str) -> None:
 
 
 class ReadOnlyTransport(HttpTransport):  # type: ignore[type-arg]
-    """An azure-core transport that sends only reads, through the transport it wraps."""
+    """An azure-core transport that sends only reads, through the transport it wraps, and only to `origin` over https
+    within verify's bounds (components/verify/bounds.py): every request the pipeline sends, a nextLink or a retry
+    included, passes here. azure-core's RetryPolicy waits a Retry-After through `sleep`, capped here."""
 
-    def __init__(self, inner: HttpTransport) -> None:  # type: ignore[type-arg]
+    def __init__(self, inner: HttpTransport, origin: str) -> None:  # type: ignore[type-arg]
         self._inner = inner
+        self._origin = origin
 
     def send(self, request: Any, **kwargs: Any) -> Any:
         refuse_writes(str(request.method), str(request.url))
+        bounds.before_request(str(request.url), self._origin)
         return self._inner.send(request, **kwargs)
+
+    def sleep(self, duration: float) -> None:
+        time.sleep(min(float(duration), bounds.limits().retry_wait_cap))
 
     def open(self) -> None:
         self._inner.open()
@@ -51,27 +63,61 @@ class ReadOnlyTransport(HttpTransport):  # type: ignore[type-arg]
         self._inner.__exit__(*args)
 
 
-class _ReadOnlyPool:
-    """A urllib3 pool manager that refuses writes and passes reads to the one it wraps."""
+def _read_within(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+    """A response hook: it runs before requests reads the body, so a 400 MB answer is refused at the bound instead
+    of held whole."""
+    if not response._content_consumed:  # filled here as requests fills it from the stream
+        response._content = bounds.read_bounded(
+            response.raw.stream(1 << 16, decode_content=True), response.headers.get("Content-Length"))
+        response._content_consumed = True
+    return response
 
-    def __init__(self, inner: Any) -> None:
+
+class BoundedRequestsTransport(RequestsTransport):
+    """azure-core's requests transport, its session's answers read within verify's body bound."""
+
+    def _init_session(self, session: requests.Session) -> None:
+        super()._init_session(session)
+        session.hooks["response"].append(_read_within)
+
+
+class _CappedRetry(Retry):
+    """urllib3's retries with a server-named wait capped (urllib3 sleeps a Retry-After whole, 600 s included)."""
+
+    def get_retry_after(self, response: Any) -> float | None:
+        wait = super().get_retry_after(response)
+        return None if wait is None else min(wait, bounds.limits().retry_wait_cap)
+
+
+class _ReadOnlyPool:
+    """A urllib3 pool manager that refuses writes and passes reads to the one it wraps: to the kubeconfig's server
+    only, over https, never following a redirect, its body read within the bound."""
+
+    def __init__(self, inner: Any, origin: str) -> None:
         self._inner = inner
+        self._origin = origin
+
+    def _bounded(self, send: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        refuse_writes(method, url)
+        bounds.before_request(url, self._origin)
+        kwargs.update(redirect=False, retries=_CappedRetry(total=2, redirect=False), preload_content=False)
+        response = send(method, url, *args, **kwargs)
+        response._body = bounds.read_bounded(response.stream(1 << 16), response.headers.get("Content-Length"))
+        return response
 
     def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        refuse_writes(method, url)
-        return self._inner.request(method, url, *args, **kwargs)
+        return self._bounded(self._inner.request, method, url, *args, **kwargs)
 
     def urlopen(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        refuse_writes(method, url)
-        return self._inner.urlopen(method, url, *args, **kwargs)
+        return self._bounded(self._inner.urlopen, method, url, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
 def guard_kubernetes(api_client: Any) -> Any:
-    """The same ApiClient, its REST client's pool manager wrapped so that only reads are sent."""
+    """The same ApiClient, its REST client's pool manager wrapped so that only reads are sent, to its own server."""
     rest = cast(Any, api_client.rest_client)
     if not isinstance(rest.pool_manager, _ReadOnlyPool):
-        rest.pool_manager = _ReadOnlyPool(rest.pool_manager)
+        rest.pool_manager = _ReadOnlyPool(rest.pool_manager, str(api_client.configuration.host))
     return api_client

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from components.verify.bounds import BoundError
+
 Status = Literal["pass", "fail", "skip"]
 
 
@@ -54,6 +56,8 @@ def guarded(name: str, run: Callable[[], list[Result]], refused: type[Exception]
     the others still run."""
     try:
         return run()
+    except BoundError as error:
+        return [bound_failure(name, error)]
     except refused as error:
         fix = "nothing was changed; report this (a check must only read)"
         if "/register" in str(error):
@@ -71,3 +75,10 @@ def guarded(name: str, run: Callable[[], list[Result]], refused: type[Exception]
         text = " ".join(str(error).split())[:400]
         return [Result(name, "check", "fail", f"the check could not interpret what it read: {type(error).__name__}: "
                        f"{text}", "report this with the --json output", "")]
+
+
+def bound_failure(name: str, error: BoundError) -> Result:
+    return Result(name, f"bound: {error.bound}", "fail", str(error),
+                  "verify stopped here so that it ends: look at what the service answers (a proxy in the path, a "
+                  "server looping its pages, a throttled subscription), then run again; the bounds are listed in "
+                  "docs/operations.md", "components/verify/bounds.py")

@@ -2,9 +2,9 @@
 
 from pulumi_policy import Policy
 
-from . import failure_domains, kubernetes, machines, network, racks, registry, versions
+from . import budget, failure_domains, kubernetes, machines, network, racks, registry, versions
 
 ALL_POLICIES: list[Policy] = [*failure_domains.RULES, *racks.RULES, *machines.RULES, *network.RULES, *kubernetes.RULES,
-                               *registry.RULES, *versions.RULES]
+                               *registry.RULES, *versions.RULES, *budget.RULES]
 
 __all__ = ["ALL_POLICIES"]

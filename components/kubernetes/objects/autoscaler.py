@@ -19,7 +19,8 @@ from components.vocabulary import (
 NAMESPACE = "kube-system"
 APP = "cluster-autoscaler"
 LEASE = "cluster-autoscaler"
-"""cluster-autoscaler 1.36.1 config/flags/flags.go: `lease-resource-name`, default "cluster-autoscaler"."""
+"""component-base v0.36.2 config/options/leaderelectionconfig.go `leader-elect-resource-name`, bound by
+cluster-autoscaler 1.36.1 main.go (BindLeaderElectionFlags; default "cluster-autoscaler", lock in --namespace)."""
 MAX_UNREADY_PERCENT = 10
 """Above this share of unready nodes the autoscaler stops acting: a network or control-plane fault
 makes healthy nodes look unready, and deleting them is how a partial outage becomes a full one."""
@@ -53,7 +54,7 @@ def autoscaler_args(cluster: str, nodes: int, share: float, control_plane_nodes:
         # the whole group cannot take the pending pods.
         f"--status-taint={TAINT_UNHEALTHY}",
         # The Lease its leader election takes (the flag's default, named so the Role below can name it).
-        f"--lease-resource-name={LEASE}",
+        f"--leader-elect-resource-name={LEASE}",
         "--expander=least-waste",
         "--scale-down-utilization-threshold=0.5",
         "--scale-down-gpu-utilization-threshold=0.5",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.bootstrap.rack import TOOLKIT_ENV
+from components.catalog.metrics import training_counters_csv
 from components.kubernetes.objects.common import on_system_nodes
 
 
@@ -49,6 +50,10 @@ def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[st
     }
 
 
+DCGM_COUNTERS_CONFIG = "gpucluster-dcgm-counters"
+"""The ConfigMap the GPU operator's chart creates from `dcgmExporter.config.data` and the exporter reads."""
+
+
 def gpu_operator_values(racks: bool = False) -> dict[str, Any]:
     """The node images bring the driver (Ubuntu-HPC; confidential nodes install it in their join gate),
     so the operator runs the toolkit, device plugin and DCGM exporter only. With NVLink rack pools the toolkit
@@ -58,7 +63,9 @@ def gpu_operator_values(racks: bool = False) -> dict[str, Any]:
         "driver": {"enabled": False},
         "toolkit": {"enabled": True, **({"env": toolkit_env} if toolkit_env else {})},
         "devicePlugin": {"enabled": True},
-        "dcgmExporter": {"enabled": True},
+        # The training counter set (components/catalog/metrics.py) instead of the exporter's default one.
+        "dcgmExporter": {"enabled": True, "config": {"name": DCGM_COUNTERS_CONFIG, "create": True,
+                                                     "data": training_counters_csv()}},
         # One DCGM host engine per node, shared by the exporter (DCGM_REMOTE_HOSTENGINE_INFO, set by the operator,
         # controllers/object_controls.go) and the library's health checks (objects/health.py).
         "dcgm": {"enabled": True},

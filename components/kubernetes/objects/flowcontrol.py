@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.flowcontrol import CHART_AGENTS
+from components.catalog.flowcontrol import CHART_AGENTS, RACK_CHART_AGENTS
 from components.kubernetes.objects.common import Object, obj
 from components.planning.pki import BREAK_GLASS_GROUP
 
@@ -69,9 +69,11 @@ def daemonset_accounts(objects: list[Object]) -> list[tuple[str, str]]:
     return found
 
 
-def node_agent_accounts(own: list[Object]) -> list[tuple[str, str]]:
-    """The layer's own DaemonSets' accounts and the charts' agents', each once, sorted."""
-    accounts = daemonset_accounts(own) + [(a.namespace, a.service_account) for a in CHART_AGENTS]
+def node_agent_accounts(own: list[Object], racks: bool = False) -> list[tuple[str, str]]:
+    """The layer's own DaemonSets' accounts and the charts' agents' (the rack charts' where the cluster has rack
+    pools), each once, sorted."""
+    charts = CHART_AGENTS + (RACK_CHART_AGENTS if racks else ())
+    accounts = daemonset_accounts(own) + [(a.namespace, a.service_account) for a in charts]
     return sorted(set(accounts))
 
 

@@ -170,8 +170,13 @@ def health_objects(pools: tuple[PoolPlan, ...], image: str) -> list[Object]:
     gpu_pools = [p for p in pools if p.size.gpus]
     if not gpu_pools:
         return []
+    return health_access() + [o for p in gpu_pools for o in (health_daemonset(p, image), recheck_cronjob(p, image))]
+
+
+def health_access() -> list[Object]:
+    """The namespace, both accounts, their roles and the node policy: the same on every cluster with GPU pools."""
     rbac = "rbac.authorization.k8s.io/v1"
-    shared = [
+    return [
         obj("v1", "Namespace", NAMESPACE),
         obj("v1", "ServiceAccount", AGENT_ACCOUNT, NAMESPACE),
         obj("v1", "ServiceAccount", RECHECK_ACCOUNT, NAMESPACE),
@@ -188,4 +193,3 @@ def health_objects(pools: tuple[PoolPlan, ...], image: str) -> list[Object]:
         _binding("RoleBinding", "gpu-health-recheck", RECHECK_ACCOUNT, NAMESPACE),
         *node_policy(),
     ]
-    return shared + [o for p in gpu_pools for o in (health_daemonset(p, image), recheck_cronjob(p, image))]

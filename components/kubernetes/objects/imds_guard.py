@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import yaml
+
 from components.kubernetes.objects.common import Object, obj
 from components.kubernetes.objects.images import pod_spec
 
@@ -46,6 +48,8 @@ def uses_managed_identity(pod: dict[str, Any], namespace: str, config_maps: dict
     for volume in pod.get("volumes") or []:
         data = config_maps.get((namespace, (volume.get("configMap") or {}).get("name", "")), {})
         for text in data.values():
+            if _prometheus_signs_in(str(text)):
+                return True
             try:
                 config = json.loads(str(text))
             except ValueError:
@@ -53,6 +57,19 @@ def uses_managed_identity(pod: dict[str, Any], namespace: str, config_maps: dict
             if isinstance(config, dict) and config.get("useManagedIdentityExtension") is True:
                 return True
     return False
+
+
+def _prometheus_signs_in(text: str) -> bool:
+    """A mounted Prometheus config whose remote write signs in with a managed identity (`azuread.managed_identity`,
+    prometheus storage/remote/azuread/azuread.go)."""
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    writes = config.get("remote_write") if isinstance(config, dict) else None
+    return isinstance(writes, list) and any(
+        isinstance(w, dict) and isinstance(w.get("azuread"), dict) and "managed_identity" in w["azuread"]
+        for w in writes)
 
 
 def identity_accounts(objects: list[Object]) -> dict[str, set[str]]:

@@ -6,7 +6,15 @@ from typing import Any
 
 import yaml
 
-from components.catalog.in_cluster import KUEUE_IMAGE, KUEUE_NAMESPACE, KUEUE_VERSION, RDMA_RESOURCE
+from components.catalog.in_cluster import (
+    DRA_DRIVER_NAMESPACE,
+    GPU_OPERATOR_NAMESPACE,
+    KUEUE_IMAGE,
+    KUEUE_NAMESPACE,
+    KUEUE_VERSION,
+    RDMA_RESOURCE,
+)
+from components.kubernetes.objects import balloons, health, metrics
 from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
 from components.planning.scheduling import (
@@ -196,6 +204,14 @@ SCALE = 2
 """Thousands of workloads at 7,500 nodes: twice the defaults' client throughput and reconcile workers."""
 
 
+PLATFORM_NAMESPACES = ("kube-system", KUEUE_NAMESPACE, GPU_OPERATOR_NAMESPACE, DRA_DRIVER_NAMESPACE, health.NAMESPACE,
+                       balloons.NAMESPACE, metrics.NAMESPACE)
+"""Namespaces the platform owns, left out of Kueue's Job webhooks. Those webhooks fail closed (failurePolicy Fail,
+kueue v0.19.2 charts/kueue/templates/webhook/manifests.yaml mjob.kb.io, vjob.kb.io): without this, while Kueue's
+controller is down, the GPU operator's pre-upgrade hook Job (gpu-operator v26.3.3 templates/upgrade_crd.yaml) and
+every health recheck Job (objects/health.py CronJob) would be refused. Workloads belong in team namespaces."""
+
+
 def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) -> dict[str, Any]:
     """config.kueue.x-k8s.io/v1beta2 Configuration: the chart's default config (the chart replaces it whole
     with this value) raised for scale, fair sharing on, all-or-nothing admission for gangs."""
@@ -208,9 +224,11 @@ def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) ->
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {kind: n * SCALE for kind, n in CHART_CONCURRENCY.items()}},
         "clientConnection": {"qps": DEFAULT_QPS * SCALE, "burst": DEFAULT_BURST * SCALE},
+        # The chart gives this selector to its Job webhooks as their namespaceSelector (templates/webhook/
+        # manifests.yaml `hasKey $managerConfig "managedJobsNamespaceSelector"`); the controller also leaves jobs in
+        # these namespaces alone unless they name a queue (apis/config/v1beta2 configuration_types.go).
         "managedJobsNamespaceSelector": {"matchExpressions": [
-            {"key": LABEL_NAMESPACE_NAME, "operator": "NotIn",
-             "values": ["kube-system", KUEUE_NAMESPACE]}]},
+            {"key": LABEL_NAMESPACE_NAME, "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)}]},
         # All-or-nothing: an admitted workload whose pods are not all ready in time is evicted and requeued
         # (Kueue docs, tasks/manage/setup_wait_for_pods_ready). Admission is not serialised (blockAdmission):
         # topology-aware admission already reserves real nodes for every pod of a gang (docs/scheduling.md).

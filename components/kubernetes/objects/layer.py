@@ -17,6 +17,7 @@ from components.kubernetes.objects.health import health_objects
 from components.kubernetes.objects.images import serve_objects
 from components.kubernetes.objects.imds_guard import imds_policy
 from components.kubernetes.objects.kueue import kueue_objects
+from components.kubernetes.objects.metrics import metrics_objects
 from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
 from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
@@ -25,6 +26,7 @@ from components.kubernetes.objects.rdma import rdma_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
+from components.planning.security_rules import ETCD_METRICS_PORT
 from components.vocabulary import ANNOTATION_SKIP_AWAIT, LABEL_COMPONENT
 
 AzureSettings = dict[str, Any]
@@ -94,12 +96,23 @@ def device_objects(plan: ClusterPlan) -> list[Object]:
     return without_await(serve_objects(rdma_objects(plan.pools), plan.registry))
 
 
+def telemetry_objects(plan: ClusterPlan, remote_write_url: Any, client_id: Any,
+                      render_yaml: Callable[[Any], Any] | None = None) -> list[Object]:
+    """node_exporter, kube-state-metrics and the edge Prometheus shards (docs/metrics.md); etcd's metrics listener
+    on each member's address."""
+    assert plan.metrics is not None, "the metrics pipeline is planned with the cluster"
+    etcd = [f"{address}:{ETCD_METRICS_PORT}" for address in plan.boot.etcd_addresses.values()]
+    return without_await(serve_objects(metrics_objects(plan.metrics, plan.spec.name, etcd, remote_write_url, client_id,
+                                                       render_yaml), plan.registry))
+
+
 def _workload_objects(plan: ClusterPlan) -> list[Object]:
     priority, kueue = scheduling_objects(plan)
     scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
     return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
             *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan),
-            *csr_objects(plan)]
+            *csr_objects(plan),
+            *telemetry_objects(plan, "[at deploy: remote write URL]", "[at deploy: metrics client id]")]
 
 
 def imds_objects(plan: ClusterPlan) -> list[Object]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.catalog.flowcontrol import CHART_AGENTS
+from components.catalog.flowcontrol import CHART_AGENTS, RACK_CHART_AGENTS
 from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.flowcontrol import calls_api
 from components.kubernetes.objects.layer import layer_objects
@@ -44,7 +44,15 @@ def node_agent_loads(plan: ClusterPlan, placements: dict[str, tuple[str, ...]]) 
                              pod.get("serviceAccountName") or "default",
                              _nodes_placed(plan, ds["metadata"]["name"], placements),
                              None if rate is None else float(rate), source))
-    charts = [AgentLoad(a.daemonset, a.namespace, a.service_account, gpu_nodes if a.gpu_nodes_only else every_node,
-                        a.calls_per_minute, a.source) for a in CHART_AGENTS
-              if plan.spec.in_cluster.enabled and (gpu_nodes or not a.gpu_nodes_only)]
+    rack_nodes = sum(p.nodes for p in plan.pools if p.racks is not None)
+    charts = [AgentLoad(a.daemonset, a.namespace, a.service_account,
+                        rack_nodes if a.rack_nodes_only else gpu_nodes if a.gpu_nodes_only else every_node,
+                        a.calls_per_minute, a.source) for a in CHART_AGENTS + RACK_CHART_AGENTS
+              if plan.spec.in_cluster.enabled and (gpu_nodes or not a.gpu_nodes_only)
+              and (rack_nodes or not a.rack_nodes_only)]
     return tuple(own + charts)
+
+
+def has_rack_pools(plan: ClusterPlan) -> bool:
+    """The rack charts (and their agents) are installed (components/kubernetes/rack_devices.py)."""
+    return any(p.racks is not None for p in plan.pools)

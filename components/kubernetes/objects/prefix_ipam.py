@@ -43,10 +43,12 @@ def prefix_ipam_objects(azure: dict[str, Any], api_host: str, api_port: int, ima
     }
     return [
         obj("v1", "ServiceAccount", APP, NAMESPACE),
-        # Reads nodes' providerIDs, writes CiliumNode pools; nothing else cluster-wide.
+        # Reads nodes' providerIDs, writes CiliumNode pools; nothing else cluster-wide. After one list every round
+        # is a watch, which kube-apiserver authorizes as its own verb (k8s.io/apiserver pkg/endpoints/request/
+        # requestinfo.go: a GET on a collection with `watch` set is `watch`, not `list`).
         obj(RBAC, "ClusterRole", APP, rules=[
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
-            {"apiGroups": ["cilium.io"], "resources": ["ciliumnodes"], "verbs": ["list", "patch"]}]),
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["cilium.io"], "resources": ["ciliumnodes"], "verbs": ["list", "watch", "patch"]}]),
         obj(RBAC, "ClusterRoleBinding", APP, roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                                       "name": APP},
             subjects=[{"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}]),

@@ -74,14 +74,22 @@ def _statuses(doc: Any) -> list[str]:
     return found
 
 
+DIAG_FAILING = frozenset({"fail", "warn"})
+"""DCGM 4.5.2's JSON writes a Warn result as "Fail" (dcgmi/Diag.cpp HelperDisplayDiagResult, its default
+DDR_NO_DISPLAY_WARN); a literal "Warn" (the CLI's display string) is read the same way."""
+DIAG_PASSING = frozenset({"pass", "skip"})
+"""A skipped test neither passes nor fails a node; a report of skips alone proves nothing."""
+
+
 def diag_verdict(exit_code: int | None, report: Any) -> str:
     """`dcgmi diag -j`: "pass" only when it exited 0 AND its report is a JSON object holding at least one passed
-    test and no failed one. A report that is missing, empty, cut short or without results proves nothing: the
-    verdict is then "diag-report-invalid", never a pass."""
+    result, none failed or warned, and no status DCGM's JSON does not write (tests/data/dcgm_output.json, from
+    NVIDIA/DCGM at the operator's release). A report that is missing, empty, cut short, without results or of skips
+    alone proves nothing: the verdict is then "diag-report-invalid", never a pass."""
     statuses = [s.lower() for s in _statuses(report)] if isinstance(report, dict) else []
-    if "fail" in statuses or (exit_code is not None and exit_code != 0):
+    if DIAG_FAILING.intersection(statuses) or (exit_code is not None and exit_code != 0):
         return "diag-failed"
-    if exit_code is None or "pass" not in statuses:
+    if exit_code is None or "pass" not in statuses or not DIAG_PASSING.issuperset(statuses):
         return "diag-report-invalid"
     return "pass"
 
@@ -91,7 +99,9 @@ def diag_passed(exit_code: int, report: Any) -> bool:
 
 
 def health_problem(report: Any) -> str | None:
-    """`dcgmi health -c -j`: the overall verdict, or None when healthy."""
+    """`dcgmi health -c -j`: the overall verdict (`body` -> `Overall Health` -> `value`: Healthy, Warning, Failure or
+    Internal error at DCGM 4.5.2), or None when healthy. A Warning taints the node too: it stops taking new work
+    until someone looks (the watch keeps its verdict in the taint's value)."""
     stack = [report]
     verdict = None
     while stack and verdict is None:
@@ -122,8 +132,8 @@ def holds_gpu(pod: dict[str, Any]) -> bool:
     for c in containers:
         resources = _dict(_dict(c).get("resources"))
         for kind in ("limits", "requests"):
-            amount = str(_dict(resources.get(kind)).get("nvidia.com/gpu", 0))
-            if amount.isdigit() and int(amount) > 0:
+            amount = kc.whole_number(_dict(resources.get(kind)).get("nvidia.com/gpu", 0), 0)
+            if amount:
                 return True
     return False
 
@@ -173,7 +183,7 @@ def read_exit(path: str) -> int | None:
             text = f.read(32).strip()
     except OSError:
         return None
-    return int(text) if text.lstrip("-").isdigit() else None
+    return kc.whole_number(text, -(1 << 31), (1 << 31) - 1)  # "--1", "²", "1e999": no exit code
 
 
 # Kubernetes API through the pod's service account.
@@ -239,20 +249,24 @@ def watch_once(kube: kc.Kube, node_name: str, shared: str = SHARED) -> str | Non
 
 
 def agent(kube: kc.Kube, node_name: str, shared: str = SHARED, rounds: int | None = None,
-          interval: float = WATCH_SECONDS) -> int:
+          interval: float = WATCH_SECONDS, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Settle the diagnostics once, then watch every `interval`. Nothing a server or a report holds ends it: a round
+    that raises anything is logged, and the next waits longer for each failed round in a row (up to 10 intervals)."""
     settled = False
-    done = 0
+    done, failures = 0, 0
     while rounds is None or done < rounds:
         try:
             if not settled:
                 settle_diagnostics(kube, node_name, shared)
                 settled = True
             watch_once(kube, node_name, shared)
-        except kc.ApiError as error:
-            kc.log(f"{node_name}: {error}; again in {interval:.0f} s")
+            failures = 0
+        except Exception as error:  # server data must end a round, never the agent
+            failures += 1
+            kc.log(f"{node_name}: {type(error).__name__}: {str(error)[:300]}; again in {interval:.0f} s or more")
         done += 1
         if rounds is None or done < rounds:
-            time.sleep(interval)
+            sleep(interval if not failures else max(interval, kc.backoff_seconds(failures, interval, 10 * interval)))
     return 0
 
 
@@ -326,10 +340,11 @@ def main(argv: list[str]) -> int:
             return gate(kube_from_env(), os.environ["NODE_NAME"])
         if mode == "agent":
             return agent(kube_from_env(), os.environ["NODE_NAME"])
-        if mode == "recheck" and len(argv) == 6 and argv[3].isdigit():
-            return recheck(kube_from_env(), argv[2], int(argv[3]), argv[4], argv[5])
-    except kc.ApiError as error:
-        kc.log(f"health-agent {mode}: {error}")
+        limit = kc.whole_number(argv[3], 0) if mode == "recheck" and len(argv) == 6 else None
+        if mode == "recheck" and limit is not None:
+            return recheck(kube_from_env(), argv[2], limit, argv[4], argv[5])
+    except Exception as error:  # one line and exit 1 on anything a server sent, never a traceback
+        kc.log(f"health-agent {mode}: {type(error).__name__}: {str(error)[:300]}")
         return 1
     kc.log("usage: health_agent.py gate | agent | recheck <pool> <limit> <namespace> <app>")
     return 2

@@ -1,7 +1,8 @@
 """The HTTP client the agents share (prefix_ipam.py, health_agent.py): JSON requests to the Kubernetes API and to
 Azure, bounded in every dimension a misbehaving server could stretch. Standard library only.
 
-- time: a per-request deadline over the whole exchange (connect, headers and every read), not only per socket call;
+- time: a per-request deadline over the whole exchange (connect, headers and every read), not only per socket call:
+  a timer shuts the exchange's sockets when it passes, so a server trickling a byte at a time is cut off on time;
 - size: a body larger than `max_body` bytes is refused without reading the rest;
 - shape: a body that is not JSON, is cut short (fewer bytes than its Content-Length) or nests deeper than
   `max_depth` is an error, never a crash (a RecursionError from json included);
@@ -14,18 +15,24 @@ Azure, bounded in every dimension a misbehaving server could stretch. Standard l
   items page by page so memory holds one page, and stops on a `continue` token it has seen before;
 - watches: `watch` follows a collection from a resourceVersion, one bounded event per line, an expired version
   raising ApiError(410) for the caller to list again.
-- transport: https only, except to the instance metadata endpoint (plain http by design) and to loopback.
+- transport: https only, except to the instance metadata endpoint (plain http by design) and to loopback; a redirect
+  is followed only within the origin first asked and under the same rule (the token never goes to another host);
+- numbers from servers (Content-Length, Retry-After, prefix lengths, exit codes) are read as ASCII digits only
+  (`whole_number`): '²' or 1e999 is "unreadable", never an exception.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import random
 import re
+import socket
 import ssl
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -62,19 +69,39 @@ class ApiError(Exception):
         self.retry_after = retry_after
 
 
+_DIGITS = re.compile(r"-?[0-9]{1,18}")
+"""ASCII digits only: `str.isdigit()` also accepts '²' and '٣', which `int()` and `float()` then refuse or read."""
+
+
+def whole_number(value: Any, low: int | None = None, high: int | None = None) -> int | None:
+    """An integer from data we did not write: a JSON integer (not a bool, not a float such as 1e999) or a string of
+    ASCII digits with an optional '-', within [low, high]; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        number = int(value.strip())
+    else:
+        return None
+    if (low is not None and number < low) or (high is not None and number > high):
+        return None
+    return number
+
+
 def retry_after_seconds(value: str | None, now: float, cap: float = RETRY_AFTER_CAP) -> float | None:
     """`Retry-After` as seconds to wait from `now` (epoch seconds), at most `cap`; None when absent or unreadable.
-    RFC 9110 section 10.2.3: either delay-seconds or an HTTP-date."""
+    RFC 9110 section 10.2.3: either delay-seconds (ASCII digits) or an HTTP-date."""
     if not value:
         return None
     text = value.strip()
-    if text.isdigit():
-        return min(float(text), cap)
+    if re.fullmatch(r"[0-9]+", text):
+        return min(float(text[:18]) if len(text) <= 18 else cap, cap)
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+        return max(0.0, min(when.timestamp() - now, cap))
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, min(when.timestamp() - now, cap))
 
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -125,17 +152,21 @@ class Budget:
         self.clock, self.sleep = clock, sleep
         self.stamp = clock()
         self.taken = 0
+        self.lock = threading.Lock()
 
     def take(self) -> None:
+        """Thread-safe: the lease's renewals and a round's requests may share one budget."""
         while True:
-            now = self.clock()
-            self.tokens = min(self.size, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-            if self.tokens >= 1:
-                self.tokens -= 1
-                self.taken += 1
-                return
-            self.sleep((1 - self.tokens) / self.rate)
+            with self.lock:
+                now = self.clock()
+                self.tokens = min(self.size, self.tokens + (now - self.stamp) * self.rate)
+                self.stamp = now
+                if self.tokens >= 1:
+                    self.tokens -= 1
+                    self.taken += 1
+                    return
+                wait = (1 - self.tokens) / self.rate
+            self.sleep(wait)
 
 
 def _check_transport(url: str) -> None:
@@ -143,6 +174,87 @@ def _check_transport(url: str) -> None:
     if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in PLAIN_HTTP_HOSTS):
         return
     raise ApiError(0, f"refusing {parts.scheme or 'schemeless'} URL to {parts.hostname}: https only")
+
+
+def origin(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
+class Deadline:
+    """A wall-clock bound over one exchange: when it passes, every socket the exchange opened is shut down, so a
+    read blocked on a server that sends a byte at a time returns at once (a socket timeout bounds each recv, not
+    the sum of them)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.expired = False
+        self.sockets: list[Any] = []
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(max(0.0, seconds), self._expire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def watch(self, sock: Any) -> None:
+        with self.lock:
+            self.sockets.append(sock)
+            expired = self.expired
+        if expired:
+            _shut(sock)
+
+    def _expire(self) -> None:
+        with self.lock:
+            self.expired = True
+            sockets = list(self.sockets)
+        for sock in sockets:
+            _shut(sock)
+
+    def remaining(self) -> float:
+        return self.at - time.monotonic()
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+
+
+def _shut(sock: Any) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(base: type[http.client.HTTPConnection], deadline: Deadline) -> Callable[..., http.client.HTTPConnection]:
+    class Watched(base):  # type: ignore[misc, valid-type]
+        def connect(self) -> None:
+            super().connect()
+            deadline.watch(self.sock)
+
+    return Watched
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Redirects are followed only to the origin first asked and only over a transport `_check_transport` allows:
+    the bearer token never travels to another host or over plain http."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        _check_transport(newurl)
+        if origin(newurl) != origin(req.full_url):
+            raise ApiError(0, f"{req.get_method()} {_short(req.full_url)}: redirected to another origin "
+                              f"{_short(newurl)}, not followed")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _opener(context: ssl.SSLContext | None, deadline: Deadline) -> urllib.request.OpenerDirector:
+    """urllib's handlers with connections that the deadline can cut and a redirect rule that keeps the origin."""
+
+    class Plain(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> Any:
+            return self.do_open(_watched(http.client.HTTPConnection, deadline), req)
+
+    class Tls(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> Any:
+            return self.do_open(_watched(http.client.HTTPSConnection, deadline), req, context=context)
+
+    return urllib.request.build_opener(Plain(), Tls(context=context), _SameOrigin())
 
 
 class Http:
@@ -167,9 +279,10 @@ class Http:
             if not request.has_header(key.capitalize()):
                 request.add_header(key, value)
         self.budget.take()
-        deadline = time.monotonic() + self.timeout
+        deadline = Deadline(self.timeout)
+        where = f"{request.get_method()} {_short(request.full_url)}"
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
+            with _opener(self.context, deadline).open(request, timeout=self.timeout) as response:
                 data = self._read(response, deadline, self.max_body)
         except urllib.error.HTTPError as error:
             retry_after = retry_after_seconds(error.headers.get("Retry-After"), self.wall())
@@ -177,23 +290,27 @@ class Http:
                 detail = error.read(2048).decode(errors="replace").strip()
             except (OSError, http.client.HTTPException):
                 detail = ""
-            raise ApiError(error.code, f"{request.get_method()} {_short(request.full_url)}: {detail[:300]}",
-                           retry_after) from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
-            raise ApiError(0, f"{request.get_method()} {_short(request.full_url)}: {type(error).__name__} {error}") \
-                from None
+            raise ApiError(error.code, f"{where}: {detail[:300]}", retry_after) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as error:
+            if deadline.expired:
+                raise ApiError(0, f"{where}: no complete answer within the request's {self.timeout:g} s") from None
+            raise ApiError(0, f"{where}: {type(error).__name__} {error}") from None
+        finally:
+            deadline.cancel()
+        if deadline.expired:  # the socket was shut mid-body: what was read is not the answer
+            raise ApiError(0, f"{where}: no complete answer within the request's {self.timeout:g} s")
         return decode(data, self.max_depth)
 
     @staticmethod
-    def _read(response: Any, deadline: float, limit: int) -> bytes:
+    def _read(response: Any, deadline: Deadline, limit: int) -> bytes:
         """The whole body within the deadline and the size limit; a body cut short raises IncompleteRead."""
-        declared = response.headers.get("Content-Length")
-        if declared and declared.isdigit() and int(declared) > limit:
+        declared = whole_number(response.headers.get("Content-Length"), 0)
+        if declared is not None and declared > limit:
             raise ApiError(0, f"body of {declared} bytes is over the {limit}-byte limit")
         chunks: list[bytes] = []
         size = 0
         while True:
-            if time.monotonic() > deadline:
+            if deadline.expired or deadline.remaining() <= 0:
                 raise ApiError(0, "body not received within the request's deadline")
             chunk = response.read(CHUNK)
             if not chunk:
@@ -299,11 +416,11 @@ class Kube(Http):
         for key, value in self.headers().items():
             request.add_header(key, value)
         self.budget.take()
-        deadline = time.monotonic() + seconds + self.timeout
+        deadline = Deadline(seconds + self.timeout)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
+            with _opener(self.context, deadline).open(request, timeout=self.timeout) as response:
                 while True:
-                    if time.monotonic() > deadline:
+                    if deadline.expired or deadline.remaining() <= 0:
                         raise ApiError(0, f"watch {path}: still open past its timeoutSeconds")
                     line = response.readline(max_event + 1)
                     if not line:
@@ -325,5 +442,9 @@ class Kube(Http):
         except urllib.error.HTTPError as error:
             raise ApiError(error.code, f"watch {path}: HTTP {error.code}",
                            retry_after_seconds(error.headers.get("Retry-After"), self.wall())) from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as error:
+            if deadline.expired:
+                raise ApiError(0, f"watch {path}: still open past its timeoutSeconds") from None
             raise ApiError(0, f"watch {path}: {type(error).__name__} {error}") from None
+        finally:
+            deadline.cancel()

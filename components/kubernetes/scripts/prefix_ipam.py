@@ -20,8 +20,11 @@ coordination.k8s.io/v1 Lease (`Leader`):
      only blocks of the expected length and single addresses are accepted
   4. bring its map of the CiliumNodes up to date the same way, and merge-patch `spec.ipam.pool` of each whose
      scale set was read in full: add
-     what is missing, drop (null) what is no longer on the NIC and not in use (`status.ipam.used`); the patch
-     carries the resourceVersion it was computed from, so a concurrent edit is a 409 and waits for the next round.
+     what is missing, drop (null) what is no longer on the NIC and not in use (`status.ipam.used`), also when the
+     NIC lists no block at all; the patch carries the resourceVersion it was computed from, so a concurrent edit is
+     a 409 and waits for the next round. One address is never in two pools: a block listed on two NICs goes to
+     neither (logged as an ALERT), and an address another CiliumNode's pool still holds is added only once that
+     pool has dropped it (a later round).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -111,9 +115,10 @@ def nic_blocks(nic: dict[str, Any], prefix_length: int = PREFIX_LENGTH,
         length = props.get("privateIPAddressPrefixLength")
         if not address or props.get("primary"):
             continue
+        bits = kc.whole_number(length, 0, 32) if length else 32  # 1e999, "²", True: not a prefix length
         try:
-            text = address if "/" in address else f"{address}/{int(length) if length else 32}"
-            block = IPv4Network(text, strict=False)
+            block = IPv4Network(address if "/" in address else f"{address}/{bits}", strict=False) \
+                if bits is not None else None
         except (ValueError, TypeError):
             block = None
         if block is None or block.prefixlen not in (prefix_length, 32):
@@ -169,18 +174,76 @@ def sync_plan(nodes: list[dict[str, Any]], cilium_nodes: dict[str, dict[str, Any
     decisions). `list_nics(subscription, resource group, scale set)` is called once per scale set with nodes."""
     members = {n["metadata"]["name"]: w for n in nodes if (w := instance_of_node(n)) is not None}
     reads = {key: blocks_by_instance(list_nics(*key)) for key in sorted({w[:3] for w in members.values()})}
-    patches: dict[str, dict[str, Any]] = {}
-    for name, (sub, rg, scale_set, instance) in members.items():
-        patch = _node_patch(cilium_nodes.get(name), reads[(sub, rg, scale_set)].get((scale_set.lower(), instance)))
+    return dict(round_patches(members, reads, cilium_nodes).patches)
+
+
+@dataclass
+class Decision:
+    patches: list[tuple[str, dict[str, Any]]]
+    shared: set[IPv4Network]
+    held: dict[str, str]
+
+
+def round_patches(members: dict[str, Where], reads: dict[tuple[str, str, str], dict[Instance, list[IPv4Network]]],
+                  cilium_nodes: dict[str, dict[str, Any]]) -> Decision:
+    """A round's patches: each CiliumNode of a scale set read in full gets its NIC's blocks, less blocks listed on
+    two NICs (`shared`) and less addresses another pool still holds (`held`, added in a later round)."""
+    shared = shared_blocks(reads.values())
+    patches: list[tuple[str, dict[str, Any]]] = []
+    for name, cilium_node in cilium_nodes.items():
+        where = members.get(name)
+        if where is None or where[:3] not in reads:
+            continue  # not a scale-set node, or its scale set was not read in full this round
+        found = reads[where[:3]].get((where[2].lower(), where[3])) or []
+        patch = _node_patch(cilium_node, [b for b in found if b not in shared])
         if patch is not None:
-            patches[name] = patch
-    return patches
+            patches.append((name, patch))
+    held = held_elsewhere(patches, ((n, _dict(_dict(c.get("spec")).get("ipam")).get("pool") or {})
+                                    for n, c in cilium_nodes.items()))
+    kept: list[tuple[str, dict[str, Any]]] = []
+    for name, patch in patches:
+        change = patch["spec"]["ipam"]["pool"]
+        for ip in [ip for ip, value in change.items() if value is not None and ip in held]:
+            del change[ip]
+        if change:
+            kept.append((name, patch))
+    return Decision(kept, shared, held)
 
 
 def _node_patch(cilium_node: dict[str, Any] | None, found: list[IPv4Network] | None) -> dict[str, Any] | None:
-    if not found or cilium_node is None:
-        return None  # NIC not provisioned yet, or the agent has not created its CiliumNode: next round
-    return pool_patch(cilium_node, expand(found))
+    """The node's patch from its NIC's blocks in a scale set read in full: a NIC with no block (or none listed)
+    means no address is the node's any more, so its unused pool addresses go too."""
+    if cilium_node is None:
+        return None  # the agent has not created its CiliumNode yet: next round
+    return pool_patch(cilium_node, expand(found or []))
+
+
+def shared_blocks(reads: Iterable[dict[Instance, list[IPv4Network]]]) -> set[IPv4Network]:
+    """Blocks that more than one NIC reports. Azure gives an address to one IP configuration at a time, so this is a
+    listing caught mid-move or a fault: such a block goes to no pool (an alert, never two pools)."""
+    seen: set[IPv4Network] = set()
+    shared: set[IPv4Network] = set()
+    for read in reads:
+        for blocks in read.values():
+            for block in set(blocks):
+                (shared if block in seen else seen).add(block)
+    return shared
+
+
+def held_elsewhere(patches: list[tuple[str, dict[str, Any]]], pools: Iterable[tuple[str, Iterable[str]]]
+                   ) -> dict[str, str]:
+    """Addresses a patch would add that another CiliumNode's pool still holds, with that node: adding them now
+    would put one address in two pools; they are added in a later round, once the other pool has let them go."""
+    adding = {ip: name for name, patch in patches
+              for ip, value in patch["spec"]["ipam"]["pool"].items() if value is not None}
+    if not adding:
+        return {}
+    found: dict[str, str] = {}
+    for name, pool in pools:
+        for ip in adding.keys() & set(pool):
+            if adding[ip] != name:
+                found[ip] = name
+    return found
 
 
 def micro_time(now: float) -> str:
@@ -198,7 +261,11 @@ class Leader:
     `leaseDurationSeconds`, measured on its OWN monotonic clock from when it first saw that record, never from the
     holder's `renewTime` (clocks of two machines disagree). Every write carries the resourceVersion read, so of two
     replicas racing only one wins; the loser gets 409 and re-reads. Since `renew_deadline < lease_seconds`, a holder
-    that stops renewing has stopped writing before anyone can take the lease."""
+    that stops renewing has stopped writing before anyone can take the lease.
+
+    `start` renews in a thread of its own, as client-go runs its renew loop beside the work, so a round that takes
+    longer than the lease (a slow NIC listing) neither loses the lease nor blocks its renewal; the work then asks
+    `may_write` before each write and never acts on a lease whose renew deadline has passed."""
 
     kube: kc.Kube
     namespace: str
@@ -214,10 +281,44 @@ class Leader:
     valid_until: float = float("-inf")
     renewed_at: float = float("-inf")
     tried_at: float = float("-inf")
+    renewer: threading.Thread | None = field(default=None, repr=False)
+    stopping: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
         if not 0 < self.retry < self.renew_deadline < self.lease_seconds:
             raise ValueError("leader election needs 0 < retry < renew deadline < lease duration")
+
+    def start(self) -> None:
+        """Acquire or renew every `retry` seconds in a daemon thread until `stop`; the first attempt is made here,
+        so a first round can lead at once."""
+        if self.renewer is not None:
+            return
+        self.stopping.clear()
+        self._renew_once()
+        self.renewer = threading.Thread(target=self._renew_loop, name=f"lease-{self.name}", daemon=True)
+        self.renewer.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.renewer is not None:
+            self.renewer.join(self.lease_seconds)
+            self.renewer = None
+
+    def _renew_loop(self) -> None:
+        while not self.stopping.wait(max(0.0, self.retry - (self.clock() - self.tried_at))):
+            self._renew_once()
+
+    def _renew_once(self) -> None:
+        self.tried_at = self.clock()
+        try:
+            self._attempt()
+        except kc.ApiError as error:
+            if error.status == 409:
+                self.valid_until = float("-inf")  # someone else wrote the lease since we read it
+            kc.log(f"prefix-ipam: lease {self.name}: {error}")
+        except Exception as error:  # a lease we cannot read is not a reason to stop renewing
+            self.valid_until = float("-inf")
+            kc.log(f"prefix-ipam: lease {self.name}: {type(error).__name__}: {error}")
 
     @property
     def path(self) -> str:
@@ -228,16 +329,9 @@ class Leader:
 
     def ensure(self) -> bool:
         """Acquire or renew when due (one attempt per `retry` seconds, leading or not); whether this replica may
-        write now."""
-        if self.clock() - self.tried_at < self.retry:
-            return self.may_write()
-        self.tried_at = self.clock()
-        try:
-            self._attempt()
-        except kc.ApiError as error:
-            if error.status == 409:
-                self.valid_until = float("-inf")  # someone else wrote the lease since we read it
-            kc.log(f"prefix-ipam: lease {self.name}: {error}")
+        write now. While the renewing thread runs, only that thread talks to the API server."""
+        if self.renewer is None and self.clock() - self.tried_at >= self.retry:
+            self._renew_once()
         return self.may_write()
 
     def _attempt(self) -> None:
@@ -326,6 +420,10 @@ class RoundReport:
     patched: int = 0
     conflicts: int = 0
     rejected: int = 0
+    shared: int = 0
+    """Blocks listed on two NICs at once (an alert: given to neither)."""
+    held_elsewhere: int = 0
+    """Addresses not added yet because another CiliumNode's pool still holds them."""
 
 
 class Arm:
@@ -346,7 +444,7 @@ class Arm:
         if not isinstance(token, str) or not token:
             raise kc.ApiError(0, "the identity endpoint returned no access_token")
         expires = answer.get("expires_in")
-        life = int(expires) if isinstance(expires, int | str) and str(expires).isdigit() else 300
+        life = kc.whole_number(expires, 0, 86_400 * 365) or 300
         self.token, self.token_until = token, time.time() + max(0, life - 300)
         return token
 
@@ -475,15 +573,18 @@ class Controller:
             found = self._read_set(key, report)
             if found is not None:
                 reads[key] = found
-        for name, cilium_node in list(self.cilium.sync().items()):
-            where = members.get(name)
-            if where is None or where[:3] not in reads:
-                continue  # not a scale-set node, or its scale set was not read in full this round
-            patch = _node_patch(cilium_node, reads[where[:3]].get((where[2].lower(), where[3])))
-            if patch is None:
-                continue
+        decision = round_patches(members, reads, self.cilium.sync())
+        if decision.shared:
+            report.shared = len(decision.shared)
+            kc.log(f"prefix-ipam: ALERT: {len(decision.shared)} block(s) listed on more than one NIC, given to no "
+                   f"pool: {', '.join(str(b) for b in sorted(decision.shared)[:5])}")
+        if decision.held:
+            report.held_elsewhere = len(decision.held)
+            kc.log(f"prefix-ipam: {len(decision.held)} address(es) still in another CiliumNode's pool, added in a "
+                   "later round: " + ", ".join(f"{ip} ({decision.held[ip]})" for ip in sorted(decision.held)[:5]))
+        for name, patch in decision.patches:
             if not self.leader.ensure():
-                return report  # lost or could not renew the lease: no write after that
+                return report  # lost the lease or past its renew deadline: no write after that
             try:
                 self.kube.write("PATCH", f"/apis/cilium.io/v2/ciliumnodes/{kc.segment(str(name))}", patch,
                                 "application/merge-patch+json")
@@ -526,24 +627,35 @@ def controller_from_env(namespace: str, lease_name: str, client_id: str) -> Cont
     kube = kc.Kube(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("PREFIX_IPAM_KUBE_PER_MINUTE", 1200))))
     arm_http = kc.Http(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("PREFIX_IPAM_ARM_PER_MINUTE", 240))))
     me = os.environ.get("POD_NAME") or os.uname().nodename
-    leader = Leader(kube, namespace, lease_name, me, lease, lease * 2 / 3, lease / 6)
+    # The lease has a client of its own: its renewals never wait for a token the work's requests have taken.
+    lease_kube = kc.Kube(timeout=lease / 3, budget=kc.Budget(60))
+    leader = Leader(lease_kube, namespace, lease_name, me, lease, lease * 2 / 3, lease / 6)
     return Controller(kube, Arm(client_id, arm_http, settings), leader, settings)
 
 
 def run(controller: Controller, rounds: int | None = None, stop: Callable[[], bool] = lambda: False) -> int:
-    """Rounds every `sync_seconds`, renewing the lease (or watching it) in between; `rounds` and `stop` end it
-    (tests). Nothing a server answers ends it: a failed round is logged and the next one starts on time."""
-    done = 0
-    while (rounds is None or done < rounds) and not stop():
-        started = controller.clock()
-        try:
-            controller.round()
-        except kc.ApiError as error:
-            kc.log(f"prefix-ipam: round stopped: {error}")
-        done += 1
-        while controller.clock() - started < controller.settings.sync_seconds and not stop():
-            controller.leader.ensure()
-            time.sleep(min(controller.leader.retry, controller.settings.sync_seconds) / 2)
+    """Rounds every `sync_seconds` while the lease is renewed (or watched) in its own thread; `rounds` and `stop` end
+    it (tests). Nothing a server answers ends it: a round that fails, whatever it raised, is logged and the next one
+    starts after a backoff that grows with each failed round in a row (from `sync_seconds` to `backoff_cap`)."""
+    settings = controller.settings
+    controller.leader.start()
+    done, failures = 0, 0
+    try:
+        while (rounds is None or done < rounds) and not stop():
+            started = controller.clock()
+            try:
+                controller.round()
+                failures = 0
+            except Exception as error:  # server data must end a round, never the daemon
+                failures += 1
+                kc.log(f"prefix-ipam: round stopped: {type(error).__name__}: {str(error)[:300]}")
+            done += 1
+            wait = settings.sync_seconds if not failures else \
+                max(settings.sync_seconds, kc.backoff_seconds(failures, settings.sync_seconds, settings.backoff_cap))
+            while controller.clock() - started < wait and not stop():
+                time.sleep(min(controller.leader.retry, wait) / 2)
+    finally:
+        controller.leader.stop()
     return 0
 
 

@@ -1,0 +1,377 @@
+"""Cost: the catalogue's schema and dates, its normalisation, the planner's arithmetic against hand-computed figures,
+the stack's price file, what stays unpriced, the diff of a grown pool and the pack's budget rule (docs/cost.md)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from components.catalog.prices import (
+    HOURS_PER_MONTH,
+    KINDS,
+    TERM_HOURS,
+    UNIT_HOURS,
+    catalogue_document,
+    catalogue_from_document,
+    policy_rates,
+    price_catalogue,
+    rates_of_row,
+)
+from components.diff.compare import diff_sides
+from components.diff.cost import cost_delta, cost_lines
+from components.diff.render import diff_section, print_diff
+from components.diff.sides import side_from_document
+from components.errors import SpecError
+from components.offline.cost_report import cost_data, print_cost
+from components.offline.policy_runner import run_policies
+from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from components.spec import parse_cluster
+from tests.conftest import ROOT
+from tests.plan_sides import plan_document, stack_raw
+from tools.refresh_prices import refresh
+
+DATA = ROOT / "tests" / "data" / "prices"
+DEV_QUOTE = "tests/data/prices/dev-quote.yaml"
+GB300_QUOTE = "tests/data/prices/gb300-quote.yaml"
+TODAY = date(2026, 11, 26)
+
+
+def _plan(raw: dict[str, Any], today: date = TODAY) -> ClusterPlan:
+    return plan_cluster(parse_cluster(raw), today)
+
+
+def _dev(**cost: Any) -> dict[str, Any]:
+    raw = stack_raw("dev")
+    raw["cost"] = cost
+    return raw
+
+
+# The catalogue
+
+
+def test_every_catalogue_row_is_sourced_dated_and_readable() -> None:
+    document = catalogue_document()
+    assert document["currencyCode"] == "USD"
+    for row in document["rows"]:
+        where = f"{row['kind']} {row['armSkuName']} {row['armRegionName']}"
+        assert row["kind"] in KINDS, where
+        assert row["type"] in ("Consumption", "Reservation"), where
+        assert row["unitOfMeasure"] in UNIT_HOURS, where
+        assert len(row["source"]) > 20, where
+        assert date.fromisoformat(row["asOf"]) <= TODAY, where
+        assert not str(row["productName"] or "").endswith("Windows"), where
+        assert row["kind"] != "vm" or row["armRegionName"], f"{where}: a VM price holds in one region"
+        assert rates_of_row(row), where
+    for entry in document["unpriced"]:
+        assert entry["kind"] in KINDS and len(entry["reason"]) > 20
+
+
+def test_gb300_is_listed_as_quote_only_never_priced() -> None:
+    catalogue = price_catalogue()
+    assert not [r for r in catalogue.rates if r.sku == "Standard_ND128isr_GB300_v6"]
+    assert "quote" in (catalogue.unpriced_reason("vm", "Standard_ND128isr_GB300_v6") or "")
+
+
+def test_the_packs_copy_of_the_vm_rates_equals_the_catalogue() -> None:
+    copy = json.loads((ROOT / "policies" / "rules" / "vm_prices.json").read_text("utf-8"))
+    assert copy == json.loads(json.dumps(policy_rates(price_catalogue())))
+
+
+def test_a_row_becomes_hourly_rates_per_option() -> None:
+    row = {"armSkuName": "Standard_X", "armRegionName": "r", "type": "Consumption", "meterName": "X",
+           "productName": "Virtual Machines X Series", "unitOfMeasure": "1 Hour", "retailPrice": 2.0,
+           "savingsPlan": [{"term": "1 Year", "retailPrice": 1.5}, {"term": "3 Years", "retailPrice": 1.0}],
+           "source": "s", "asOf": "2026-11-01"}
+    assert {r.option: r.usd_per_hour for r in rates_of_row(row)} == {"payg": 2.0, "savingsPlan1y": 1.5,
+                                                                      "savingsPlan3y": 1.0}
+    assert [(r.option, r.usd_per_hour) for r in rates_of_row({**row, "meterName": "X Spot", "savingsPlan": []})] == \
+        [("spot", 2.0)]
+    # A reservation's retailPrice is the term's: 8,760 USD for a year is 1 USD/h, 26,280 for three years too.
+    assert [(r.option, r.usd_per_hour) for r in rates_of_row({**row, "type": "Reservation", "reservationTerm": "1 Year",
+                                                              "retailPrice": 8760.0})] == [("reservation1y", 1.0)]
+    assert TERM_HOURS["3 Years"] == 26_280
+    assert rates_of_row({**row, "productName": "Virtual Machines X Series Windows"}) == []
+    assert rates_of_row({**row, "meterName": "X Low Priority"}) == []
+    assert rates_of_row({**row, "type": "DevTestConsumption"}) == []
+    assert [r.usd_per_hour for r in rates_of_row({**row, "unitOfMeasure": "1 Day", "retailPrice": 24.0,
+                                                  "savingsPlan": []})] == [1.0]
+    with pytest.raises(ValueError, match="unitOfMeasure"):
+        rates_of_row({**row, "unitOfMeasure": "1 GB/Month"})
+
+
+def test_refresh_rebuilds_the_vm_rows_from_a_saved_api_answer(tmp_path: Path) -> None:
+    catalogue, copy = tmp_path / "prices.json", tmp_path / "vm_prices.json"
+    shutil.copy(ROOT / "components" / "catalog" / "data" / "prices.json", catalogue)
+    before = json.loads(catalogue.read_text("utf-8"))
+    assert refresh([DATA / "retail_answer.json"], "test answer", date(2026, 11, 25), catalogue, copy) == 4
+    after = json.loads(catalogue.read_text("utf-8"))
+    assert len(after["rows"]) == len(before["rows"]) + 4  # payg (with savings plan), Spot, 1y and 3y reservations
+    assert all(row in after["rows"] for row in before["rows"])
+    rates = {r.option: r.usd_per_hour for r in catalogue_from_document(after).rates
+             if r.sku == "Standard_D4s_v5" and r.region == "eastus2"}
+    assert rates == pytest.approx({"payg": 0.2, "spot": 0.04, "savingsPlan1y": 0.15, "savingsPlan3y": 0.1,
+                                   "reservation1y": 1314 / 8760, "reservation3y": 2628 / 26280})
+    assert json.loads(copy.read_text("utf-8"))["eastus2"]["Standard_D4s_v5"] == {"payg": 0.2, "spot": 0.04}
+    # A second answer of the same meters replaces them, never adds beside them.
+    assert refresh([DATA / "retail_answer.json"], "test answer", date(2026, 11, 26), catalogue, copy) == 4
+    again = json.loads(catalogue.read_text("utf-8"))
+    assert len(again["rows"]) == len(after["rows"])
+    assert {r["asOf"] for r in again["rows"] if r["armSkuName"] == "Standard_D4s_v5"} == {"2026-11-26"}
+
+
+def test_refresh_refuses_what_is_not_an_api_answer(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"items": []}', encoding="utf-8")
+    with pytest.raises(ValueError, match="Items"):
+        refresh([bad], "x", TODAY, tmp_path / "c.json", tmp_path / "p.json")
+
+
+# The planner's arithmetic
+
+
+def test_dev_with_a_price_file_adds_up_by_hand() -> None:
+    cost = _plan(_dev(priceFile=DEV_QUOTE)).cost
+    assert cost is not None
+    hourly = {line.key: line.hourly for line in cost.lines}
+    # Hand-computed from tests/data/prices/dev-quote.yaml and the catalogue's region-less network rows:
+    assert hourly["pool:system"] == pytest.approx(2 * 0.25)
+    assert hourly["pool:t4"] == pytest.approx(2 * 0.5)
+    assert hourly["pool:confidential"] == pytest.approx(1 * 7)
+    assert hourly["controlPlane:apiServers"] == pytest.approx(1 * 0.25)
+    assert hourly["controlPlane:etcd"] == pytest.approx(3 * 0.75)
+    assert hourly["registry"] == pytest.approx(1.667 / 24)
+    assert hourly["natGateway"] == pytest.approx(0.045)
+    assert hourly["publicIpPrefix"] == pytest.approx(2 * 0.01)  # a /31
+    assert hourly["loadBalancer:apiserver"] == pytest.approx(0.025)
+    # Managed OS disks: system 2 + confidential 1 + API server 1 at 128 GiB (the T4s' fit the resource disk), the
+    # three etcd members' at 64 GiB; 73 and 36.5 USD per 730-hour month.
+    assert hourly["disk:Premium_LRS 128 GiB"] == pytest.approx(4 * 73 / 730)
+    assert hourly["disk:Premium_LRS 64 GiB"] == pytest.approx(3 * 36.5 / 730)
+    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 1.667 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.15
+    assert cost.hourly_total == pytest.approx(total)
+    assert [u.what for u in cost.unpriced] == ["etcd snapshots' storage account (Standard_ZRS)"]
+    by_key = {line.key: line for line in cost.lines}
+    assert by_key["pool:t4"].rate is not None and by_key["pool:t4"].rate.from_price_file
+    assert by_key["natGateway"].rate is not None and not by_key["natGateway"].rate.from_price_file
+    # Warm capacity: one T4 balloon node; the team's 2 GPUs are the whole T4 flavor.
+    assert [(w.pool, w.nodes, w.hourly) for w in cost.warm] == [("t4", 1, pytest.approx(0.5))]
+    (team,) = cost.teams
+    assert team.nominal_hourly == pytest.approx(1.0)
+
+
+def test_summary_figures_monthly_at_730_hours() -> None:
+    plan = _plan(_dev(priceFile=DEV_QUOTE))
+    data = cost_data(plan)
+    assert plan.cost is not None and data is not None and data["hoursPerMonth"] == HOURS_PER_MONTH == 730
+    assert data["monthly"]["total"] == round(plan.cost.hourly_total * 730, 4)
+    assert data["hourly"]["pools"] == {"system": 0.5, "t4": 1.0, "confidential": 7.0}
+    assert data["monthly"]["pools"]["confidential"] == 7 * 730
+    line = next(x for x in data["lines"] if x["key"] == "pool:t4")
+    assert line["priceFile"] and "price file tests/data/prices/dev-quote.yaml" in line["basis"]
+    assert not data["complete"] and data["unpriced"][0]["reason"]
+
+
+def test_the_pricing_option_picks_the_rate() -> None:
+    raw = _dev(priceFile=DEV_QUOTE)
+    raw["pools"][1]["pricing"] = "reservation1y"
+    cost = _plan(raw).cost
+    assert cost is not None
+    (line,) = [x for x in cost.lines if x.key == "pool:t4"]
+    assert line.rate is None and line.option == "reservation1y"
+    assert any("no reservation1y price" in u.reason for u in cost.unpriced)
+
+
+def test_gb300_without_a_price_file_is_unpriced_as_quote_only() -> None:
+    cost = _plan(stack_raw("gb300")).cost
+    assert cost is not None
+    assert cost.pool_hourly("gb300") is None
+    reason = next(u.reason for u in cost.unpriced if u.what.startswith("pool gb300"))
+    assert "sold by quote" in reason and "cost.priceFile" in reason
+    assert all(d.hourly is None for d in cost.domains)
+
+
+def test_gb300_with_a_price_file_prices_pools_racks_and_the_team() -> None:
+    raw = stack_raw("gb300")
+    raw["cost"] = {"priceFile": GB300_QUOTE}
+    raw["pools"][1]["pricing"] = "reservation3y"
+    cost = _plan(raw).cost
+    assert cost is not None
+    assert cost.pool_hourly("gb300") == pytest.approx(108 * 100)
+    assert cost.pool_hourly("system") == pytest.approx(3 * 0.5)
+    # Six racks of 18 VMs, two per interconnect group.
+    assert [(d.rack, d.nodes, d.hourly) for d in cost.domains] == [(g, 18, pytest.approx(1800)) for g in
+                                                                   ("ig1", "ig1", "ig2", "ig2", "ig3", "ig3")]
+    # frontier's 216 GPUs are half of the 432: half the rack pool's cost.
+    (team,) = cost.teams
+    assert team.nominal_hourly == pytest.approx(0.5 * 10_800)
+    assert not any(u.what.startswith("pool gb300") for u in cost.unpriced)
+    # Without the pool's pricing the quote (a 3-year reservation rate) does not apply: still unpriced, with why.
+    raw["pools"][1].pop("pricing")
+    payg = _plan(raw).cost
+    assert payg is not None and payg.pool_hourly("gb300") is None
+
+
+def test_team_borrowing_and_lending_are_shown_apart_from_quota() -> None:
+    raw = _dev(priceFile=DEV_QUOTE)
+    raw["pools"][1]["count"] = 4
+    raw["teams"] = [{"name": "research", "quota": {"gpus": 2}, "borrowingLimit": {"gpus": 1},
+                     "lendingLimit": {"gpus": 1}}]
+    cost = _plan(raw).cost
+    assert cost is not None
+    (team,) = cost.teams
+    pool = 4 * 0.5
+    assert (team.nominal_hourly, team.borrowing_hourly, team.lending_hourly) == pytest.approx(
+        (pool * 2 / 4, pool * 1 / 4, pool * 1 / 4))
+
+
+def test_stale_prices_warn_past_the_stated_age() -> None:
+    raw = _dev(priceFile=DEV_QUOTE, maxPriceAgeDays=30)
+    fresh = _plan(raw, date(2026, 12, 1)).cost
+    assert fresh is not None and not fresh.warnings
+    late = _plan(raw, date(2027, 1, 1)).cost
+    assert late is not None and len(late.warnings) == 1
+    assert "more than 30 days before 2027-01-01" in late.warnings[0]
+
+
+def test_spot_is_refused_on_infiniband_gang_pools() -> None:
+    raw = stack_raw("prod")
+    raw["pools"][1]["priority"] = "spot"
+    with pytest.raises(SpecError) as error:
+        _plan(raw)
+    assert [p.path for p in error.value.problems] == ["cluster.pools[1].priority"]
+    assert "InfiniBand gang pool" in error.value.problems[0].message
+
+
+def test_spot_pricing_follows_priority() -> None:
+    raw = _dev()
+    raw["pools"][1]["pricing"] = "spot"
+    with pytest.raises(SpecError, match="set priority: spot"):
+        parse_cluster(raw)
+    raw["pools"][1]["priority"] = "spot"
+    raw["pools"][1].pop("pricing")
+    assert parse_cluster(raw).pools[1].pricing_option == "spot"
+    raw["pools"][1]["pricing"] = "reservation1y"
+    with pytest.raises(SpecError, match="Spot rate"):
+        parse_cluster(raw)
+
+
+@pytest.mark.parametrize(("content", "expect"), [
+    (None, "no such file"),
+    ("rows: [", "invalid YAML"),
+    ("source: x y z\nasOf: 2026-11-01\nrows: [{sku: Standard_D4s_v5}]\n", "usdPerHour"),
+])
+def test_a_bad_price_file_is_one_line_naming_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     content: str | None, expect: str) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: x\n", encoding="utf-8")
+    (tmp_path / "__main__.py").write_text("", encoding="utf-8")
+    if content is not None:
+        (tmp_path / "quote.yaml").write_text(content, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError) as error:
+        _plan(_dev(priceFile="quote.yaml"))
+    assert all(p.path.startswith("cluster.cost.priceFile") for p in error.value.problems)
+    assert expect in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["/etc/prices.yaml", "../prices.yaml", "prices/../../x.yaml", "prices.txt"])
+def test_the_price_file_stays_inside_the_project(name: str) -> None:
+    with pytest.raises(SpecError) as error:
+        parse_cluster(_dev(priceFile=name))
+    assert [p.path for p in error.value.problems] == ["cluster.cost.priceFile"]
+
+
+def test_the_terminal_shows_a_short_cost_block() -> None:
+    console = Console(record=True, width=200)
+    print_cost(console, {"cost": cost_data(_plan(_dev(priceFile=DEV_QUOTE)))})
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("Cost in eastus2: 11.71 USD/h, 8,547.90 USD/month at 730 h (priced rows only; 1 "
+                               "unpriced); price file tests/data/prices/dev-quote.yaml")
+    assert lines[1] == "  pools USD/h: system 0.50, t4 1.00, confidential 7.00"
+    assert len(lines) == 4 and lines[3].startswith("  unpriced (why: summary.json cost.unpriced")
+
+
+# Review: the diff and the budget
+
+
+def test_the_diff_of_a_grown_pool_states_its_cost(dev_out: Path) -> None:
+    base_raw, head_raw = _dev(priceFile=DEV_QUOTE), _dev(priceFile=DEV_QUOTE)
+    head_raw["pools"][1]["count"] = 4
+    # The base is the shipped dev plan (a price file changes no resource), with the summary its price file gives.
+    preview = json.loads((dev_out / "preview.json").read_text("utf-8"))
+    summary = json.loads((dev_out / "summary.json").read_text("utf-8"))
+    base = side_from_document("base", preview, {**summary, "cost": cost_data(_plan(base_raw))})
+    head_preview, head_summary = plan_document(head_raw)
+    diff = diff_sides(base, side_from_document("head", head_preview, head_summary))
+    assert diff.capacity["delta"]["pools"]["t4"]["nodes"] == 2
+    delta = diff.cost
+    assert delta is not None
+    assert delta["pools"]["t4"] == {"baseHourly": 1.0, "headHourly": 2.0, "deltaHourly": 1.0, "deltaMonthly": 730.0}
+    assert delta["pools"]["system"]["deltaHourly"] == 0.0
+    assert delta["total"]["deltaHourly"] == pytest.approx(delta["total"]["headHourly"] - delta["total"]["baseHourly"])
+    console = Console(record=True, width=300)
+    print_diff(console, diff)
+    printed = console.export_text().splitlines()
+    assert printed[1].startswith(f"cost: +{delta['total']['deltaHourly']:,.2f} USD/h, ")
+    assert "cost of pool t4: +1.00 USD/h, +730.00 USD/month (1.00 -> 2.00 USD/h)" in printed
+    assert not any("cost of pool system" in line for line in printed)
+    assert "cost of pool t4" in diff_section(diff.as_dict())
+
+
+@pytest.mark.parametrize("hourly", [
+    {"total": "12", "pools": {"t4": True}},
+    {"total": float("nan"), "pools": ["t4"]},
+    {"total": None, "pools": {"t4": {"x": 1}}},
+])
+def test_a_summary_figure_that_is_not_a_number_reads_as_unpriced(dev_out: Path, hourly: dict[str, Any]) -> None:
+    preview = json.loads((dev_out / "preview.json").read_text("utf-8"))
+    good = side_from_document("base", preview, {"cost": {"hourly": {"total": 1.0, "pools": {"t4": 1.0}}}})
+    odd = side_from_document("head", preview, {"cost": {"hourly": hourly, "hoursPerMonth": True}})
+    delta = cost_delta(good, odd)
+    assert delta is not None and delta["total"]["deltaHourly"] is None and delta["hoursPerMonth"] == 730
+    assert all(line.count("unpriced") for line in cost_lines(delta))
+
+
+def test_a_side_without_cost_says_so() -> None:
+    assert cost_lines(None)[0].startswith("cost: not known")
+
+
+BUDGET = "stack-hourly-budget"
+DEV_RATES = {"Standard_D4s_v5": 0.25, "Standard_NC4as_T4_v3": 0.5, "Standard_NCC40ads_H100_v5": 7, "Standard_L8s_v3": 0.75}
+
+
+def _budget(steps: list[dict[str, Any]], **config: Any) -> list[str]:
+    return [v.message for v in run_policies(steps, {BUDGET: config}) if v.policy == BUDGET]
+
+
+def t4_grown_by_one(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    state = next(s["newState"] for s in steps if s["newState"]["urn"].endswith("::t4-z1-00"))
+    state["inputs"]["sku"]["capacity"] += 1
+    return state
+
+
+COST_POLICY_MUTATIONS: list[tuple[Callable[[list[dict[str, Any]]], dict[str, Any]], str]] = [(t4_grown_by_one, BUDGET)]
+"""The budget rule's mutation (tests/test_policy_mutations.py checks every rule has one): it needs a budget set."""
+
+
+def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Path) -> None:
+    steps = json.loads((dev_out / "preview.json").read_text("utf-8"))["steps"]
+    assert _budget(steps) == []
+    # Machines by hand: 3 x D4s_v5 (two system, one API server) + 2 T4 + 1 NCC40ads + 3 etcd L8s_v3 = 11.00 USD/h.
+    assert _budget(steps, maxHourlyUsd=11.0, usdPerHour=DEV_RATES) == []
+    (message,) = _budget(steps, maxHourlyUsd=10.5, usdPerHour=DEV_RATES)
+    assert "cost 11.00 USD/h" in message and "budget of 10.50 USD/h" in message
+    (unpriced,) = _budget(steps, maxHourlyUsd=10.5)
+    assert "cannot be checked" in unpriced and "Standard_D4s_v5" in unpriced
+    for mutate, _ in COST_POLICY_MUTATIONS:
+        grown = copy.deepcopy(steps)
+        mutate(grown)
+        (over,) = _budget(grown, maxHourlyUsd=11.0, usdPerHour=DEV_RATES)
+        assert "cost 11.50 USD/h" in over and "by 0.50 USD/h, 365 USD per 730-hour month" in over

@@ -1,0 +1,121 @@
+"""The pipeline's objects against what their consumers accept (extracted from their sources at the pinned tags by
+tools/extract_metrics_consumers.py), and the references between them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any
+
+import pytest
+import yaml
+
+from components.catalog import metrics_consumers as consumers
+from components.catalog.metrics import TRAINING_COUNTERS
+from components.kubernetes.objects.charts import DCGM_COUNTERS_CONFIG, gpu_operator_values
+from components.kubernetes.objects.imds_guard import identity_accounts
+from components.kubernetes.objects.layer import layer_objects, telemetry_objects
+from components.kubernetes.objects.metrics import NAMESPACE, PROMETHEUS, prometheus_config
+from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from components.planning.metrics_rules import RECORDING_RULES
+from tests.conftest import small_spec, stack_spec
+
+LABEL_MAPS = {"external_labels", "labels"}
+"""Keys whose values map label names to values, not configuration keys."""
+
+
+@pytest.fixture(scope="module")
+def plan() -> ClusterPlan:
+    return plan_cluster(small_spec())
+
+
+def config_keys(node: Any, parent: str = "") -> set[str]:
+    if isinstance(node, dict):
+        own = set() if parent in LABEL_MAPS else set(node)
+        return own.union(*(config_keys(v, k) for k, v in node.items()))
+    if isinstance(node, list):
+        return set().union(*(config_keys(v, parent) for v in node))
+    return set()
+
+
+def relabels(config: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for job in config["scrape_configs"]:
+        out += job.get("relabel_configs", []) + job.get("metric_relabel_configs", [])
+    return out + [r for w in config["remote_write"] for r in w["write_relabel_configs"]]
+
+
+def objects(plan: ClusterPlan) -> list[dict[str, Any]]:
+    return telemetry_objects(plan, "https://example.invalid/write", "client-id")
+
+
+def container(objs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    o = next(o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name)
+    return o["spec"]["template"]["spec"]["containers"][0]
+
+
+def flags(args: list[str]) -> set[str]:
+    return {a.removeprefix("--").split("=", 1)[0] for a in args}
+
+
+def test_every_prometheus_key_exists_in_v3_14(plan: ClusterPlan) -> None:
+    assert plan.metrics is not None
+    for shard in (0, 1):
+        config = prometheus_config(plan.metrics, shard, "test", ["10.0.0.1:2381"], "https://x/write", "id")
+        assert config_keys(config) <= set(consumers.PROMETHEUS_CONFIG_KEYS), \
+            config_keys(config) - set(consumers.PROMETHEUS_CONFIG_KEYS)
+        assert {r["action"] for r in relabels(config)} <= set(consumers.PROMETHEUS_RELABEL_ACTIONS)
+        roles = {sd["role"] for job in config["scrape_configs"] for sd in job.get("kubernetes_sd_configs", [])}
+        assert roles <= set(consumers.PROMETHEUS_KUBERNETES_ROLES)
+
+
+def test_a_misspelt_key_is_caught(plan: ClusterPlan) -> None:
+    assert plan.metrics is not None
+    config = prometheus_config(plan.metrics, 0, "test", [], "https://x/write", "id")
+    config["remote_writes"] = config.pop("remote_write")  # UnmarshalStrict refuses it; so does this check
+    assert not config_keys(config) <= set(consumers.PROMETHEUS_CONFIG_KEYS)
+
+
+def test_flags_exist_in_each_program(plan: ClusterPlan) -> None:
+    objs = objects(plan)
+    assert flags(container(objs, "Deployment", f"{PROMETHEUS}-0")["args"]) <= set(consumers.PROMETHEUS_FLAGS)
+    node_exporter = flags(container(objs, "DaemonSet", "node-exporter")["args"])
+    assert node_exporter <= set(consumers.NODE_EXPORTER_FLAGS), node_exporter - set(consumers.NODE_EXPORTER_FLAGS)
+    assert {f.removeprefix("collector.") for f in node_exporter if f.startswith("collector.")} - {"disable-defaults"} \
+        <= set(consumers.NODE_EXPORTER_KNOWN_COLLECTORS)
+    assert flags(container(objs, "Deployment", "kube-state-metrics")["args"]) <= set(consumers.KSM_FLAGS)
+    assert "lease-resource-name" not in consumers.PROMETHEUS_FLAGS  # the check can fail
+
+
+def test_edge_rules_file_is_the_plan_rules(plan: ClusterPlan) -> None:
+    rules = next(o for o in objects(plan) if o["metadata"]["name"] == f"{PROMETHEUS}-rules")
+    groups = yaml.safe_load(rules["data"]["edge.yml"])["groups"]
+    assert [r["record"] for g in groups for r in g["rules"]] == [r.record for r in RECORDING_RULES]
+
+
+def test_the_shards_sign_in_and_nothing_else_there_does(plan: ClusterPlan) -> None:
+    accounts = identity_accounts(layer_objects(plan))
+    assert accounts[NAMESPACE] == {PROMETHEUS}
+
+
+def test_dcgm_exporter_runs_the_training_counters() -> None:
+    config = gpu_operator_values()["dcgmExporter"]["config"]
+    assert config["name"] == DCGM_COUNTERS_CONFIG and config["create"] is True
+    fields = [line.split(",")[0] for line in config["data"].splitlines()]
+    assert fields == [c.field for c in TRAINING_COUNTERS]
+
+
+def hashmod(value: str, modulus: int) -> int:
+    """Prometheus v3.14.0 model/relabel/relabel.go HashMod: the last 8 bytes of the MD5, big-endian, mod modulus."""
+    return int.from_bytes(hashlib.md5(value.encode()).digest()[8:], "big") % modulus
+
+
+def test_prod_nodes_spread_evenly_over_the_shards() -> None:
+    """Each shard's memory is sized for raw/shards series: the node hash must not load one shard much more."""
+    plan = plan_cluster(stack_spec("prod"))
+    assert plan.metrics is not None and plan.metrics.shards > 1
+    shards = plan.metrics.shards
+    names = [f"{s.name}{i:06d}" for p in plan.pools for s in p.scale_sets for i in range(s.capacity)]
+    load = Counter(hashmod(n, shards) for n in names)
+    assert set(load) == set(range(shards))
+    assert max(load.values()) <= 1.1 * len(names) / shards

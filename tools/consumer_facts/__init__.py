@@ -1,0 +1,1 @@
+"""tools/extract_consumer_facts.py's readers, one concern a module."""
