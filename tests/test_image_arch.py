@@ -61,3 +61,11 @@ def test_every_catalogued_image_on_racks_is_built_for_arm64(gb300: ClusterPlan) 
             "gpu-health-gb300"} <= placed
     for entry in image_platforms.UPSTREAM_PLATFORMS.values():
         assert ARM64 in entry.platforms and entry.source
+
+
+def test_an_amd64_only_rack_chart_image_fails_the_plan(gb300: ClusterPlan, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DRA driver and DRANET run on rack nodes only; their images are held against the racks' architecture."""
+    dranet = "registry.k8s.io/networking/dranet"
+    monkeypatch.setitem(image_platforms.UPSTREAM_PLATFORMS, dranet, ImagePlatforms(frozenset({AMD64}), "test"))
+    assert _problems(gb300) == [
+        f"dranet runs on pool gb300 (linux/arm64 machines), but {dranet} is built for linux/amd64 only"]

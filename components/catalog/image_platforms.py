@@ -39,6 +39,15 @@ UPSTREAM_PLATFORMS: dict[str, ImagePlatforms] = {
         "linux/amd64,linux/arm64,linux/arm/v7,linux/s390x,linux/ppc64le`")),
     "registry.k8s.io/dns/k8s-dns-node-cache": ImagePlatforms(frozenset({AMD64, ARM64}), (
         "kubernetes/dns 1.26.4 (commit 5c70f6ca) rules.mk `ALL_ARCH := amd64 arm arm64 ppc64le s390x`")),
+    "nvcr.io/nvidia/k8s/dcgm-exporter": ImagePlatforms(frozenset({AMD64, ARM64}), (
+        "NVIDIA/dcgm-exporter 4.5.3-4.8.2 (commit 691c9276; gpu-operator v26.3.3 `dcgmExporter.version`) Makefile "
+        "`PLATFORMS := linux/amd64,linux/arm64`")),
+    "registry.k8s.io/networking/dranet": ImagePlatforms(frozenset({AMD64, ARM64}), (
+        "kubernetes-sigs/dranet v1.4.0 (commit ca195e29) Makefile `PLATFORMS?=linux/amd64,linux/arm64`")),
+    "nvcr.io/nvidia/k8s-dra-driver-gpu": ImagePlatforms(frozenset({AMD64, ARM64}), (
+        "kubernetes-sigs/dra-driver-nvidia-gpu v25.12.0 (commit 0882da87) deployments/container/Makefile: "
+        "`BUILD_MULTI_ARCH_IMAGES` builds `--platform=linux/amd64,linux/arm64` (single-platform builds may not be "
+        "pushed)")),
 }
 """By repository (no tag), where NVIDIA's images were read at the tags the pinned GPU operator names. The workflows
 publish to ghcr.io; that nvcr.io carries the same manifests was not read."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
 from components.catalog.image_platforms import UPSTREAM_PLATFORMS, node_platform
 from components.catalog.registries import OWN_NAMESPACE, parse_image
 from components.errors import Problem
@@ -80,11 +81,28 @@ def pool_platforms(plan: ClusterPlan) -> dict[str, str]:
     return found
 
 
+def rack_chart_problems(plan: ClusterPlan) -> list[Problem]:
+    """The rack charts' pods (NVIDIA's DRA driver, DRANET) run only on rack nodes (their values' nodeSelector,
+    components/kubernetes/objects/rack_dra.py) and are not in the first boot: each image against the rack pools'
+    architectures."""
+    racks = {p.name: node_platform(p.spec.vm_size) for p in plan.pools if p.racks is not None}
+    problems = []
+    for chart in sorted(RACK_CHARTS) if racks else ():
+        for image in CHART_IMAGES[chart]:
+            platforms = platforms_of(image.upstream, plan)
+            for pool, arch in sorted(racks.items()):
+                if platforms is not None and arch not in platforms:
+                    problems.append(Problem("cluster.inCluster", (
+                        f"{chart} runs on pool {pool} ({arch} machines), but {image.upstream} is built for "
+                        f"{', '.join(sorted(platforms))} only")))
+    return problems
+
+
 def architecture_problems(plan: ClusterPlan, boot: FirstBoot, objects: list[Object]) -> list[Problem]:
     """Each (workload, pool, image) where the image is not built for the pool's architecture."""
     pools = pool_platforms(plan)
     images = workload_images(objects, plan)
-    problems = []
+    problems = rack_chart_problems(plan)
     for workload, placed in sorted(boot.placements().items()):
         for pool in placed:
             arch = pools.get(pool)
