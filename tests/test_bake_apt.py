@@ -13,9 +13,11 @@ moby-containerd and moby-runc declare Provides/Conflicts/Replaces containerd, co
 either tears out the image's container engine or, where an install may not remove anything, exits 100. The bake
 removes moby's packages in a transaction of its own, then installs with `--no-remove`.
 
-Not simulated here, because the fields of their dependency closures could not be read offline: the GPU image's
-driver transaction (nvidia-driver-580-server-open and its ~20 library packages) and the confidential image's
-(Ubuntu 24.04) transactions. The etcd image makes no apt transaction at all.
+The confidential image's kernel modules: the rolling `-azure-fde` meta brings the archive's newest kernel and leaves
+the base kernel without a module (the bake's own check stops it); the bake takes the modules for the base kernel's
+ABI. Not simulated here, because the fields of their dependency closures could not be read offline: the GPU image's
+driver transaction (nvidia-driver-580-server-open and its ~20 library packages) and the rest of the confidential
+image's (Ubuntu 24.04) transactions. The etcd image makes no apt transaction at all.
 """
 
 from __future__ import annotations
@@ -203,3 +205,64 @@ def test_etcd_bake_makes_no_apt_transaction() -> None:
 
     script = (IMAGES_DIR / "etcd" / "bake.sh").read_text()
     assert "install_packages" not in script and "apt_" not in script and "install_kubernetes" not in script
+
+
+KERNEL_APT = '''#!/bin/bash
+# apt-get as above, then what dpkg would unpack that the bake's module check reads: each new kernel's /boot image, and
+# the kernels the NVIDIA module packages are built for.
+out=$("{sim}" "$@")
+code=$?
+printf '%s\\n' "$out"
+for kernel in $(printf '%s\\n' "$out" | sed -nE 's/^Inst linux-image-([0-9][^ ]*) .*/\\1/p'); do
+  touch "{root}/boot/vmlinuz-$kernel"
+done
+printf '%s\\n' "$out" | sed -nE 's/^Inst linux-modules-nvidia-[0-9]+-server-open-([0-9][^ ]*) .*/\\1/p' >> "{root}/modules"
+exit "$code"
+'''
+
+
+@pytest.fixture
+def cvm(tmp_path: Path) -> tuple[Machine, Path]:
+    """The confidential image's base (one -azure-fde kernel) with the archive's newer kernel and its modules; `modinfo`
+    answers for a kernel whose NVIDIA module package was installed."""
+    machine = Machine(tmp_path / "cvm", "ubuntu-cvm-2404", ["noble-cc"])
+    root = tmp_path / "cvm" / "root"
+    (root / "boot").mkdir(parents=True)
+    (root / "boot" / "vmlinuz-7.0.0-1007-azure-fde").write_text("")
+    (root / "modules").write_text("")
+    (machine.bin / "apt-get").rename(machine.bin / "apt-get-sim")
+    (machine.bin / "apt-get").write_text(KERNEL_APT.format(sim=machine.bin / "apt-get-sim", root=root))
+    (machine.bin / "modinfo").write_text(f'#!/bin/bash\n[ "$1" = -k ] && grep -qx "$2" {root}/modules\n')
+    for tool in ("apt-get", "modinfo"):
+        (machine.bin / tool).chmod(0o755)
+    return machine, root
+
+
+def test_the_rolling_fde_meta_brings_a_kernel_its_modules_leave_the_base_kernel_without(
+        cvm: tuple[Machine, Path], tmp_path: Path) -> None:
+    """What the bake installed before: the meta follows the archive's newest ABI, whose modules depend on that ABI's
+    kernel, so apt adds the kernel and the base kernel has no module; the bake's own check stops it."""
+    machine, root = cvm
+    bundle = _bundle(tmp_path, "confidential")
+    result = machine.bake(bundle, "confidential", f"ROOT={root}\ninstall_packages "
+                                                  "linux-modules-nvidia-580-server-open-azure-fde\n"
+                                                  "require_module_for_every_kernel nvidia")
+    log = machine.log.read_text()
+    assert "Inst linux-image-7.0.0-1008-azure-fde" in log
+    assert "Inst linux-modules-nvidia-580-server-open-7.0.0-1008-azure-fde" in log
+    assert result.returncode == 1
+    assert "kernel 7.0.0-1007-azure-fde has no nvidia module" in result.stderr
+
+
+def test_the_confidential_bake_takes_the_modules_of_its_own_kernels_abi(cvm: tuple[Machine, Path],
+                                                                         tmp_path: Path) -> None:
+    machine, root = cvm
+    bundle = _bundle(tmp_path, "confidential")
+    result = machine.bake(bundle, "confidential", f"ROOT={root}\ncc_transaction")
+    assert result.returncode == 0, result.stdout + result.stderr
+    log = machine.log.read_text()
+    assert "Inst linux-modules-nvidia-580-server-open-7.0.0-1007-azure-fde" in log
+    assert "Inst linux-image" not in log and "exit 100" not in log
+    holds = machine.holds.read_text()
+    assert ("hold linux-modules-nvidia-580-server-open-7.0.0-1007-azure-fde linux-image-7.0.0-1007-azure-fde "
+            "linux-image-azure-fde") in holds

@@ -164,12 +164,15 @@ def test_the_confidential_image_is_baked_from_ubuntu_24_04_for_confidential_vms(
     """docs/confidential.md: Azure/az-cgpu-onboarding pins `Canonical:ubuntu-24_04-lts:cvm` for Ubuntu 24.04 and,
     since release 4.2.1, installs `linux-modules-nvidia-<branch>-server-open-azure-fde` there (4.1.3 did so only on
     Ubuntu >= 24.04 with an fde kernel >= 6.14); the 570 branch has no -azure-fde module package in Ubuntu's index,
-    580 has."""
+    580 has. The image takes the flavour's per-ABI package for its own kernel, not the rolling meta
+    (tests/test_bake_apt.py simulates both)."""
     image = NODE_IMAGES["confidential"]
     assert image.source == UBUNTU_CVM_2404 and image.ubuntu == "noble" and image.security_type == "ConfidentialVmSupported"
     assert is_confidential_image(UBUNTU_CVM_2404) and not is_confidential_image(UBUNTU_HPC_2204)
     bake = (IMAGES_DIR / "confidential" / "bake.sh").read_text()
-    assert '"linux-modules-nvidia-${NVIDIA_BRANCH}-server-open-azure-fde"' in bake
+    assert 'modules="linux-modules-nvidia-${NVIDIA_BRANCH}-server-open-$(cc_kernel_abi)"' in bake
+    assert "'linux-image-[0-9]*-azure-fde'" in bake  # the ABI of the base's own -azure-fde kernel
+    assert '"linux-modules-nvidia-${NVIDIA_BRANCH}-server-open-azure-fde"' not in bake  # not the rolling meta
     assert "-server-open-azure\"" not in bake and "dkms" not in bake  # signed modules: Secure Boot loads them
 
 

@@ -23,6 +23,7 @@ from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
 from components.kubernetes.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
 from components.offline.engine import ProgramRun
+from components.simulation.pulumi_order import ApplyOrder, Recorded
 from tests.test_first_up import _cert
 
 PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/cilium"
@@ -114,8 +115,14 @@ def test_shellcheck_passes_the_gate(tmp_path: Path) -> None:
 
 
 def test_what_needs_pod_networking_waits_for_the_gate(prod_run: ProgramRun) -> None:
+    """The releases and workloads that need pod networking come after the gate; the priority classes, namespaces and
+    service accounts the pods need do not (components/simulation/pulumi_order.py reads the order)."""
     [gate] = [r for r in prod_run.registrations if r.type == "command:local:Command" and r.name.endswith("-cni-ready")]
     assert any(d.endswith("Release::prod-in-cluster-networking-cilium") for d in gate.dependencies)
-    for component in ("Scheduling", "Capacity", "GpuHealth"):
-        registration = next(r for r in prod_run.registrations if r.type == f"gpucluster:kubernetes:{component}")
-        assert gate.urn in registration.dependencies, component
+    assert gate.inputs["environment"]["NAME"] == CILIUM_GATE.name and gate.inputs["environment"]["CA_PEM"] == "[secret]"
+    order = ApplyOrder([Recorded(r.urn, r.type, r.parent, r.dependencies, r.inputs) for r in prod_run.registrations])
+    after = {o.name for o in order.objects if order.gates_before(o.urn)}
+    after |= {name for name, r in order.releases.items() if order.gates_before(r.urn)}
+    assert {"kueue", "gpu-operator", "cluster-autoscaler", "kubelet-csr-approver", "gpu-health-h100"} <= after
+    assert not [o.name for o in order.objects
+                if o.kind in ("PriorityClass", "Namespace", "ServiceAccount") and order.gates_before(o.urn)]

@@ -105,8 +105,9 @@ def test_the_crd_is_applied_before_kueue_and_the_autoscaler(prod_run: ProgramRun
     kueue = next(r for r in prod_run.registrations if r.type == "kubernetes:helm.sh/v3:Release"
                  and r.inputs["name"] == "kueue")
     assert crd.urn in kueue.dependencies
-    capacity = next(r for r in prod_run.registrations if r.type == "gpucluster:kubernetes:Capacity")
-    assert crd.urn in capacity.dependencies
+    autoscaler = next(r for r in prod_run.registrations if r.type == "kubernetes:apps/v1:Deployment"
+                      and r.name.endswith("cluster-autoscaler"))
+    assert crd.urn in autoscaler.dependencies
 
 
 def test_kueue_restarts_once_the_api_is_served(prod_run: ProgramRun) -> None:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
+from components.bootstrap.boot_unit import boot_unit as make_unit
 from components.bootstrap.cert_renewal import TIMER, apiserver_renew_script, renewal_files
 from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
@@ -41,6 +43,8 @@ PATCHES_DIR = "/etc/kubernetes/patches"
 """kubeadm's patches (`target[suffix][+patchtype].extension`): the kubelet's providerID patch lands here at boot."""
 KUBEADM_CONFIG = "/etc/kubernetes/kubeadm.yaml"
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-apiserver-boot"
+BOOT_UNIT = "gpucluster-apiserver-boot.service"
+INITIALISED_MARKER = f"{MARKER_DIR}/initialised"
 SKIP_PHASES = "preflight,etcd,addon/kube-proxy,addon/coredns,upload-certs,bootstrap-token,show-join-command"
 """kube-proxy: Cilium replaces it. CoreDNS: the in-cluster layer runs it, spread over zones. etcd is external.
 The certs phase runs: it issues this VM's serving certificate. bootstrap-token: it would write the token's
@@ -169,9 +173,17 @@ def boot_script(b: ApiServerBootstrap) -> str:
         f"retry {INIT_ATTEMPTS} kubeadm init --config {KUBEADM_CONFIG} --skip-phases={SKIP_PHASES}",
         "systemctl daemon-reload",
         f"systemctl enable --now {TIMER}",
+        *done_lines(INITIALISED_MARKER),
         'echo "gpucluster: API server initialised at $(date -u +%FT%TZ)"',
         "",
     ])
+
+
+def boot_unit() -> str:
+    """The boot script as a re-runnable unit (components/bootstrap/boot_unit.py), after containerd: kubeadm init
+    talks to the CRI socket."""
+    return make_unit("prepare this machine and initialise the API server", BOOT_SCRIPT, INITIALISED_MARKER,
+                     after=("containerd.service",))
 
 
 def render_apiserver_cloud_init(b: ApiServerBootstrap) -> str:
@@ -185,9 +197,10 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap) -> str:
         {"path": SCHEDULER_CONFIG_PATH, "permissions": "0644",
          "content": yaml.safe_dump(scheduler_configuration(), sort_keys=False)},
         {"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)},
+        {"path": f"/etc/systemd/system/{BOOT_UNIT}", "permissions": "0644", "content": boot_unit()},
     ]
     if b.registry:
         files += registry_files(b.registry)
     files += renewal_files(apiserver_renew_script())
-    document = {"write_files": files, "runcmd": [[BOOT_SCRIPT]]}
+    document = {"write_files": files, "runcmd": start_unit(BOOT_UNIT)}
     return dump_cloud_config(document)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
+from components.bootstrap.boot_unit import boot_unit as make_unit
 from components.bootstrap.cert_renewal import TIMER, etcd_renew_script, renewal_files
 from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.host_prep import RETRY_FUNCTION
@@ -34,6 +36,8 @@ DEFRAG_SCHEDULE = "*-*-* 04:17:00"
 DEFRAG_TIMEOUT = "10m"
 """Defragmentation rewrites the whole file and blocks the member meanwhile (etcd v3.6 op-guide/maintenance.md)."""
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-etcd-boot"
+BOOT_UNIT = "gpucluster-etcd-boot.service"
+ENABLED_MARKER = f"{MARKER_DIR}/etcd-enabled"
 SNAPSHOT_WORK = "/var/lib/gpucluster/snapshot"
 """Where a snapshot is written, compressed and cut into blocks; emptied at the start and the end of every run."""
 SNAPSHOT_BLOCK = "100M"
@@ -271,7 +275,8 @@ def disk_script(b: EtcdBootstrap) -> str:
 
 
 def boot_script() -> str:
-    """The image carries etcd, etcdctl and etcdutl (images/etcd/bake.sh): the boot only starts the units."""
+    """The image carries etcd, etcdctl and etcdutl (images/etcd/bake.sh): the boot only enables and starts the units,
+    without waiting for etcd (it reports ready only with a quorum; etcd.service restarts itself)."""
     return "\n".join([
         "#!/bin/bash", "set -euo pipefail",
         f"if [ ! -x {BIN_DIR}/etcd ]; then",
@@ -279,9 +284,15 @@ def boot_script() -> str:
         "  exit 1",
         "fi",
         "systemctl daemon-reload",
-        f"systemctl enable --now etcd.service etcd-snapshot.timer etcd-defrag.timer {TIMER}",
+        f"systemctl enable --now --no-block etcd.service etcd-snapshot.timer etcd-defrag.timer {TIMER}",
+        *done_lines(ENABLED_MARKER),
         "",
     ])
+
+
+def boot_unit() -> str:
+    """The boot script as a re-runnable unit (components/bootstrap/boot_unit.py)."""
+    return make_unit("start this etcd member", BOOT_SCRIPT, ENABLED_MARKER)
 
 
 def snapshot_script(b: EtcdBootstrap) -> str:
@@ -348,6 +359,7 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
         (DISK_SCRIPT, "0755", disk_script(b)),
         (f"/etc/systemd/system/{DISK_UNIT}", "0644", _disk_unit()),
         (BOOT_SCRIPT, "0755", boot_script()),
+        (f"/etc/systemd/system/{BOOT_UNIT}", "0644", boot_unit()),
         (RUN_SCRIPT, "0755", run_script(b)),
         ("/etc/systemd/system/etcd.service", "0644", _unit()),
         (SNAPSHOT_SCRIPT, "0755", snapshot_script(b)),
@@ -368,7 +380,7 @@ def render_etcd_cloud_init(b: EtcdBootstrap) -> str:
     ]
     document = {
         "write_files": [{"path": p, "permissions": mode, "content": content} for p, mode, content in files],
-        "runcmd": [[BOOT_SCRIPT]],
+        "runcmd": start_unit(BOOT_UNIT),
     }
     document["write_files"] += [{"path": f"{PKI_DIR}/ca.key", "permissions": "0600", "content": b.ca_key},
                                 *renewal_files(etcd_renew_script())]

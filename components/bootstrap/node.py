@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
+from components.bootstrap.boot_unit import boot_unit as make_unit
 from components.bootstrap.cloud_config import dump_cloud_config
 from components.bootstrap.confidential import GATE_UNIT
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
@@ -90,17 +92,14 @@ JOIN_COMMAND = "kubeadm join --config /etc/kubernetes/kubeadm-join.yaml"
 
 BOOT_SCRIPT = "/usr/local/sbin/gpucluster-node-boot"
 BOOT_UNIT = "gpucluster-node-boot.service"
-JOINED_MARKER = "/var/lib/gpucluster/joined"
+JOINED_MARKER = f"{MARKER_DIR}/joined"
 
 
 def boot_unit() -> str:
-    """The boot script as a systemd unit, so that it runs again after a reboot until the node has joined; its
-    output is in `journalctl -u gpucluster-node-boot`."""
-    return ("[Unit]\nDescription=gpucluster: prepare this machine and join the cluster\n"
-            "Wants=network-online.target\nAfter=network-online.target\n"
-            f"ConditionPathExists=!{JOINED_MARKER}\n\n"
-            f"[Service]\nType=oneshot\nExecStart={BOOT_SCRIPT}\nRemainAfterExit=yes\nTimeoutStartSec=infinity\n\n"
-            "[Install]\nWantedBy=multi-user.target\n")
+    """The boot script as a systemd unit (components/bootstrap/boot_unit.py), after containerd: kubeadm's preflight
+    needs the CRI socket, and the GB300 branch reads containerd's unit."""
+    return make_unit("prepare this machine and join the cluster", BOOT_SCRIPT, JOINED_MARKER,
+                     after=("containerd.service",))
 
 
 def boot_script(b: NodeBootstrap) -> str:
@@ -128,8 +127,7 @@ def boot_script(b: NodeBootstrap) -> str:
         f"  {JOIN_COMMAND} || {{ kubeadm reset --force >/dev/null 2>&1 || true; return 1; }}",
         "}",
         f"retry {b.join_attempts} join",
-        f"mkdir -p {JOINED_MARKER.rsplit('/', 1)[0]}",
-        f"touch {JOINED_MARKER}",
+        *done_lines(JOINED_MARKER),
         'echo "gpucluster: joined at $(date -u +%FT%TZ)"',
         "",
     ]
@@ -149,5 +147,5 @@ def render_cloud_init(b: NodeBootstrap) -> str:
     files.append({"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)})
     files.append({"path": f"/etc/systemd/system/{BOOT_UNIT}", "permissions": "0644", "content": boot_unit()})
     document = {"write_files": files,
-                "runcmd": [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", "--no-block", BOOT_UNIT]]}
+                "runcmd": start_unit(BOOT_UNIT)}
     return dump_cloud_config(document)

@@ -29,16 +29,23 @@ CONTAINERD_MEMLOCK_DROP_IN = "/etc/systemd/system/containerd.service.d/20-gpuclu
 MEMLOCK_DROP_IN = ("[Service]\n# RDMA in pods registers pinned memory: unlimited, inherited by every container.\n"
                    "LimitMEMLOCK=infinity\n")
 TOOLKIT_ENV = {"RUNTIME_CONFIG_SOURCE": "file"}
-"""The container toolkit's installer builds the runtime config it edits from `command` (`containerd config dump`)
-and `file` by default (NVIDIA/nvidia-container-toolkit v1.20.0 `cmd/nvidia-ctk-installer/container/runtime/
-runtime.go`, flag `config-source`, env RUNTIME_CONFIG_SOURCE(S)). With containerd 2's dump, a version-4 drop-in is
-written under the image's version-2 root config, which containerd then fails to load; `file` keeps the root's
-version. Set where the toolkit runs: the GPU operator's `toolkit.env`."""
+"""The container toolkit's installer reads the runtime config it extends from `command` (`containerd config dump`)
+and then `file` by default (NVIDIA/nvidia-container-toolkit v1.20.0, commit 5505e2f9,
+`cmd/nvidia-ctk-installer/container/runtime/runtime.go`, flag `config-source`, env RUNTIME_CONFIG_SOURCE(S)). Either
+way the drop-in gets the version of the config it was read from (`pkg/config/engine/containerd/containerd.go`
+`parseVersion` into the options, `config.go` `AddRuntimeWithOptions` sets `version` from them): 3 from both, since
+the image's file says `version = 3` (components/images/content.py) and containerd v2.2.1 (commit dea7da59) dumps at
+its `version.ConfigVersion = 3` (`version/version.go`). So the version is no reason for this setting. What it
+changes: the drop-in starts from the source's whole CRI runtime table (`containerd.go` `getBaseDropInConfigTree`);
+from the dump that is every default containerd 2.2.1 has and whatever earlier drop-ins set (`cmd/containerd/command/
+config.go` `dumpConfig`: `defaultConfig()`, then the file with its imports), pinned into the toolkit's drop-in; from
+the file, only what the image sets. Set where the toolkit runs: the GPU operator's `toolkit.env`."""
 
 
 def rack_boot_lines(join_config: str = JOIN_CONFIG) -> list[str]:
     """Bash for the node boot script (under `set -euo pipefail`, after the providerID step, before the join)."""
     guid = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    group, subgroup = (name.replace(".", "[.]") for name in (LABEL_INTERCONNECT_GROUP_ID, LABEL_INTERCONNECT_SUBGROUP_ID))
     return [
         "# NVLink rack: the host's IMEX service stays off (the ComputeDomain daemon runs IMEX), containerd runs with",
         "# unlimited memlock, and the interconnect group and subgroup the platform placed this VM in become labels.",
@@ -68,7 +75,9 @@ def rack_boot_lines(join_config: str = JOIN_CONFIG) -> list[str]:
         "      exit 1",
         "    fi",
         "  done",
-        f"  sed -i -E '/- name: node-labels/{{n;s#^( *value: .*)$#\\1,{LABEL_INTERCONNECT_GROUP_ID}='\"$group_id\"',"
+        # Idempotent (a reboot before the join runs this again): any earlier interconnect labels go first.
+        f"  sed -i -E '/- name: node-labels/{{n;s#,{group}=[^,]*##g;s#,{subgroup}=[^,]*##g;"
+        f"s#^( *value: .*)$#\\1,{LABEL_INTERCONNECT_GROUP_ID}='\"$group_id\"',"
         f"{LABEL_INTERCONNECT_SUBGROUP_ID}='\"$subgroup_id\"'#}}' {join_config}",
         '  echo "gpucluster: interconnect group $group_id, subgroup $subgroup_id"',
         "fi",

@@ -25,11 +25,14 @@ from dataclasses import dataclass
 
 import yaml
 
+from components.catalog.node_images import ACR_CREDENTIAL_PROVIDER
+
 CERTS_DIR = "/etc/containerd/certs.d"
 CREDENTIAL_PROVIDER_CONFIG = "/etc/kubernetes/credential-provider/config.yaml"
-CREDENTIAL_PROVIDER_BIN_DIR = "/var/lib/kubelet/credential-provider"
-"""Where the node image installs `acr-credential-provider` (as AKS's nodes keep it)."""
-CREDENTIAL_PROVIDER = "acr-credential-provider"
+CREDENTIAL_PROVIDER_BIN_DIR = ACR_CREDENTIAL_PROVIDER.directory
+"""Where every Kubernetes node image installs `acr-credential-provider` (components/catalog/node_images.py): not
+under /var/lib/kubelet, which `kubeadm reset` empties."""
+CREDENTIAL_PROVIDER = ACR_CREDENTIAL_PROVIDER.name
 AZURE_JSON = "/etc/kubernetes/azure.json"
 TOKEN_CACHE = "60m"
 """The provider caches ACR tokens for 60 minutes itself (defaultCacheTTL, azure_credentials.go)."""

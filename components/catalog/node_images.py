@@ -36,6 +36,10 @@ CONTAINERD = {"jammy": "2.2.1-0ubuntu1~22.04.2", "noble": "2.2.1-0ubuntu1~24.04.
 `RuntimeConfig` call through which kubelet 1.34+ reads the cgroup driver (KEP-4033; kubernetes/kubeadm#3229:
 Kubernetes 1.36 is the last minor that supports containerd 1.y), so the images carry 2.x."""
 
+CONTAINERD_CONFIG_VERSION = 3
+"""The config version containerd 2.2.1 reads natively and `containerd config dump` writes: containerd v2.2.1 (commit
+dea7da59) `version/version.go` `ConfigVersion = 3`. The images' config.toml says it (components/images/content.py)."""
+
 NVIDIA_BRANCH = "580"
 """R580, a production branch and NVIDIA's long-term support branch (docs.nvidia.com/datacenter/tesla/drivers/
 driver-lifecycle.html: "Every LTSB is a production branch"; LTSBs get fixes for 3 years). CUDA 13.0 needs
@@ -45,6 +49,77 @@ DKMS-built modules for the base image's held kernel, and Ubuntu's fabric manager
 nvidia-kernel-common-580-server at the driver's exact version (Launchpad bug 2129682); the confidential image takes
 Canonical's signed precompiled modules for the -azure-fde kernel, as Azure/az-cgpu-onboarding does
 (docs/confidential.md)."""
+
+
+@dataclass(frozen=True)
+class ReleaseBinary:
+    """A program the bake installs from a project's GitHub release (no package carries it)."""
+    name: str
+    """The file name it is installed as."""
+    repository: str
+    tag: str
+    asset: str
+    """The release asset's name, `{arch}` for the Debian architecture (amd64, arm64)."""
+    directory: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.directory}/{self.name}"
+
+    def asset_for(self, arch: str) -> str:
+        return self.asset.format(arch=arch)
+
+
+ACR_CREDENTIAL_PROVIDER = ReleaseBinary(
+    "acr-credential-provider", "kubernetes-sigs/cloud-provider-azure", "v1.36.5",
+    "azure-acr-credential-provider-linux-{arch}", "/usr/local/libexec/kubernetes/kubelet-plugins/credential-provider")
+"""The kubelet's image credential provider for the cluster's registry (components/bootstrap/registry.py).
+kubernetes-sigs/cloud-provider-azure v1.36.5 (commit 9da15999): `.github/workflows/release.yaml` job
+build-acr-credential-provider builds `bin/azure-acr-credential-provider-linux-<arch>` for amd64, arm and arm64, and
+`.agents/skills/release/scripts/release.py` `EXPECTED_ASSETS` uploads those bare binaries to the GitHub release,
+with no checksum file. The bake checks each download against the sha256 digest GitHub computes for every release
+asset at upload and serves with the release (the REST API's `assets[].digest`, GitHub changelog 2025-06-03 "Releases
+now expose digests for release assets"), and records the digest in the image (images/lib/bake.sh
+`install_release_binary`). No digest is pinned here: none could be read where this catalogue was written.
+Installed outside /var/lib/kubelet, which `kubeadm reset` (the join's retry path) empties (kubeadm
+`cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go`), in the kubelet plugins' libexec tree."""
+
+DEBIAN_ARCH = {"x64": "amd64", "Arm64": "arm64"}
+"""The gallery definition's architecture as Debian (and the release assets) name it."""
+
+
+
+@dataclass(frozen=True)
+class PackageFiles:
+    """Files a package installs that a boot document or an image's unit names."""
+    package: str
+    files: tuple[str, ...]
+    source: str
+
+
+BASE_PACKAGE_FILES = (
+    PackageFiles("util-linux", ("/bin/mountpoint",), "`dpkg -S` against Debian 12's util-linux 2.38.1-5+deb12u3 "
+                                                     "(Essential: yes), the package Ubuntu's is built from"),
+    PackageFiles("coreutils", ("/bin/mkdir", "/bin/chown", "/bin/rm"), "`dpkg -S` against Debian 12's coreutils 9.1-1 "
+                                                                       "(Essential: yes)"),
+)
+"""Essential packages of every base image. The images are merged-/usr (/bin a link to /usr/bin), so each file
+answers under /usr too (`MERGED_USR`)."""
+DRIVER_PACKAGE_FILES = (
+    PackageFiles(f"nvidia-compute-utils-{NVIDIA_BRANCH}-server", ("/usr/bin/nvidia-persistenced",),
+                 "packages.ubuntu.com questing/amd64/nvidia-compute-utils-580-server/filelist"),
+    PackageFiles(f"nvidia-utils-{NVIDIA_BRANCH}-server", ("/usr/bin/nvidia-smi",),
+                 "packages.ubuntu.com questing/arm64/nvidia-utils-580-server/filelist"),
+)
+"""What the confidential image's units run from the driver (read at Ubuntu's questing file lists, not noble's); the
+bake checks each is there once its packages are in (images/lib/bake.sh `require_package_files`)."""
+
+
+def package_files(definition: str) -> tuple[PackageFiles, ...]:
+    return BASE_PACKAGE_FILES + (DRIVER_PACKAGE_FILES if definition == "confidential" else ())
+
+
+MERGED_USR = {"/bin/": "/usr/bin/", "/sbin/": "/usr/sbin/", "/lib/": "/usr/lib/"}
 
 GALLERY_PUBLISHER = "gpucluster"
 GALLERY_OFFER = "node-images"

@@ -1,8 +1,9 @@
 """The bake bundle: what Azure VM Image Builder unpacks on its build VM and runs, as one deterministic tar.gz.
 
 It holds images/lib/bake.sh, images/<definition>/bake.sh, `pins.env` (versions from the plan and the catalogue),
-`prepull.txt`, `files.txt` and `files/` (components/images/content.py). The same bytes for the same plan, so the
-image template changes only when what it bakes changes, and its sha256 names the build (docs/images.md).
+`prepull.txt`, `files.txt` and `files/` (components/images/content.py), and `package-files.txt` (what documents and
+units name from packages). The same bytes for the same plan, so the image template changes only when what it bakes
+changes, and its sha256 names the build (docs/images.md).
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from pathlib import Path
 
 from components.bootstrap.confidential import GATE_UNIT, GPU_VERIFIER_VERSION
 from components.bootstrap.host_prep import SYSCTL_FILE
-from components.catalog.node_images import CONTAINERD, NODE_IMAGES, NVIDIA_BRANCH, etcd_version, prepull_images
+from components.catalog.node_images import (
+    ACR_CREDENTIAL_PROVIDER,
+    CONTAINERD,
+    DEBIAN_ARCH,
+    NODE_IMAGES,
+    NVIDIA_BRANCH,
+    etcd_version,
+    package_files,
+    prepull_images,
+)
 from components.catalog.versions import minor_of
 from components.images.content import image_files
 
@@ -69,7 +79,12 @@ class Bundle:
 def pins(definition: str, version: str, kubernetes_version: str) -> dict[str, str]:
     """What the bake installs, at which version (images/lib/bake.sh reads pins.env)."""
     image = NODE_IMAGES[definition]
+    provider = ACR_CREDENTIAL_PROVIDER
     return {
+        "ACR_PROVIDER_REPOSITORY": provider.repository,
+        "ACR_PROVIDER_TAG": provider.tag,
+        "ACR_PROVIDER_ASSET": provider.asset_for(DEBIAN_ARCH[image.architecture]),
+        "ACR_PROVIDER_PATH": provider.path,
         "IMAGE_DEFINITION": definition,
         "IMAGE_VERSION": version,
         "KUBERNETES_VERSION": kubernetes_version,
@@ -101,4 +116,6 @@ def bake_bundle(definition: str, version: str, kubernetes_version: str,
         files[f"files{f.path}"] = (int(f.mode, 8), f.content.encode())
         listing.append(f"{f.mode} {f.path}\n")
     files["files.txt"] = (0o644, "".join(listing).encode())
+    files["package-files.txt"] = (0o644, "".join(f"{path} {p.package}\n" for p in package_files(definition)
+                                                 for path in p.files).encode())
     return Bundle(definition, version, files)

@@ -30,6 +30,7 @@ from components.bootstrap.host_prep import MODULES_FILE, SYSCTL_FILE, modules_te
 from components.bootstrap.node import ARP_SYSCTLS
 from components.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, MEMLOCK_DROP_IN
 from components.catalog.in_cluster import PAUSE_IMAGE
+from components.catalog.node_images import CONTAINERD_CONFIG_VERSION
 from components.images.os_guards import NETWORKD_DROPIN, networkd_dropin
 
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
@@ -45,7 +46,7 @@ class ImageFile:
 
 def containerd_config() -> str:
     return "\n".join([
-        "version = 3",
+        f"version = {CONTAINERD_CONFIG_VERSION}",
         "imports = ['/etc/containerd/conf.d/*.toml']",
         "",
         "[plugins.'io.containerd.cri.v1.images'.pinned_images]",

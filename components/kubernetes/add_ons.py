@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -16,7 +18,7 @@ from components.catalog.in_cluster import (
     GPU_OPERATOR_REPO,
     GPU_OPERATOR_VERSION,
 )
-from components.kubernetes.declare import declare_all
+from components.kubernetes.declare import declare_staged
 from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
 from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.layer import (
@@ -44,8 +46,10 @@ def release(name: str, options: ReleaseOptions, chart: str, version: str, namesp
 
 
 class Networking(pulumi.ComponentResource):
+    """Cilium, the prefix IPAM controller and DNS; their objects after `after` (the priority classes they use)."""
+
     def __init__(self, name: str, plan: ClusterPlan, azure: AddonAzureRefs,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, after: Sequence[pulumi.Resource] = ()) -> None:
         super().__init__("gpucluster:kubernetes:Networking", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         prefix_mode = plan.prefix_mode
@@ -58,38 +62,46 @@ class Networking(pulumi.ComponentResource):
         # With `ipam: crd` Cilium takes the /28 blocks the prefix IPAM controller publishes (objects/prefix_ipam.py).
         ipam = azure.settings(azure.prefix_ipam_client_id) if azure.prefix_ipam_client_id is not None else None
         objects = networking_objects(plan, ipam)
-        self.prefix_ipam = declare_all([o for o in objects if o["metadata"]["name"] == PREFIX_IPAM_APP], child)
-        self.dns = declare_all([o for o in objects if o["metadata"]["name"] != PREFIX_IPAM_APP], child)
+        self.prefix_ipam = declare_staged([o for o in objects if o["metadata"]["name"] == PREFIX_IPAM_APP], child,
+                                          after)
+        self.dns = declare_staged([o for o in objects if o["metadata"]["name"] != PREFIX_IPAM_APP], child, after)
         self.register_outputs({})
 
 
 class Capacity(pulumi.ComponentResource):
+    """cluster-autoscaler, balloons, cloud-node-lifecycle: namespaces and service accounts at once, the rest after
+    `after`."""
+
     def __init__(self, name: str, plan: ClusterPlan, azure: AddonAzureRefs,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, after: Sequence[pulumi.Resource] = ()) -> None:
         super().__init__("gpucluster:kubernetes:Capacity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         scaler, balloons = capacity_objects(plan, azure.settings(azure.autoscaler_client_id))
-        self.autoscaler = declare_all(scaler, child)
-        self.balloons = declare_all(balloons, child)
+        self.autoscaler = declare_staged(scaler, child, after)
+        self.balloons = declare_staged(balloons, child, after)
         # Nodes whose VM is gone (scaled down, deleted) are deleted, so they neither count against --max-nodes-total
         # nor leave a stale CiliumNode for a reused address block.
-        self.node_lifecycle = declare_all(lifecycle_objects(
-            plan, azure.settings(azure.node_lifecycle_client_id), pulumi.Output.json_dumps), child) \
+        self.node_lifecycle = declare_staged(lifecycle_objects(
+            plan, azure.settings(azure.node_lifecycle_client_id), pulumi.Output.json_dumps), child, after) \
             if azure.node_lifecycle_client_id is not None else []
         self.register_outputs({})
 
 
 class GpuHealth(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    """The GPU operator after `after`; the health checks' namespace and service accounts at once, their pods after
+    the operator."""
+
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None,
+                 after: Sequence[pulumi.Resource] = ()) -> None:
         super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         values = serve_chart_values("gpu-operator", gpu_operator_values(racks=any(p.racks for p in plan.pools)),
                                     plan.registry)
         self.operator = release(f"{name}-gpu-operator", GPU_OPERATOR_RELEASE, GPU_OPERATOR_CHART, GPU_OPERATOR_VERSION,
-                                GPU_OPERATOR_NAMESPACE, values, child, GPU_OPERATOR_REPO)
+                                GPU_OPERATOR_NAMESPACE, values, pulumi.ResourceOptions.merge(
+                                    child, pulumi.ResourceOptions(depends_on=list(after))), GPU_OPERATOR_REPO)
         # The checks talk to the operator's DCGM host engine (its `nvidia-dcgm` Service).
-        self.checks = declare_all(gpu_health_objects(plan), pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[self.operator])))
+        self.checks = declare_staged(gpu_health_objects(plan), child, [*after, self.operator])
         # InfiniBand HCAs as the extended resource rdma/ib, for NCCL in pods (objects/rdma.py).
-        self.rdma = declare_all(device_objects(plan), child)
+        self.rdma = declare_staged(device_objects(plan), child, after)
         self.register_outputs({})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -54,3 +54,21 @@ def declare_all(objects: list[Object], opts: pulumi.ResourceOptions) -> list[pul
     return [declare(o, opts) for o in objects]
 
 
+
+
+PREREQUISITE_KINDS = ("Namespace", "ServiceAccount")
+"""What admission needs before the objects that use them (a namespace before anything in it, a service account
+before the pods that run as it); priority classes are declared before the whole layer (in_cluster.py)."""
+
+
+def declare_staged(objects: list[Object], opts: pulumi.ResourceOptions,
+                   after: Sequence[pulumi.Resource] = ()) -> list[pulumi.CustomResource]:
+    """Namespaces, then service accounts, with `opts` alone (never behind a gate); everything else after them and
+    `after`. Returned in the objects' order."""
+    namespaces = {id(o): declare(o, opts) for o in objects if o["kind"] == "Namespace"}
+    accounts_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(namespaces.values())))
+    accounts = {id(o): declare(o, accounts_opts) for o in objects if o["kind"] == "ServiceAccount"}
+    rest_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+        depends_on=[*after, *namespaces.values(), *accounts.values()]))
+    declared = {**namespaces, **accounts}
+    return [declared[id(o)] if id(o) in declared else declare(o, rest_opts) for o in objects]

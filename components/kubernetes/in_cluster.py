@@ -19,7 +19,7 @@ import yaml
 from components.azure.addon_identities import AddonAzureRefs
 from components.catalog.in_cluster import CILIUM_VERSION
 from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
-from components.kubernetes.declare import declare_all
+from components.kubernetes.declare import declare_all, declare_staged
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
 from components.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
@@ -74,36 +74,39 @@ class InCluster(pulumi.ComponentResource):
         # First: the node agents' own APF level and the break-glass schema hold before any agent starts.
         self.flow_control = declare_all(flowcontrol_objects(node_agent_accounts(layer_daemonsets(plan),
                                                                                   has_rack_pools(plan))), child)
-        self.networking = Networking(f"{name}-networking", plan, azure, child)
+        # Then what admission needs before the pods that use it, behind no gate: the priority classes (the prefix IPAM
+        # controller and CoreDNS run at gpucluster-system, and Cilium's agents wait for the controller's addresses).
+        # Each component's namespaces and service accounts come first within it (declare.py declare_staged).
+        self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, plan.registry,
+                                     plan.versions.minor, child)
+        classes = self.scheduling.priority_classes
+        self.networking = Networking(f"{name}-networking", plan, azure, child, after=classes)
+        # What the gate watches stays visible in the plan; the endpoint and the admin credentials are secret.
+        gate_env = kubeconfig.apply(lambda text: CILIUM_GATE.environment(text, first_up.proxy_url))
         # Cilium's release does not wait (objects/releases.py): this gate does, for most of the nodes, and what needs
         # pod networking comes after it. A new Cilium version gates again.
         self.cni_ready = command.local.Command(
             f"{name}-cni-ready", create=CILIUM_GATE.script, interpreter=["/bin/bash", "-c"],
-            environment=pulumi.Output.secret(kubeconfig.apply(
-                lambda text: CILIUM_GATE.environment(text, first_up.proxy_url))),
+            environment={**CILIUM_GATE.public(), **{
+                key: pulumi.Output.secret(gate_env.apply(lambda env, key=key: env[key]))
+                for key in CILIUM_GATE.secret_keys(first_up.proxy_url)}},
             triggers=[CILIUM_VERSION],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.networking.cni]))
-        after_cni = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cni_ready]))
-        self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, plan.registry,
-                                     plan.versions.minor, after_cni)
+        after_cni = [self.cni_ready, *classes]
+        self.scheduling.install_kueue(after_cni)
         # The autoscaler watches ProvisioningRequests from its start.
-        self.capacity = Capacity(f"{name}-capacity", plan, azure, pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes,
-                                                      self.scheduling.provisioning_crd])))
-        self.csr_approver = declare_all(csr_objects(plan), pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))
-        self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes])))
+        self.capacity = Capacity(f"{name}-capacity", plan, azure, child,
+                                 after=[*after_cni, self.scheduling.provisioning_crd])
+        self.csr_approver = declare_staged(csr_objects(plan), child, after_cni)
+        self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, child, after=after_cni)
         # Cilium's agents are Ready past the gate, so cilium-operator has registered its policy CRDs (the agent waits
         # for them at start; cilium `pkg/k8s/apis/cilium.io/client` RegisterCRDs is the operator's).
-        self.imds_guard = declare_all(imds_objects(plan), after_cni)
+        self.imds_guard = declare_staged(imds_objects(plan), child, after_cni)
         # Metrics: node_exporter, kube-state-metrics and the edge Prometheus shards (docs/metrics.md).
-        self.telemetry = declare_all(telemetry_objects(plan, telemetry.remote_write_url, telemetry.client_id,
-                                                       render_yaml), pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes]))) \
+        self.telemetry = declare_staged(telemetry_objects(plan, telemetry.remote_write_url, telemetry.client_id,
+                                                          render_yaml), child, after_cni) \
             if telemetry is not None else []
         # NVLink racks: ComputeDomains and InfiniBand NICs through DRA, on rack nodes only.
-        self.rack_devices = RackDevices(f"{name}-rack-devices", plan, pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[self.cni_ready, *self.scheduling.priority_classes]))) \
+        self.rack_devices = RackDevices(f"{name}-rack-devices", plan, child, after=after_cni) \
             if has_rack_pools(plan) else None
         self.register_outputs({})

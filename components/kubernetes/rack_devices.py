@@ -3,6 +3,8 @@ DRANET's DeviceClass (objects/rack_dra.py). Declared only on clusters with rack 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -29,9 +31,11 @@ from components.planning.cluster_plan import ClusterPlan
 
 
 class RackDevices(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None,
+                 after: Sequence[pulumi.Resource] = ()) -> None:
         super().__init__("gpucluster:kubernetes:RackDevices", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(parent=self),
+                                             pulumi.ResourceOptions(depends_on=list(after)))
         self.dra_driver = release(
             f"{name}-dra-driver", DRA_DRIVER_RELEASE, DRA_DRIVER_CHART, DRA_DRIVER_VERSION, DRA_DRIVER_NAMESPACE,
             serve_chart_values(DRA_DRIVER_RELEASE.chart, dra_driver_values(plan.pools), plan.registry), child,

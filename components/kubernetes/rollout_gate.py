@@ -87,6 +87,15 @@ class RolloutGate:
             env["PROXY"] = proxy_url
         return env
 
+    def public(self) -> dict[str, str]:
+        """The part of the environment that is no secret: what the gate watches, shown in the plan (the first-boot
+        simulation reads it from the recorded command, components/simulation/pulumi_order.py)."""
+        return {"NAMESPACE": self.namespace, "NAME": self.name, "MIN_PERCENT": str(self.min_percent),
+                "TIMEOUT": str(self.timeout_seconds)}
+
+    def secret_keys(self, proxy_url: str | None = None) -> tuple[str, ...]:
+        return ("ENDPOINT", "CA_PEM", "CERT_PEM", "KEY_PEM", *(("PROXY",) if proxy_url else ()))
+
 
 CILIUM_GATE = RolloutGate("kube-system", "cilium")
 """Cilium's agent DaemonSet (the chart names it `cilium`)."""

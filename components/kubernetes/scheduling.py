@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION, provisioning_request_crd
 from components.kubernetes.add_ons import release
-from components.kubernetes.declare import declare_all
+from components.kubernetes.declare import declare_all, declare_staged
 from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.kueue import has_racks, kueue_chart_values, kueue_objects
 from components.kubernetes.objects.priority import priority_classes
@@ -18,22 +20,30 @@ from components.spec import InClusterSpec
 
 
 class Scheduling(pulumi.ComponentResource):
+    """Priority classes and the ProvisioningRequest CRD at once (nothing gates them: the layer's pods need the
+    classes, components/simulation/pulumi_order.py); Kueue once `install_kueue` is given what it waits for."""
+
     def __init__(self, name: str, plan: SchedulingPlan, settings: InClusterSpec, registry: RegistryPlan, minor: str,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Scheduling", name, None, opts)
+        self._name, self._plan, self._settings, self._registry, self._minor = name, plan, settings, registry, minor
         child = pulumi.ResourceOptions(parent=self)
         self.priority_classes = declare_all(priority_classes(), child)
         # Kueue starts its ProvisioningRequest admission check controller only if the API is served when it starts
         # (kueue v0.19.2 cmd/kueue/main.go), and the autoscaler watches it: the CRD comes first.
         self.provisioning_crd = k8s.yaml.v2.ConfigFile(f"{name}-provisioning-request-crd",
                                                        file=provisioning_request_crd(minor), opts=child)
+
+    def install_kueue(self, after: Sequence[pulumi.Resource]) -> None:
+        """Kueue's chart after `after` (its controller needs pod networking), then its objects."""
+        name, child = self._name, pulumi.ResourceOptions(parent=self)
         self.kueue = release(
             f"{name}-kueue", KUEUE_RELEASE, KUEUE_CHART, KUEUE_VERSION, KUEUE_NAMESPACE,
-            serve_chart_values("kueue", kueue_chart_values(settings.pods_ready_timeout_minutes,
-                                                           provisioning_request_crd(minor), has_racks(plan)), registry),
+            serve_chart_values("kueue", kueue_chart_values(self._settings.pods_ready_timeout_minutes,
+                                                           provisioning_request_crd(self._minor),
+                                                           has_racks(self._plan)), self._registry),
             pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                depends_on=[*self.priority_classes, self.provisioning_crd])))
+                depends_on=[*after, *self.priority_classes, self.provisioning_crd])))
         # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.
-        self.queues = declare_all(kueue_objects(plan), pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[self.kueue])))
+        self.queues = declare_staged(kueue_objects(self._plan), child, [self.kueue])
         self.register_outputs({})

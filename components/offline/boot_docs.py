@@ -22,7 +22,10 @@ from components.bootstrap.from_plan import (
     node_bootstrap,
 )
 from components.bootstrap.node import render_cloud_init
+from components.errors import Problem
+from components.images.manifest import missing_files
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.node_images import API_SCALE_SET
 from components.planning.pki import etcd_member_certificates
 
 BOOT_DIR = "boot"
@@ -67,6 +70,28 @@ def boot_documents(plan: ClusterPlan) -> dict[str, str]:
             documents[f"pool-{pool.name}-{scale_set.name}.yaml"] = render_cloud_init(
                 node_bootstrap(plan, pool, scale_set, token, ca_hash, identity))
     return dict(sorted(documents.items()))
+
+
+def document_images(plan: ClusterPlan) -> dict[str, str]:
+    """File name (as `boot_documents` names it) -> the image definition the machine boots."""
+    machines = plan.images.machines
+    found = {"apiserver.yaml": machines[API_SCALE_SET].definition}
+    for etcd in (plan.control_plane.etcd, plan.control_plane.events):
+        for member in etcd.members if etcd is not None else ():
+            found[f"{member.name}.yaml"] = machines[member.name].definition
+    for pool in plan.pools:
+        for scale_set in pool.scale_sets:
+            found[f"pool-{pool.name}-{scale_set.name}.yaml"] = machines[scale_set.name].definition
+    return found
+
+
+def missing_image_files(plan: ClusterPlan, documents: dict[str, str]) -> list[Problem]:
+    """Each file a boot document names that neither it writes nor its machine's image holds
+    (components/images/manifest.py)."""
+    images = document_images(plan)
+    return [Problem(f"boot/{name}", f"names {path}, which the {images[name]!r} image does not hold and the document "
+                                    "does not write")
+            for name, text in documents.items() for path in missing_files(text, images[name])]
 
 
 def write_boot_documents(plan: ClusterPlan, out: Path) -> int:

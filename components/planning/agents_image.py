@@ -8,17 +8,25 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from components.catalog.vm_sizes import ARM64_SIZES
+from components.catalog.image_platforms import AMD64, ARM64, node_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "images" / "agents" / "Dockerfile"
 CONTEXT = ROOT / "components" / "kubernetes" / "scripts"
-SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py")
-"""Copied side by side into /opt/gpucluster: the two agents import kube_client from their own directory."""
+SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py", "rack_clique.py")
+"""Copied side by side into /opt/gpucluster (the Dockerfile's COPY line): the agents import kube_client from their own
+directory."""
 REPOSITORY = "gpucluster/agents"
 VERSION = "1"
 """Bumped by hand for a change the content hash cannot see (none so far)."""
 BASE_ARG = "BASE_IMAGE"
+
+
+def platforms(vm_sizes: Iterable[str]) -> tuple[str, ...]:
+    """The platforms the agents image is built for: arm64 too wherever any machine of the cluster is arm64 (its
+    health checks run on every GPU pool, GB300 racks included). The registry's build honours this
+    (components/azure/registry.py)."""
+    return (AMD64, ARM64) if any(node_platform(s) == ARM64 for s in vm_sizes) else (AMD64,)
 
 
 def base_image() -> str:
@@ -37,19 +45,11 @@ def content_tag() -> str:
     return f"{VERSION}-{digest.hexdigest()[:12]}"
 
 
-AMD64, ARM64 = "linux/amd64", "linux/arm64"
 TASK_FILE = "acr-task.yaml"
 TASK_VERSION = "v1.1.0"
 """The ACR Tasks YAML format version of Microsoft's multi-architecture example (azure-docs articles/container-registry/
 push-multi-architecture-images.md, "Build and push a multi-arch image": `build` per architecture, `push`, then
 `docker manifest create` and `docker manifest push --purge` as `cmd` steps)."""
-
-
-def platforms(vm_sizes: Iterable[str]) -> tuple[str, ...]:
-    """The platforms the image is built for: every node architecture it may run on (its health checks run on every
-    GPU pool, GB300 racks included). System and x86 GPU nodes are amd64; Grace (GB300/GB200 rack) nodes are arm64
-    (components/catalog/vm_sizes.py ARM64_SIZES). The registry's build honours this (components/azure/registry.py)."""
-    return (AMD64, ARM64) if any(size in ARM64_SIZES for size in vm_sizes) else (AMD64,)
 
 
 def task_yaml(repository: str, tag: str, base_image: str, targets: tuple[str, ...]) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from components.catalog.acr_tasks import AGENT_POOL_REGIONS
 from components.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
+from components.catalog.image_platforms import AMD64
 from components.catalog.in_cluster import (
     CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
@@ -63,7 +64,7 @@ class RegistryPlan:
     name: str
     upstreams: tuple[Upstream, ...]
     agents_tag: str
-    agents_platforms: tuple[str, ...] = (agents_image.AMD64,)
+    agents_platforms: tuple[str, ...] = (AMD64,)
     """What the agents image is built for: the architecture of every node it may run on (agents_image.platforms)."""
 
     @property

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from components.catalog.in_cluster import DRA_DRIVER_NAMESPACE, DRANET_NAMESPACE
@@ -30,7 +30,15 @@ from components.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
 from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.nodelocaldns import APP as NODE_LOCAL_DNS_APP
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
-from components.kubernetes.objects.releases import RELEASES, ReleaseOptions
+from components.kubernetes.objects.releases import (
+    CILIUM_RELEASE,
+    DRA_DRIVER_RELEASE,
+    DRANET_RELEASE,
+    GPU_OPERATOR_RELEASE,
+    KUEUE_RELEASE,
+    RELEASES,
+    ReleaseOptions,
+)
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.first_boot import BootStep, FirstBoot, Stuck
 from components.planning.pod_addresses import api_server_pod_addresses
@@ -38,6 +46,7 @@ from components.planning.pod_needs import needs_cluster_dns
 from components.planning.scale_from_zero import scale_from_zero_problems
 from components.simulation.engine import PoolState, Workload, simulate
 from components.simulation.pod_slots import node_pods, pod_slot_problems
+from components.simulation.pulumi_order import ApplyOrder, prerequisites, providers_of
 from components.simulation.release_readiness import ReleaseProblem, release_problems
 from components.vocabulary import (
     GPU_RESOURCE,
@@ -134,6 +143,10 @@ class ChartPod:
     obj: Object
     """A Deployment or DaemonSet with the pod fields the chart's template renders from the library's values."""
     source: str
+    release: str = ""
+    """The chart name of the release that deploys it (objects/releases.py)."""
+    deployed_as: str = ""
+    """The object's name as the chart renders it, where the simulation names it otherwise."""
 
 
 def _workload_object(kind: str, name: str, namespace: str, pod: dict[str, Any],
@@ -148,10 +161,27 @@ NFD_DNS_POLICY = "ClusterFirstWithHostNet"
 their templates (worker.yaml `dnsPolicy: {{ .Values.worker.dnsPolicy }}`); hostNetwork false."""
 
 
+CHART_RELEASES = {"cilium-agent": CILIUM_RELEASE.chart, "cilium-operator": CILIUM_RELEASE.chart,
+                  "kueue-controller-manager": KUEUE_RELEASE.chart,
+                  "nvidia-dra-driver-gpu-kubelet-plugin": DRA_DRIVER_RELEASE.chart,
+                  "compute-domain-daemon": DRA_DRIVER_RELEASE.chart, "dranet": DRANET_RELEASE.chart}
+"""The release of each chart pod (the DRA driver's controller starts the ComputeDomain daemons); the rest are the GPU
+operator's (its NFD subchart included)."""
+DEPLOYED_AS = {"cilium-agent": "cilium"}
+"""cilium/cilium templates/cilium-agent/daemonset.yaml names the agents' DaemonSet `cilium`
+(components/kubernetes/rollout_gate.py watches it by that name)."""
+
+
 def chart_objects(prefix_mode: bool = False, rack_pools: tuple[str, ...] = (),
                   cilium_max_unavailable: int = 1) -> list[ChartPod]:
-    """The pods the pinned charts deploy, as their templates render them with the library's values; with rack pools
-    (their names) the DRA drivers' node pods too."""
+    """The pods the pinned charts deploy, as their templates render them with the library's values, each with its
+    release; with rack pools (their names) the DRA drivers' node pods too."""
+    return [replace(p, release=CHART_RELEASES.get(p.obj["metadata"]["name"], GPU_OPERATOR_RELEASE.chart),
+                    deployed_as=DEPLOYED_AS.get(p.obj["metadata"]["name"], p.obj["metadata"]["name"]))
+            for p in _chart_objects(prefix_mode, rack_pools, cilium_max_unavailable)]
+
+
+def _chart_objects(prefix_mode: bool, rack_pools: tuple[str, ...], cilium_max_unavailable: int) -> list[ChartPod]:
     op = gpu_operator_values()
     system = on_system_nodes("x")["nodeSelector"]
     operand = {"tolerations": list(op["daemonsets"]["tolerations"])}
@@ -462,12 +492,63 @@ def releases_at_size(plan: ClusterPlan, boot: FirstBoot,
     return release_problems(options, daemonsets, OK_TOTAL_UNREADY_COUNT, MAX_UNREADY_PERCENT)
 
 
+def in_pulumi_order(workloads: list[Workload], order: ApplyOrder, prefix_mode: bool) -> list[Workload]:
+    """The workloads as `pulumi up` applies them: each waits for the gates applied before its object (a chart pod:
+    before its release), and each gate is a step that passes once its DaemonSet runs on its share of nodes."""
+    charts = {p.obj["metadata"]["name"]: p for p in chart_objects(prefix_mode)}
+    gate_urns = {g.urn for g in order.gates}
+
+    def gate_name(urn: str) -> str:
+        return f"pulumi up: {order.by_urn[urn].name}"
+
+    def gate_keys(urn: str) -> tuple[str, ...]:
+        return tuple(f"gate:{gate_name(g.urn)}" for g in order.gates_before(urn))
+
+    found: list[Workload] = []
+    applies: dict[str, Workload] = {}
+    for w in workloads:
+        needs: tuple[str, ...] = ()
+        if w.name in charts:
+            release = order.releases.get(charts[w.name].release)
+            needs = gate_keys(release.urn) if release else ()
+        elif (obj := next((o for o in order.objects if o.kind == w.kind and o.name == w.name), None)) is not None:
+            needs = gate_keys(obj.urn)
+            # Its pods are admitted once its priority class, service account, namespace exist: where what applies
+            # them waits for a gate, so do the pods.
+            for kind, name, namespace in prerequisites(obj):
+                providers = [(gate_keys(u) + ((f"gate:{gate_name(u)}",) if u in gate_urns else ()), u)
+                             for u in providers_of(order, kind, name, namespace)]
+                if not providers or not min(providers)[0]:
+                    continue
+                key = f"object:{kind} {namespace + '/' if namespace else ''}{name}"
+                applies.setdefault(key, Workload(
+                    f"pulumi up: {key.removeprefix('object:')}", "Gate", {}, (), host_network=True,
+                    needs=min(providers)[0], gives=(key,),
+                    source=f"{min(providers)[1]}, applied after {', '.join(min(providers)[0])}"))
+                needs += (key,)
+        found.append(replace(w, needs=w.needs + needs))
+    found += applies.values()
+    deployed = {(p.obj["metadata"]["namespace"], p.deployed_as): name for name, p in charts.items()}
+    for gate in order.gates:
+        watched = deployed.get((gate.namespace, gate.daemonset), gate.daemonset)
+        found.append(Workload(gate_name(gate.urn), "Gate", {}, (), host_network=True,
+                              source=f"{gate.urn}: waits for DaemonSet {gate.namespace}/{gate.daemonset} on "
+                                     f"{gate.percent}% of its nodes (components/kubernetes/rollout_gate.py)",
+                              needs=tuple(f"gate:{gate_name(g.urn)}" for g in order.gates_before(gate.urn)),
+                              gives=(f"gate:{gate_name(gate.urn)}",), watches=(watched, gate.percent)))
+    return found
+
+
 def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: list[Workload] | None = None,
-               objects: list[Object] | None = None) -> FirstBoot:
+               objects: list[Object] | None = None, order: ApplyOrder | None = None) -> FirstBoot:
     """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits.
-    `objects`: the layer's own objects (default: as declared)."""
+    `objects`: the layer's own objects (default: as declared). `order`: the order `pulumi up` applies them in, read
+    from the recorded registrations (components/simulation/pulumi_order.py); without it every object is applied at
+    once."""
     workloads = [*(chart_workloads(plan) if charts is None else charts), *own_workloads(plan, objects),
                  *(extra or [])]
+    if order is not None:
+        workloads = in_pulumi_order(workloads, order, plan.prefix_mode)
     boot = simulate(pool_states(plan), workloads)
     pods = node_pods(plan, boot.placements(), workloads)
     releases = [Stuck(f"helm release {p.release}", None, p.reason)

@@ -41,8 +41,9 @@ class PoolState:
 class Workload:
     name: str
     kind: str
-    """DaemonSet (one pod per matching node), Deployment, or Apply: objects kube-apiserver admits once what it
-    needs is there (placed once, like a Deployment, on the API servers' pool)."""
+    """DaemonSet (one pod per matching node), Deployment, Apply: objects kube-apiserver admits once what it
+    needs is there (placed once, like a Deployment, on the API servers' pool), or Gate: a step of `pulumi up` that
+    waits for a DaemonSet to run on a share of the nodes it is scheduled on (`watches`), placed nowhere."""
     node_selector: dict[str, str]
     tolerations: tuple[dict[str, Any], ...]
     host_network: bool = False
@@ -66,6 +67,12 @@ class Workload:
     replicas: int = 1
     one_per_node: bool = False
     """A required pod anti-affinity on kubernetes.io/hostname: each replica needs its own node."""
+    watches: tuple[str, int] | None = None
+    """A Gate's DaemonSet (workload name) and the percent of the nodes it is scheduled on that must run it."""
+
+
+GATE_PLACE = "pulumi up"
+"""Where a Gate "runs": the machine `pulumi up` runs on, no pool."""
 
 
 def tolerates(tolerations: tuple[dict[str, Any], ...], taint: NodeTaint) -> bool:
@@ -112,6 +119,34 @@ def _why(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)) ->
     return None
 
 
+def _gate_why(w: Workload, pools: list[PoolState], workloads: list[Workload],
+              placed: dict[str, set[str]]) -> tuple[str, str | None] | None:
+    """Why a Gate has not passed yet (and the key of what would pass it), or None. Its needs are cluster-wide
+    (earlier gates), its DaemonSet must run on `watches` percent of the nodes it selects."""
+    for fact in w.needs:
+        if not all(fact in p.facts for p in pools):
+            return f"waits for {fact}", fact
+    if w.watches is None:
+        return None
+    name, percent = w.watches
+    daemon = next((d for d in workloads if d.name == name), None)
+    if daemon is None:
+        return f"waits for DaemonSet {name}, which nothing in the layer deploys", None
+    selected = [p for p in pools if not _selector_only(daemon, p)]
+    desired = sum(p.nodes for p in selected)
+    ready = sum(p.nodes for p in selected if _ready(daemon, p, placed))
+    if desired and ready * 100 >= desired * percent:
+        return None
+    return (f"{name} is ready on {ready} of the {desired} nodes it is scheduled on; the gate needs {percent}%",
+            f"ready:{name}")
+
+
+def _ready(daemon: Workload, pool: PoolState, placed: dict[str, set[str]]) -> bool:
+    """A DaemonSet's pod is ready on a pool once it runs there and gives what it gives (Cilium's agent reports ready
+    only once its node has addresses: the condition of its "cni")."""
+    return pool.name in placed[daemon.name] and all(condition in _keys(pool) for _, condition in daemon.gives_if)
+
+
 def _expression(e: dict[str, Any], labels: dict[str, str]) -> bool:
     """core/v1 NodeSelectorRequirement on labels (In, NotIn, Exists, DoesNotExist)."""
     op, key, values = e.get("operator"), e.get("key", ""), list(e.get("values") or [])
@@ -131,9 +166,11 @@ def _blocker(w: Workload, pool: PoolState, daemon_load: tuple[int, int] = (0, 0)
     return None if why is None else why[0]
 
 
-def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed: dict[str, set[str]]) -> str:
+def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed: dict[str, set[str]],
+             pools: list[PoolState] | None = None) -> str:
     """The chain of waits from a stuck workload: each link names the workload and what it waits for; a chain
-    that comes back to a workload already in it is a cycle."""
+    that comes back to a workload already in it is a cycle. A Gate's link continues with its DaemonSet on the
+    largest pool it is missing from."""
     links: list[str] = []
     seen: list[str] = []
     current: Workload | None = start
@@ -142,11 +179,36 @@ def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed
             cycle = " -> ".join([*seen[seen.index(current.name):], current.name])
             return "; ".join(links) + f": a cycle ({cycle})"
         seen.append(current.name)
-        why = _why(current, pool, _daemon_load(workloads, placed, pool.name))
-        if why is None:
-            return "; ".join(links)
-        reason, key = why
-        links.append(f"{current.name} waits: {reason}")
+        if current.kind == "Gate":
+            why = _gate_why(current, pools or [pool], workloads, placed)
+            if why is None:
+                return "; ".join(links)
+            reason, key = why
+            links.append(f"{current.name} waits: {reason}")
+            if key is None:
+                return "; ".join(links)
+            if key.startswith("ready:"):
+                daemon = next(d for d in workloads if d.name == key.removeprefix("ready:"))
+                missing = [p for p in pools or [pool] if not _ready(daemon, p, placed) and not _selector_only(daemon, p)]
+                pool = max(missing, key=lambda p: (p.nodes, p.name))
+                unmet = [c for _, c in daemon.gives_if if c not in _keys(pool)]
+                if pool.name not in placed[daemon.name] or not unmet:
+                    links[-1] += f"; on {pool.name}"
+                    current = daemon
+                    continue
+                # It runs there but is not ready until the pool has what it waits for: follow that.
+                links.append(f"on {pool.name}: {daemon.name} runs but is ready only after {unmet[0]}")
+                if daemon.name in seen:
+                    cycle = " -> ".join([*seen[seen.index(daemon.name):], daemon.name])
+                    return "; ".join(links) + f": a cycle ({cycle})"
+                seen.append(daemon.name)
+                key = unmet[0]
+        else:
+            why = _why(current, pool, _daemon_load(workloads, placed, pool.name))
+            if why is None:
+                return "; ".join(links)
+            reason, key = why
+            links.append(f"{current.name} waits: {reason}")
         if key is None:
             return "; ".join(links)
         current = None
@@ -168,6 +230,9 @@ def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed
                 return "; ".join(links)
             else:
                 current = giver
+                if giver.kind == "Deployment" and _selector_only(giver, pool) and pools:
+                    # A controller gives on every pool from wherever it runs: follow it where it may run.
+                    pool = next((p for p in pools if not _selector_only(giver, p)), pool)
     return "; ".join(links)
 
 
@@ -213,9 +278,13 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
     while changed:
         changed = False
         step += 1
-        landed: list[tuple[Workload, PoolState]] = []
+        landed: list[tuple[Workload, PoolState | None]] = []
         for w in workloads:
             if w.kind != "DaemonSet" and placed[w.name]:
+                continue
+            if w.kind == "Gate":
+                if _gate_why(w, pools, workloads, placed) is None:
+                    landed.append((w, None))
                 continue
             for pool in pools:
                 if pool.name not in placed[w.name] and _blocker(w, pool, _daemon_load(workloads, placed,
@@ -225,7 +294,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
                         break
         before = _snapshot(pools)
         for w, pool in landed:
-            placed[w.name].add(pool.name)
+            placed[w.name].add(pool.name if pool else GATE_PLACE)
             changed = True
         for w in workloads:  # running workloads keep acting (an operator labels nodes as NFD labels them)
             targets = sorted(placed[w.name]) if w.kind == "DaemonSet" else sorted(by_name) if placed[w.name] else []
@@ -233,21 +302,25 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
                 _give(w, by_name[name])
         changed = changed or _snapshot(pools) != before
         for name in dict.fromkeys(w.name for w, _ in landed):
-            steps.append(BootStep(step, name, tuple(sorted(p.name for w, p in landed if w.name == name))))
+            steps.append(BootStep(step, name, tuple(sorted(p.name if p else GATE_PLACE for w, p in landed
+                                                           if w.name == name))))
     stuck: list[Stuck] = []
     for w in workloads:
-        if w.kind != "DaemonSet" and not placed[w.name]:
+        if w.kind == "Gate" and not placed[w.name]:
+            stuck.append(Stuck(w.name, None, _explain(w, pools[0], workloads, placed, pools)))
+        elif w.kind != "DaemonSet" and not placed[w.name]:
             selected = [p for p in pools if not _selector_only(w, p)]
             if selected:
                 stuck.append(Stuck(w.name, None, "; ".join(
-                    f"on {p.name}: {_explain(w, p, workloads, placed)}" for p in selected)))
+                    f"on {p.name}: {_explain(w, p, workloads, placed, pools)}" for p in selected)))
             else:
                 stuck.append(Stuck(w.name, None, "; ".join(
                     f"{p.name}: {_blocker(w, p, _daemon_load(workloads, placed, p.name))}" for p in pools)))
         elif w.kind == "DaemonSet":
             for pool in pools:
                 if pool.name not in placed[w.name] and not _selector_only(w, pool):
-                    stuck.append(Stuck(w.name, pool.name, _explain(w, pool, workloads, placed) or "never scheduled"))
+                    stuck.append(Stuck(w.name, pool.name, _explain(w, pool, workloads, placed, pools)
+                                       or "never scheduled"))
     for w in workloads:
         if w.kind == "Deployment" and w.one_per_node and placed[w.name]:
             room = sum(p.nodes for p in pools if _blocker(w, p, _daemon_load(workloads, placed, p.name)) is None)

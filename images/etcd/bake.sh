@@ -24,6 +24,7 @@ install_etcd() {
 main() {
   wait_for_first_boot
   install_etcd
+  require_package_files
   install_files
   disable_package_timers
   record_image

@@ -132,6 +132,16 @@ install_files() {
   done <"$BUNDLE/files.txt"
 }
 
+# require_package_files: every file package-files.txt (`<path> <package>`) names is on the image: the boot documents
+# and the image's units run them (components/images/manifest.py checks the plan against this list).
+require_package_files() {
+  local path package
+  while read -r path package; do
+    [ -n "$path" ] || continue
+    [ -e "${ROOT:-}$path" ] || die "$package installed no $path"
+  done <"$BUNDLE/package-files.txt"
+}
+
 # strip_sysctl_conf: drop from /etc/sysctl.conf every key the image's own sysctl file sets. sysctl --system
 # applies /etc/sysctl.conf after every /etc/sysctl.d file (procps sysctl.c PreloadSystem), and Ubuntu-HPC's
 # tuning appends gc_thresh values to it (Azure/azhpc-images common/hpc-tuning.sh): left there, they win.
@@ -175,10 +185,48 @@ require_cgroup_v2() {
   [ "$fs" = cgroup2fs ] || die "/sys/fs/cgroup is $fs, not cgroup2fs: boot the base image with cgroup v2 (systemd.unified_cgroup_hierarchy=1)"
 }
 
-# finish_kubernetes_image: what a Kubernetes node image ends with once its own packages are in: the rendered files,
-# sysctls that win, containerd and the kubelet enabled, the pre-pulled images, no package timers, the record.
+# release_digest <release json> <asset>: the sha256 GitHub computed for the asset at upload (`assets[].digest`).
+release_digest() {
+  python3 -c '
+import json, sys
+assets = [a for a in json.load(open(sys.argv[1])).get("assets", []) if a.get("name") == sys.argv[2]]
+digest = (assets[0].get("digest") or "") if assets else ""
+print(digest[len("sha256:"):] if digest.startswith("sha256:") else "")
+' "$1" "$2"
+}
+
+# install_release_binary <repository> <tag> <asset> <path>: a release asset, checked against the digest GitHub
+# serves with the release (the release publishes no checksum file), installed executable at <path>. Sets
+# RELEASE_DIGEST.
+install_release_binary() {
+  local repository=$1 tag=$2 asset=$3 path=$4 dir
+  dir=$(mktemp -d)
+  retry 5 curl -fsSL --connect-timeout 20 -o "$dir/release.json" \
+    "https://api.github.com/repos/$repository/releases/tags/$tag"
+  RELEASE_DIGEST=$(release_digest "$dir/release.json" "$asset")
+  [ -n "$RELEASE_DIGEST" ] || die "release $repository $tag has no sha256 digest for $asset"
+  retry 5 curl -fsSL --connect-timeout 20 -o "$dir/$asset" \
+    "https://github.com/$repository/releases/download/$tag/$asset"
+  echo "$RELEASE_DIGEST  $dir/$asset" | sha256sum -c --quiet - ||
+    die "$asset does not match its release digest $RELEASE_DIGEST"
+  install -D -m 0755 "$dir/$asset" "${ROOT:-}$path"
+  rm -rf "$dir"
+}
+
+# The kubelet's image credential provider (every kubelet is started with it; it exits when the binary is missing).
+install_acr_credential_provider() {
+  install_release_binary "$ACR_PROVIDER_REPOSITORY" "$ACR_PROVIDER_TAG" "$ACR_PROVIDER_ASSET" "$ACR_PROVIDER_PATH"
+  ACR_PROVIDER_SHA256=$RELEASE_DIGEST
+  log "installed $ACR_PROVIDER_ASSET $ACR_PROVIDER_TAG (sha256 $ACR_PROVIDER_SHA256) as $ACR_PROVIDER_PATH"
+}
+
+# finish_kubernetes_image: what a Kubernetes node image ends with once its own packages are in: the kubelet's
+# credential provider, the rendered files, sysctls that win, containerd and the kubelet enabled, the pre-pulled
+# images, no package timers, the record.
 finish_kubernetes_image() {
   require_cgroup_v2
+  install_acr_credential_provider
+  require_package_files
   install_files
   strip_sysctl_conf
   systemctl enable containerd.service kubelet.service
@@ -195,6 +243,9 @@ record_image() {
     echo "definition=$IMAGE_DEFINITION"
     echo "version=$IMAGE_VERSION"
     echo "bundle_sha256=$BUNDLE_SHA256"
+    if [ -n "${ACR_PROVIDER_SHA256:-}" ]; then
+      echo "acr_credential_provider=$ACR_PROVIDER_TAG $ACR_PROVIDER_ASSET sha256:$ACR_PROVIDER_SHA256"
+    fi
   } >/etc/gpucluster/image
   dpkg-query -W -f='${Package} ${Version}\n' >/etc/gpucluster/image-packages
 }
