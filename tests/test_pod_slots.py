@@ -16,10 +16,10 @@ from tests.conftest import STACKS
 RACK_NODE_PODS = {
     "cilium-agent", "cilium-envoy", "node-local-dns", "nfd-worker", "nvidia-container-toolkit", "nvidia-device-plugin",
     "nvidia-dcgm", "nvidia-dcgm-exporter", "gpu-feature-discovery", "nvidia-operator-validator", "gpu-health-gb300",
-    "dranet", "nvidia-dra-driver-gpu-kubelet-plugin", "compute-domain-daemon"}
-"""docs/rack-scale.md "Pods per node": what a rack node runs before any work (issue list: Cilium agent and envoy,
-node-local-dns, NFD worker, toolkit, device plugin, DCGM, exporter, GFD, validator, health agent, DRANET, DRA kubelet
-plugin, one compute-domain daemon)."""
+    "dranet", "nvidia-dra-driver-gpu-kubelet-plugin", "compute-domain-daemon", "node-exporter"}
+"""docs/rack-scale.md "Pods per node": what a rack node runs before any work (Cilium agent and envoy, node-local-dns,
+NFD worker, toolkit, device plugin, DCGM, exporter, GFD, validator, health agent, DRANET, DRA kubelet plugin, one
+compute-domain daemon, and node_exporter of the metrics pipeline, on the host network: docs/metrics.md)."""
 
 
 def _raw() -> dict[str, Any]:
@@ -31,7 +31,7 @@ def test_a_rack_node_counts_every_system_pod_and_keeps_a_pod_per_gpu() -> None:
     assert plan.first_boot is not None
     rack = next(n for n in plan.first_boot.node_pods if n.pool == "gb300")
     assert set(rack.daemonsets) == RACK_NODE_PODS
-    assert rack.system_pods == 14 and rack.max_pods == 24 and rack.work_pods == 4 and rack.free_pods >= 4
+    assert rack.system_pods == 15 and rack.max_pods == 24 and rack.work_pods == 4 and rack.free_pods >= 4
 
 
 def test_sixteen_pods_on_a_rack_node_is_refused_with_the_fix() -> None:
@@ -40,8 +40,8 @@ def test_sixteen_pods_on_a_rack_node_is_refused_with_the_fix() -> None:
     with pytest.raises(SpecError) as refused:
         plan_checked(parse_cluster(raw))
     [problem] = [p for p in refused.value.problems if p.path == "cluster.pools[1].podsPerNode"]
-    assert "14 per-node system pods" in problem.message and "leave 2 of 16 pods for work" in problem.message
-    assert "set podsPerNode to at least 18" in problem.message
+    assert "15 per-node system pods" in problem.message and "leave 1 of 16 pods for work" in problem.message
+    assert "set podsPerNode to at least 19" in problem.message
 
 
 def test_work_pods_per_node_is_what_the_stack_asks() -> None:
@@ -49,7 +49,7 @@ def test_work_pods_per_node_is_what_the_stack_asks() -> None:
     raw["pools"][1]["workPodsPerNode"] = 11
     with pytest.raises(SpecError) as refused:
         plan_checked(parse_cluster(raw))
-    assert any("fewer than the 11 workPodsPerNode asks; set podsPerNode to at least 25" in p.message
+    assert any("fewer than the 11 workPodsPerNode asks; set podsPerNode to at least 26" in p.message
                for p in refused.value.problems)
 
 
@@ -57,8 +57,8 @@ def test_by_default_a_node_must_keep_one_pod_for_work() -> None:
     from tests.conftest import small_cluster
 
     raw = small_cluster()
-    raw["pools"][1]["podsPerNode"] = 12  # the GPU pool's 12 per-node system pods fill it
+    raw["pools"][1]["podsPerNode"] = 13  # the GPU pool's 13 per-node system pods fill it
     with pytest.raises(SpecError) as refused:
         plan_checked(parse_cluster(raw))
-    assert any(p.path == "cluster.pools[1].podsPerNode" and "leave 0 of 12 pods" in p.message
+    assert any(p.path == "cluster.pools[1].podsPerNode" and "leave 0 of 13 pods" in p.message
                and "fewer than the 1 workPodsPerNode" in p.message for p in refused.value.problems)
