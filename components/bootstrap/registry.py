@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import yaml
+from components.bootstrap.cloud_config import safe_yaml
 
 CERTS_DIR = "/etc/containerd/certs.d"
 CREDENTIAL_PROVIDER_CONFIG = "/etc/kubernetes/credential-provider/config.yaml"
@@ -90,7 +90,7 @@ def registry_files(registry: RegistryBoot) -> list[dict[str, str]]:
     files = [{"path": f"{CERTS_DIR}/{m.upstream}/hosts.toml", "permissions": "0644",
               "content": hosts_toml(registry, m)} for m in registry.mirrors]
     files.append({"path": CREDENTIAL_PROVIDER_CONFIG, "permissions": "0644",
-                  "content": yaml.safe_dump(credential_provider_config(registry), sort_keys=False)})
+                  "content": safe_yaml(credential_provider_config(registry))})
     files.append({"path": AZURE_JSON, "permissions": "0600", "content": azure_json(registry)})
     return files
 
