@@ -43,7 +43,8 @@ steps = json.load(open(sys.argv[2] + "/preview.json"))["steps"]
 types = {}
 for s in steps:
     types[s["newState"]["type"]] = types.get(s["newState"]["type"], 0) + 1
-print(json.dumps({"code": code, "seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"code": code, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "resources": len(steps), "types": types}))
 """
 
@@ -106,7 +107,8 @@ def program():
             i += 1
 loop.run_until_complete(run_pulumi_func(program))
 loop.run_until_complete(wait_for_rpcs())
-print(json.dumps({"seconds": time.perf_counter() - start,
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": time.perf_counter() - start, "cpu_seconds": usage.ru_utime + usage.ru_stime,
                   "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "resources": sum(types.values())}))
 """

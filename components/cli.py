@@ -98,7 +98,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
     # What the stack's Kubernetes minor no longer serves or applies, anywhere in what the plan renders: exit 2.
-    uses = find_uses(objects, releases, boot_documents(plan))
+    boot = boot_documents(plan)
+    uses = find_uses(objects, releases, boot)
     if removed := removal_problems(uses, plan.versions.kubernetes_version):
         return _fail(SpecError(removed), errors)
     violations = run_policies(document["steps"], policy_config)
@@ -116,7 +117,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         write_preview(document, folder / "preview.json")
         write_manifests(objects, folder / "manifests")
         write_charts(releases, folder / "charts")
-        write_boot_documents(plan, folder)
+        write_boot_documents(plan, folder, boot)
         (folder / "summary.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
