@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from components.catalog.vm_sizes import CATALOG, SUPPORTED_GPU_VENDORS
 from components.errors import SpecError
 from components.offline.policy_runner import run_policies
 from components.planning.limits import effective_limits
@@ -15,7 +18,7 @@ from components.planning.placement import GPU_ZONE_SHARE, PoolPlan, infiniband_d
 from components.spec import parse_cluster
 from components.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG
 from policies.rules import ALL_POLICIES
-from tests.conftest import small_cluster
+from tests.conftest import plan_stack, small_cluster
 
 PLACEMENT_RULES = [p for p in ALL_POLICIES if p.name.endswith(("-gpu-zone-share", "-infiniband-zone-loss"))]
 
@@ -119,14 +122,49 @@ def test_unknown_size() -> None:
     assert "cluster.vmSizes" in line
 
 
-def test_custom_size_is_accepted() -> None:
-    # A size the catalogue lacks (ND MI300X v5: 8 GPUs, azure-compute-docs sizes/gpu-accelerated/ndmi300xv5-series.md).
+MI300X = {"vcpus": 96, "memoryGib": 1850, "gpus": 8, "gpuModel": "AMD Instinct MI300X", "infiniband": True,
+          "maxNics": 8, "quotaFamily": "standardNDISv5MI300XFamily", "source": "size page"}
+"""ND MI300X v5: 8 AMD GPUs (azure-compute-docs sizes/gpu-accelerated/ndmi300xv5-series.md)."""
+
+
+def _with_custom_size(**fields: Any) -> dict[str, Any]:
     raw = _with_pool(vmSize="Standard_ND96isr_MI300X_v5")
-    raw["vmSizes"] = {"Standard_ND96isr_MI300X_v5": {
-        "vcpus": 96, "memoryGib": 1850, "gpus": 8, "gpuModel": "MI300X", "infiniband": True, "maxNics": 8,
-        "quotaFamily": "standardNDISv5MI300XFamily", "source": "size page"}}
-    spec = parse_cluster(raw)
+    raw["vmSizes"] = {"Standard_ND96isr_MI300X_v5": MI300X | fields}
+    return raw
+
+
+def test_custom_size_is_accepted() -> None:
+    spec = parse_cluster(_with_custom_size(gpuModel="H100-80GB-HBM3", gpuVendor="nvidia"))
     assert plan_pools(spec, effective_limits(spec))[1].gpus == 1200
+
+
+@pytest.mark.parametrize(("fields", "line"), [
+    ({"gpuVendor": "amd"}, "cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: amd GPUs are not supported yet: "
+                           "the nodes run NVIDIA's driver, device plugin and DCGM (docs/images.md); supported: nvidia"),
+    ({}, "cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: a size with GPUs names their vendor: add gpuVendor "
+         "(nvidia)"),
+    ({"gpus": 0, "gpuVendor": "nvidia"}, "cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: a size without GPUs "
+                                         "has no GPU vendor: remove gpuVendor or set gpus"),
+])
+def test_a_gpu_size_of_a_vendor_the_library_does_not_run_is_refused(fields: dict[str, Any], line: str) -> None:
+    """An AMD size planned clean and was simulated running NVIDIA's device plugin, DCGM and driver."""
+    assert line in problems(_with_custom_size(**fields))
+
+
+def test_every_catalogue_gpu_size_names_a_supported_vendor() -> None:
+    assert {s.name for s in CATALOG.values() if s.gpus} == {s.name for s in CATALOG.values() if s.gpu_vendor}
+    assert {s.gpu_vendor for s in CATALOG.values() if s.gpus} == set(SUPPORTED_GPU_VENDORS)
+
+
+def test_plan_refuses_an_amd_size_with_exit_2_and_one_line(tmp_path: Path) -> None:
+    raw = _with_custom_size(gpuVendor="amd")
+    stack = tmp_path / "Pulumi.mi300x.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": raw}}))
+    result = plan_stack(stack, tmp_path / "out")
+    assert result.returncode == 2 and "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        "error: cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: amd GPUs are not supported yet: the nodes run "
+        "NVIDIA's driver, device plugin and DCGM (docs/images.md); supported: nvidia"]
 
 
 def test_infiniband_on_a_size_without_it() -> None:

@@ -18,7 +18,7 @@ from components.catalog.vm_sizes import ARM64_SIZES, VmSize
 from components.errors import Problem, SpecError, pool_path
 from components.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
 from components.planning.limits import Limits
-from components.planning.sizes import size_table, unknown_size_message
+from components.planning.sizes import check_custom_sizes, size_table, unknown_size_message
 from components.spec import ClusterSpec, PoolKind, PoolSpec
 
 
@@ -299,7 +299,7 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
 
 def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
     table = size_table(spec)
-    problems = check_zones(spec)
+    problems = check_zones(spec) + check_custom_sizes(spec)
     seen: dict[str, int] = {}
     for index, pool in enumerate(spec.pools):
         if pool.name in seen:
