@@ -69,10 +69,10 @@ def _scenario(name: str) -> dict[str, Any]:
     elif name == "ssh-and-etcd-size":
         raw["access"] = {"sshPublicKeys": [_ssh_key()]}
         raw["controlPlane"]["etcd"]["vmSize"] = "Standard_L16s_v3"
-    elif name == "ib-150":
-        raw = _pinned(_ib_stack(150, IB_TEAMS), _ib_stack(150, IB_TEAMS))
-    elif name == "ib-90-one-team":
-        raw = _pinned(_ib_stack(90, IB_TEAMS[:1]), _ib_stack(150, IB_TEAMS))
+    elif name == "ib-600":  # 6 domains of 100, two per zone
+        raw = _pinned(_ib_stack(600, IB_TEAMS), _ib_stack(600, IB_TEAMS))
+    elif name == "ib-300-one-team":  # 3 domains of 100, one per zone
+        raw = _pinned(_ib_stack(300, IB_TEAMS[:1]), _ib_stack(600, IB_TEAMS))
     return raw
 
 
@@ -154,17 +154,17 @@ def test_the_diff_prints_the_image_bump_and_how_azure_applies_it(tmp_path: Path)
 
 
 def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement() -> None:
-    result = diff("ib-150", "ib-90-one-team")
+    result = diff("ib-600", "ib-300-one-team")
     errors = {(f.kind, f.resource) for f in result.errors}
     deleted_sets = [c.name for c in result.changes if c.action == "delete"
                     and c.type == "azure-native:compute:VirtualMachineScaleSet"]
-    assert deleted_sets == ["h100-z2-00"]
-    assert errors == {("deleted-infiniband-domain", "h100-z2-00"), ("deleted-team-namespace", "evals")}
+    assert sorted(deleted_sets) == ["h100-z1-01", "h100-z2-01", "h100-z3-01"]
+    assert errors == {("deleted-infiniband-domain", s) for s in deleted_sets} | {("deleted-team-namespace", "evals")}
     delta = result.capacity["delta"]
-    assert (delta["nodes"], delta["gpus"], delta["infinibandDomains"]) == (-60, -480, -1)
+    assert (delta["nodes"], delta["gpus"], delta["infinibandDomains"]) == (-300, -2400, -3)
     assert result.capacity["head"]["teamQuota"].keys() == {"research"}
 
-    acknowledged = diff("ib-150", "ib-90-one-team", {"teams": ["evals"], "infinibandDomains": ["h100-*"]})
+    acknowledged = diff("ib-600", "ib-300-one-team", {"teams": ["evals"], "infinibandDomains": ["h100-*"]})
     assert not acknowledged.errors
     assert _kinds(acknowledged, "warning") == {"deleted-infiniband-domain", "deleted-team-namespace"}
 
