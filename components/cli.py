@@ -107,7 +107,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     data[PREFLIGHT_KEY] = warning_rows(checked.warnings)
     data[REMOVALS_KEY] = removals_data(uses, plan.versions.kubernetes_version)
     try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
-        base_diff = diff_against_base(args.base, document, data)
+        base_diff = diff_against_base(args.base, document, data, boot)
         if base_diff is not None and (refused := refusals(base_diff)) is not None:
             raise refused
     except SpecError as error:

@@ -283,6 +283,12 @@ def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
     summary = json.loads((head / "summary.json").read_text())
     assert summary["diff"]["summary"]["bootDocuments"] == 1  # the API servers' kubeadm configuration
     assert summary["diff"]["summary"]["nodeImages"] == 9  # 6 scale sets and 3 etcd members
+    # the boot documents compared line by line, as with `diff` of two folders (it said: no boot/ folder in this plan)
+    assert not [n for n in summary["diff"]["notes"] if "no boot/ folder" in n]
+    changed = summary["diff"]["bootFiles"]["changed"]
+    assert [line[1:].strip() for line in changed["apiserver.yaml"] if line.startswith(("-", "+"))
+            and "kubernetesVersion:" in line] == [f"kubernetesVersion: v{current.group(1)}.{current.group(2)}",
+                                                   f"kubernetesVersion: v{newer}"]
     assert "Change against" in (head / "report.html").read_text()
     out = gpucluster("diff", str(dev_out), str(head), "--json")
     assert out.returncode == 0, out.stderr
