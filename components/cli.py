@@ -198,11 +198,18 @@ def _preflight_preview(states: list[dict[str, Any]], stack: StackFile) -> None:
         raise SpecError(preflight_problems(checked.errors))
 
 
+def _stack_names() -> list[str]:
+    """The stacks under the project's stacks/, as `plan <name>` takes them."""
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+                  for p in (project_root() / "stacks").glob("Pulumi.*.yaml"))
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="gpucluster", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="run the program offline under mocks; write preview.json and manifests")
-    plan.add_argument("stack", help="a stack name under stacks/ (dev, prod) or a path to a stack file")
+    plan.add_argument("stack", help=f"a stack name under stacks/ ({', '.join(_stack_names()) or 'none yet'}) or a path "
+                                    "to a stack file")
     plan.add_argument("--out", help="output folder (default out/<stack>)")
     plan.add_argument("--json", action="store_true", help="print the summary as JSON (also written to summary.json)")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
