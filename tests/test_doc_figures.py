@@ -53,3 +53,16 @@ def test_configuration_lists_every_top_level_key_once() -> None:
     listed = {re.split(r"[.\[]", name)[0] for cell in cells for name in re.findall(r"`([^`]+)`", cell)}
     keys = {f.alias or n for n, f in ClusterSpec.model_fields.items()}
     assert sorted(keys - listed) == [] and len(cells) == len(set(cells)), [c for c in cells if cells.count(c) > 1]
+
+
+def test_images_md_lists_what_each_image_pre_pulls() -> None:
+    from components.catalog.node_images import prepull_images
+
+    table = _read("docs/images.md").split("| image | pre-pulled |", 1)[1].split("\n\n", 1)[0]
+    stated: dict[str, list[str]] = {}
+    for definitions, images in re.findall(r"^ *\| (`[^|]+) \| ([^|]+) \|$", table, re.M):
+        names = [] if images.startswith("none") else [re.sub(r" \(.*", "", n) for n in images.split(", ")]
+        stated |= {d: names for d in re.findall(r"`([a-z]+)`", definitions)}
+    shipped = {d: [ref.split("@")[0].rsplit(":", 1)[0].rsplit("/", 1)[1] for ref in prepull_images(d, "1.36.4")]
+               for d in ("gpu", "rack", "confidential", "cpu", "apiserver", "etcd")}
+    assert stated == shipped
