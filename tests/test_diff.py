@@ -401,3 +401,24 @@ def test_the_route_replaces_what_azure_cannot_change_in_place(path: str, value: 
     assert bool(found) is bool(replaces)
     if replaces is None:  # the offline diff sees the capacity; the provider ignores it (test_scale_set_provider.py)
         assert changed == ["sku.capacity"] and not found
+
+
+def test_a_pool_that_grows_past_etcds_quota_step_warns_how_to_roll_it() -> None:
+    """1,500 to 2,400 GPU VMs move etcd's --quota-backend-bytes from 2 to 4 GiB in the members' boot documents,
+    which running members never read again: the diff says so and how to roll it, member by member."""
+    from components.diff.compare import running_sizing_flags
+    from components.planning.cluster_plan import plan_cluster
+    from tests.conftest import small_cluster
+
+    def summary(count: int) -> dict[str, Any]:
+        raw = small_cluster(network={"addressSpace": ["10.0.0.0/12"]})
+        raw["pools"][1]["count"] = count
+        etcd = plan_cluster(parse_cluster(raw)).control_plane.etcd
+        return {"controlPlane": {"etcd": {"quotaBackendGib": etcd.quota_backend_bytes / 2**30}, "eventsEtcd": None}}
+
+    base, head = summary(1500), summary(2400)
+    [flag] = running_sizing_flags(base, head)
+    assert (flag.severity, flag.kind, flag.resource) == ("warning", "etcd-quota-not-applied", "etcd members")
+    assert flag.message.startswith("--quota-backend-bytes moves from 2 to 4 GiB in the etcd members' boot documents")
+    assert flag.fix is not None and "--quota-backend-bytes=4294967296 in /usr/local/sbin/gpucluster-etcd-run" in flag.fix
+    assert running_sizing_flags(base, base) == [] and running_sizing_flags(None, head) == []
