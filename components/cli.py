@@ -131,7 +131,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     elif args.quiet:
         print_violations(console, violations)
     else:
-        print_summary(console, data, violations)
+        print_summary(console, data, violations, details=args.details)
         print_warnings(console, data)
         if base_diff is not None:
             print_diff(console, base_diff)
@@ -213,6 +213,9 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--out", help="output folder (default out/<stack>)")
     plan.add_argument("--json", action="store_true", help="print the summary as JSON (also written to summary.json)")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
+    plan.add_argument("--details", action="store_true", help="also print the resources by type, node images per scale "
+                                                              "set, the node agents' API load, versions and first boot "
+                                                              "(always in report.html and summary.json)")
     plan.add_argument("--policy-config", help="JSON policy config (default: the file the stack's gpucluster:policyConfig "
                                               "names, else policies/config/<stack>.json if present)")
     plan.add_argument("--base", help="a base plan folder: show what this plan changes; refuse what Azure would refuse")
