@@ -158,20 +158,20 @@ def _cli_plan(factory: pytest.TempPathFactory, stack: str, *flags: str) -> tuple
 
 
 @pytest.fixture(scope="session")
-def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+def dev_cli_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     """`gpucluster plan dev --quiet`, once per test run: the result and out/dev."""
     return _cli_plan(tmp_path_factory, "dev", "--quiet")
 
 
 @pytest.fixture(scope="session")
-def dev_out(dev_plan: tuple[subprocess.CompletedProcess[str], Path]) -> Path:
+def dev_out(dev_cli_plan: tuple[subprocess.CompletedProcess[str], Path]) -> Path:
     """The dev stack planned once per test run: out/dev as `gpucluster plan dev` writes it."""
-    result, out = dev_plan
+    result, out = dev_cli_plan
     assert result.returncode == 0, result.stderr
     return out
 
 
 @pytest.fixture(scope="session")
-def prod_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+def prod_cli_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     """`gpucluster plan prod` with its full console output, once per test run: the result and out/prod."""
     return _cli_plan(tmp_path_factory, "prod")

@@ -75,8 +75,8 @@ def not_served(refs: list[str], preview: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_image_in_the_plan_comes_from_the_clusters_registry(stack: str, dev_out: Path,
-                                                                  prod_plan: tuple[Any, Path]) -> None:
-    result, prod_out = prod_plan
+                                                                  prod_cli_plan: tuple[Any, Path]) -> None:
+    result, prod_out = prod_cli_plan
     assert result.returncode == 0, result.stderr
     out = dev_out if stack == "dev" else prod_out
     refs = rendered_images(out)

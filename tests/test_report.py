@@ -127,7 +127,7 @@ def test_report_shows_violations(prod_data: dict) -> None:
     assert "1 mandatory" in page and "overprovision &lt;on&gt;" in page
 
 
-def test_the_default_summary_is_what_a_reviewer_reads_and_details_add_the_rest(prod_plan) -> None:
+def test_the_default_summary_is_what_a_reviewer_reads_and_details_add_the_rest(prod_cli_plan) -> None:
     """prod printed ~280 lines of 160-column tables; the resources by type, node images per scale set, the agents'
     API load, the versions and the first boot now print with `plan --details` (report.html has them always)."""
     import io
@@ -137,7 +137,7 @@ def test_the_default_summary_is_what_a_reviewer_reads_and_details_add_the_rest(p
 
     from components.offline.summary import print_summary
 
-    _, out = prod_plan
+    _, out = prod_cli_plan
     data = json.loads((out / "summary.json").read_text())
     printed = {}
     for details in (False, True):
