@@ -15,11 +15,13 @@ prod x2 and x4 are prod with every pool's count multiplied (bench/scaled_stack.p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,11 +41,16 @@ from components.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["plan", sys.argv[1], "--quiet", "--out", sys.argv[2]])
 seconds = time.perf_counter() - start
+if code == 2:  # refused: nothing written, the reason went to stderr
+    print(json.dumps({"code": code}))
+    sys.exit(0)
 steps = json.load(open(sys.argv[2] + "/preview.json"))["steps"]
 types = {}
 for s in steps:
     types[s["newState"]["type"]] = types.get(s["newState"]["type"], 0) + 1
-print(json.dumps({"code": code, "seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"code": code, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_mib": usage.ru_maxrss / 1024,
                   "resources": len(steps), "types": types}))
 """
 
@@ -106,17 +113,23 @@ def program():
             i += 1
 loop.run_until_complete(run_pulumi_func(program))
 loop.run_until_complete(wait_for_rpcs())
-print(json.dumps({"seconds": time.perf_counter() - start,
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": time.perf_counter() - start, "cpu_seconds": usage.ru_utime + usage.ru_stime,
                   "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "resources": sum(types.values())}))
 """
+
+
+class ChildError(Exception):
+    """A measurement's process ended without its figures; the message is the end of its stderr."""
 
 
 def _child(code: str, *args: str) -> dict:
     wall = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise SystemExit(f"benchmark child failed:\n{out.stderr[-2000:]}")
+        lines = out.stderr.strip().splitlines()
+        raise ChildError(lines[-1] if lines else f"exit {out.returncode}")
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     figures["process_seconds"] = time.perf_counter() - wall
     return figures
@@ -129,30 +142,67 @@ def stacks(folder: Path) -> list[tuple[str, Path, str]]:
             ("prod x4", write_scaled(prod, 4, folder), "lift-nat-ceiling")]
 
 
-def run_table() -> None:
+@contextlib.contextmanager
+def _lifted(mode: str) -> Iterator[None]:
+    """The NAT-gateway ceiling lifted while the row is planned here (the child lifts its own), restored after."""
+    from components.catalog import limits
+
+    saved = dict(limits.OVERRIDE_CEILINGS)
+    if mode == "lift-nat-ceiling":
+        limits.OVERRIDE_CEILINGS.pop("natGatewayPublicIps", None)
+    try:
+        yield
+    finally:
+        limits.OVERRIDE_CEILINGS.clear()
+        limits.OVERRIDE_CEILINGS.update(saved)
+
+
+HEADER = (f"{'stack':<9}{'nodes':>8}{'IB dom.':>8}{'scale sets':>11}{'resources':>10}{'plan s':>8}{'plan MiB':>9}"
+          f"{'floor s':>9}{'floor MiB':>10}{'x floor':>8}{'cpu x':>7}{'ms/res':>8}")
+
+
+def measure(label: str, path: Path, mode: str, folder: Path) -> tuple[str, str | None]:
+    """One row of the table, and why the stack was not measured (None when it was): a stack the planner refuses
+    (its first problem) or a measurement whose process failed is reported in its row, and the table goes on."""
+    from components.errors import SpecError
     from components.simulation.check import plan_checked
     from components.spec import load_stack_file
 
-    header = (f"{'stack':<9}{'nodes':>8}{'IB dom.':>8}{'scale sets':>11}{'resources':>10}{'plan s':>8}{'plan MiB':>9}"
-              f"{'floor s':>9}{'floor MiB':>10}{'x floor':>8}{'ms/res':>8}")
-    print(header)
-    print("-" * len(header))
+    name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    try:
+        with _lifted(mode):
+            plan = plan_checked(load_stack_file(path, name).spec)
+    except SpecError as refused:
+        return f"{label:<9}{'refused by the planner (below)':>40}", f"{label}: {refused.problems[0]}"
+    domains = sum(len(p.scale_sets) for p in plan.pools if p.infiniband)
+    sets = sum(len(p.scale_sets) for p in plan.pools)
+    start = f"{label:<9}{plan.nodes:>8,}{domains:>8}{sets:>11}"
+    try:
+        measured = _child(PLAN_CHILD, str(path), str(folder / name), mode)
+        if measured["code"] != 0:
+            return f"{start}{'plan exit ' + str(measured['code']):>20}", f"{label}: gpucluster plan exit {measured['code']}"
+        floor = _child(FLOOR_CHILD, json.dumps(measured["types"]))
+    except ChildError as failed:
+        return f"{start}{'failed (below)':>20}", f"{label}: {failed}"
+    ratio, cpu = measured["seconds"] / floor["seconds"], measured["cpu_seconds"] / floor["cpu_seconds"]
+    return (f"{start}{measured['resources']:>10}{measured['seconds']:>8.2f}{measured['peak_mib']:>9.0f}"
+            f"{floor['seconds']:>9.2f}{floor['peak_mib']:>10.0f}{ratio:>8.2f}{cpu:>7.2f}"
+            f"{1000 * measured['seconds'] / measured['resources']:>8.1f}"), None
+
+
+def run_table() -> None:
+    print(HEADER)
+    print("-" * len(HEADER))
+    notes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for label, path, mode in stacks(Path(tmp)):
-            name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-            if mode == "lift-nat-ceiling":
-                from components.catalog import limits
-                limits.OVERRIDE_CEILINGS.pop("natGatewayPublicIps", None)
-            plan = plan_checked(load_stack_file(path, name).spec)
-            domains = sum(len(p.scale_sets) for p in plan.pools if p.infiniband)
-            sets = sum(len(p.scale_sets) for p in plan.pools)
-            measured = _child(PLAN_CHILD, str(path), str(Path(tmp) / name), mode)
-            floor = _child(FLOOR_CHILD, json.dumps({k: v for k, v in measured["types"].items()}))
-            ratio = measured["seconds"] / floor["seconds"]
-            print(f"{label:<9}{plan.nodes:>8,}{domains:>8}{sets:>11}{measured['resources']:>10}"
-                  f"{measured['seconds']:>8.2f}{measured['peak_mib']:>9.0f}{floor['seconds']:>9.2f}"
-                  f"{floor['peak_mib']:>10.0f}{ratio:>8.2f}{1000 * measured['seconds'] / measured['resources']:>8.1f}")
-    print("plan s / floor s: wall time from interpreter start in one child process each; MiB: peak RSS.")
+            row, note = measure(label, path, mode, Path(tmp))
+            print(row, flush=True)
+            notes += [note] if note else []
+    print("plan s / floor s: wall time from interpreter start in one child process each; cpu x: the same for CPU time\n"
+          "(user + system), steadier on a shared machine; MiB: peak RSS.")
+    for note in notes:
+        print(f"not measured: {note}")
 
 
 def profile(stack: str, top: int) -> None:

@@ -118,7 +118,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
                                        if config_path and config_path.is_relative_to(root) else "")
     data["firstUp"] = first_up(run.registrations, stack.spec, pack)
     try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
-        base_diff = diff_against_base(args.base, document, data)
+        base_diff = diff_against_base(args.base, document, data, documents)
         if base_diff is not None and (refused := refusals(base_diff)) is not None:
             raise refused
     except SpecError as error:
@@ -128,7 +128,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         write_preview(document, folder / "preview.json")
         write_manifests(objects, folder / "manifests")
         write_charts(releases, folder / "charts")
-        write_boot_documents(plan, folder)
+        write_boot_documents(plan, folder, documents)
         (folder / "summary.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
@@ -142,7 +142,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     elif args.quiet:
         print_violations(console, violations)
     else:
-        print_summary(console, data, violations)
+        print_summary(console, data, violations, details=args.details)
         print_warnings(console, data)
         if base_diff is not None:
             print_diff(console, base_diff)
@@ -213,14 +213,24 @@ def _preflight_preview(states: list[dict[str, Any]], stack: StackFile) -> None:
         raise SpecError(preflight_problems(checked.errors))
 
 
+def _stack_names() -> list[str]:
+    """The stacks under the project's stacks/, as `plan <name>` takes them."""
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+                  for p in (project_root() / "stacks").glob("Pulumi.*.yaml"))
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="gpucluster", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="run the program offline under mocks; write preview.json and manifests")
-    plan.add_argument("stack", help="a stack name under stacks/ (dev, prod) or a path to a stack file")
+    plan.add_argument("stack", help=f"a stack name under stacks/ ({', '.join(_stack_names()) or 'none yet'}) or a path "
+                                    "to a stack file")
     plan.add_argument("--out", help="output folder (default out/<stack>)")
     plan.add_argument("--json", action="store_true", help="print the summary as JSON (also written to summary.json)")
     plan.add_argument("--quiet", action="store_true", help="print only errors and policy violations (for CI)")
+    plan.add_argument("--details", action="store_true", help="also print the resources by type, node images per scale "
+                                                              "set, the node agents' API load, versions and first boot "
+                                                              "(always in report.html and summary.json)")
     plan.add_argument("--policy-config", help="JSON policy config (default: the file the stack's gpucluster:policyConfig "
                                               "names, else policies/config/<stack>.json if present)")
     plan.add_argument("--base", help="a base plan folder: show what this plan changes; refuse what Azure would refuse")

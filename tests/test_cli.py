@@ -21,14 +21,8 @@ def gpucluster(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def prod_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
-    out = tmp_path_factory.mktemp("prod")
-    return gpucluster("plan", "prod", "--out", str(out)), out
-
-
-def test_plan_prod(prod_out) -> None:
-    result, out = prod_out
+def test_plan_prod(prod_cli_plan) -> None:
+    result, out = prod_cli_plan
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())  # the figures: tests/golden/stacks.json
     t, pods = summary["totals"], summary["ipPlan"]["podIps"]
@@ -57,11 +51,11 @@ def test_plan_prod(prod_out) -> None:
     assert all(s["newState"]["inputs"]["sku"]["capacity"] <= 100 for s in gpu_sets)
 
 
-def test_prod_is_deployable_in_prefix_mode(prod_out) -> None:
+def test_prod_is_deployable_in_prefix_mode(prod_cli_plan) -> None:
     """prod's /28 blocks reach ARM: every node scale set is declared at Microsoft.Compute 2026-07-02 (the first
     version carrying privateIPAddressPrefixLength, components/catalog/arm_routes.py) with the field, the preflight
     raises nothing about it, and the figures hold: >= 200,000 pod addresses within the VNet's 65,536 entries."""
-    result, out = prod_out
+    result, out = prod_cli_plan
     assert result.returncode == 0 and "prefix-on-nic-api-version" not in result.stdout + result.stderr
     assert "not deployable" not in result.stdout + result.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -80,21 +74,21 @@ def test_prod_is_deployable_in_prefix_mode(prod_out) -> None:
         assert any(c.get("privateIPAddressPrefixLength") == 28 for c in nic["ipConfigurations"])
 
 
-def test_plan_writes_every_boot_document(prod_out) -> None:
+def test_plan_writes_every_boot_document(prod_cli_plan) -> None:
     """out/<stack>/boot/: the documents machines boot with, secrets as markers (components/offline/boot_docs.py)."""
     from components.offline.boot_docs import boot_documents
     from components.planning.cluster_plan import plan_cluster
     from tests.conftest import stack_spec
 
-    _, out = prod_out
+    _, out = prod_cli_plan
     written = {p.name: p.read_text() for p in (out / "boot").iterdir()}
     assert written == boot_documents(plan_cluster(stack_spec("prod")))
     assert {"apiserver.yaml", "etcd-0.yaml", "etcd-events-0.yaml"} <= set(written)
     assert not any("PRIVATE KEY" in text for text in written.values())
 
 
-def test_check_passes_on_prod_and_fails_when_broken(prod_out, tmp_path: Path) -> None:
-    _, out = prod_out
+def test_check_passes_on_prod_and_fails_when_broken(prod_cli_plan, tmp_path: Path) -> None:
+    _, out = prod_cli_plan
     ok = gpucluster("check", str(out / "preview.json"))
     assert ok.returncode == 0, ok.stdout
     preview = json.loads((out / "preview.json").read_text())
@@ -181,8 +175,8 @@ def test_missing_stack_and_bad_preview(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "not valid JSON" in bad.stderr
 
 
-def test_quiet_plan_prints_only_policy_results(tmp_path: Path) -> None:
-    result = gpucluster("plan", "dev", "--out", str(tmp_path / "dev"), "--quiet")
+def test_quiet_plan_prints_only_policy_results(dev_cli_plan: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    result, _ = dev_cli_plan  # `gpucluster plan dev --quiet --out ...`, shared with every test that reads out/dev
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Policies: no violations" and result.stderr == ""
 

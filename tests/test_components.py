@@ -29,11 +29,12 @@ def _of(run: ProgramRun, typ: str) -> list[Registration]:
 
 def test_resource_count_follows_scale_sets_not_nodes(small_run: ProgramRun) -> None:
     sets = _of(small_run, "azure-native:compute:VirtualMachineScaleSet")
-    # system: 3 VMs -> one large set per zone; gpu: 150 VMs -> 2 InfiniBand domains.
-    assert sorted(r.name for r in sets) == ["gpu-z1-00", "gpu-z2-00", "system-z1-00", "system-z2-00", "system-z3-00",
-                                            "test-cp-apiserver"]
+    # system: 3 VMs -> one large set per zone; gpu: 150 VMs -> 3 InfiniBand domains, one per zone (2 would put half
+    # the GPUs in each of two zones, over the zone-share rule)
+    assert sorted(r.name for r in sets) == ["gpu-z1-00", "gpu-z2-00", "gpu-z3-00", "system-z1-00", "system-z2-00",
+                                            "system-z3-00", "test-cp-apiserver"]
     bigger = small_cluster()
-    bigger["pools"][1]["count"] = 200  # more nodes, same two InfiniBand domains
+    bigger["pools"][1]["count"] = 300  # more nodes, the same three InfiniBand domains
     again = run_program(ROOT / "__main__.py", "gpucluster", "test", {"gpucluster:cluster": bigger})
     assert len(again.registrations) == len(small_run.registrations)
 
@@ -43,7 +44,7 @@ def test_gpu_scale_set_inputs(small_run: ProgramRun) -> None:
     inputs = vmss.inputs
     assert inputs["overprovision"] is False and inputs["singlePlacementGroup"] is True
     assert inputs["orchestrationMode"] == "Uniform" and inputs["zones"] == ["1"]
-    assert inputs["sku"] == {"name": "Standard_ND96isr_H100_v5", "tier": "Standard", "capacity": 75}
+    assert inputs["sku"] == {"name": "Standard_ND96isr_H100_v5", "tier": "Standard", "capacity": 50}
     assert inputs["upgradePolicy"] == {"mode": "Manual"}
     assert vmss.ignore_changes == ("sku.capacity",)
     profile = inputs["virtualMachineProfile"]

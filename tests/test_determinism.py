@@ -59,15 +59,6 @@ def _shuffled(run: ProgramRun, seed: int) -> ProgramRun:
     return ProgramRun(run.project, run.stack, registrations, run.outputs)
 
 
-@pytest.fixture(scope="module")
-def dev_run():
-    from components.offline.engine import run_program
-    from components.spec import load_stack_file
-
-    stack = load_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml", "dev")
-    return run_program(ROOT / "__main__.py", "gpucluster", "dev", stack.config)
-
-
 def test_preview_steps_do_not_depend_on_registration_order(dev_run: ProgramRun) -> None:
     documents = [preview_document(_shuffled(dev_run, seed)) for seed in range(3)]
     assert documents[0] == documents[1] == documents[2]

@@ -69,10 +69,10 @@ def _scenario(name: str) -> dict[str, Any]:
     elif name == "ssh-and-etcd-size":
         raw["access"] = {"sshPublicKeys": [_ssh_key()]}
         raw["controlPlane"]["etcd"]["vmSize"] = "Standard_L16s_v3"
-    elif name == "ib-150":
-        raw = _pinned(_ib_stack(150, IB_TEAMS), _ib_stack(150, IB_TEAMS))
-    elif name == "ib-90-one-team":
-        raw = _pinned(_ib_stack(90, IB_TEAMS[:1]), _ib_stack(150, IB_TEAMS))
+    elif name == "ib-600":  # 6 domains of 100, two per zone
+        raw = _pinned(_ib_stack(600, IB_TEAMS), _ib_stack(600, IB_TEAMS))
+    elif name == "ib-300-one-team":  # 3 domains of 100, one per zone
+        raw = _pinned(_ib_stack(300, IB_TEAMS[:1]), _ib_stack(600, IB_TEAMS))
     return raw
 
 
@@ -154,17 +154,17 @@ def test_the_diff_prints_the_image_bump_and_how_azure_applies_it(tmp_path: Path)
 
 
 def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement() -> None:
-    result = diff("ib-150", "ib-90-one-team")
+    result = diff("ib-600", "ib-300-one-team")
     errors = {(f.kind, f.resource) for f in result.errors}
     deleted_sets = [c.name for c in result.changes if c.action == "delete"
                     and c.type == "azure-native:compute:VirtualMachineScaleSet"]
-    assert deleted_sets == ["h100-z2-00"]
-    assert errors == {("deleted-infiniband-domain", "h100-z2-00"), ("deleted-team-namespace", "evals")}
+    assert sorted(deleted_sets) == ["h100-z1-01", "h100-z2-01", "h100-z3-01"]
+    assert errors == {("deleted-infiniband-domain", s) for s in deleted_sets} | {("deleted-team-namespace", "evals")}
     delta = result.capacity["delta"]
-    assert (delta["nodes"], delta["gpus"], delta["infinibandDomains"]) == (-60, -480, -1)
+    assert (delta["nodes"], delta["gpus"], delta["infinibandDomains"]) == (-300, -2400, -3)
     assert result.capacity["head"]["teamQuota"].keys() == {"research"}
 
-    acknowledged = diff("ib-150", "ib-90-one-team", {"teams": ["evals"], "infinibandDomains": ["h100-*"]})
+    acknowledged = diff("ib-600", "ib-300-one-team", {"teams": ["evals"], "infinibandDomains": ["h100-*"]})
     assert not acknowledged.errors
     assert _kinds(acknowledged, "warning") == {"deleted-infiniband-domain", "deleted-team-namespace"}
 
@@ -283,6 +283,12 @@ def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
     summary = json.loads((head / "summary.json").read_text())
     assert summary["diff"]["summary"]["bootDocuments"] == 1  # the API servers' kubeadm configuration
     assert summary["diff"]["summary"]["nodeImages"] == 9  # 6 scale sets and 3 etcd members
+    # the boot documents compared line by line, as with `diff` of two folders (it said: no boot/ folder in this plan)
+    assert not [n for n in summary["diff"]["notes"] if "no boot/ folder" in n]
+    changed = summary["diff"]["bootFiles"]["changed"]
+    assert [line[1:].strip() for line in changed["apiserver.yaml"] if line.startswith(("-", "+"))
+            and "kubernetesVersion:" in line] == [f"kubernetesVersion: v{current.group(1)}.{current.group(2)}",
+                                                   f"kubernetesVersion: v{newer}"]
     assert "Change against" in (head / "report.html").read_text()
     out = gpucluster("diff", str(dev_out), str(head), "--json")
     assert out.returncode == 0, out.stderr
@@ -395,3 +401,24 @@ def test_the_route_replaces_what_azure_cannot_change_in_place(path: str, value: 
     assert bool(found) is bool(replaces)
     if replaces is None:  # the offline diff sees the capacity; the provider ignores it (test_scale_set_provider.py)
         assert changed == ["sku.capacity"] and not found
+
+
+def test_a_pool_that_grows_past_etcds_quota_step_warns_how_to_roll_it() -> None:
+    """1,500 to 2,400 GPU VMs move etcd's --quota-backend-bytes from 2 to 4 GiB in the members' boot documents,
+    which running members never read again: the diff says so and how to roll it, member by member."""
+    from components.diff.compare import running_sizing_flags
+    from components.planning.cluster_plan import plan_cluster
+    from tests.conftest import small_cluster
+
+    def summary(count: int) -> dict[str, Any]:
+        raw = small_cluster(network={"addressSpace": ["10.0.0.0/12"]})
+        raw["pools"][1]["count"] = count
+        etcd = plan_cluster(parse_cluster(raw)).control_plane.etcd
+        return {"controlPlane": {"etcd": {"quotaBackendGib": etcd.quota_backend_bytes / 2**30}, "eventsEtcd": None}}
+
+    base, head = summary(1500), summary(2400)
+    [flag] = running_sizing_flags(base, head)
+    assert (flag.severity, flag.kind, flag.resource) == ("warning", "etcd-quota-not-applied", "etcd members")
+    assert flag.message.startswith("--quota-backend-bytes moves from 2 to 4 GiB in the etcd members' boot documents")
+    assert flag.fix is not None and "--quota-backend-bytes=4294967296 in /usr/local/sbin/gpucluster-etcd-run" in flag.fix
+    assert running_sizing_flags(base, base) == [] and running_sizing_flags(None, head) == []

@@ -90,15 +90,11 @@ def _pods(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_prepulled_images_cover_what_the_manifests_run_on_each_image(stack: str, prod_run: ProgramRun) -> None:
+def test_prepulled_images_cover_what_the_manifests_run_on_each_image(stack: str, prod_run: ProgramRun,
+                                                                     dev_run: ProgramRun) -> None:
     """Every container image the rendered manifests run is baked into the image of every pool its pods may land on
     (by their `gpucluster.io/pool` or `gpucluster.io/role` node selector), so no node pulls them at first start."""
-    from components.offline.engine import run_program
-    from components.spec import load_stack_file
-    from tests.conftest import ROOT, STACKS
-
-    run = prod_run if stack == "prod" else run_program(
-        ROOT / "__main__.py", "gpucluster", stack, load_stack_file(STACKS / f"Pulumi.{stack}.yaml", stack).config)
+    run = prod_run if stack == "prod" else dev_run
     plan = plan_cluster(stack_spec(stack))
     kind_of = {p.name: p.spec.kind.value for p in plan.pools}
     checked = 0

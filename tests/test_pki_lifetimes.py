@@ -14,11 +14,10 @@ import pulumi_tls as tls
 import pytest
 
 from components.azure.pki import warn_before_expiry
-from components.offline.engine import run_program
+from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pki_lifetimes import certificate_names, expiry_warning
-from components.spec import load_stack_file
-from tests.conftest import ROOT, STACKS, stack_spec
+from tests.conftest import ROOT, stack_spec
 
 PKI_DOC = ROOT / "docs" / "pki.md"
 COLUMNS = ["certificate", "lifetime", "issued by", "read by", "renewed on running machines", "warned before expiry"]
@@ -72,11 +71,9 @@ def test_a_certificate_added_without_a_row_fails() -> None:
     assert _uncovered((*names, "etcd-metrics-client"), rows) == ["etcd-metrics-client"]
 
 
-def test_every_certificate_the_program_declares_is_in_the_inventory() -> None:
+def test_every_certificate_the_program_declares_is_in_the_inventory(dev_run: ProgramRun) -> None:
     """A pulumi-tls certificate added anywhere in the program (not only to the certificate plan) needs a row."""
-    stack = load_stack_file(STACKS / "Pulumi.dev.yaml", "dev")
-    run = run_program(ROOT / "__main__.py", "gpucluster", "dev", stack.config)
-    declared = {r.name.removeprefix("dev-pki-") for r in run.registrations if r.type in CERT_TYPES}
+    declared = {r.name.removeprefix("dev-pki-") for r in dev_run.registrations if r.type in CERT_TYPES}
     assert declared and declared <= set(_plan_names("dev"))
 
 

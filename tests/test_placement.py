@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+import yaml
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from components.catalog.vm_sizes import CATALOG, SUPPORTED_GPU_VENDORS
 from components.errors import SpecError
+from components.offline.policy_runner import run_policies
 from components.planning.limits import effective_limits
-from components.planning.placement import plan_pools, split_pool
+from components.planning.placement import GPU_ZONE_SHARE, PoolPlan, infiniband_domains, plan_pools, split_pool
 from components.spec import parse_cluster
-from tests.conftest import small_cluster
+from components.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG
+from policies.rules import ALL_POLICIES
+from tests.conftest import plan_stack, small_cluster
+
+PLACEMENT_RULES = [p for p in ALL_POLICIES if p.name.endswith(("-gpu-zone-share", "-infiniband-zone-loss"))]
 
 ZONES = st.sampled_from([("1",), ("1", "2"), ("1", "2", "3")])
 
@@ -49,9 +57,50 @@ def test_prod_gpu_pool_uses_the_fewest_domains_of_at_most_100(prod_spec) -> None
 
 def test_raised_domain_limit_gives_bigger_domains() -> None:
     raw = small_cluster(limits={"vmsPerInfinibandDomain": {"value": 300, "note": "ticket"}})
+    raw["pools"][1]["count"] = 900
     spec = parse_cluster(raw)
     gpu = plan_pools(spec, effective_limits(spec))[1]
-    assert len(gpu.scale_sets) == 1 and gpu.max_per_scale_set == 300
+    assert [s.capacity for s in gpu.scale_sets] == [300, 300, 300] and gpu.max_per_scale_set == 300
+
+
+def _gpu_steps(pools: tuple[PoolPlan, ...]) -> list[dict[str, Any]]:
+    """Each scale set as the pack sees it: its zone, capacity, role, pool, InfiniBand and GPU tags."""
+    steps = []
+    for pool in pools:
+        for s in pool.scale_sets:
+            urn = f"urn:pulumi:test::gpucluster::azure-native:compute:VirtualMachineScaleSet::{s.name}"
+            tags = {ROLE_TAG: pool.spec.kind.value, POOL_TAG: pool.name, INFINIBAND_TAG: str(s.infiniband).lower(),
+                    AUTOSCALER_GPUS_TAG: str(pool.size.gpus)}
+            inputs = {"zones": [s.zone], "sku": {"name": pool.size.name, "capacity": s.capacity}, "tags": tags}
+            steps.append({"op": "create", "urn": urn, "newState": {
+                "urn": urn, "type": "azure-native:compute:VirtualMachineScaleSet", "custom": True, "inputs": inputs}})
+    return steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(count=st.integers(1, 4000), zones=ZONES, max_per_set=st.sampled_from([100, 200, 300]))
+def test_every_infiniband_pool_the_planner_accepts_passes_the_zone_rules(count: int, zones: tuple[str, ...],
+                                                                         max_per_set: int) -> None:
+    """The planner's own placement passes the pack's failure-domain rules (gpu-zone-share, infiniband-zone-loss)
+    at their defaults, with zoneCount the zones the pool spans, as their remediation says. 200 H100 VMs over 3
+    zones were 2 domains in zones 1 and 2, each holding 50% of the GPUs."""
+    raw = small_cluster(zones=list(zones), limits={"vmsPerInfinibandDomain": {"value": max_per_set, "note": "ticket"}})
+    raw["pools"][1]["count"] = count
+    spec = parse_cluster(raw)
+    try:
+        pools = plan_pools(spec, effective_limits(spec))
+    except SpecError:
+        return  # not a pool the planner accepts
+    config = {"all": "mandatory"} | {rule.name: {"zoneCount": len(zones)} for rule in PLACEMENT_RULES}
+    assert [v.message for v in run_policies(_gpu_steps(pools), config, PLACEMENT_RULES)] == []
+
+
+@pytest.mark.parametrize(("count", "domains"), [(200, [67, 67, 66]), (650, [82, 82, 81, 81, 81, 81, 81, 81]),
+                                                (3125, [98] * 21 + [97] * 11)])
+def test_the_fewest_domains_that_keep_each_zone_within_its_share(count: int, domains: list[int]) -> None:
+    sets = split_pool("h100", count, ("1", "2", "3"), 100, True)
+    assert [s.capacity for s in sets] == domains  # prod's 3,125 keep their 32 domains
+    assert infiniband_domains(count, 3, 100) == len(domains)
 
 
 def problems(raw: dict[str, Any]) -> list[str]:
@@ -73,14 +122,49 @@ def test_unknown_size() -> None:
     assert "cluster.vmSizes" in line
 
 
-def test_custom_size_is_accepted() -> None:
-    # A size the catalogue lacks (ND MI300X v5: 8 GPUs, azure-compute-docs sizes/gpu-accelerated/ndmi300xv5-series.md).
+MI300X = {"vcpus": 96, "memoryGib": 1850, "gpus": 8, "gpuModel": "AMD Instinct MI300X", "infiniband": True,
+          "maxNics": 8, "quotaFamily": "standardNDISv5MI300XFamily", "source": "size page"}
+"""ND MI300X v5: 8 AMD GPUs (azure-compute-docs sizes/gpu-accelerated/ndmi300xv5-series.md)."""
+
+
+def _with_custom_size(**fields: Any) -> dict[str, Any]:
     raw = _with_pool(vmSize="Standard_ND96isr_MI300X_v5")
-    raw["vmSizes"] = {"Standard_ND96isr_MI300X_v5": {
-        "vcpus": 96, "memoryGib": 1850, "gpus": 8, "gpuModel": "MI300X", "infiniband": True, "maxNics": 8,
-        "quotaFamily": "standardNDISv5MI300XFamily", "source": "size page"}}
-    spec = parse_cluster(raw)
+    raw["vmSizes"] = {"Standard_ND96isr_MI300X_v5": MI300X | fields}
+    return raw
+
+
+def test_custom_size_is_accepted() -> None:
+    spec = parse_cluster(_with_custom_size(gpuModel="H100-80GB-HBM3", gpuVendor="nvidia"))
     assert plan_pools(spec, effective_limits(spec))[1].gpus == 1200
+
+
+@pytest.mark.parametrize(("fields", "line"), [
+    ({"gpuVendor": "amd"}, "cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: amd GPUs are not supported yet: "
+                           "the nodes run NVIDIA's driver, device plugin and DCGM (docs/images.md); supported: nvidia"),
+    ({}, "cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: a size with GPUs names their vendor: add gpuVendor "
+         "(nvidia)"),
+    ({"gpus": 0, "gpuVendor": "nvidia"}, "cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: a size without GPUs "
+                                         "has no GPU vendor: remove gpuVendor or set gpus"),
+])
+def test_a_gpu_size_of_a_vendor_the_library_does_not_run_is_refused(fields: dict[str, Any], line: str) -> None:
+    """An AMD size planned clean and was simulated running NVIDIA's device plugin, DCGM and driver."""
+    assert line in problems(_with_custom_size(**fields))
+
+
+def test_every_catalogue_gpu_size_names_a_supported_vendor() -> None:
+    assert {s.name for s in CATALOG.values() if s.gpus} == {s.name for s in CATALOG.values() if s.gpu_vendor}
+    assert {s.gpu_vendor for s in CATALOG.values() if s.gpus} == set(SUPPORTED_GPU_VENDORS)
+
+
+def test_plan_refuses_an_amd_size_with_exit_2_and_one_line(tmp_path: Path) -> None:
+    raw = _with_custom_size(gpuVendor="amd")
+    stack = tmp_path / "Pulumi.mi300x.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": raw}}))
+    result = plan_stack(stack, tmp_path / "out")
+    assert result.returncode == 2 and "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        "error: cluster.vmSizes.Standard_ND96isr_MI300X_v5.gpuVendor: amd GPUs are not supported yet: the nodes run "
+        "NVIDIA's driver, device plugin and DCGM (docs/images.md); supported: nvidia"]
 
 
 def test_infiniband_on_a_size_without_it() -> None:
@@ -125,3 +209,9 @@ def test_ephemeral_os_disk_only_where_the_resource_disk_holds_it() -> None:
     assert h100.ephemeral_os_disk  # 128 GiB OS disk on a 1,000 GiB resource disk
     assert not h200.ephemeral_os_disk  # resource disk unconfirmed (0 in the catalogue)
     assert not system.ephemeral_os_disk  # D4s_v5 has no resource disk
+
+
+def test_the_planners_share_is_the_policys_default() -> None:
+    [rule] = [p for p in PLACEMENT_RULES if p.name.endswith("-gpu-zone-share")]
+    assert rule.config_schema is not None and rule.config_schema.properties is not None
+    assert rule.config_schema.properties["maxGpuShare"]["default"] == GPU_ZONE_SHARE

@@ -32,13 +32,12 @@ from components.catalog.in_cluster import DRA_DRIVER_NAMESPACE
 from components.catalog.versions import DRA_DRIVER, DRANET, RACK_ADDONS
 from components.kubernetes.objects.kueue import kueue_configuration
 from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
-from components.offline.engine import ProgramRun, run_program
+from components.offline.engine import ProgramRun
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.planning.registry import cluster_upstream_images
-from components.spec import load_stack_file
-from tests.conftest import ROOT, STACKS, stack_spec
+from tests.conftest import ROOT, stack_spec
 from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, _nodes, _objects, _racks_of, admit
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -48,16 +47,6 @@ DRA_IMAGE, DRANET_IMAGE = "nvcr.io/nvidia/k8s-dra-driver-gpu", "registry.k8s.io/
 NFD_DEFAULT_TERM = {"matchExpressions": [
     {"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}]}
 """The chart's first default kubelet-plugin term (values.yaml kubeletPlugin.affinity): every NVIDIA GPU node."""
-
-
-def _run(stack: str) -> ProgramRun:
-    config = load_stack_file(STACKS / f"Pulumi.{stack}.yaml", stack).config
-    return run_program(ROOT / "__main__.py", "gpucluster", stack, config)
-
-
-@pytest.fixture(scope="module")
-def gb300_run() -> ProgramRun:
-    return _run("gb300")
 
 
 @pytest.fixture(scope="module")
@@ -172,8 +161,8 @@ def test_dranets_device_class_is_declared_mapped_and_covered(gb300_run: ProgramR
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_dev_and_prod_declare_neither(stack: str, prod_run: ProgramRun) -> None:
-    run = prod_run if stack == "prod" else _run("dev")
+def test_dev_and_prod_declare_neither(stack: str, prod_run: ProgramRun, dev_run: ProgramRun) -> None:
+    run = prod_run if stack == "prod" else dev_run
     assert not {DRA_CHART, DRANET_CHART} & set(_releases(run))
     assert not [r for r in run.registrations if r.type == DEVICE_CLASS]
     spec = stack_spec(stack)

@@ -10,11 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.offline.engine import ProgramRun, run_program
+from components.offline.engine import ProgramRun
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
-from components.spec import load_stack_file
-from tests.conftest import ROOT, STACKS
 
 State = dict[str, Any]
 Steps = list[dict[str, Any]]
@@ -24,10 +22,8 @@ KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 
 
 @pytest.fixture(scope="module")
-def gb300_steps() -> Steps:
-    stack = load_stack_file(STACKS / "Pulumi.gb300.yaml", "gb300")
-    run: ProgramRun = run_program(ROOT / "__main__.py", "gpucluster", "gb300", stack.config)
-    return preview_document(run)["steps"]
+def gb300_steps(gb300_run: ProgramRun) -> Steps:
+    return preview_document(gb300_run)["steps"]
 
 
 def _kueue(steps: Steps, kind: str, name: str) -> State:

@@ -16,7 +16,7 @@ from components.azure.scale_set_provider import ScaleSetProvider, body
 from components.catalog.arm_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_COMPUTE_API
 from components.catalog.vm_sizes import CATALOG
 from components.errors import SpecError
-from components.offline.engine import ProgramRun, run_program
+from components.offline.engine import ProgramRun
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
 from components.planning.cluster_plan import plan_cluster
@@ -26,7 +26,7 @@ from components.planning.placement import plan_pools
 from components.preflight import context_for, preflight
 from components.spec import CONFIG_KEY, ClusterSpec, load_stack_file, parse_cluster
 from policies.rules import ALL_POLICIES
-from tests.conftest import ROOT, STACKS, plan_stack
+from tests.conftest import STACKS, plan_stack
 
 Steps = list[dict[str, Any]]
 GB300 = "Standard_ND128isr_GB300_v6"
@@ -41,12 +41,6 @@ def _raw() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def gb300_spec() -> ClusterSpec:
     return load_stack_file(STACKS / "Pulumi.gb300.yaml", "gb300").spec
-
-
-@pytest.fixture(scope="module")
-def gb300_run() -> ProgramRun:
-    stack = load_stack_file(STACKS / "Pulumi.gb300.yaml", "gb300")
-    return run_program(ROOT / "__main__.py", "gpucluster", "gb300", stack.config)
 
 
 @pytest.fixture()

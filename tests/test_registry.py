@@ -20,7 +20,7 @@ from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
 from components.planning.cluster_plan import plan_cluster
 from components.planning.registry import cluster_upstream_images, plan_registry
-from tests.conftest import plan_stack, small_spec, stack_spec
+from tests.conftest import small_spec, stack_spec
 
 IMAGE_KEYS = ("image", "repository", "imageRepository")
 
@@ -73,18 +73,12 @@ def not_served(refs: list[str], preview: dict[str, Any]) -> list[str]:
     return bad
 
 
-@pytest.fixture(scope="module")
-def prod_plan_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("prod-plan") / "prod"
-    result = plan_stack("prod", out)
-    assert result.returncode == 0, result.stderr
-    return out
-
-
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_image_in_the_plan_comes_from_the_clusters_registry(stack: str, dev_out: Path,
-                                                                  prod_plan_out: Path) -> None:
-    out = dev_out if stack == "dev" else prod_plan_out
+                                                                  prod_cli_plan: tuple[Any, Path]) -> None:
+    result, prod_out = prod_cli_plan
+    assert result.returncode == 0, result.stderr
+    out = dev_out if stack == "dev" else prod_out
     refs = rendered_images(out)
     preview = json.loads((out / "preview.json").read_text())
     assert len(refs) > 20 and not_served(refs, preview) == []

@@ -125,3 +125,28 @@ def test_report_shows_violations(prod_data: dict) -> None:
         "description": "d"}]}}
     page = render_report(data)
     assert "1 mandatory" in page and "overprovision &lt;on&gt;" in page
+
+
+def test_the_default_summary_is_what_a_reviewer_reads_and_details_add_the_rest(prod_cli_plan) -> None:
+    """prod printed ~280 lines of 160-column tables; the resources by type, node images per scale set, the agents'
+    API load, the versions and the first boot now print with `plan --details` (report.html has them always)."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from components.offline.summary import print_summary
+
+    _, out = prod_cli_plan
+    data = json.loads((out / "summary.json").read_text())
+    printed = {}
+    for details in (False, True):
+        text = io.StringIO()
+        print_summary(Console(file=text, width=160), data, [], details=details)
+        printed[details] = text.getvalue()
+    extra = ("Resources (", "Node images (docs/images.md)", "Node agents against API Priority and Fairness",
+             "Versions: Kubernetes", "First boot: when each workload can start")
+    assert not [t for t in extra if t in printed[False]] and all(t in printed[True] for t in extra)
+    for kept in ("Per zone:", "If a zone is lost", "Control plane (outside the cluster)", "Azure limits", "Policies:"):
+        assert kept in printed[False]
+    assert len(printed[False].splitlines()) < 150 < len(printed[True].splitlines())

@@ -52,7 +52,8 @@ STACK = {
     "pools": [
         {"name": "system", "kind": "system", "vmSize": "Standard_D4s_v5", "count": 2, "minCount": 2,
          "podsPerNode": 30, "podAddresses": "prefixes"},
-        {"name": "h100", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": 2, "podsPerNode": 16,
+        # 6: the fewest that give every zone a domain of 2, as the zone-share rule and a two-node NCCL run want
+        {"name": "h100", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": 6, "podsPerNode": 16,
          "podAddresses": "prefixes", "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
         {"name": "cc", "kind": "confidential", "vmSize": "Standard_NCC40ads_H100_v5", "count": 1, "zones": ["3"],
          "podsPerNode": 16, "podAddresses": "prefixes"},
@@ -301,7 +302,7 @@ FAILURES: list[tuple[str, Callable[[World], None], str, str]] = [
     ("azure.features", _feature_missing, "Microsoft.Network/FixturePrefixOnNic", "NotFound"),
     ("azure.sizes", _zone_not_offered, "Standard_ND96isr_H100_v5 in eastus2 zone 1", "not offered in zone 1"),
     ("azure.sizes", _zone_restricted, "Standard_NCC40ads_H100_v5 in eastus2 zone 3", "NotAvailableForSubscription"),
-    ("azure.quota", _quota_short, "standardNDSH100v5Family", "limit 100 vCPUs, the plan needs 192"),
+    ("azure.quota", _quota_short, "standardNDSH100v5Family", "limit 100 vCPUs, the plan needs 576"),
     ("azure.scale-sets", _placement_group_changed, "h100-z1-00", "singlePlacementGroup False (planned True)"),
     ("azure.nics", _nic_without_blocks, "h100-z1-00", "instance 0: podblock01 10."),
     ("azure.scale-sets", _scale_set_on_another_version, "system-z1-00", "/images/cpu/versions/0.9.0 (planned "),
@@ -316,7 +317,7 @@ FAILURES: list[tuple[str, Callable[[World], None], str, str]] = [
     ("cluster.infiniband", _no_rdma, "pool h100", "no rdma.available"),
     ("cluster.confidential", _not_attested, "pool cc", "gpucluster.io/gpu-attestation=None"),
     ("cluster.dns", _dns_not_ready, "kube-system/kube-dns", "no ready endpoint"),
-    ("cluster.cni", _cni_not_ready, "kube-system/cilium", "of 6 agents ready"),
+    ("cluster.cni", _cni_not_ready, "kube-system/cilium", "of 10 agents ready"),
     ("cluster.images", _image_does_not_pull, "images of", "ImagePullBackOff"),
     ("cluster.bootstrap-token", _token_expiring, "token abcdef", "in 2 day(s)"),
 ]
@@ -479,6 +480,30 @@ def test_no_azure_credentials_is_one_line_and_exit_2(live: World, tmp_path: Path
                                SUBSCRIPTION]) == [
         "error: Azure credentials: none found (azure-identity DefaultAzureCredential): run `az login`, or set "
         "AZURE_CLIENT_ID and AZURE_TENANT_ID with AZURE_CLIENT_SECRET or AZURE_FEDERATED_TOKEN_FILE for CI"]
+
+
+def test_credentials_that_fail_say_why_in_azure_identitys_words(live: World, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """AZURE_CLIENT_ID, TENANT and SECRET set but unusable: verify said "none found ... set AZURE_CLIENT_ID and
+    AZURE_TENANT_ID with AZURE_CLIENT_SECRET", exactly what was set. It now names the credential that was tried and
+    passes azure-identity's reason through (offline, that its token endpoint cannot be reached; with a network,
+    Entra ID's AADSTS error)."""
+    for name in ("AZURE_FEDERATED_TOKEN_FILE", "AZURE_USERNAME", "IDENTITY_ENDPOINT", "MSI_ENDPOINT",
+                 "AZURE_CLIENT_CERTIFICATE_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("AZURE_TOKEN_CREDENTIALS", "prod")  # environment first; the chain stops at its failure
+    monkeypatch.setenv("AZURE_CLIENT_ID", "00000000-0000-0000-0000-00000000000a")
+    monkeypatch.setenv("AZURE_TENANT_ID", "00000000-0000-0000-0000-00000000000b")
+    monkeypatch.setenv("AZURE_CLIENT_SECRET", "not-the-secret")
+    [line] = _bad_input(capsys, ["verify", str(live.stack), "--kubeconfig", str(live.kubeconfig), "--subscription",
+                                 SUBSCRIPTION])
+    assert line.startswith("error: Azure credentials: EnvironmentCredential failed: Authentication failed: ")
+    assert "none found" not in line
+    assert line.endswith("(azure-identity DefaultAzureCredential; from AZURE_CLIENT_ID, AZURE_TENANT_ID and "
+                         "AZURE_CLIENT_SECRET or AZURE_CLIENT_CERTIFICATE_PATH: check them)")
     assert live.arm.received == [] and live.kube.received == []
 
 

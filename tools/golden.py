@@ -3,7 +3,8 @@
     python -m tools.golden          # regenerate after changing a shipped stack or what a plan computes
     python -m tools.golden --check  # exit 1 (with the changed keys) when the file is out of date
 
-The file holds, per stack under stacks/, the plan summary (`summary.json` without the stack outputs):
+The file holds, per shipped stack (SHIPPED_STACKS: the ones this repository ships in stacks/), the plan
+summary (`summary.json` without the stack outputs):
 nodes, GPUs, pools and scale sets, the IP layout and its room, the control plane, quota, limits, zone loss,
 policy results and resource counts. Tests elsewhere assert invariants (totals add up, no block moves,
 names stable); this file is where the figures live, so a legitimate edit to a stack changes one file, by
@@ -26,8 +27,20 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "stacks.json"
 
 
+SHIPPED_STACKS = ("dev", "gb300", "prod")
+"""The stacks this repository ships, which the golden file, the README's Pulumi commands and the PR workflow's
+tests cover. A stack of your own in stacks/ plans like them (`make plan STACK=<name>`) and none of those tests
+fail for it; to ship a stack, add it here, run `python -m tools.golden` and give it its `pulumi preview`/`pulumi up`
+lines in the README's "With the real Pulumi CLI"."""
+
+
 def stack_names() -> list[str]:
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    """The shipped stacks, each with its stack file."""
+    missing = [s for s in SHIPPED_STACKS if not (ROOT / "stacks" / f"Pulumi.{s}.yaml").is_file()]
+    if missing:
+        raise SystemExit(f"shipped stacks without their stack file: {', '.join(missing)} (tools/golden.py "
+                         "SHIPPED_STACKS lists stacks/Pulumi.<name>.yaml)")
+    return sorted(SHIPPED_STACKS)
 
 
 def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import yaml
-
 from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
 from components.bootstrap.boot_unit import boot_unit as make_unit
-from components.bootstrap.cloud_config import dump_cloud_config
+from components.bootstrap.cloud_config import dump_cloud_config, safe_yaml
 from components.bootstrap.confidential import GATE_UNIT
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
 from components.bootstrap.rack import rack_boot_lines
@@ -138,9 +136,9 @@ def render_cloud_init(b: NodeBootstrap) -> str:
     """The #cloud-config document a node boots with. Carries the bootstrap token: keep it secret."""
     files: list[dict[str, str]] = [
         {"path": "/etc/kubernetes/kubeadm-join.yaml", "permissions": "0600",
-         "content": yaml.safe_dump(_join_configuration(b), sort_keys=False)},
+         "content": safe_yaml(_join_configuration(b))},
         {"path": "/etc/kubernetes/patches/kubeletconfiguration+strategic.yaml", "permissions": "0644",
-         "content": yaml.safe_dump(kubelet_patch(b), sort_keys=False)},
+         "content": safe_yaml(kubelet_patch(b))},
     ]
     if b.registry:
         files += registry_files(b.registry)

@@ -23,8 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import yaml
-
+from components.bootstrap.cloud_config import safe_yaml
 from components.catalog.node_images import ACR_CREDENTIAL_PROVIDER
 
 CERTS_DIR = "/etc/containerd/certs.d"
@@ -93,7 +92,7 @@ def registry_files(registry: RegistryBoot) -> list[dict[str, str]]:
     files = [{"path": f"{CERTS_DIR}/{m.upstream}/hosts.toml", "permissions": "0644",
               "content": hosts_toml(registry, m)} for m in registry.mirrors]
     files.append({"path": CREDENTIAL_PROVIDER_CONFIG, "permissions": "0644",
-                  "content": yaml.safe_dump(credential_provider_config(registry), sort_keys=False)})
+                  "content": safe_yaml(credential_provider_config(registry))})
     files.append({"path": AZURE_JSON, "permissions": "0600", "content": azure_json(registry)})
     return files
 

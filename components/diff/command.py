@@ -69,16 +69,18 @@ def check_base(base_folder: str | None) -> None:
                                      "wrote for the base")
 
 
-def diff_against_base(base_folder: str | None, document: dict[str, Any], data: dict[str, Any]) -> PlanDiff | None:
+def diff_against_base(base_folder: str | None, document: dict[str, Any], data: dict[str, Any],
+                      boot: dict[str, str] | None = None) -> PlanDiff | None:
     """`gpucluster plan --base DIR`: the plan just made against the base plan; the diff goes into `data`
-    (summary.json and report.html). Its errors are plan errors: they come back as a SpecError."""
+    (summary.json and report.html). `boot`: this plan's boot documents (what it writes to boot/), compared line by
+    line with the base's boot/. Its errors are plan errors: they come back as a SpecError."""
     from components.diff.compare import diff_sides
     from components.diff.sides import load_side, side_from_document
 
     if not base_folder:
         return None
     base = load_side(base_folder)
-    head = side_from_document("this plan", document, data)
+    head = side_from_document("this plan", document, data, boot)
     refused = _not_comparable(base, head, "give --base the plan folder of the same stack")
     if refused is not None:
         raise refused

@@ -384,6 +384,32 @@ def _get(inputs: dict[str, Any], path: str) -> Any:
     return current
 
 
+ETCD_SIZING = (("etcd", "etcd"), ("eventsEtcd", "etcd-events"))
+"""summary.json's control-plane keys and the members' names: etcd's sizing, rendered into each member's boot
+document (components/bootstrap/etcd.py: `--quota-backend-bytes` in /usr/local/sbin/gpucluster-etcd-run)."""
+
+
+def running_sizing_flags(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[Flag]:
+    """A sizing input of running machines that moves: etcd's backend quota follows the pools' size, but a member
+    reads its boot document once, at its first boot, and `pulumi up` never replaces a protected member, so the new
+    value reaches no running member unless rolled by hand."""
+    flags = []
+    for key, members in ETCD_SIZING:
+        old, new = (((s or {}).get("controlPlane") or {}).get(key) or {} for s in (base, head))
+        before, after = old.get("quotaBackendGib"), new.get("quotaBackendGib")
+        if before is None or after is None or before == after:
+            continue
+        flags.append(Flag(
+            "warning", "etcd-quota-not-applied", f"{members} members",
+            f"--quota-backend-bytes moves from {before:g} to {after:g} GiB in the {members} members' boot documents "
+            "(the sizing model follows the pools' size); running members read their boot document only at first "
+            "boot, so they keep the old quota",
+            f"roll it one member at a time, the leader last: set --quota-backend-bytes={int(after * 2**30)} in "
+            "/usr/local/sbin/gpucluster-etcd-run, `systemctl restart etcd`, and wait for `etcdctl endpoint health "
+            "--cluster` before the next (docs/operations.md, \"Quota and defragmentation\")"))
+    return flags
+
+
 def _boot_files(base: Side, head: Side, result: PlanDiff) -> None:
     if base.boot is None or head.boot is None:
         missing = [s.label for s in (base, head) if s.boot is None]
@@ -453,7 +479,8 @@ def diff_sides(base: Side, head: Side) -> PlanDiff:
             change = _compare(urn, old, new, base, head, result, moved.get(urn))
             if change is not None:
                 result.changes.append(change)
-    _flags(result, base, head, moved)
+    result.flags.extend(running_sizing_flags(base.summary, head.summary))
+    _flags(result, base, head, moved)  # sorts every flag
     _images(base, head, result)
     _boot_files(base, head, result)
     result.boot.sort(key=lambda b: (b.type, b.resource))

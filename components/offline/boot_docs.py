@@ -94,11 +94,11 @@ def missing_image_files(plan: ClusterPlan, documents: dict[str, str]) -> list[Pr
             for name, text in documents.items() for path in missing_files(text, images[name])]
 
 
-def write_boot_documents(plan: ClusterPlan, out: Path) -> int:
-    """Write `out/boot/*.yaml`; returns how many."""
+def write_boot_documents(plan: ClusterPlan, out: Path, documents: dict[str, str] | None = None) -> int:
+    """Write `out/boot/*.yaml` (`documents`: `boot_documents(plan)` when the caller has them); returns how many."""
     folder = out / BOOT_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    documents = boot_documents(plan)
+    documents = boot_documents(plan) if documents is None else documents
     for name, text in documents.items():
         (folder / name).write_text(text, encoding="utf-8")
     return len(documents)

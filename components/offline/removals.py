@@ -62,7 +62,7 @@ def find_uses(objects: list[dict[str, Any]], releases: list[dict[str, Any]], boo
     for where, text in texts:
         seen: set[str] = set()
         for removal in sorted(REMOVED_NAMES, key=lambda r: _minor(r.removed_in)):
-            if removal.name not in seen and _PATTERNS[removal.name].search(text):
+            if removal.name not in seen and removal.name in text and _PATTERNS[removal.name].search(text):
                 seen.add(removal.name)  # a label and a taint of one name: the earlier removal speaks for both
                 uses.append(Use(removal, where))
     return uses

@@ -218,12 +218,17 @@ def _counts(data: Data) -> Table:
     return table
 
 
-def print_summary(console: Console, data: Data, violations: list[Violation]) -> None:
+def print_summary(console: Console, data: Data, violations: list[Violation], details: bool = False) -> None:
+    """What a reviewer reads: pools, zones, the IP plan, the control plane, zone loss, limits and quota, egress, the
+    token, warnings and the policies. `details` (`plan --details`) adds the resources by type, the node images per
+    scale set, the node agents' API load and the versions and first-boot tables; report.html and summary.json
+    always carry everything."""
     c = data["cluster"]
     console.print(f"[bold]gpucluster plan[/bold] stack [bold]{data['stack']}[/bold]: cluster {c['name']} in "
                   f"{c['location']} zones {', '.join(c['zones'])}, Kubernetes {c['kubernetesVersion']}")
-    tables = [_resources(data), _pools(data), _zones(data), _racks(data), _confidential(data), _node_images(data), _ip_plan(data),
-              _control_plane(data), _agent_load(data), _zone_loss(data), _limits(data), _quota(data), _counts(data)]
+    tables = [_resources(data) if details else None, _pools(data), _zones(data), _racks(data), _confidential(data),
+              _node_images(data) if details else None, _ip_plan(data), _control_plane(data),
+              _agent_load(data) if details else None, _zone_loss(data), _limits(data), _quota(data), _counts(data)]
     for table in tables:
         if table is not None:
             console.print(table)
@@ -244,7 +249,7 @@ def print_summary(console: Console, data: Data, violations: list[Violation]) -> 
         print_tokens(console, data["bootstrapTokens"])
     print_cost(console, data)
     if "versions" in data:
-        print_versions(console, data)
+        print_versions(console, data, tables=details)
     print_violations(console, violations)
 
 

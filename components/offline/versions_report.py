@@ -76,16 +76,18 @@ def _end_of_life(k: Data, today: date, warn_days: int) -> list[str]:
     return []
 
 
-def print_versions(console: Console, data: Data, today: date | None = None) -> None:
+def print_versions(console: Console, data: Data, today: date | None = None, tables: bool = True) -> None:
+    """The versions and first-boot tables (with `tables`), then what to act on: end-of-life warnings, removals."""
     versions = data["versions"]
     k = versions["kubernetes"]
-    table = Table(title=f"Versions: Kubernetes {k['version']} (end of life {k['endOfLife']})", title_justify="left")
-    for column in ("component", "version", "Kubernetes minors"):
-        table.add_column(column, overflow="fold")
-    for c in versions["components"]:
-        table.add_row(c["name"], c["version"], ", ".join(c["minors"]))
-    console.print(table)
-    print_first_boot(console, data.get("firstBoot", []))
+    if tables:
+        table = Table(title=f"Versions: Kubernetes {k['version']} (end of life {k['endOfLife']})", title_justify="left")
+        for column in ("component", "version", "Kubernetes minors"):
+            table.add_column(column, overflow="fold")
+        for c in versions["components"]:
+            table.add_row(c["name"], c["version"], ", ".join(c["minors"]))
+        console.print(table)
+        print_first_boot(console, data.get("firstBoot", []))
     for warning in version_warnings(versions, today or date.today()):
         console.print(f"[bold yellow]WARNING[/bold yellow] {warning}")
     if (removals := data.get(REMOVALS_KEY)) is not None:

@@ -18,7 +18,7 @@ from components.catalog.vm_sizes import ARM64_SIZES, VmSize
 from components.errors import Problem, SpecError, pool_path
 from components.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
 from components.planning.limits import Limits
-from components.planning.sizes import size_table, unknown_size_message
+from components.planning.sizes import check_custom_sizes, size_table, unknown_size_message
 from components.spec import ClusterSpec, PoolKind, PoolSpec
 
 
@@ -143,16 +143,40 @@ def scale_set_name(pool: str, zone: str, index: int) -> str:
     return f"{pool}-z{zone}-{index:02d}"
 
 
+GPU_ZONE_SHARE = 0.4
+"""The most of a cluster's GPUs one zone may hold: the default of the policy pack's gpu-zone-share rule
+(`maxGpuShare`, policies/rules/failure_domains.py; a test keeps the two equal)."""
+
+
+def _spreads(sets: int, zones: int) -> bool:
+    """Whether `sets` equal scale sets dealt round-robin over `zones` leave no zone more than GPU_ZONE_SHARE of them
+    (strictly: a share at the bound goes over it as soon as the remainder VMs land on the first sets), or an
+    equal number in each zone when no count of sets can (one or two zones)."""
+    return sets % zones == 0 or math.ceil(sets / zones) / sets < GPU_ZONE_SHARE
+
+
+def infiniband_domains(count: int, zones: int, max_per_set: int) -> int:
+    """How many InfiniBand domains a pool of `count` VMs gets: the fewest (bigger domains fit bigger jobs) that
+    spread over the zones as the gpu-zone-share rule asks, so 200 VMs in 3 zones are 3 domains of 67, not 2 of 100
+    in zones 1 and 2 (50% of the GPUs in each). Never more than one per VM, and never fewer as the pool grows (the
+    smallest count above a non-decreasing floor), so growing a pool only appends scale sets."""
+    sets = math.ceil(count / max_per_set)
+    while not _spreads(sets, zones):
+        sets += 1
+    return min(count, sets)
+
+
 def split_pool(pool: str, count: int, zones: tuple[str, ...], max_per_set: int,
                infiniband: bool) -> tuple[ScaleSetPlan, ...]:
     """Split `count` VMs into scale sets of at most `max_per_set`, round-robin over zones.
 
-    InfiniBand pools use the fewest domains (bigger domains fit bigger jobs); other pools use a
-    multiple of the zone count, so every zone holds the same share.
+    InfiniBand pools use the fewest domains that keep each zone within its share of the GPUs
+    (`infiniband_domains`); other pools use a multiple of the zone count, so every zone holds the same share.
     """
-    sets = math.ceil(count / max_per_set)
-    if not infiniband:
-        sets = min(count, math.ceil(sets / len(zones)) * len(zones))
+    if infiniband:
+        sets = infiniband_domains(count, len(zones), max_per_set)
+    else:
+        sets = min(count, math.ceil(math.ceil(count / max_per_set) / len(zones)) * len(zones))
     base, extra = divmod(count, sets)
     plans = []
     for j in range(sets):
@@ -278,7 +302,7 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
 
 def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
     table = size_table(spec)
-    problems = check_zones(spec)
+    problems = check_zones(spec) + check_custom_sizes(spec)
     seen: dict[str, int] = {}
     for index, pool in enumerate(spec.pools):
         if pool.name in seen:

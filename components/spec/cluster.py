@@ -30,6 +30,8 @@ class CustomVmSize(SpecModel):
     memory_gib: WholeNumber = Field(ge=1, le=65_536)
     gpus: WholeNumber = Field(default=0, ge=0, le=16)
     gpu_model: str | None = None
+    gpu_vendor: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9-]{0,39}$")
+    """Who makes the GPUs, lowercase (`nvidia`); required when `gpus` > 0 (the planner checks it is supported)."""
     infiniband: bool = False
     accelerated_networking: bool = True
     max_nics: WholeNumber = Field(ge=1, le=8)

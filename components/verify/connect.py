@@ -54,14 +54,69 @@ def azure_access(subscription: str | None, endpoint: str | None) -> AzureAccess:
     if not subscription:
         raise SpecError.at("--subscription", "no subscription: pass --subscription <id> or set AZURE_SUBSCRIPTION_ID "
                                              "(`az account show --query id -o tsv`)")
-    access = AzureAccess(DefaultAzureCredential(), subscription, (endpoint or PUBLIC_ARM).rstrip("/"))
+    chain = DefaultAzureCredential()
+    failures: list[tuple[str, Exception]] = []
+    chain.credentials = tuple(_Recorded(c, failures) for c in chain.credentials)
+    access = AzureAccess(chain, subscription, (endpoint or PUBLIC_ARM).rstrip("/"))
     try:
         access.credential.get_token(access.scope)
     except ClientAuthenticationError:
+        if failures:  # a credential that was configured and tried, and why it failed, in azure-identity's words
+            name, error = failures[-1]
+            reason = " ".join(str(getattr(error, "message", None) or error).split())
+            raise SpecError.at("Azure credentials", f"{name} failed: {reason} (azure-identity "
+                               f"DefaultAzureCredential{_ENVIRONMENT.get(name, '')})") from None
         raise SpecError.at("Azure credentials", "none found (azure-identity DefaultAzureCredential): run `az login`, "
                            "or set AZURE_CLIENT_ID and AZURE_TENANT_ID with AZURE_CLIENT_SECRET or "
                            "AZURE_FEDERATED_TOKEN_FILE for CI") from None
     return access
+
+
+_ENVIRONMENT = {
+    "EnvironmentCredential": "; from AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET or "
+                             "AZURE_CLIENT_CERTIFICATE_PATH: check them",
+    "WorkloadIdentityCredential": "; from AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_FEDERATED_TOKEN_FILE: check them",
+}
+"""What a credential read, where that is the environment (azure-identity's EnvironmentCredential and
+WorkloadIdentityCredential docstrings)."""
+
+
+class _Recorded:
+    """One credential of DefaultAzureCredential's chain, keeping what it failed with when it was configured and
+    tried (azure-identity's ChainedTokenCredential stops there; CredentialUnavailableError, "not configured", goes on
+    to the next). The chain's own message lists every credential with its reason on several lines."""
+
+    def __init__(self, inner: Any, failures: list[tuple[str, Exception]]) -> None:
+        self._inner, self._failures = inner, failures
+        # the name the chain's own log gives each attempt (azure-identity chained.py _get_error_message)
+        self._credential_name = getattr(inner, "_credential_name", type(inner).__name__)
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        from azure.identity import CredentialUnavailableError
+
+        try:
+            return getattr(self._inner, method)(*args, **kwargs)
+        except CredentialUnavailableError:
+            raise
+        except Exception as error:
+            self._failures.append((self._credential_name, error))
+            raise
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        return self._call("get_token", *scopes, **kwargs)
+
+    def get_token_info(self, *scopes: str, **kwargs: Any) -> Any:
+        return self._call("get_token_info", *scopes, **kwargs)
+
+    def __enter__(self) -> _Recorded:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *args: Any) -> None:
+        self._inner.__exit__(*args)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def kubeconfig_path(given: str | None) -> str:
