@@ -14,6 +14,7 @@ from components.offline.cluster_data import balloons_data, scheduling_data
 from components.offline.cost_report import cost_data
 from components.offline.lifetimes_report import tokens_data
 from components.offline.policy_runner import Violation
+from components.offline.rollout_report import rollout_data
 from components.offline.versions_report import first_boot_data, versions_data
 from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
@@ -274,6 +275,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "firstBoot": first_boot_data(plan),
         "bootstrapTokens": tokens_data(plan),
         "cost": cost_data(plan),
+        "rollout": rollout_data(plan),
         "outputs": outputs or {},
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},
