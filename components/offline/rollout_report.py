@@ -10,6 +10,7 @@ from rich.console import Console
 
 from components.offline.html_table import n, table
 from components.planning.cluster_plan import ClusterPlan
+from components.planning.fence import FENCE
 from components.planning.rollout import Wave
 
 Data = dict[str, Any]
@@ -32,6 +33,7 @@ def rollout_data(plan: ClusterPlan) -> Data | None:
         "settings": {"gpuDomainsPerWave": s.gpu_domains_per_wave, "batchPercent": s.batch_percent,
                      "reimageMinutes": s.reimage_minutes, "bootMinutes": s.boot_minutes,
                      "preflightMinutes": s.preflight_minutes, "drainDeadlineMinutes": s.drain_deadline_minutes},
+        "fence": {"label": FENCE.label, "open": FENCE.open, "fenced": FENCE.fenced},
         "minutes": rollout.minutes, "minutesWithDrain": rollout.minutes_with_drain,
         "gpuHours": round(rollout.gpu_hours, 1),
         "waves": [_wave(w) for w in rollout.waves],
