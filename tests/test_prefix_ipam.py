@@ -105,7 +105,7 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     assert "ConfigMap" not in objects and "volumes" not in pod
     assert pod["containers"][0]["image"] == "acr.azurecr.io/gpucluster/agents:1"
     assert pod["containers"][0]["command"][1] == "/opt/gpucluster/prefix_ipam.py"
-    assert "COPY --chmod=0444 health_agent.py kube_client.py prefix_ipam.py /opt/gpucluster/" in DOCKERFILE.read_text()
+    assert "COPY --chmod=0444 health_agent.py kube_client.py prefix_ipam.py rollout.py /opt/gpucluster/" in DOCKERFILE.read_text()
     assert Path(prefix_ipam.__file__).parent == CONTEXT
 
 

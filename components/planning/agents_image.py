@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "images" / "agents" / "Dockerfile"
 CONTEXT = ROOT / "components" / "kubernetes" / "scripts"
-SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py")
+SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py", "rollout.py")
 """Copied side by side into /opt/gpucluster: the two agents import kube_client from their own directory."""
 REPOSITORY = "gpucluster/agents"
 VERSION = "1"
