@@ -17,6 +17,7 @@ import pytest
 from components.catalog.arm_routes import SCALE_SET_API_VERSION
 from components.kubernetes.scripts import kube_client as kc
 from components.kubernetes.scripts import rollout as ro
+from components.kubernetes.scripts.prefix_ipam import Leader
 from components.planning.fence import FENCE
 from tests.fake_kube import FakeAzure, FakeKube, Fault
 
@@ -29,6 +30,7 @@ PROVIDER = "azure:///subscriptions/sub/resourceGroups/rg/providers/Microsoft.Com
 
 class Kube(FakeKube):
     COLLECTIONS = re.compile(r"^(/api/v1/nodes|/api/v1/namespaces/[^/]+/(?:pods|configmaps)|"
+                             r"/apis/coordination\.k8s\.io/v1/namespaces/[^/]+/leases|"
                              r"/apis/kueue\.x-k8s\.io/v1beta2/namespaces/[^/]+/workloads)(?:/([^/]+))?$")
 
     def answer(self, method: str, path: str, query: dict[str, str], body: Any, who: str) -> tuple[int, Any, dict[str, str]]:
@@ -68,11 +70,12 @@ class Cluster:
         self.fenced_history: list[set[str]] = []
         (tmp / "token").write_text("t")
 
-    def controller(self) -> ro.Controller:
+    def controller(self, me: str | None = None) -> ro.Controller:
         http = kc.Http(sleep=lambda s: None, retry_cap=0.01)
-        arm = ro.Arm(http, "client", "sub", "rg", poll_seconds=0)
+        arm = ro.Arm(http, "client", "sub", "rg")
         kube = kc.Kube(self.kube.url, str(self.tmp), sleep=lambda s: None, retry_cap=0.01)
-        return ro.Controller(kube, arm, now=lambda: self.clock[0])
+        leader = Leader(kube, NS, "gpucluster-rollout", me) if me else None
+        return ro.Controller(kube, arm, now=lambda: self.clock[0], leader=leader)
 
     def no_deadline(self) -> None:
         """The drain deadline at 0: a wave evicts what runs on it at once."""
@@ -177,12 +180,12 @@ def test_two_domains_of_a_pool_are_never_out_at_once_and_the_rollout_finishes(cl
 
 def test_a_controller_replaced_mid_wave_resumes_where_it_was(cluster: Cluster) -> None:
     cluster.no_deadline()
-    cluster.steps(cluster.controller(), 5)  # fenced, deadline seen, deactivated, reactivated, re-imaged: in health
+    cluster.steps(cluster.controller(), 5)  # fenced, deadline seen, deactivated, reactivated, reimage asked
     state = json.loads(cluster.kube.store[f"/api/v1/namespaces/{NS}/configmaps"][ro.STATE_CONFIGMAP]["data"]["state.json"])
-    assert (state["wave"], state["phase"]) == (1, "health")
+    assert (state["wave"], state["phase"]) == (1, "reimaging")
     said = cluster.steps(cluster.controller(), 40)  # a new process, nothing in memory
     assert said[-1] == "done"
-    assert cluster.arm.reimaged == list(SETS), "the first domain is not re-imaged again"
+    assert cluster.arm.reimaged == list(SETS), "the first domain is not asked to re-image again"
 
 
 def test_a_failed_reimage_stops_the_rollout_with_the_domain_fenced(cluster: Cluster) -> None:
@@ -202,11 +205,12 @@ def test_a_failed_health_check_stops_the_rollout_with_the_domain_fenced(cluster:
     assert cluster.fenced() == {f"{SETS[0]}-0", f"{SETS[0]}-1"} and cluster.arm.reimaged == [SETS[0]]
 
 
-def test_arm_429s_and_api_410s_are_survived(cluster: Cluster) -> None:
+def test_arm_429s_and_api_410s_and_failed_reads_are_survived(cluster: Cluster) -> None:
     cluster.no_deadline()
     reimage = r"/virtualMachineScaleSets/h100-z1-00/reimage"  # faults match the path with its query
     cluster.arm.inject("POST", reimage, Fault(429, {"Retry-After": "1"}, times=3))
     cluster.kube.inject("GET", r"^/api/v1/nodes\?", Fault(410, times=2))
+    cluster.arm.inject("GET", r"/instanceView", Fault(500, times=7))  # a read failing past its retries: next round
     controller = cluster.controller()
     said = ""
     for _ in range(60):
@@ -235,3 +239,10 @@ def test_the_controller_sends_the_providers_compute_api_version_and_the_vocabula
 
     assert ro.COMPUTE_API_VERSION == SCALE_SET_API_VERSION
     assert (ro.CHECKPOINT, ro.PREFLIGHT, ro.UNHEALTHY) == (ANNOTATION_CHECKPOINT_BY, TAINT_PREFLIGHT, TAINT_UNHEALTHY)
+
+
+def test_only_the_lease_holder_steps(cluster: Cluster) -> None:
+    first, second = cluster.controller("replica-a"), cluster.controller("replica-b")
+    assert first.step().startswith("wave 1: fenced")
+    assert second.step() == "not the leader"
+    assert cluster.kube.holder() == "replica-a"

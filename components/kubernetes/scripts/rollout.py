@@ -14,12 +14,15 @@ it and a stale writer gets 409. A wave goes through:
            pkg/controller/core/workload_controller.go lines 672-700), then, once it has no quota reserved, reactivates
            it (requeued whole, lines 640-646)
   reimage  puts the preflight taint on the wave's nodes (they are empty), then asks ARM to re-image each scale set's
-           instances (POST .../reimage, the api-version the scale-set provider sends) and polls the operation
+           instances (POST .../reimage, the api-version the scale-set provider sends), once
+  reimaging reads each scale set's instance view until none is updating; a failed one stops the rollout
   health   waits until no node of the wave carries the preflight taint; a node tainted unhealthy by the health agent
            stops the rollout (phase `stopped`) with the wave still fenced
   lift     sets the admission label back to `open`; next wave
 
-Control-plane waves are not the controller's: it passes over them (docs/operations.md). The annotation
+Only the holder of the Lease `gpucluster-rollout` steps (prefix_ipam.py's `Leader`, renewed between steps), and it
+writes the state only while its lease is valid. Control-plane waves are not the controller's: it passes over them
+(docs/operations.md). The annotation
 `PAUSE_ANNOTATION: "true"` on the plan ConfigMap pauses it between steps. Every request takes a token from a budget
 (kube_client.Budget); ARM 429s are waited out (Retry-After) by kube_client's retries.
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -38,8 +42,10 @@ from typing import Any
 
 if __package__:
     from . import kube_client as kc
+    from .prefix_ipam import Leader
 else:  # the agents image: the scripts side by side in /opt/gpucluster
     import kube_client as kc  # type: ignore[no-redef]
+    from prefix_ipam import Leader  # type: ignore[no-redef]
 
 NAMESPACE = os.environ.get("ROLLOUT_NAMESPACE", "gpucluster-system")
 PLAN_CONFIGMAP = "gpucluster-rollout-plan"
@@ -54,7 +60,7 @@ ARM_RESOURCE = "https://management.azure.com/"
 IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
 COMPUTE_API_VERSION = "2026-07-02"
 """What the scale-set provider sends (components/catalog/arm_routes.py SCALE_SET_API_VERSION; a test keeps them equal)."""
-PHASES = ("fence", "drain", "evict", "reimage", "health", "lift")
+PHASES = ("fence", "drain", "evict", "reimage", "reimaging", "health", "lift")
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -103,6 +109,10 @@ def reserved(workload: dict[str, Any]) -> bool:
                for c in _list(_dict(workload.get("status")).get("conditions")))
 
 
+class ReimageFailedError(Exception):
+    pass
+
+
 @dataclass
 class Arm:
     """ARM with the controller's managed identity: re-image a scale set's instances and wait for it."""
@@ -111,7 +121,6 @@ class Arm:
     client_id: str
     subscription: str
     resource_group: str
-    poll_seconds: float = 15.0
     token: str = ""
     token_until: float = 0.0
 
@@ -134,21 +143,23 @@ class Arm:
                                                   "Content-Type": "application/json"})
         return self.http.retrying(lambda: self.http.send(request), tries=6)
 
+    def _base(self, scale_set: str) -> str:
+        return (f"{ARM}/subscriptions/{kc.segment(self.subscription)}/resourceGroups/"
+                f"{kc.segment(self.resource_group)}/providers/Microsoft.Compute/virtualMachineScaleSets/"
+                f"{kc.segment(scale_set)}")
+
     def reimage(self, scale_set: str) -> None:
-        """POST reimage of every instance, then GET the scale set's instance view until no instance is updating.
-        Raises ApiError on a refused request or a failed operation."""
-        base = (f"{ARM}/subscriptions/{kc.segment(self.subscription)}/resourceGroups/{kc.segment(self.resource_group)}"
-                f"/providers/Microsoft.Compute/virtualMachineScaleSets/{kc.segment(scale_set)}")
-        self._send("POST", f"{base}/reimage?api-version={COMPUTE_API_VERSION}")
-        while True:
-            view = self._send("GET", f"{base}/instanceView?api-version={COMPUTE_API_VERSION}")
-            statuses = [_dict(s) for s in _list(_dict(view).get("statuses"))]
-            codes = [str(s.get("code") or "") for s in statuses]
-            if any(c.startswith("ProvisioningState/failed") for c in codes):
-                raise kc.ApiError(0, f"reimage of {scale_set} failed: {', '.join(codes)}")
-            if codes and not any(c.startswith("ProvisioningState/updating") for c in codes):
-                return
-            self.http.sleep(self.poll_seconds)
+        """POST reimage of every instance of the scale set (ApiError when ARM refuses it)."""
+        self._send("POST", f"{self._base(scale_set)}/reimage?api-version={COMPUTE_API_VERSION}")
+
+    def settled(self, scale_set: str) -> bool:
+        """Whether the scale set's instance view shows no instance updating any more; ReimageFailedError when one
+        failed (an ApiError is a failed read, asked again next round)."""
+        view = self._send("GET", f"{self._base(scale_set)}/instanceView?api-version={COMPUTE_API_VERSION}")
+        codes = [str(_dict(s).get("code") or "") for s in _list(_dict(view).get("statuses"))]
+        if any(c.startswith("ProvisioningState/failed") for c in codes):
+            raise ReimageFailedError(f"reimage of {scale_set} failed: {', '.join(codes)}")
+        return bool(codes) and not any(c.startswith("ProvisioningState/updating") for c in codes)
 
 
 class StopError(Exception):
@@ -156,8 +167,9 @@ class StopError(Exception):
 
 
 class Controller:
-    def __init__(self, kube: kc.Kube, arm: Arm, now: Callable[[], float] = time.time) -> None:
-        self.kube, self.arm, self.now = kube, arm, now
+    def __init__(self, kube: kc.Kube, arm: Arm, now: Callable[[], float] = time.time,
+                 leader: Leader | None = None) -> None:
+        self.kube, self.arm, self.now, self.leader = kube, arm, now, leader
 
     # --- state
     def _configmap(self, name: str) -> dict[str, Any] | None:
@@ -212,7 +224,9 @@ class Controller:
 
     # --- one step
     def step(self) -> str:
-        """One step of the current wave; returns what it did (for the log)."""
+        """One step of the current wave; returns what it did (for the log). Only the Lease's holder steps."""
+        if self.leader is not None and not self.leader.ensure():
+            return "not the leader"
         plan, state, state_map = self.read()
         waves = [_dict(w) for w in _list(plan.get("waves"))]
         if state.get("phase") == "stopped":
@@ -232,6 +246,8 @@ class Controller:
         except StopError as stop:
             state.update(phase="stopped", reason=str(stop))
             did = f"stopped: {stop}"
+        if self.leader is not None and not self.leader.may_write():
+            return "lost the lease: state not written"
         self.write(state, state_map)
         return did
 
@@ -300,8 +316,17 @@ class Controller:
                     self.arm.reimage(str(scale_set))
                 except kc.ApiError as error:
                     raise StopError(f"reimage of {scale_set}: {error}") from None
+            state["phase"] = "reimaging"  # a restart from here polls; it never asks for a second reimage
+            return f"wave {state['wave']}: reimage asked for {', '.join(map(str, _list(wave.get('scaleSets'))))}"
+        if phase == "reimaging":
+            try:
+                waiting = [str(s) for s in _list(wave.get("scaleSets")) if not self.arm.settled(str(s))]
+            except ReimageFailedError as error:
+                raise StopError(str(error)) from None
+            if waiting:
+                return f"wave {state['wave']}: re-imaging {', '.join(waiting)}"
             state["phase"] = "health"
-            return f"wave {state['wave']}: re-imaged {', '.join(map(str, _list(wave.get('scaleSets'))))}"
+            return f"wave {state['wave']}: re-imaged"
         if phase == "health":
             sick = sorted(str(_dict(n.get("metadata")).get("name")) for n in nodes if has_taint(n, UNHEALTHY))
             if sick:
@@ -331,5 +356,27 @@ def run(controller: Controller, rounds: Iterator[int] | None = None, interval: f
         kc.log(f"rollout: {did}")
         if did == "done" or did.startswith("stopped"):
             return did
-        sleep(interval)
+        waited = 0.0
+        while waited < interval:  # renew the lease while waiting: a holder that stops renewing stops writing
+            step = min(interval - waited, controller.leader.retry if controller.leader else interval)
+            sleep(step)
+            waited += step
+            if controller.leader is not None:
+                controller.leader.ensure()
     return did
+
+
+def controller_from_env() -> Controller:
+    lease = float(os.environ.get("ROLLOUT_LEASE_SECONDS", 30))
+    kube = kc.Kube(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("ROLLOUT_KUBE_PER_MINUTE", 120))))
+    arm_http = kc.Http(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("ROLLOUT_ARM_PER_MINUTE", 30))))
+    arm = Arm(arm_http, os.environ["AZURE_CLIENT_ID"], os.environ["AZURE_SUBSCRIPTION_ID"],
+              os.environ["AZURE_RESOURCE_GROUP"])
+    me = os.environ.get("POD_NAME") or os.uname().nodename
+    leader = Leader(kube, NAMESPACE, "gpucluster-rollout", me, lease, lease * 2 / 3, lease / 6)
+    return Controller(kube, arm, leader=leader)
+
+
+if __name__ == "__main__":
+    print(run(controller_from_env(), interval=float(os.environ.get("ROLLOUT_INTERVAL_SECONDS", 30))))
+    sys.exit(0)
