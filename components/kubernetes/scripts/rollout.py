@@ -47,7 +47,9 @@ else:  # the agents image: the scripts side by side in /opt/gpucluster
     import kube_client as kc  # type: ignore[no-redef]
     from prefix_ipam import Leader  # type: ignore[no-redef]
 
-NAMESPACE = os.environ.get("ROLLOUT_NAMESPACE", "gpucluster-system")
+DEFAULT_NAMESPACE = "kube-system"
+NAMESPACE = os.environ.get("ROLLOUT_NAMESPACE", DEFAULT_NAMESPACE)
+LEASE = "gpucluster-rollout"
 PLAN_CONFIGMAP = "gpucluster-rollout-plan"
 STATE_CONFIGMAP = "gpucluster-rollout-state"
 PAUSE_ANNOTATION = "gpucluster.io/rollout-paused"
@@ -373,7 +375,7 @@ def controller_from_env() -> Controller:
     arm = Arm(arm_http, os.environ["AZURE_CLIENT_ID"], os.environ["AZURE_SUBSCRIPTION_ID"],
               os.environ["AZURE_RESOURCE_GROUP"])
     me = os.environ.get("POD_NAME") or os.uname().nodename
-    leader = Leader(kube, NAMESPACE, "gpucluster-rollout", me, lease, lease * 2 / 3, lease / 6)
+    leader = Leader(kube, NAMESPACE, LEASE, me, lease, lease * 2 / 3, lease / 6)
     return Controller(kube, arm, leader=leader)
 
 
