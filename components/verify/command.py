@@ -65,6 +65,7 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
     from components.verify import check_registrations as registrations
     from components.verify.arm import Arm
     from components.verify.check_registry import check_registry
+    from components.verify.check_rollout import check_instance_models, check_progress
     from components.verify.check_scale_sets import check_scale_sets
     from components.verify.kube import Kube
     from components.verify.readonly import WriteRefusedError
@@ -80,12 +81,14 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess, api_client: Any, options: 
         ("azure.nics", lambda: check_nics.check_nics(arm, plan)),
         ("azure.images", lambda: check_images.check_images(arm, plan)),
         ("azure.registry", lambda: check_registry(arm, plan)),
+        ("azure.instance-models", lambda: check_instance_models(arm, plan)),
         ("cluster.nodes", lambda: check_nodes.check_nodes(kube, plan)),
         ("cluster.dns", lambda: check_addons.check_dns(kube, plan)),
         ("cluster.cni", lambda: check_addons.check_cni(kube, plan)),
         ("cluster.images", lambda: check_addons.check_images(kube, plan)),
         ("cluster.bootstrap-token", lambda: check_expiry.check_tokens(kube, options.now, options.window)),
         ("cluster.certificates", lambda: check_expiry.check_certificates(kube, options.now, options.window)),
+        ("cluster.rollout", lambda: check_progress(kube, plan)),
     ]
     return [result for name, check in checks for result in guarded(name, check, WriteRefusedError, _unreachable())]
 
