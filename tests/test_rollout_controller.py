@@ -246,3 +246,21 @@ def test_only_the_lease_holder_steps(cluster: Cluster) -> None:
     assert first.step().startswith("wave 1: fenced")
     assert second.step() == "not the leader"
     assert cluster.kube.holder() == "replica-a"
+
+
+def test_the_controller_sends_only_the_arm_requests_its_role_grants(cluster: Cluster) -> None:
+    """Every ARM request of a whole rollout is one that components/catalog/arm_operations.py read from the
+    controller's source, and its action is in the controller's role (tests/test_addon_roles.py checks the role
+    against Azure's operations list)."""
+    from components.catalog.addon_permissions import ROLLOUT
+    from components.catalog.arm_operations import rbac_action, rollout_operations
+
+    cluster.no_deadline()
+    assert cluster.steps(cluster.controller(), 40)[-1] == "done"
+    templates = [re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(op.path)) + "$")
+                 for op in rollout_operations()]
+    sent = [s for s in cluster.arm.seen if s.path != "/metadata/identity/oauth2/token"]
+    assert {s.method for s in sent} == {"POST", "GET"}
+    for s in sent:
+        assert any(t.match(s.path) for t in templates), s.path
+        assert rbac_action(s.method, s.path) in {p.action for p in ROLLOUT}

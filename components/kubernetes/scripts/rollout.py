@@ -145,19 +145,21 @@ class Arm:
                                                   "Content-Type": "application/json"})
         return self.http.retrying(lambda: self.http.send(request), tries=6)
 
-    def _base(self, scale_set: str) -> str:
-        return (f"{ARM}/subscriptions/{kc.segment(self.subscription)}/resourceGroups/"
-                f"{kc.segment(self.resource_group)}/providers/Microsoft.Compute/virtualMachineScaleSets/"
-                f"{kc.segment(scale_set)}")
+    def _names(self, scale_set: str) -> tuple[str, str, str]:
+        return kc.segment(self.subscription), kc.segment(self.resource_group), kc.segment(scale_set)
 
     def reimage(self, scale_set: str) -> None:
         """POST reimage of every instance of the scale set (ApiError when ARM refuses it)."""
-        self._send("POST", f"{self._base(scale_set)}/reimage?api-version={COMPUTE_API_VERSION}")
+        sub, rg, name = self._names(scale_set)
+        self._send("POST", f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
+                           f"virtualMachineScaleSets/{name}/reimage?api-version={COMPUTE_API_VERSION}")
 
     def settled(self, scale_set: str) -> bool:
         """Whether the scale set's instance view shows no instance updating any more; ReimageFailedError when one
         failed (an ApiError is a failed read, asked again next round)."""
-        view = self._send("GET", f"{self._base(scale_set)}/instanceView?api-version={COMPUTE_API_VERSION}")
+        sub, rg, name = self._names(scale_set)
+        view = self._send("GET", f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
+                                 f"virtualMachineScaleSets/{name}/instanceView?api-version={COMPUTE_API_VERSION}")
         codes = [str(_dict(s).get("code") or "") for s in _list(_dict(view).get("statuses"))]
         if any(c.startswith("ProvisioningState/failed") for c in codes):
             raise ReimageFailedError(f"reimage of {scale_set} failed: {', '.join(codes)}")
