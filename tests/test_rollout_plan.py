@@ -194,3 +194,14 @@ def test_summary_and_report_carry_the_rollout(dev_out: Path) -> None:
     for wave in rollout["waves"]:
         if wave["kind"] == "pool":
             assert f"<td class=l>{', '.join(wave['scaleSets'])}</td>" in report
+
+
+def test_bad_rollout_settings_name_the_key() -> None:
+    from components.errors import SpecError
+    from components.spec import parse_cluster
+    from tests.conftest import small_cluster
+
+    with pytest.raises(SpecError) as raised:
+        parse_cluster(small_cluster(rollout={"batchPercent": 0, "gpuDomainsPerWave": 65}))
+    assert sorted(str(p) for p in raised.value.problems) == [
+        "cluster.rollout.batchPercent: must be >= 1 (got 0)", "cluster.rollout.gpuDomainsPerWave: must be <= 64 (got 65)"]

@@ -9,7 +9,8 @@ Pure planning. The rules, each a guarantee the plan already states elsewhere:
   never two zones' members at once. With one member out etcd stays writable; whether it also survives a zone lost
   during that wave depends on the layout (5 members over 3 zones: a zone of two lost while a third member is
   out leaves 2 of 5), so each etcd wave states it (`quorumIfZoneLost`): a rollout without surge cannot promise more.
-  The controller picks followers before the leader at run time (the leader is not known offline).
+  Whoever re-images them (the runbook, docs/operations.md) leaves the leader for last: the leader is known only at
+  run time.
 - Then the node pools, system pools first, then CPU, confidential, GPU and rack pools; within a pool zone by zone in
   the order of zone names, so a wave never spans two zones: a wave and a zone failure together never take more than
   that zone plus the wave.

@@ -62,7 +62,6 @@ ARM_RESOURCE = "https://management.azure.com/"
 IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
 COMPUTE_API_VERSION = "2026-07-02"
 """What the scale-set provider sends (components/catalog/arm_routes.py SCALE_SET_API_VERSION; a test keeps them equal)."""
-PHASES = ("fence", "drain", "evict", "reimage", "reimaging", "health", "lift")
 
 
 def _dict(value: Any) -> dict[str, Any]:
