@@ -23,7 +23,7 @@ AZURE = {"client_id": "00000000-0000-0000-0000-000000000001", "subscription_id":
 def _objects(stack: str = "prod") -> list[dict[str, Any]]:
     rollout = plan_cluster(stack_spec(stack)).rollout
     assert rollout is not None
-    return rollout_objects(rollout, AZURE, "registry.example/gpucluster/agents:1-abc")
+    return rollout_objects(rollout, AZURE, "registry.example/gpucluster/agents:1-abc", "api.example", 6443)
 
 
 def request_info(seen: Seen) -> tuple[str, str, str, str | None, str]:

@@ -22,8 +22,7 @@ granted action is some request's.
 - cluster-autoscaler 1.36.1 with `ARM_VM_TYPE=vmss`: lists scale sets and VMs of the group, gets a scale set,
   writes its `sku.capacity` (a sparse PUT), lists its VMs with their instance view and deletes instances.
 - the prefix IPAM controller: one NIC list per scale set.
-- the rollout controller: re-images a wave's scale sets and reads their instance view (not declared by the stack
-  yet: addons_for does not name it).
+- the rollout controller: re-images a wave's scale sets and reads their instance view.
 """
 
 from __future__ import annotations
@@ -120,8 +119,8 @@ ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER
 def addons_for(prefix_mode: bool) -> tuple[str, ...]:
     """The add-ons that call Azure in a cluster: Cilium's Azure IPAM with secondary IPs; with /28 blocks Cilium runs
     `ipam: crd` and calls nothing, and the prefix IPAM controller reads the NICs instead."""
-    return (("autoscaler", "node-lifecycle", "prefix-ipam") if prefix_mode
-            else ("autoscaler", "node-lifecycle", "cni"))
+    return (("autoscaler", "node-lifecycle", "prefix-ipam", "rollout") if prefix_mode
+            else ("autoscaler", "node-lifecycle", "cni", "rollout"))
 
 
 def actions(permissions: tuple[Permission, ...], scope: Scope) -> list[str]:

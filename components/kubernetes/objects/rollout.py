@@ -4,8 +4,8 @@ calls need (verbs as the API server's request info names them: GET of a collecti
 POST `create`, PUT `update`, PATCH `patch`; kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/request/
 requestinfo.go).
 
-Not declared by the stack yet: the controller's own Azure identity and its custom role (read and reimage the
-cluster's node scale sets) are not built (docs/operations.md, "Rolling a node image or boot change")."""
+Its Azure identity holds the custom role components/catalog/addon_permissions.py ROLLOUT (components/azure/
+addon_identities.py)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,11 @@ def plan_document(rollout: RolloutPlan) -> str:
     }, sort_keys=True, separators=(",", ":"))
 
 
-def rollout_objects(rollout: RolloutPlan, azure: dict[str, Any], image: str) -> list[Object]:
+def rollout_objects(rollout: RolloutPlan, azure: dict[str, Any], image: str, api_host: str, api_port: int) -> list[Object]:
     """`azure`: the controller identity's client id, subscription and resource group (`client_id`,
-    `subscription_id`, `resource_group`); `image`: the agents image as the cluster's registry serves it."""
+    `subscription_id`, `resource_group`); `image`: the agents image as the cluster's registry serves it. On the host
+    network, as the prefix IPAM controller: it reaches IMDS for its token (the IMDS guard governs the pod network,
+    objects/imds_guard.py) and the API server by its name through the node's resolver."""
     placement = on_system_nodes(APP)
     labels = {LABEL_APP: APP}
     container = {
@@ -45,12 +47,14 @@ def rollout_objects(rollout: RolloutPlan, azure: dict[str, Any], image: str) -> 
         "env": [{"name": "AZURE_CLIENT_ID", "value": azure["client_id"]},
                 {"name": "AZURE_SUBSCRIPTION_ID", "value": azure["subscription_id"]},
                 {"name": "AZURE_RESOURCE_GROUP", "value": azure["resource_group"]},
+                {"name": "KUBE_API", "value": f"https://{api_host}:{api_port}"},
                 {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
         "resources": {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "runAsNonRoot": True, "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}},
     }
-    pod = {"serviceAccountName": APP, "priorityClassName": placement["priorityClassName"],
+    pod = {"serviceAccountName": APP, "hostNetwork": True, "dnsPolicy": "Default",
+           "priorityClassName": placement["priorityClassName"],
            "nodeSelector": placement["nodeSelector"], "topologySpreadConstraints": placement["topologySpreadConstraints"],
            "containers": [container]}
     binding = {"kind": "ServiceAccount", "name": APP, "namespace": NAMESPACE}
