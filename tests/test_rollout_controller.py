@@ -130,7 +130,8 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster
         monkeypatch.setattr(ro, "IMDS_TOKEN", f"{arm.url}/metadata/identity/oauth2/token")
         for s in SETS:
             for i in range(NODES_PER_SET):
-                kube.put_object("/api/v1/nodes", {"metadata": {"name": f"{s}-{i}", "labels": {FENCE.label: FENCE.open}},
+                labels = {FENCE.label: FENCE.open, "gpucluster.io/pool": "h100", "gpucluster.io/infiniband-domain": s}
+                kube.put_object("/api/v1/nodes", {"metadata": {"name": f"{s}-{i}", "labels": labels},
                                                   "spec": {"providerID": PROVIDER.format(s, i), "taints": []}})
         kube.put_object(f"/api/v1/namespaces/{NS}/configmaps", {"metadata": {"name": ro.PLAN_CONFIGMAP},
                                                                  "data": {"plan.json": json.dumps(_plan())}})
@@ -176,6 +177,8 @@ def test_two_domains_of_a_pool_are_never_out_at_once_and_the_rollout_finishes(cl
         assert len({name.rsplit("-", 1)[0] for name in fenced}) <= 1, fenced
     assert cluster.fenced() == set()
     assert not any(t for n in cluster.kube.store["/api/v1/nodes"].values() for t in n["spec"]["taints"])
+    lists = cluster.kube.requests("GET", r"^/api/v1/nodes$")
+    assert lists and all(r.query.get("labelSelector") for r in lists), "never a list of every node"
 
 
 def test_a_controller_replaced_mid_wave_resumes_where_it_was(cluster: Cluster) -> None:
@@ -235,10 +238,18 @@ def test_the_pause_annotation_holds_the_rollout(cluster: Cluster) -> None:
 
 
 def test_the_controller_sends_the_providers_compute_api_version_and_the_vocabularys_names() -> None:
-    from components.vocabulary import ANNOTATION_CHECKPOINT_BY, TAINT_PREFLIGHT, TAINT_UNHEALTHY
+    from components.vocabulary import (
+        ANNOTATION_CHECKPOINT_BY,
+        LABEL_IB_DOMAIN,
+        LABEL_POOL,
+        LABEL_RACK,
+        TAINT_PREFLIGHT,
+        TAINT_UNHEALTHY,
+    )
 
     assert ro.COMPUTE_API_VERSION == SCALE_SET_API_VERSION
     assert (ro.CHECKPOINT, ro.PREFLIGHT, ro.UNHEALTHY) == (ANNOTATION_CHECKPOINT_BY, TAINT_PREFLIGHT, TAINT_UNHEALTHY)
+    assert (ro.DOMAIN_LABEL, ro.RACK_LABEL, ro.POOL_LABEL) == (LABEL_IB_DOMAIN, LABEL_RACK, LABEL_POOL)
 
 
 def test_only_the_lease_holder_steps(cluster: Cluster) -> None:

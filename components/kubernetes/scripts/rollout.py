@@ -57,6 +57,9 @@ CHECKPOINT = "gpucluster.io/checkpoint-by"
 PREFLIGHT = "gpucluster.io/preflight"
 UNHEALTHY = "gpucluster.io/gpu-unhealthy"
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2"
+DOMAIN_LABEL = "gpucluster.io/infiniband-domain"
+RACK_LABEL = "gpucluster.io/rack"
+POOL_LABEL = "gpucluster.io/pool"
 ARM = os.environ.get("ARM_ENDPOINT", "https://management.azure.com").rstrip("/")
 ARM_RESOURCE = "https://management.azure.com/"
 IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
@@ -207,8 +210,19 @@ class Controller:
 
     # --- the wave's world
     def nodes(self, wave: dict[str, Any]) -> list[dict[str, Any]]:
-        sets = {str(s).lower() for s in _list(wave.get("scaleSets"))}
-        return [n for n in self.kube.list_items("/api/v1/nodes") if scale_set_of(_dict(n)) in sets]
+        """The wave's nodes by label, never a list of every node: an InfiniBand domain's or a rack's by its own label
+        (its value is the scale set's name), a CPU or system scale set's by its pool; then by the scale set in the
+        providerID."""
+        found: dict[str, dict[str, Any]] = {}
+        for scale_set in (str(s) for s in _list(wave.get("scaleSets"))):
+            for selector in (f"{DOMAIN_LABEL}={scale_set}", f"{RACK_LABEL}={scale_set}",
+                             f"{POOL_LABEL}={wave.get('pool')}"):
+                nodes = [_dict(n) for n in self.kube.list_items("/api/v1/nodes", {"labelSelector": selector})
+                         if scale_set_of(_dict(n)) == scale_set.lower()]
+                if nodes:
+                    found.update((str(_dict(n.get("metadata")).get("name")), n) for n in nodes)
+                    break
+        return [found[name] for name in sorted(found)]
 
     def workloads(self, names: set[str]) -> list[dict[str, Any]]:
         return [w for w in self.kube.list_items(f"{WORKLOADS}/workloads") if assigned_values(_dict(w)) & names]
