@@ -227,12 +227,15 @@ class Controller:
     def workloads(self, names: set[str]) -> list[dict[str, Any]]:
         return [w for w in self.kube.list_items(f"{WORKLOADS}/workloads") if assigned_values(_dict(w)) & names]
 
-    def _node_patch(self, node: dict[str, Any], patch: dict[str, Any]) -> None:
+    def _node_patch(self, node: dict[str, Any], patch: dict[str, Any], guarded: bool = False) -> None:
+        """A merge patch; `guarded` carries the resourceVersion read (a taint list is replaced whole, so a change since
+        the read must fail with 409, not be overwritten). A label merges by key and needs no guard: the kubelet's
+        status updates would make it conflict for nothing."""
         name = str(_dict(node.get("metadata")).get("name"))
-        version = _dict(node.get("metadata")).get("resourceVersion")
-        self.kube.write("PATCH", f"/api/v1/nodes/{kc.segment(name)}",
-                        {**patch, "metadata": {**_dict(patch.get("metadata")), "resourceVersion": version}},
-                        "application/merge-patch+json")
+        if guarded:
+            version = _dict(node.get("metadata")).get("resourceVersion")
+            patch = {**patch, "metadata": {**_dict(patch.get("metadata")), "resourceVersion": version}}
+        self.kube.write("PATCH", f"/api/v1/nodes/{kc.segment(name)}", patch, "application/merge-patch+json")
 
     def _workload_patch(self, workload: dict[str, Any], patch: dict[str, Any]) -> None:
         meta = _dict(workload.get("metadata"))
@@ -327,7 +330,7 @@ class Controller:
                 if not has_taint(node, PREFLIGHT):
                     taints = [*_list(_dict(node.get("spec")).get("taints")),
                               {"key": PREFLIGHT, "value": "rollout", "effect": "NoSchedule"}]
-                    self._node_patch(node, {"spec": {"taints": taints}})
+                    self._node_patch(node, {"spec": {"taints": taints}}, guarded=True)
             for scale_set in _list(wave.get("scaleSets")):
                 try:
                     self.arm.reimage(str(scale_set))
