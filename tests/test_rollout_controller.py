@@ -275,3 +275,29 @@ def test_the_controller_sends_only_the_arm_requests_its_role_grants(cluster: Clu
     for s in sent:
         assert any(t.match(s.path) for t in templates), s.path
         assert rbac_action(s.method, s.path) in {p.action for p in ROLLOUT}
+
+
+def test_a_node_changed_since_it_was_read_is_not_tainted_blindly(cluster: Cluster) -> None:
+    """The preflight taint replaces the node's taint list: a node edited since the read (another taint added) makes
+    the patch fail with 409; nothing is re-imaged in that round, and the next round reads again and keeps both."""
+    cluster.no_deadline()
+    controller = cluster.controller()
+    cluster.steps(controller, 4)  # fenced, deadline seen, deactivated, reactivated: next is reimage
+    bumped: list[str] = []
+
+    def edit_first(method: str, path: str, kube: FakeKube) -> None:
+        if method == "PATCH" and path.startswith("/api/v1/nodes/") and not bumped:
+            name = path.rsplit("/", 1)[1]
+            node = kube.store["/api/v1/nodes"][name]
+            taint = {"key": "example.com/maintenance", "value": "x", "effect": "NoSchedule"}
+            kube.put_object("/api/v1/nodes", {**node, "spec": {**node["spec"], "taints": [taint]}})
+            bumped.append(name)
+
+    cluster.kube.before_write = edit_first
+    with pytest.raises(kc.ApiError) as raised:
+        controller.step()
+    assert raised.value.status == 409 and cluster.arm.reimaged == []
+    cluster.kube.before_write = None
+    assert controller.step().startswith("wave 1: reimage asked")
+    taints = {t["key"] for t in cluster.kube.store["/api/v1/nodes"][bumped[0]]["spec"]["taints"]}
+    assert taints == {"example.com/maintenance", ro.PREFLIGHT}
