@@ -45,8 +45,8 @@ def test_preview_carries_effective_names(prod_run: ProgramRun) -> None:
         assert isinstance(registration.inputs.get(prop), str), (registration.name, prop)
     every = {r.inputs["resourceName"] for r in azure if r.type.endswith("UserAssignedIdentity")}
     assert {re.sub(r"[0-9a-f]{8}$", "", n) for n in every} == {"prod-addons-autoscaler", "prod-addons-prefix-ipam",
-                                                               "prod-addons-node-lifecycle", "prod-images-builder",
-                                                               "prod-registry-pull"}
+                                                               "prod-addons-node-lifecycle", "prod-addons-rollout",
+                                                               "prod-images-builder", "prod-registry-pull"}
     identities = {n for n in every if n.startswith(("prod-addons-", "prod-registry-pull"))}  # the system pool's
     # What depends on an autonamed resource sees the effective name, as it would after `pulumi up`.
     system = next(r for r in azure if r.name == "system-z1-00")
