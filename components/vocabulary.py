@@ -27,6 +27,9 @@ LABEL_GPU_PRODUCT = "gpucluster.io/gpu-product"
 NVML device name, spaces as dashes ("NVIDIA-H100-80GB-HBM3"; NVIDIA/k8s-device-plugin internal/lm/resource.go
 `productLabel`), so a value we set there would differ between the autoscaler's template and the running node."""
 """On a team's namespace; Kueue's queues select it."""
+LABEL_ADMISSION = "gpucluster.io/admission"
+"""`open` on every node at join and required by every Kueue ResourceFlavor's nodeLabels; the rollout's fence sets it to
+`fenced` (components/planning/rollout.py `FENCE`): no new admission there, no running gang touched."""
 LABEL_CONFIDENTIAL = "gpucluster.io/confidential"
 """Also the confidential pools' taint key."""
 LABEL_CC_MODE = "gpucluster.io/gpu-cc-mode"
@@ -117,6 +120,9 @@ ANNOTATION_ATTACH_DETACH = "volumes.kubernetes.io/controller-managed-attach-deta
 ANNOTATION_CRI_SOCKET = "kubeadm.alpha.kubernetes.io/cri-socket"
 ANNOTATION_WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
 ANNOTATION_SPARE_RACKS = "gpucluster.io/spare-racks-per-zone"
+ANNOTATION_CHECKPOINT_BY = "gpucluster.io/checkpoint-by"
+"""On a running pod of a fenced domain: the time (RFC 3339) after which the rollout evicts its workload whole; a job
+reads it through a downward API volume and checkpoints before it."""
 """On a rack pool's ResourceFlavor: the racks per zone no quota may take (policies/rules/racks.py)."""
 """Read by the policy pack (policies/rules/kubernetes.py) on a workload that watches cluster-wide."""
 

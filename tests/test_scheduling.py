@@ -59,7 +59,7 @@ def test_prod_queues_follow_team_quotas(prod_spec: ClusterSpec) -> None:
     workload_pools = [p.name for p in prod_spec.pools if p.kind.value != "system"]
     assert [f.name for f in plan.flavors] == workload_pools  # one flavor per workload pool, in stack order
     h100 = next(f for f in plan.flavors if f.name == "h100")
-    assert h100.topology == "infiniband" and h100.node_labels == {"gpucluster.io/pool": "h100"}
+    assert h100.topology == "infiniband" and h100.node_labels == {"gpucluster.io/pool": "h100", "gpucluster.io/admission": "open"}
     confidential = next(f for f in plan.flavors if f.name == "confidential")
     # Pods are never given the confidential toleration: they must ask for it.
     assert {t.key for t in confidential.node_taints} - {t.key for t in confidential.tolerations} == \

@@ -40,7 +40,8 @@ from tests.verify_fakes import SUBSCRIPTION, FakeApi, Tls, arm_routes, kube_rout
 
 CHECKS = ["azure.providers", "azure.features", "azure.sizes", "azure.quota", "azure.scale-sets", "azure.nics",
           "azure.images", "azure.registry", "cluster.nodes", "cluster.infiniband", "cluster.confidential",
-          "cluster.dns", "cluster.cni", "cluster.images", "cluster.bootstrap-token", "cluster.certificates"]
+          "cluster.dns", "cluster.cni", "cluster.images", "cluster.bootstrap-token", "cluster.certificates",
+          "azure.instance-models", "cluster.rollout"]
 STACK = {
     "name": "vfy", "location": "eastus2", "zones": ["1", "2", "3"], "kubernetesVersion": "1.36.4",
     "network": {"addressSpace": ["10.80.0.0/16"],

@@ -244,6 +244,9 @@ def arm_routes(plan: ClusterPlan) -> dict[str, Any]:
         routes[f"{compute}/virtualMachineScaleSets/{scale_set.name}"] = _scale_set(
             scale_set.name, pool.size.name, [scale_set.zone], scale_set.single_placement_group,
             scale_set.platform_fault_domain_count, expected.machine_image_id(plan, SUBSCRIPTION, scale_set.name), loc)
+        routes[f"{compute}/virtualMachineScaleSets/{scale_set.name}/virtualMachines"] = {"value": [
+            {"name": f"{scale_set.name}_{i}", "instanceId": str(i), "properties": {"latestModelApplied": True}}
+            for i in range(scale_set.capacity)]}
         if node_addressing(pool.spec).prefix_mode:
             routes[f"{compute}/virtualMachineScaleSets/{scale_set.name}/networkInterfaces"] = {
                 "value": [_nic(rg, scale_set.name, i, plan, pool.name, node_addressing(pool.spec).blocks)
@@ -359,4 +362,7 @@ def kube_routes(plan: ClusterPlan, token_days: float = 60) -> dict[str, Any]:
             {"metadata": {"name": "agent", "namespace": namespace},
              "spec": {"containers": [{"name": "main", "image": image}]},
              "status": {"containerStatuses": [{"name": "main", "image": image, "state": {"running": {}}}]}}]}
+    routes["/api/v1/namespaces/kube-system/configmaps/gpucluster-rollout-state"] = {
+        "metadata": {"name": "gpucluster-rollout-state"},
+        "data": {"state.json": json.dumps({"wave": 1, "phase": "drain"})}}
     return routes

@@ -30,6 +30,8 @@ class AddonAzureRefs:
     """The prefix IPAM controller's identity; None with secondary IPs."""
     node_lifecycle_client_id: pulumi.Output[str] | None = None
     """cloud-node-lifecycle's identity (reads scale sets and their VMs)."""
+    rollout_client_id: pulumi.Output[str] | None = None
+    """The rollout controller's identity (re-images scale sets, reads their instance view)."""
 
     def settings(self, client_id: pulumi.Output[str]) -> dict[str, Any]:
         """What an add-on's config needs to act as one identity: the shape the object builders take."""
@@ -93,5 +95,6 @@ class AddonIdentities(pulumi.ComponentResource):
                                    cni_client_id=identities["cni"].client_id if "cni" in identities else None,
                                    prefix_ipam_client_id=identities["prefix-ipam"].client_id
                                    if "prefix-ipam" in identities else None,
-                                   node_lifecycle_client_id=identities["node-lifecycle"].client_id)
+                                   node_lifecycle_client_id=identities["node-lifecycle"].client_id,
+                                   rollout_client_id=identities["rollout"].client_id)
         self.register_outputs({})

@@ -22,6 +22,7 @@ granted action is some request's.
 - cluster-autoscaler 1.36.1 with `ARM_VM_TYPE=vmss`: lists scale sets and VMs of the group, gets a scale set,
   writes its `sku.capacity` (a sparse PUT), lists its VMs with their instance view and deletes instances.
 - the prefix IPAM controller: one NIC list per scale set.
+- the rollout controller: re-images a wave's scale sets and reads their instance view.
 """
 
 from __future__ import annotations
@@ -107,16 +108,26 @@ PREFIX_IPAM: tuple[Permission, ...] = (
     Permission(_VMSS_NICS, "resourceGroup", f"ListVirtualMachineScaleSetNetworkInterfaces, one per scale set ({_PREFIX_IPAM})"),
 )
 
+_ROLLOUT = "components/kubernetes/scripts/rollout.py"
+
+ROLLOUT: tuple[Permission, ...] = (
+    # Re-image a wave's scale sets and read their instance view; nothing that changes a model, capacity or network.
+    Permission("Microsoft.Compute/virtualMachineScaleSets/reimage/action", "resourceGroup",
+               f"VirtualMachineScaleSets.Reimage, once per scale set of a wave ({_ROLLOUT} Arm.reimage)"),
+    Permission("Microsoft.Compute/virtualMachineScaleSets/instanceView/read", "resourceGroup",
+               f"VirtualMachineScaleSets.GetInstanceView, until the reimage settles ({_ROLLOUT} Arm.settled)"),
+)
+
 ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI,
                                                         "prefix-ipam": PREFIX_IPAM,
-                                                        "node-lifecycle": NODE_LIFECYCLE}
+                                                        "node-lifecycle": NODE_LIFECYCLE, "rollout": ROLLOUT}
 
 
 def addons_for(prefix_mode: bool) -> tuple[str, ...]:
     """The add-ons that call Azure in a cluster: Cilium's Azure IPAM with secondary IPs; with /28 blocks Cilium runs
     `ipam: crd` and calls nothing, and the prefix IPAM controller reads the NICs instead."""
-    return (("autoscaler", "node-lifecycle", "prefix-ipam") if prefix_mode
-            else ("autoscaler", "node-lifecycle", "cni"))
+    return (("autoscaler", "node-lifecycle", "prefix-ipam", "rollout") if prefix_mode
+            else ("autoscaler", "node-lifecycle", "cni", "rollout"))
 
 
 def actions(permissions: tuple[Permission, ...], scope: Scope) -> list[str]:

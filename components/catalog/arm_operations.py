@@ -191,6 +191,25 @@ def prefix_ipam_operations(script: Path = PREFIX_IPAM_SCRIPT) -> tuple[ArmOperat
     return tuple(found.values())
 
 
+ROLLOUT_SCRIPT = PREFIX_IPAM_SCRIPT.parent / "rollout.py"
+ROLLOUT_SOURCE = "components/kubernetes/scripts/rollout.py"
+
+
+def rollout_operations(script: Path = ROLLOUT_SCRIPT) -> tuple[ArmOperation, ...]:
+    """The ARM requests the rollout controller sends, read from its source: every `self._send(<method>,
+    f"{ARM}/...")`. Its only other HTTP calls go to IMDS (its token) and the Kubernetes API."""
+    tree = ast.parse(script.read_text())
+    found: dict[tuple[str, str], ArmOperation] = {}
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        for call in (n for n in ast.walk(function) if isinstance(n, ast.Call) and _callee(n) == "_send"):
+            method, url = [*call.args, None, None][:2]
+            template = _template(url) if isinstance(url, ast.JoinedStr) else None
+            if not (isinstance(method, ast.Constant) and isinstance(method.value, str)) or template is None:
+                raise ValueError(f"{script.name} {function.name}: an ARM request not read as (method, f-string); read it")
+            found[(method.value, template)] = ArmOperation(method.value, template, f"{function.name} ({ROLLOUT_SOURCE})")
+    return tuple(found.values())
+
+
 def _callee(call: ast.Call) -> str:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -211,4 +230,4 @@ def _template(node: ast.JoinedStr) -> str | None:
 def operations_for(addon: str) -> tuple[ArmOperation, ...]:
     """The requests of each add-on that holds an identity (components/catalog/addon_permissions.py)."""
     return {"autoscaler": AUTOSCALER, "cni": CILIUM, "prefix-ipam": prefix_ipam_operations(),
-            "node-lifecycle": NODE_LIFECYCLE}[addon]
+            "node-lifecycle": NODE_LIFECYCLE, "rollout": rollout_operations()}[addon]

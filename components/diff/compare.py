@@ -19,6 +19,7 @@ from components.catalog.arm_routes import PROVIDER_INPUT
 from components.diff.capacity import capacity_delta
 from components.diff.cost import cost_delta
 from components.diff.replacement import refused, replacements
+from components.diff.rollout import rollout_delta
 from components.diff.sides import Side
 from components.diff.values import ABSENT, JSON_VALUES, ValueChange
 from components.diff.versions import version_flags
@@ -110,6 +111,8 @@ class PlanDiff:
     capacity: dict[str, Any] = field(default_factory=dict)
     cost: dict[str, Any] | None = None
     """USD per hour and per month, base -> head, in total and per pool (components/diff/cost.py)."""
+    rollout: dict[str, Any] | None = None
+    """The machines whose instances need re-imaging and the head plan's waves that do it (components/diff/rollout.py)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -128,6 +131,7 @@ class PlanDiff:
                 "flags": [asdict(f) for f in self.flags], "boot": [asdict(b) for b in self.boot],
                 "images": [asdict(i) for i in self.images],
                 "bootFiles": self.boot_files, "capacity": self.capacity, "cost": self.cost,
+                "rollout": self.rollout,
                 "notes": self.notes}
 
 
@@ -463,6 +467,16 @@ def _images(base: Side, head: Side, result: PlanDiff) -> None:
                                           NEW_INSTANCES_ONLY if applied and _kind(new) == SCALE_SET else NOT_APPLIED))
 
 
+def _reimage_reasons(result: PlanDiff) -> dict[str, list[str]]:
+    """Resource name -> why its instances need re-imaging: a new node image version, a changed boot document."""
+    reasons: dict[str, list[str]] = defaultdict(list)
+    for image in result.images:
+        reasons[image.resource].append(f"node image {image.before} -> {image.after}")
+    for boot in result.boot:
+        reasons[boot.resource].append("boot document")
+    return dict(reasons)
+
+
 def diff_sides(base: Side, head: Side) -> PlanDiff:
     result = PlanDiff(base.label, head.label)
     moved = _moved(base, head)
@@ -486,6 +500,7 @@ def diff_sides(base: Side, head: Side) -> PlanDiff:
     result.boot.sort(key=lambda b: (b.type, b.resource))
     result.capacity = capacity_delta(base, head)
     result.cost = cost_delta(base, head)
+    result.rollout = rollout_delta(head, _reimage_reasons(result))
     if not base.secret_digests or not head.secret_digests:
         result.notes.append("a side without secretDigests (a real pulumi preview): changes to masked boot documents "
                             "cannot be seen there")

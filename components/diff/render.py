@@ -9,6 +9,7 @@ from rich.console import Console
 
 from components.diff.compare import Change, PlanDiff
 from components.diff.cost import cost_lines
+from components.diff.rollout import rollout_lines
 from components.diff.values import ValueChange
 from components.diff.visible import visible
 
@@ -114,6 +115,8 @@ def print_diff(console: Console, diff: PlanDiff) -> None:
         say(f"node image {image.resource}: {image.before} -> {image.after}; Azure applies it to {image.applies}"
             if image.applies.startswith("new") else
             f"node image {image.resource}: {image.before} -> {image.after}; {image.applies}")
+    for line in rollout_lines(diff.rollout):
+        say(line)
     if diff.boot_files:
         files = diff.boot_files
         for key in ("added", "removed"):
@@ -169,5 +172,7 @@ def diff_section(diff: dict[str, Any]) -> str:
                        f"<td>{escape(i['applies'])}</td></tr>" for i in diff["images"])
         parts.append("<table><tr><th>scale set or VM</th><th>node image</th><th>becomes</th><th>Azure applies it to"
                      f"</th></tr>{rows}</table>")
+    if diff.get("rollout"):
+        parts.append("<pre>" + escape("\n".join(visible(line) for line in rollout_lines(diff["rollout"]))) + "</pre>")
     parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in capacity_lines(diff["capacity"])) + "</ul>")
     return "".join(parts)

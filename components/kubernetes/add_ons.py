@@ -27,6 +27,7 @@ from components.kubernetes.objects.layer import (
     gpu_health_objects,
     lifecycle_objects,
     networking_objects,
+    rollout_layer_objects,
 )
 from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
 from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, ReleaseOptions
@@ -84,6 +85,9 @@ class Capacity(pulumi.ComponentResource):
         self.node_lifecycle = declare_staged(lifecycle_objects(
             plan, azure.settings(azure.node_lifecycle_client_id), pulumi.Output.json_dumps), child, after) \
             if azure.node_lifecycle_client_id is not None else []
+        # The rollout controller re-images scale sets wave by wave when a change needs it (objects/rollout.py).
+        self.rollout = declare_staged(rollout_layer_objects(plan, azure.settings(azure.rollout_client_id)), child,
+                                      after) if azure.rollout_client_id is not None else []
         self.register_outputs({})
 
 

@@ -28,6 +28,7 @@ from components.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
+from components.offline.rollout_report import rollout_section
 from components.offline.summary import folded_text, folded_violations
 from components.preflight.report import html_section
 
@@ -230,6 +231,7 @@ def _tables(data: Data) -> list[str]:
         ["zone", "nodes lost", "GPUs lost", "etcd left", "events etcd left", "API servers left"],
         [[escape(z["zone"]), _n(z["nodesLost"]), _n(z["gpusLost"]), _left(z["etcd"]), _left(z["eventsEtcd"]),
           f'{z["apiServers"]["left"]}/{z["apiServers"]["of"]}'] for z in data["zoneLoss"]])]
+    out += rollout_section(data)
     out += ["<h2>IP plan</h2>", ip_picture(data), _table(
         ["block", "CIDR", "holds", "IPs needed", "usable", "room before full"],
         [[escape(b["name"] + (" (pinned)" if b["pinned"] else "")), escape(b["cidr"]), escape(b["purpose"]),

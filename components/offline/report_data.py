@@ -15,6 +15,7 @@ from components.offline.cost_report import cost_data
 from components.offline.lifetimes_report import tokens_data
 from components.offline.metrics_report import metrics_data
 from components.offline.policy_runner import Violation
+from components.offline.rollout_report import rollout_data
 from components.offline.versions_report import first_boot_data, node_pods_data, versions_data
 from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
@@ -281,6 +282,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
         "nodePods": node_pods_data(plan),
         "bootstrapTokens": tokens_data(plan),
         "cost": cost_data(plan),
+        "rollout": rollout_data(plan),
         "outputs": outputs or {},
         "acknowledgeDeletions": {"teams": list(spec.acknowledge_deletions.teams),
                                  "infinibandDomains": list(spec.acknowledge_deletions.infiniband_domains)},

@@ -20,6 +20,7 @@ from components.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
+from components.offline.rollout_report import print_rollout
 from components.offline.versions_report import print_versions
 from components.preflight.fold import merged_message, names_text
 
@@ -248,6 +249,7 @@ def print_summary(console: Console, data: Data, violations: list[Violation], det
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
     print_cost(console, data)
+    print_rollout(console, data)
     if "versions" in data:
         print_versions(console, data, tables=details)
     print_violations(console, violations)

@@ -30,6 +30,7 @@ from components.planning.node_template import CONTROL_PLANE_TAINT, node_labels, 
 from components.planning.placement import PoolPlan, plan_pools
 from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
 from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
+from components.planning.rollout import RolloutPlan, plan_rollout
 from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.planning.tag_limits import tag_count_problems
 from components.planning.versions import VersionPlan, plan_versions
@@ -74,6 +75,8 @@ class ClusterPlan:
     """What the cluster costs at the catalogue's (and the stack's price file's) prices (docs/cost.md)."""
     metrics: MetricsPlan | None = None
     """The telemetry budget: raw series at the edge, what the workspace receives, its limits (docs/metrics.md)."""
+    rollout: RolloutPlan | None = None
+    """The order in which every machine is re-imaged after a change to what it boots (planning/rollout.py)."""
 
     @property
     def nodes(self) -> int:
@@ -173,5 +176,6 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     cost = plan_cost(spec, pools, control_plane, egress, balloons, scheduling, catalogue, day, spec.cost.price_file)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
                        registry, images, tokens, plan_boot(spec, ip, pools, control_plane), first_up=first_up,
-                       counts=counts, cost=cost, metrics=metrics)
+                       counts=counts, cost=cost, metrics=metrics,
+                       rollout=plan_rollout(pools, control_plane, scheduling, spec.rollout))
     return plan

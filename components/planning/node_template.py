@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
+from components.planning.fence import FENCE
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.planning.tags import machine_tags
 from components.planning.taints import NodeTaint
@@ -55,6 +56,7 @@ def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[
         LABEL_ROLE: pool.role,
         LABEL_ZONE: zone_label(location, scale_set.zone),
         LABEL_IB_DOMAIN: scale_set.name if scale_set.infiniband else "none",
+        FENCE.label: FENCE.open,
         **pool.spec.labels,
     }
     if scale_set.rack is not None:

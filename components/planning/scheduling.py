@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.errors import Problem, SpecError
+from components.planning.fence import FENCE
 from components.planning.node_template import CONFIDENTIAL_TAINT, node_taints
 from components.planning.placement import PoolPlan
 from components.planning.taints import NodeTaint
@@ -122,7 +123,8 @@ def split_proportionally(total: int, weights: list[int]) -> list[int]:
 
 def _flavor(pool: PoolPlan) -> FlavorPlan:
     taints = node_taints(pool)
-    return FlavorPlan(name=pool.name, pool=pool, node_labels={LABEL_POOL: pool.name}, node_taints=taints,
+    return FlavorPlan(name=pool.name, pool=pool, node_labels={LABEL_POOL: pool.name, FENCE.label: FENCE.open},
+                      node_taints=taints,
                       tolerations=tuple(t for t in taints if t.key != CONFIDENTIAL_TAINT.key),
                       topology=RACK_TOPOLOGY_NAME if pool.racks is not None
                       else TOPOLOGY_NAME if pool.infiniband else None)

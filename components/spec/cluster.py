@@ -16,6 +16,7 @@ from components.spec.network import NetworkSpec
 from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
 from components.spec.quota import ResourceQuotaSpec
 from components.spec.registry import RegistrySpec
+from components.spec.rollout import RolloutSpec
 from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
 
 LIBRARY_TAGS = 5
@@ -161,6 +162,8 @@ class ClusterSpec(SpecModel):
     acknowledge_deletions: AcknowledgedDeletions = AcknowledgedDeletions()
     cost: CostSpec = CostSpec()
     """How the plan prices the cluster: the user's price file and the age past which prices are stale."""
+    rollout: RolloutSpec = RolloutSpec()
+    """How instances are re-imaged one wave at a time after a change to what they boot (docs/operations.md)."""
     """Team namespaces and InfiniBand domains this change deletes on purpose (docs/operations.md)."""
 
     @field_validator("zones")

@@ -75,6 +75,7 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
     from components.verify.arm import Arm
     from components.verify.check_racks import check_racks, check_subgroups
     from components.verify.check_registry import check_registry
+    from components.verify.check_rollout import check_instance_models, check_progress
     from components.verify.check_scale_sets import check_scale_sets
     from components.verify.kube import Kube
     from components.verify.readonly import WriteRefusedError
@@ -94,6 +95,7 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
             ("azure.images", lambda: check_images.check_images(arm, plan)),
             ("azure.registry", lambda: check_registry(arm, plan)),
             ("azure.subgroups", lambda: check_subgroups(arm, plan)),
+            ("azure.instance-models", lambda: check_instance_models(arm, plan)),
         ]
     checks += [
         ("cluster.nodes", lambda: check_nodes.check_nodes(kube, plan)),
@@ -103,6 +105,7 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
         ("cluster.images", lambda: check_addons.check_images(kube, plan)),
         ("cluster.bootstrap-token", lambda: check_expiry.check_tokens(kube, options.now, options.window)),
         ("cluster.certificates", lambda: check_expiry.check_certificates(kube, options.now, options.window)),
+        ("cluster.rollout", lambda: check_progress(kube, plan)),
     ]
     return bounded(checks, options.limits, lambda name, check: guarded(name, check, WriteRefusedError, _unreachable()))
 

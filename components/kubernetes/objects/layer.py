@@ -24,6 +24,7 @@ from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.kubernetes.objects.priority import priority_classes
 from components.kubernetes.objects.rack_clique import rack_clique_objects
 from components.kubernetes.objects.rdma import rdma_objects
+from components.kubernetes.objects.rollout import rollout_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
@@ -90,6 +91,15 @@ def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
                                        plan.registry))
 
 
+def rollout_layer_objects(plan: ClusterPlan, identity: AzureSettings) -> list[Object]:
+    """The rollout controller with the plan's waves (objects/rollout.py)."""
+    if plan.rollout is None:
+        return []
+    objects = rollout_objects(plan.rollout, identity, plan.registry.agents_image, api_server_host(plan.spec.name),
+                              API_SERVER_PORT)
+    return serve_objects(objects, plan.registry)
+
+
 def csr_objects(plan: ClusterPlan) -> list[Object]:
     return serve_objects(csr_approver_from_plan(plan), plan.registry)
 
@@ -114,7 +124,7 @@ def _workload_objects(plan: ClusterPlan) -> list[Object]:
     scaler, balloons = capacity_objects(plan, at_deploy("cluster-autoscaler"))
     return [*networking_objects(plan, at_deploy("prefix-ipam")), *priority, *kueue, *scaler, *balloons,
             *lifecycle_objects(plan, at_deploy("node-lifecycle")), *gpu_health_objects(plan), *device_objects(plan),
-            *csr_objects(plan),
+            *csr_objects(plan), *rollout_layer_objects(plan, at_deploy("rollout")),
             *telemetry_objects(plan, "[at deploy: remote write URL]", "[at deploy: metrics client id]")]
 
 

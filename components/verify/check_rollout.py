@@ -1,0 +1,72 @@
+"""Each node scale set's model against its instances, and the rollout's progress (docs/operations.md, "Rolling a
+node image or boot change").
+
+A scale set's upgradePolicy is Manual: `pulumi up` changes its model, and an instance takes the new model only when
+it is re-imaged. ARM reports per instance whether it runs the scale set's latest model (`latestModelApplied`,
+Microsoft.Compute VirtualMachineScaleSetVMProperties). The rollout controller's progress is its state ConfigMap
+(components/kubernetes/scripts/rollout.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from components.kubernetes.scripts.rollout import DEFAULT_NAMESPACE, STATE_CONFIGMAP
+from components.planning.cluster_plan import ClusterPlan
+from components.verify import expected
+from components.verify.arm import Arm, not_found
+from components.verify.kube import Kube
+from components.verify.results import Check, Result
+
+MODELS = Check("azure.instance-models", "Microsoft.Compute VirtualMachineScaleSetVMProperties.latestModelApplied; "
+                                        "components/planning/rollout.py (the wave that re-images the scale set)")
+PROGRESS = Check("cluster.rollout", "components/kubernetes/scripts/rollout.py (state ConfigMap "
+                                    f"{DEFAULT_NAMESPACE}/{STATE_CONFIGMAP})")
+
+
+def behind(instances: list[dict[str, Any]]) -> list[str]:
+    """Instance ids not on the scale set's latest model."""
+    return [str(i.get("instanceId") or i.get("name")) for i in instances
+            if (i.get("properties") or {}).get("latestModelApplied") is not True]
+
+
+def check_instance_models(arm: Arm, plan: ClusterPlan) -> list[Result]:
+    results = []
+    for pool, scale_set in expected.scale_sets(plan):
+        subject = f"{scale_set.name} (pool {pool.name})"
+        try:
+            instances = [vm.as_dict() for vm in
+                         arm.compute.virtual_machine_scale_set_vms.list(arm.resource_group, scale_set.name)]
+        except not_found():
+            results.append(MODELS.failed(subject, f"no scale set {scale_set.name}", "run pulumi up for this stack"))
+            continue
+        late = behind(instances)
+        wave = plan.rollout.wave_of(scale_set.name) if plan.rollout else None
+        if late:
+            shown = ", ".join(late[:10]) + (f" and {len(late) - 10} more" if len(late) > 10 else "")
+            results.append(MODELS.failed(subject, f"{len(late)} of {len(instances)} instances not on the scale set's "
+                                                  f"model: {shown}",
+                                         f"the rollout re-images them in wave {wave.index if wave else '?'} "
+                                         "(docs/operations.md, 'Rolling a node image or boot change')"))
+        else:
+            results.append(MODELS.passed(subject, f"all {len(instances)} instances on the scale set's model"))
+    return results
+
+
+def check_progress(kube: Kube, plan: ClusterPlan) -> list[Result]:
+    total = len(plan.rollout.waves) if plan.rollout else 0
+    found = kube.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/configmaps/{STATE_CONFIGMAP}")
+    if found is None:
+        return [PROGRESS.skipped("rollout", "no rollout has started (no state ConfigMap)")]
+    try:
+        state = json.loads(str((found.get("data") or {}).get("state.json") or "{}"))
+    except ValueError:
+        return [PROGRESS.failed("rollout", "the state ConfigMap's state.json is not JSON",
+                                "fix or delete it; the controller starts over from wave 0 without it")]
+    wave, phase = state.get("wave"), state.get("phase")
+    if phase == "stopped":
+        return [PROGRESS.failed("rollout", f"stopped at wave {wave} of {total}: {state.get('reason')}",
+                                "the wave stays fenced: fix its nodes, then set the phase in the state ConfigMap")]
+    if isinstance(wave, int) and wave >= total:
+        return [PROGRESS.passed("rollout", f"all {total} waves done")]
+    return [PROGRESS.passed("rollout", f"wave {wave} of {total}, phase {phase}")]

@@ -1,0 +1,303 @@
+"""The rollout controller (components/kubernetes/scripts/rollout.py) against the fake API server and a fake ARM, with
+faults: a running gang is not evicted before its deadline, two domains of a pool are never out at once, a controller
+replaced mid-wave resumes where the state says, a failed reimage or health check stops the rollout with the wave
+fenced, ARM 429s and API 410s are survived, the pause annotation holds it. Kueue's and the health agent's parts are
+played by the test between steps (`Cluster.kueue`, `Cluster.health`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.catalog.arm_routes import SCALE_SET_API_VERSION
+from components.kubernetes.scripts import kube_client as kc
+from components.kubernetes.scripts import rollout as ro
+from components.kubernetes.scripts.prefix_ipam import Leader
+from components.planning.fence import FENCE
+from tests.fake_kube import FakeAzure, FakeKube, Fault
+
+NS = ro.NAMESPACE
+SETS = ("h100-z1-00", "h100-z1-01")
+NODES_PER_SET = 2
+WORKLOADS = f"{ro.WORKLOADS}/namespaces/team-a/workloads"
+PROVIDER = "azure:///subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/{}/virtualMachines/{}"
+
+
+class Kube(FakeKube):
+    COLLECTIONS = re.compile(r"^(/api/v1/nodes|/api/v1/namespaces/[^/]+/(?:pods|configmaps)|"
+                             r"/apis/coordination\.k8s\.io/v1/namespaces/[^/]+/leases|"
+                             r"/apis/kueue\.x-k8s\.io/v1beta2/namespaces/[^/]+/workloads)(?:/([^/]+))?$")
+
+    def answer(self, method: str, path: str, query: dict[str, str], body: Any, who: str) -> tuple[int, Any, dict[str, str]]:
+        if path == f"{ro.WORKLOADS}/workloads" and method == "GET":
+            with self.lock:
+                items = [o for c, objs in self.store.items() if c.endswith("/workloads") for o in objs.values()]
+                return 200, self._page(items, query), {}
+        return super().answer(method, path, query, body, who)
+
+
+class Arm(FakeAzure):
+    """IMDS's token (the parent) and a scale set's reimage and instance view."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reimaged: list[str] = []
+        self.failing: set[str] = set()
+
+    def answer(self, method: str, path: str, query: dict[str, str], body: Any, who: str) -> tuple[int, Any, dict[str, str]]:
+        match = re.match(r"^/subscriptions/sub/resourceGroups/rg/providers/Microsoft\.Compute/"
+                         r"virtualMachineScaleSets/([^/]+)/(reimage|instanceView)$", path)
+        if match is None:
+            return super().answer(method, path, query, body, who)
+        assert query.get("api-version") == SCALE_SET_API_VERSION
+        name, op = match[1], match[2]
+        if op == "reimage" and method == "POST":
+            self.reimaged.append(name)
+            return 202, {}, {}
+        code = "ProvisioningState/failed/InternalError" if name in self.failing else "ProvisioningState/succeeded"
+        return 200, {"statuses": [{"code": code}]}, {}
+
+
+class Cluster:
+    def __init__(self, kube: Kube, arm: Arm, tmp: Path) -> None:
+        self.kube, self.arm, self.tmp = kube, arm, tmp
+        self.clock = [1_000_000.0]
+        self.fenced_history: list[set[str]] = []
+        (tmp / "token").write_text("t")
+
+    def controller(self, me: str | None = None) -> ro.Controller:
+        http = kc.Http(sleep=lambda s: None, retry_cap=0.01)
+        arm = ro.Arm(http, "client", "sub", "rg")
+        kube = kc.Kube(self.kube.url, str(self.tmp), sleep=lambda s: None, retry_cap=0.01)
+        leader = Leader(kube, NS, "gpucluster-rollout", me) if me else None
+        return ro.Controller(kube, arm, now=lambda: self.clock[0], leader=leader)
+
+    def no_deadline(self) -> None:
+        """The drain deadline at 0: a wave evicts what runs on it at once."""
+        plan = self.kube.store[f"/api/v1/namespaces/{NS}/configmaps"][ro.PLAN_CONFIGMAP]
+        self.kube.put_object(f"/api/v1/namespaces/{NS}/configmaps",
+                             {**plan, "data": {"plan.json": json.dumps(_plan(deadline_minutes=0))}})
+
+    def fenced(self) -> set[str]:
+        nodes = self.kube.store.get("/api/v1/nodes", {}).values()
+        return {n["metadata"]["name"] for n in nodes if n["metadata"]["labels"][FENCE.label] == FENCE.fenced}
+
+    def kueue(self) -> None:
+        """Kueue: a deactivated workload is evicted (no quota, no admission); a reactivated one waits in its queue."""
+        for w in list(self.kube.store.get(WORKLOADS, {}).values()):
+            if w["spec"].get("active") is False and w["status"].get("admission"):
+                self.kube.put_object(WORKLOADS, {**w, "status": {"conditions": [
+                    {"type": "QuotaReserved", "status": "False"}, {"type": "Evicted", "status": "True"}]}})
+
+    def health(self, sick: str | None = None) -> None:
+        """The health agent: preflight taint off, or the unhealthy taint on `sick`."""
+        for n in list(self.kube.store.get("/api/v1/nodes", {}).values()):
+            taints = [t for t in n["spec"].get("taints", []) if t["key"] != ro.PREFLIGHT]
+            if n["metadata"]["name"] == sick:
+                taints = [*n["spec"].get("taints", []), {"key": ro.UNHEALTHY, "value": "dcgm", "effect": "NoSchedule"}]
+            if taints != n["spec"].get("taints", []):
+                self.kube.put_object("/api/v1/nodes", {**n, "spec": {**n["spec"], "taints": taints}})
+
+    def steps(self, controller: ro.Controller, count: int, sick: str | None = None) -> list[str]:
+        done = []
+        for _ in range(count):
+            done.append(controller.step())
+            self.fenced_history.append(self.fenced())
+            self.kueue()
+            self.health(sick)
+            if done[-1] == "done" or done[-1].startswith("stopped"):
+                break
+        return done
+
+
+def _plan(deadline_minutes: int = 60) -> dict[str, Any]:
+    waves = [{"index": 0, "kind": "etcd", "pool": "etcd", "scaleSets": ["etcd-0"]}] + [
+        {"index": i + 1, "kind": "pool", "pool": "h100", "scaleSets": [s]} for i, s in enumerate(SETS)]
+    return {"waves": waves, "fence": {"label": FENCE.label, "open": FENCE.open, "fenced": FENCE.fenced},
+            "drainDeadlineMinutes": deadline_minutes}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    kube, arm = Kube(), Arm()
+    with kube.running(), arm.running():
+        monkeypatch.setattr(ro, "ARM", arm.url)
+        monkeypatch.setattr(ro, "IMDS_TOKEN", f"{arm.url}/metadata/identity/oauth2/token")
+        for s in SETS:
+            for i in range(NODES_PER_SET):
+                labels = {FENCE.label: FENCE.open, "gpucluster.io/pool": "h100", "gpucluster.io/infiniband-domain": s}
+                kube.put_object("/api/v1/nodes", {"metadata": {"name": f"{s}-{i}", "labels": labels},
+                                                  "spec": {"providerID": PROVIDER.format(s, i), "taints": []}})
+        kube.put_object(f"/api/v1/namespaces/{NS}/configmaps", {"metadata": {"name": ro.PLAN_CONFIGMAP},
+                                                                 "data": {"plan.json": json.dumps(_plan())}})
+        # a running gang on the first domain, one pod per node
+        kube.put_object(WORKLOADS, {"metadata": {"name": "gang", "namespace": "team-a"}, "spec": {}, "status": {
+            "conditions": [{"type": "QuotaReserved", "status": "True"}],
+            "admission": {"podSetAssignments": [{"topologyAssignment": {"levels": ["kubernetes.io/hostname"], "slices": [
+                {"domainCount": 2, "podCounts": {"universal": 1},
+                 "valuesPerLevel": [{"individual": {"prefix": f"{SETS[0]}-", "roots": ["0", "1"]}}]}]}}]}}})
+        for i in range(NODES_PER_SET):
+            kube.put_object("/api/v1/namespaces/team-a/pods", {"metadata": {"name": f"gang-{i}", "namespace": "team-a"},
+                                                              "spec": {"nodeName": f"{SETS[0]}-{i}"}})
+        yield Cluster(kube, arm, tmp_path)
+
+
+def _gang(cluster: Cluster) -> dict[str, Any]:
+    found = cluster.kube.get_object(WORKLOADS, "gang")
+    assert found is not None
+    return found
+
+
+def test_a_running_gang_is_not_evicted_before_its_deadline(cluster: Cluster) -> None:
+    controller = cluster.controller()
+    cluster.steps(controller, 5)
+    assert cluster.fenced() == {f"{SETS[0]}-0", f"{SETS[0]}-1"}
+    assert _gang(cluster)["spec"].get("active") is not False, "no eviction before the deadline"
+    pods = cluster.kube.store["/api/v1/namespaces/team-a/pods"]
+    assert all(ro.CHECKPOINT in p["metadata"]["annotations"] for p in pods.values()), "the checkpoint signal"
+    assert cluster.arm.reimaged == []
+    cluster.clock[0] += 60 * 60 + 1
+    cluster.steps(controller, 4)  # deadline seen, deactivated, reactivated once evicted, re-imaged
+    gang = _gang(cluster)
+    assert gang["spec"]["active"] is True and not gang["status"].get("admission"), "evicted whole, then requeued"
+    assert cluster.arm.reimaged == [SETS[0]]
+
+
+def test_two_domains_of_a_pool_are_never_out_at_once_and_the_rollout_finishes(cluster: Cluster) -> None:
+    cluster.no_deadline()
+    said = cluster.steps(cluster.controller(), 40)
+    assert said[-1] == "done", said
+    assert cluster.arm.reimaged == list(SETS)
+    for fenced in cluster.fenced_history:
+        assert len({name.rsplit("-", 1)[0] for name in fenced}) <= 1, fenced
+    assert cluster.fenced() == set()
+    assert not any(t for n in cluster.kube.store["/api/v1/nodes"].values() for t in n["spec"]["taints"])
+    lists = cluster.kube.requests("GET", r"^/api/v1/nodes$")
+    assert lists and all(r.query.get("labelSelector") for r in lists), "never a list of every node"
+
+
+def test_a_controller_replaced_mid_wave_resumes_where_it_was(cluster: Cluster) -> None:
+    cluster.no_deadline()
+    cluster.steps(cluster.controller(), 5)  # fenced, deadline seen, deactivated, reactivated, reimage asked
+    state = json.loads(cluster.kube.store[f"/api/v1/namespaces/{NS}/configmaps"][ro.STATE_CONFIGMAP]["data"]["state.json"])
+    assert (state["wave"], state["phase"]) == (1, "reimaging")
+    said = cluster.steps(cluster.controller(), 40)  # a new process, nothing in memory
+    assert said[-1] == "done"
+    assert cluster.arm.reimaged == list(SETS), "the first domain is not asked to re-image again"
+
+
+def test_a_failed_reimage_stops_the_rollout_with_the_domain_fenced(cluster: Cluster) -> None:
+    cluster.no_deadline()
+    cluster.arm.failing.add(SETS[0])
+    said = cluster.steps(cluster.controller(), 40)
+    assert said[-1].startswith("stopped: reimage of h100-z1-00"), said
+    assert cluster.fenced() == {f"{SETS[0]}-0", f"{SETS[0]}-1"}
+    assert cluster.controller().step().startswith("stopped at wave 1")
+    assert cluster.arm.reimaged == [SETS[0]]
+
+
+def test_a_failed_health_check_stops_the_rollout_with_the_domain_fenced(cluster: Cluster) -> None:
+    cluster.no_deadline()
+    said = cluster.steps(cluster.controller(), 40, sick=f"{SETS[0]}-1")
+    assert said[-1].startswith("stopped: health check failed on h100-z1-00-1"), said
+    assert cluster.fenced() == {f"{SETS[0]}-0", f"{SETS[0]}-1"} and cluster.arm.reimaged == [SETS[0]]
+
+
+def test_arm_429s_and_api_410s_and_failed_reads_are_survived(cluster: Cluster) -> None:
+    cluster.no_deadline()
+    reimage = r"/virtualMachineScaleSets/h100-z1-00/reimage"  # faults match the path with its query
+    cluster.arm.inject("POST", reimage, Fault(429, {"Retry-After": "1"}, times=3))
+    cluster.kube.inject("GET", r"^/api/v1/nodes\?", Fault(410, times=2))
+    cluster.arm.inject("GET", r"/instanceView", Fault(500, times=7))  # a read failing past its retries: next round
+    controller = cluster.controller()
+    said = ""
+    for _ in range(60):
+        said = ro.run(controller, iter(range(1)), sleep=lambda s: None)
+        cluster.fenced_history.append(cluster.fenced())
+        cluster.kueue()
+        cluster.health()
+        if said == "done":
+            break
+    assert said == "done"
+    assert cluster.arm.reimaged == list(SETS)
+    assert len(cluster.arm.requests("POST", reimage)) == 4, "three 429s, then the reimage"
+    assert len(cluster.kube.requests("GET", r"^/api/v1/nodes$")) > 2, "the 410s were asked again"
+
+
+def test_the_pause_annotation_holds_the_rollout(cluster: Cluster) -> None:
+    plan = cluster.kube.store[f"/api/v1/namespaces/{NS}/configmaps"][ro.PLAN_CONFIGMAP]
+    cluster.kube.put_object(f"/api/v1/namespaces/{NS}/configmaps",
+                            {**plan, "metadata": {**plan["metadata"], "annotations": {ro.PAUSE_ANNOTATION: "true"}}})
+    assert cluster.steps(cluster.controller(), 3) == ["paused"] * 3
+    assert cluster.fenced() == set()
+
+
+def test_the_controller_sends_the_providers_compute_api_version_and_the_vocabularys_names() -> None:
+    from components.vocabulary import (
+        ANNOTATION_CHECKPOINT_BY,
+        LABEL_IB_DOMAIN,
+        LABEL_POOL,
+        LABEL_RACK,
+        TAINT_PREFLIGHT,
+        TAINT_UNHEALTHY,
+    )
+
+    assert ro.COMPUTE_API_VERSION == SCALE_SET_API_VERSION
+    assert (ro.CHECKPOINT, ro.PREFLIGHT, ro.UNHEALTHY) == (ANNOTATION_CHECKPOINT_BY, TAINT_PREFLIGHT, TAINT_UNHEALTHY)
+    assert (ro.DOMAIN_LABEL, ro.RACK_LABEL, ro.POOL_LABEL) == (LABEL_IB_DOMAIN, LABEL_RACK, LABEL_POOL)
+
+
+def test_only_the_lease_holder_steps(cluster: Cluster) -> None:
+    first, second = cluster.controller("replica-a"), cluster.controller("replica-b")
+    assert first.step().startswith("wave 1: fenced")
+    assert second.step() == "not the leader"
+    assert cluster.kube.holder() == "replica-a"
+
+
+def test_the_controller_sends_only_the_arm_requests_its_role_grants(cluster: Cluster) -> None:
+    """Every ARM request of a whole rollout is one that components/catalog/arm_operations.py read from the
+    controller's source, and its action is in the controller's role (tests/test_addon_roles.py checks the role
+    against Azure's operations list)."""
+    from components.catalog.addon_permissions import ROLLOUT
+    from components.catalog.arm_operations import rbac_action, rollout_operations
+
+    cluster.no_deadline()
+    assert cluster.steps(cluster.controller(), 40)[-1] == "done"
+    templates = [re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(op.path)) + "$")
+                 for op in rollout_operations()]
+    sent = [s for s in cluster.arm.seen if s.path != "/metadata/identity/oauth2/token"]
+    assert {s.method for s in sent} == {"POST", "GET"}
+    for s in sent:
+        assert any(t.match(s.path) for t in templates), s.path
+        assert rbac_action(s.method, s.path) in {p.action for p in ROLLOUT}
+
+
+def test_a_node_changed_since_it_was_read_is_not_tainted_blindly(cluster: Cluster) -> None:
+    """The preflight taint replaces the node's taint list: a node edited since the read (another taint added) makes
+    the patch fail with 409; nothing is re-imaged in that round, and the next round reads again and keeps both."""
+    cluster.no_deadline()
+    controller = cluster.controller()
+    cluster.steps(controller, 4)  # fenced, deadline seen, deactivated, reactivated: next is reimage
+    bumped: list[str] = []
+
+    def edit_first(method: str, path: str, kube: FakeKube) -> None:
+        if method == "PATCH" and path.startswith("/api/v1/nodes/") and not bumped:
+            name = path.rsplit("/", 1)[1]
+            node = kube.store["/api/v1/nodes"][name]
+            taint = {"key": "example.com/maintenance", "value": "x", "effect": "NoSchedule"}
+            kube.put_object("/api/v1/nodes", {**node, "spec": {**node["spec"], "taints": [taint]}})
+            bumped.append(name)
+
+    cluster.kube.before_write = edit_first
+    with pytest.raises(kc.ApiError) as raised:
+        controller.step()
+    assert raised.value.status == 409 and cluster.arm.reimaged == []
+    cluster.kube.before_write = None
+    assert controller.step().startswith("wave 1: reimage asked")
+    taints = {t["key"] for t in cluster.kube.store["/api/v1/nodes"][bumped[0]]["spec"]["taints"]}
+    assert taints == {"example.com/maintenance", ro.PREFLIGHT}
