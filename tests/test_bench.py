@@ -19,7 +19,9 @@ def test_a_refused_stack_is_reported_in_its_row_and_the_table_goes_on(tmp_path: 
     ceilings = dict(limits.OVERRIDE_CEILINGS)
     row, note = plan_bench.measure(label, path, mode, tmp_path)
     assert row.startswith("prod x4") and "refused by the planner" in row
-    assert note is not None and note.startswith("prod x4: cluster.controlPlane.eventsEtcd: etcd-events would hold")
+    # etcd's sizing refuses it (the main or the events members past etcd's 8 GiB), named with its key
+    assert note is not None and note.startswith("prod x4: cluster.controlPlane.") and "etcd" in note
+    assert "would hold" in note
     assert ceilings == limits.OVERRIDE_CEILINGS  # the lifted NAT ceiling is back for whatever runs next
 
 

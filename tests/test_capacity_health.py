@@ -141,7 +141,9 @@ def test_addon_identities_are_scoped_to_the_resource_group(prod_run: ProgramRun)
     definitions = {r.inputs["roleDefinitionId"]: r for r in prod_run.registrations
                    if r.type == "azure-native:authorization:RoleDefinition" and "-addons-" in r.name}
     assert {r.inputs["roleDefinitionId"].rsplit("/", 1)[1] for r in roles} == set(definitions)
-    wide = [r for r in roles if not r.inputs["scope"].endswith("/resourceGroups/gpucluster-prod")]
+    # The resource group or narrower (the gallery the scale sets boot from, for the linked read a scale-set write needs)
+    group = "/resourceGroups/gpucluster-prod"
+    wide = [r for r in roles if not (r.inputs["scope"].endswith(group) or f"{group}/providers/" in r.inputs["scope"])]
     assert wide == []
     system = next(r for r in prod_run.registrations if r.name == "system-z1-00")
     assert system.inputs["identity"]["type"] == "SystemAssigned, UserAssigned"

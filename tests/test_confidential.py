@@ -140,7 +140,7 @@ def test_confidential_block_only_on_confidential_pools_and_region_authority() ->
     raw["pools"][1]["confidential"] = {}
     assert "cluster.pools[1].confidential: only pools of kind: confidential" in _problem(raw)
     raw = _cluster(confidential={"customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}})
-    raw["location"] = "swedencentral"
+    raw["location"] = "westus2"  # no shared attestation provider in the catalogue; ACR agent pools
     assert "confidential.customerManagedKey.attestationAuthority: no shared attestation provider" in _problem(raw)
     raw["pools"][1]["confidential"]["customerManagedKey"]["attestationAuthority"] = "https://sharedsec.sec.attest.azure.net/"
     assert plan_cluster(small_spec(**raw)).pools[1].confidential.customer_key is not None  # type: ignore[union-attr]

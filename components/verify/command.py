@@ -18,6 +18,7 @@ from rich.console import Console
 
 from components.errors import Problem, SpecError
 from components.verify.bounds import LIMITS, Limits
+from components.vocabulary import LABEL_NCCL_RUN
 
 if TYPE_CHECKING:
     from components.planning.cluster_plan import ClusterPlan
@@ -152,7 +153,7 @@ INTERRUPTED = ("interrupted: verify stopped before its verdicts; it had written 
                "files it wrote are removed")
 INTERRUPTED_NCCL = ("interrupted: verify stopped before its verdicts; the kubeconfig's key files it wrote are removed; "
                     "the NCCL run's Job and Service were deleted on the way out if it had created them (`kubectl -n "
-                    "gpucluster-health get jobs,services -l gpucluster.io/nccl-run` lists any left)")
+                    f"gpucluster-health get jobs,services -l {LABEL_NCCL_RUN}` lists any left)")
 EXIT_INTERRUPTED = 130
 
 
