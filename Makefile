@@ -52,7 +52,7 @@ golden: $(RUNTIME)
 
 # What the consumers accept, read from their sources at the pinned tags (tests/data/consumers/): re-run after a
 # version bump, with mirrors of the repositories under MIRRORS (docs/consumer-checks.md).
-MIRRORS ?= /work/.mirror
+MIRRORS ?= .mirrors
 consumer-facts: $(RUNTIME)
 	$(BIN)/python -m tools.extract_consumer_facts --mirrors $(MIRRORS)
 

@@ -2,7 +2,7 @@
 operator runs, into tests/data/dcgm_output.json (the health agent's verdicts are tested against shapes built from it).
 
     fetch NVIDIA/DCGM (the repository's snapshot), then
-    .venv/bin/python -m tools.dcgm_output /work/.mirror/NVIDIA+DCGM/repo v4.5.2 > tests/data/dcgm_output.json
+    .venv/bin/python -m tools.dcgm_output <DCGM git dir> v4.5.2 > tests/data/dcgm_output.json
 
 The tag follows gpu-operator v26.3.3 values.yaml `dcgm.version: 4.5.2-1-ubuntu22.04` (components/catalog/in_cluster.py
 DCGM_IMAGE). Read: nvvs/include/NvvsJsonStrings.h (the diag's JSON keys), dcgmi/Diag.cpp HelperDisplayDiagResult (the

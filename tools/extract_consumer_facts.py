@@ -10,7 +10,7 @@ Repositories come from local mirrors (bare git directories, e.g. what `git clone
 <mirrors>/<owner>+<name>/repo. A tag missing from a mirror falls back to the newest earlier patch of the same
 minor, recorded as such (`wanted`). Re-run after a version bump:
 
-    python -m tools.extract_consumer_facts --mirrors /work/.mirror
+    python -m tools.extract_consumer_facts --mirrors <folder of git dirs, one per owner+name>
 
 Tests (tests/test_consumer_flags.py, tests/test_chart_values_keys.py) read only the saved catalogues.
 """
@@ -150,7 +150,7 @@ CONFIG_SCHEMAS = (
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--mirrors", type=Path, required=True, help="a folder of git directories, <owner>+<name>/repo")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
