@@ -62,8 +62,8 @@ class ClusterPlan:
     boot: BootPlan
     """What every machine boots with (components/bootstrap/ renders it)."""
     first_boot: FirstBoot | None = None
-    """The simulated first boot of the in-cluster layer, set by components/simulation/check.py (None when the layer
-    is off or the plan was not checked yet)."""
+    """The simulated first boot of the in-cluster layer, set when components/simulation/check.py makes the plan a
+    `CheckedPlan` (None when the layer is off or the plan is not checked)."""
     first_up: FirstUpPlan | None = None
     """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
     in-cluster layer are applied through it)."""
