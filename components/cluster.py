@@ -58,7 +58,7 @@ class GpuCluster(pulumi.ComponentResource):
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
                                                 cluster=spec.name, gallery_id=self.node_images.gallery.id,
-                                                prefix_mode=any(p.pod_addresses == "prefixes" for p in spec.pools))
+                                                prefix_mode=plan.prefix_mode)
         admin = self.pki.certificates["admin"]
         # Admins dial the load balancer's address (in the API server's certSANs); machines dial its name.
         endpoint = plan.ip.api_server_endpoint
