@@ -1,4 +1,4 @@
-"""GpuCluster: composes the network, node pools and control plane from one ClusterPlan."""
+"""GpuCluster: composes the network, node pools and control plane from one CheckedPlan."""
 
 from __future__ import annotations
 
@@ -23,15 +23,16 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import pool_block_name
 from components.planning.pki import BREAK_GLASS_CERT, plan_certificates
 from components.planning.tags import base_tags
-from components.simulation.check import check_plan
+from components.simulation.check import CheckedPlan
 from components.spec import PoolKind
 
 
 class GpuCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
-        # What the plan refuses, `pulumi up` refuses: a plan not checked against the in-cluster layer yet is checked
-        # here, before anything is declared (components/simulation/check.py; raises SpecError).
-        plan = check_plan(plan)
+    def __init__(self, name: str, plan: CheckedPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        # What the checks refuse, `pulumi up` refuses: only a plan from `plan_checked` is declared.
+        if not isinstance(plan, CheckedPlan):
+            raise TypeError(f"GpuCluster takes a CheckedPlan, not a {type(plan).__name__}: plan the spec with "
+                            "plan_checked(spec) (components/simulation/check.py)")
         super().__init__("gpucluster:index:GpuCluster", name, None, opts)
         spec = plan.spec
         child = pulumi.ResourceOptions(parent=self)
@@ -57,7 +58,7 @@ class GpuCluster(pulumi.ComponentResource):
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
                                                 cluster=spec.name, gallery_id=self.node_images.gallery.id,
-                                                prefix_mode=any(p.pod_addresses == "prefixes" for p in spec.pools))
+                                                prefix_mode=plan.prefix_mode)
         admin = self.pki.certificates["admin"]
         # Admins dial the load balancer's address (in the API server's certSANs); machines dial its name.
         endpoint = plan.ip.api_server_endpoint

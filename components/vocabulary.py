@@ -22,11 +22,11 @@ LABEL_INTERCONNECT_GROUP_ID = "gpucluster.io/interconnect-group-id"
 """A rack VM's interconnect group as IMDS reports it (components/bootstrap/rack.py)."""
 LABEL_INTERCONNECT_SUBGROUP_ID = "gpucluster.io/interconnect-subgroup-id"
 LABEL_TEAM = "gpucluster.io/team"
+"""On a team's namespace; Kueue's queues select it."""
 LABEL_GPU_PRODUCT = "gpucluster.io/gpu-product"
 """Our product label, not `nvidia.com/gpu.product`: GPU feature discovery owns that key and overwrites it with the
 NVML device name, spaces as dashes ("NVIDIA-H100-80GB-HBM3"; NVIDIA/k8s-device-plugin internal/lm/resource.go
 `productLabel`), so a value we set there would differ between the autoscaler's template and the running node."""
-"""On a team's namespace; Kueue's queues select it."""
 LABEL_ADMISSION = "gpucluster.io/admission"
 """`open` on every node at join and required by every Kueue ResourceFlavor's nodeLabels; the rollout's fence sets it to
 `fenced` (components/planning/rollout.py `FENCE`): no new admission there, no running gang touched."""
@@ -61,12 +61,15 @@ LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
 # --- Labels of NVIDIA's and node-feature-discovery's components we set or select on.
 GPU_RESOURCE = "nvidia.com/gpu"
+"""The device plugin's extended resource (also a taint key the autoscaler's templates carry)."""
 CHANNEL_RESOURCE = "compute-domain.nvidia.com/channel"
-"""The IMEX channel a ComputeDomain pod claims, as Kueue counts it through deviceClassMappings (objects/kueue.py)."""
+"""The IMEX channel a ComputeDomain pod claims, as Kueue counts it through deviceClassMappings (objects/kueue.py):
+kueue v0.19.2 makes a workload whose claim names a DeviceClass without a deviceClassMappings entry inadmissible
+("DeviceClass %s is not mapped in DRA configuration", pkg/dra/claims.go), and a mapped resource no resource group
+covers is "unavailable in ClusterQueue" (flavorassigner.go)."""
 RDMA_NIC_RESOURCE = "dra.net/nic"
 """An InfiniBand NIC a pod on a rack node claims through DRANET's DeviceClass, as Kueue counts it through
 deviceClassMappings (objects/kueue.py, objects/rack_dra.py)."""
-"""The device plugin's extended resource (also a taint key the autoscaler's templates carry)."""
 LABEL_DEPLOY_CONTAINER_TOOLKIT = "nvidia.com/gpu.deploy.container-toolkit"
 LABEL_DEPLOY_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 LABEL_DEPLOY_DCGM = "nvidia.com/gpu.deploy.dcgm"
@@ -92,13 +95,13 @@ LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
 TAINT_PREFLIGHT = "gpucluster.io/preflight"
 """Set at registration; the GPU health DaemonSet removes it once the node passes its checks."""
 TAINT_UNHEALTHY = "gpucluster.io/gpu-unhealthy"
+"""Set by the GPU health agent on a failed diagnostic or DCGM health watch (scripts/health_agent.py UNHEALTHY)."""
 TAINT_RACK_UNPROVEN = "gpucluster.io/rack-unproven"
 """On a rack node whose GPU feature discovery clique does not bear out its planned rack label
 (components/kubernetes/scripts/rack_clique.py): no rack work lands there."""
 LABEL_GPU_CLIQUE = "nvidia.com/gpu.clique"
 """GPU feature discovery's NVLink partition label, `<cluster UUID>.<clique id>` (NVIDIA/k8s-device-plugin v0.19.3
 internal/lm/imex.go)."""
-"""Set by the GPU health agent on a failed diagnostic or DCGM health watch (scripts/health_agent.py UNHEALTHY)."""
 NODE_NAMESPACE = "node.kubernetes.io"
 """Kubelets may set labels under it; the node lifecycle controller's taints (`not-ready`, `unreachable`) live there."""
 
@@ -119,12 +122,13 @@ ANNOTATION_NODE_TTL = "node.alpha.kubernetes.io/ttl"
 ANNOTATION_ATTACH_DETACH = "volumes.kubernetes.io/controller-managed-attach-detach"
 ANNOTATION_CRI_SOCKET = "kubeadm.alpha.kubernetes.io/cri-socket"
 ANNOTATION_WATCH_REASON = "gpucluster.io/cluster-wide-watch-reason"
+"""Read by the policy pack (policies/rules/kubernetes.py) on a workload that watches cluster-wide."""
 ANNOTATION_SPARE_RACKS = "gpucluster.io/spare-racks-per-zone"
+"""On a rack pool's ResourceFlavor: the stack's `racks.spareRacksPerZone`, the racks per zone the policy pack's
+spare-rack rule keeps free of nominal quota (policies/rules/racks.py)."""
 ANNOTATION_CHECKPOINT_BY = "gpucluster.io/checkpoint-by"
 """On a running pod of a fenced domain: the time (RFC 3339) after which the rollout evicts its workload whole; a job
 reads it through a downward API volume and checkpoints before it."""
-"""On a rack pool's ResourceFlavor: the racks per zone no quota may take (policies/rules/racks.py)."""
-"""Read by the policy pack (policies/rules/kubernetes.py) on a workload that watches cluster-wide."""
 
 # --- Other Kubernetes names used in more than one place.
 SECRET_TYPE_BOOTSTRAP_TOKEN = "bootstrap.kubernetes.io/token"

@@ -8,7 +8,7 @@ from components.bootstrap.apiserver import BOOT_SCRIPT, ApiServerBootstrap, rend
 from components.planning.control_plane import scale_flags
 
 
-def _render(events: tuple[str, ...]) -> dict[str, object]:
+def render_apiserver_document(events: tuple[str, ...]) -> dict[str, object]:
     b = ApiServerBootstrap(
         cluster="prod", kubernetes_version="1.36.4", endpoint="10.0.0.4:6443", service_cidr="192.168.0.0/16",
         etcd_endpoints=("https://10.0.0.68:2379", "https://10.0.0.69:2379"), events_etcd_endpoints=events,
@@ -17,13 +17,13 @@ def _render(events: tuple[str, ...]) -> dict[str, object]:
     return yaml.safe_load(render_apiserver_cloud_init(b))
 
 
-def _kubeadm(document: dict[str, object]) -> list[dict[str, object]]:
+def kubeadm_documents(document: dict[str, object]) -> list[dict[str, object]]:
     files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
     return list(yaml.safe_load_all(files["/etc/kubernetes/kubeadm.yaml"]["content"]))
 
 
 def test_external_etcd_and_events_override() -> None:
-    init, cluster, _ = _kubeadm(_render(("https://10.0.0.73:2379", "https://10.0.0.74:2379")))
+    init, cluster, _ = kubeadm_documents(render_apiserver_document(("https://10.0.0.73:2379", "https://10.0.0.74:2379")))
     assert "bootstrapTokens" not in init
     assert cluster["etcd"]["external"]["endpoints"] == ["https://10.0.0.68:2379", "https://10.0.0.69:2379"]  # type: ignore[index]
     args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
@@ -34,8 +34,8 @@ def test_external_etcd_and_events_override() -> None:
 
 
 def test_without_events_etcd_there_is_no_override_and_keys_are_private() -> None:
-    document = _render(())
-    _, cluster, _ = _kubeadm(document)
+    document = render_apiserver_document(())
+    _, cluster, _ = kubeadm_documents(document)
     names = {a["name"] for a in cluster["apiServer"]["extraArgs"]}  # type: ignore[index]
     assert "etcd-servers-overrides" not in names
     files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
@@ -54,7 +54,7 @@ def test_kubeadm_init_writes_no_bootstrap_token() -> None:
     and an empty `bootstrapTokens` is defaulted to one random 24 h token (`SetDefaults_BootstrapTokens`,
     `cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go`): the API servers skip the phase, and with it
     show-join-command, which would print that unregistered default token. The stack declares the tokens."""
-    document = _render(())
+    document = render_apiserver_document(())
     files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
     init_line = next(line for line in files[BOOT_SCRIPT]["content"].splitlines() if "kubeadm init" in line)
     skipped = init_line.split("--skip-phases=", 1)[1].split()[0].split(",")

@@ -10,7 +10,7 @@ import pytest
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
 from components.simulation.boot_layer import chart_workloads, first_boot, own_workloads, pool_states
-from components.simulation.check import check_plan, plan_checked
+from components.simulation.check import CheckedPlan, check_plan, plan_checked
 from components.simulation.engine import simulate
 from tests.conftest import stack_spec
 
@@ -119,8 +119,8 @@ def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pyte
 
 def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """The planners do not reach the in-cluster layer: `plan_cluster` leaves the simulation to the entry point above
-    it. The CLI and `__main__.py` plan through `plan_checked`; `GpuCluster` checks a plan it is handed unchecked,
-    before it declares anything. All three refuse the stuck stack with the same problems."""
+    it. The CLI and `__main__.py` plan through `plan_checked`, whose CheckedPlan is the only plan `GpuCluster` takes:
+    a plain ClusterPlan is refused before anything is declared, so no stuck stack reaches `pulumi up` unchecked."""
     import components.planning.node_template as node_template
     from components.cluster import GpuCluster
     monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
@@ -128,12 +128,24 @@ def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pyte
     assert plan.first_boot is None and plan.agent_load is None
     with pytest.raises(SpecError) as planned:
         plan_checked(stack_spec("dev"))
-    with pytest.raises(SpecError) as declared:
-        GpuCluster("dev", plan)
-    assert planned.value.problems == declared.value.problems
+    with pytest.raises(SpecError) as checked:
+        check_plan(plan)
+    assert planned.value.problems == checked.value.problems
     assert any(p.message.startswith("coredns cannot start") for p in planned.value.problems)
-    assert check_plan(replace(plan, spec=plan.spec.model_copy(update={"in_cluster": plan.spec.in_cluster.model_copy(
-        update={"enabled": False})}))).first_boot is None
+    with pytest.raises(TypeError, match=r"GpuCluster takes a CheckedPlan, not a ClusterPlan: .*plan_checked\(spec\)"):
+        GpuCluster("dev", plan)  # pyright: ignore[reportArgumentType]  (the refusal under test)
+    off = check_plan(replace(plan, spec=plan.spec.model_copy(update={"in_cluster": plan.spec.in_cluster.model_copy(
+        update={"enabled": False})})))
+    assert isinstance(off, CheckedPlan) and off.first_boot is None and check_plan(off) is off
+
+
+def test_a_checked_plan_changed_after_its_check_is_not_checked() -> None:
+    """`dataclasses.replace` on a CheckedPlan would carry a change past the check: refused, the ClusterPlan is changed
+    and checked again."""
+    plan = plan_checked(stack_spec("dev"))
+    assert isinstance(plan, CheckedPlan) and plan.first_boot is not None and plan.agent_load is not None
+    with pytest.raises(TypeError, match="made only by check_plan"):
+        replace(plan, boot=plan.boot)
 
 
 def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:

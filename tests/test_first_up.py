@@ -26,8 +26,8 @@ from components.planning.first_up import READINESS_SCRIPT, FirstUpPlan, plan_fir
 from tests.conftest import small_spec
 
 
-def _cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Certificate | None,
-          issuer_key: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
+def issue_cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Certificate | None,
+               issuer_key: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
     builder = (x509.CertificateBuilder()
                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
@@ -45,8 +45,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, di
     """A local HTTPS server standing in for the API servers' /readyz; `state["status"]` is what it answers."""
     folder = tmp_path_factory.mktemp("api")
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = _cert("test-ca", ca_key, None, ca_key, True)
-    cert = _cert("localhost", key, ca, ca_key, False)
+    ca = issue_cert("test-ca", ca_key, None, ca_key, True)
+    cert = issue_cert("localhost", key, ca, ca_key, False)
     (folder / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     (folder / "tls.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                        serialization.NoEncryption()))
@@ -96,7 +96,7 @@ def test_the_wait_rejects_a_server_the_cluster_ca_did_not_sign(api: tuple[str, s
     endpoint, _, state = api
     state["status"] = 200
     other = ec.generate_private_key(ec.SECP256R1())
-    wrong = _cert("other-ca", other, None, other, True).public_bytes(serialization.Encoding.PEM).decode()
+    wrong = issue_cert("other-ca", other, None, other, True).public_bytes(serialization.Encoding.PEM).decode()
     assert _wait(endpoint, wrong, 1).returncode == 1
 
 

@@ -178,3 +178,23 @@ def test_the_architecture_page_shows_this_map() -> None:
     rows = [f"| {i} | {name} | {', '.join(f'`{u}`' for u in units)} | {why} |"
             for i, (name, units, why) in reversed(list(enumerate(LAYERS)))]
     assert "\n".join(rows) in page, "docs/architecture.md's layer table differs from tests/test_layers.py LAYERS"
+
+
+def private_test_imports(source: str, module: str) -> list[str]:
+    """Underscore names `module` (a module under tests/) imports from another test module: a helper two test files
+    share is public, in the module that owns it (tests/README.md)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.") and node.module != module:
+            found += [f"{module}:{node.lineno} imports {node.module}.{a.name}" for a in node.names
+                      if a.name.startswith("_")]
+    return found
+
+
+def test_no_test_module_imports_another_ones_private_names() -> None:
+    tests = ROOT / "tests"
+    found = [line for f in sorted(tests.rglob("*.py"))
+             for line in private_test_imports(f.read_text(), module_name(f, ROOT))]
+    assert found == []
+    assert private_test_imports("from tests.test_a import _helper, shared\n", "tests.test_b") == [
+        "tests.test_b:1 imports tests.test_a._helper"]

@@ -26,6 +26,7 @@ from components.offline.engine import ProgramRun, Registration
 from components.offline.manifests import kubernetes_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_images import MAX_REPLICAS, NodeImage
+from components.spec import PoolKind
 from tests.conftest import small_cluster, small_spec, stack_spec
 from tests.scale_sets import is_scale_set
 
@@ -96,7 +97,7 @@ def test_prepulled_images_cover_what_the_manifests_run_on_each_image(stack: str,
     (by their `gpucluster.io/pool` or `gpucluster.io/role` node selector), so no node pulls them at first start."""
     run = prod_run if stack == "prod" else dev_run
     plan = plan_cluster(stack_spec(stack))
-    kind_of = {p.name: p.spec.kind.value for p in plan.pools}
+    kind_of = {p.name: p.kind for p in plan.pools}
     checked = 0
     for obj in kubernetes_objects(run.registrations):
         pod = _pods(obj)
@@ -104,7 +105,7 @@ def test_prepulled_images_cover_what_the_manifests_run_on_each_image(stack: str,
         if "gpucluster.io/pool" in selector:
             kinds = {kind_of[selector["gpucluster.io/pool"]]}
         elif "gpucluster.io/role" in selector:
-            kinds = {selector["gpucluster.io/role"]}
+            kinds = {PoolKind(selector["gpucluster.io/role"])}
         else:
             continue
         for container in (*pod.get("initContainers", []), *pod.get("containers", [])):
@@ -125,7 +126,7 @@ def test_every_machine_boots_the_image_its_role_needs_at_the_version_the_stack_n
                              "etcd": "1.0.0"}
     for pool in plan.pools:
         for s in pool.scale_sets:
-            assert images.machines[s.name] == NodeImage(POOL_KIND_IMAGE[pool.spec.kind.value], "1.0.0")
+            assert images.machines[s.name] == NodeImage(POOL_KIND_IMAGE[pool.kind], "1.0.0")
     assert images.machines["apiserver"] == NodeImage("apiserver", "1.0.0")
     assert {images.machines[m.name] for m in plan.control_plane.etcd.members} == {NodeImage("etcd", "1.0.0")}
 

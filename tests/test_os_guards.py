@@ -21,7 +21,7 @@ import pytest
 from components.bootstrap.node import NodeBootstrap, kubelet_patch
 from components.images.content import image_files
 from components.images.os_guards import NETWORKD_DROPIN, NETWORKD_KEYS
-from tests.test_apiserver_bootstrap import _kubeadm, _render
+from tests.test_apiserver_bootstrap import kubeadm_documents, render_apiserver_document
 
 ROOT = Path(__file__).resolve().parent.parent
 NETWORKD = next((p for p in ("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd")
@@ -59,7 +59,7 @@ def test_every_kubelet_refuses_cgroup_v1() -> None:
     node = NodeBootstrap("1.36.4", "10.0.0.4:6443", "abcdef.0123456789abcdef", "sha256:" + "0" * 64, 30, "10.96.0.10")
     assert kubelet_patch(node)["failCgroupV1"] is True
     # The API servers' kubeadm config carries the KubeletConfiguration every kubelet of the cluster starts from.
-    kubelet = next(d for d in _kubeadm(_render(())) if d["kind"] == "KubeletConfiguration")
+    kubelet = next(d for d in kubeadm_documents(render_apiserver_document(())) if d["kind"] == "KubeletConfiguration")
     assert kubelet["failCgroupV1"] is True
 
 

@@ -54,7 +54,7 @@ def _plan() -> ClusterPlan:
 
 
 @cache
-def _objects() -> dict[tuple[str, str], dict[str, Any]]:
+def rack_objects() -> dict[tuple[str, str], dict[str, Any]]:
     return {(o["kind"], o["metadata"]["name"]): o for o in kueue_objects(_plan().scheduling)}
 
 
@@ -65,7 +65,7 @@ class Node:
     gpus: int
 
 
-def _nodes(down: frozenset[str] = frozenset()) -> list[Node]:
+def rack_nodes(down: frozenset[str] = frozenset()) -> list[Node]:
     """Every rack VM as it registers (the planner's labels), Ready unless named in `down`."""
     plan = _plan()
     found = []
@@ -103,7 +103,7 @@ _CEL = celpy.Environment()
 
 def _shape_policy(gang: Gang) -> None:
     """The rendered ValidatingAdmissionPolicy over the gang's Workload (`validationActions: [Deny]`)."""
-    spec = _objects()[("ValidatingAdmissionPolicy", POLICY)]["spec"]
+    spec = rack_objects()[("ValidatingAdmissionPolicy", POLICY)]["spec"]
     activation = {"object": json_to_cel(gang.workload())}
     for validation in spec["validations"]:
         result = _CEL.program(_CEL.compile(validation["expression"])).evaluate(activation)
@@ -133,13 +133,13 @@ def admit(gang: Gang, queue: str, nodes: list[Node], config: dict[str, Any]) -> 
     """Pod -> node, or InadmissibleError."""
     _shape_policy(gang)
     requests = {GPU: gang.pods * gang.gpus_per_pod, **_dra(gang, config)}
-    cq = _objects()[("ClusterQueue", queue)]["spec"]
+    cq = rack_objects()[("ClusterQueue", queue)]["spec"]
     [group] = cq["resourceGroups"]
     for resource in requests:
         if resource not in group["coveredResources"]:
             raise InadmissibleError(f"resource {resource} unavailable in ClusterQueue")
     for entry in group["flavors"]:
-        flavor = _objects()[("ResourceFlavor", entry["name"])]["spec"]
+        flavor = rack_objects()[("ResourceFlavor", entry["name"])]["spec"]
         if not _tolerated(flavor.get("nodeTaints", []), [*gang.tolerations, *flavor.get("tolerations", [])]):
             continue
         quota = {r["name"]: int(str(r["nominalQuota"])) for r in entry["resources"] if r["name"] in requests}
@@ -152,7 +152,7 @@ def admit(gang: Gang, queue: str, nodes: list[Node], config: dict[str, Any]) -> 
 
 
 def _topology(gang: Gang, flavor: dict[str, Any], nodes: list[Node]) -> dict[str, str] | None:
-    levels = [lv["nodeLabel"] for lv in _objects()[("Topology", flavor["topologyName"])]["spec"]["levels"]]
+    levels = [lv["nodeLabel"] for lv in rack_objects()[("Topology", flavor["topologyName"])]["spec"]["levels"]]
     mine = [n for n in nodes if all(n.labels.get(k) == v for k, v in flavor["nodeLabels"].items())]
     level = gang.required_level or levels[-1]
     assert level in levels
@@ -167,12 +167,12 @@ def _topology(gang: Gang, flavor: dict[str, Any], nodes: list[Node]) -> dict[str
     return {f"worker-{i}": node.name for i, node in enumerate(slots[domain][:gang.pods])}
 
 
-def _config() -> dict[str, Any]:
+def rack_kueue_config() -> dict[str, Any]:
     return kueue_configuration(30, racks=True)
 
 
-def _racks_of(placement: dict[str, str]) -> set[str]:
-    by_name = {n.name: n for n in _nodes()}
+def racks_of(placement: dict[str, str]) -> set[str]:
+    by_name = {n.name: n for n in rack_nodes()}
     return {by_name[node].labels["gpucluster.io/rack"] for node in placement.values()}
 
 
@@ -180,31 +180,31 @@ TOLERATE_GPU = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSch
 
 
 def test_the_rendered_kueue_objects_pass_their_crd_schemas() -> None:
-    for obj in _objects().values():
+    for obj in rack_objects().values():
         validate_object(obj)
-    assert [lv["nodeLabel"] for lv in _objects()[("Topology", "nvlink")]["spec"]["levels"]] == [
+    assert [lv["nodeLabel"] for lv in rack_objects()[("Topology", "nvlink")]["spec"]["levels"]] == [
         "gpucluster.io/infiniband-domain", "gpucluster.io/rack", HOSTNAME]
-    assert _config()["resources"]["deviceClassMappings"] == [
+    assert rack_kueue_config()["resources"]["deviceClassMappings"] == [
         {"name": CHANNEL_RESOURCE, "deviceClassNames": [COMPUTE_DOMAIN_CHANNEL_CLASS]},
         {"name": "dra.net/nic", "deviceClassNames": ["dranet.net"]}]  # DRANET's NICs (tests/test_rack_dra.py)
     assert ANNOTATION_REQUIRED_TOPOLOGY == "kueue.x-k8s.io/podset-required-topology"
 
 
 def test_a_72_gpu_gang_is_admitted_onto_exactly_one_rack() -> None:
-    placement = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), _config())
+    placement = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", rack_nodes(), rack_kueue_config())
     assert len(placement) == 18 and len(set(placement.values())) == 18
-    assert len(_racks_of(placement)) == 1
+    assert len(racks_of(placement)) == 1
 
 
 def test_a_rack_with_a_node_down_is_passed_over_for_a_whole_one() -> None:
     down = frozenset({"gb300-z1-g00r00-000003"})
-    placement = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(down), _config())
-    assert _racks_of(placement) != {"gb300-z1-g00r00"} and len(_racks_of(placement)) == 1
+    placement = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", rack_nodes(down), rack_kueue_config())
+    assert racks_of(placement) != {"gb300-z1-g00r00"} and len(racks_of(placement)) == 1
 
 
 def test_a_gang_larger_than_a_rack_is_not_split_over_racks() -> None:
     try:
-        admit(Gang(19, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), _config())
+        admit(Gang(19, 4, tolerations=TOLERATE_GPU), "frontier", rack_nodes(), rack_kueue_config())
     except InadmissibleError:
         return
     raise AssertionError("a 76-GPU gang requiring one rack was admitted")
@@ -213,14 +213,14 @@ def test_a_gang_larger_than_a_rack_is_not_split_over_racks() -> None:
 def test_without_the_required_rack_level_the_same_gang_may_span_racks() -> None:
     """What the rack level buys: placed by the group level, 36 pods of one group take both its racks."""
     placement = admit(Gang(36, 4, required_level="gpucluster.io/infiniband-domain", tolerations=TOLERATE_GPU),
-                      "frontier", _nodes(), _config())
-    assert len(_racks_of(placement)) == 2
+                      "frontier", rack_nodes(), rack_kueue_config())
+    assert len(racks_of(placement)) == 2
 
 
 def test_an_unmapped_device_class_is_rejected() -> None:
     gang = Gang(18, 4, device_class="gpu.nvidia.com", tolerations=TOLERATE_GPU)
     try:
-        admit(gang, "frontier", _nodes(), _config())
+        admit(gang, "frontier", rack_nodes(), rack_kueue_config())
     except InadmissibleError as refused:
         assert "DeviceClass gpu.nvidia.com is not mapped in DRA configuration" in str(refused)
         return
@@ -229,7 +229,7 @@ def test_an_unmapped_device_class_is_rejected() -> None:
 
 def test_without_the_mapping_the_channel_class_itself_is_rejected() -> None:
     try:
-        admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), kueue_configuration(30))
+        admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", rack_nodes(), kueue_configuration(30))
     except InadmissibleError as refused:
         assert COMPUTE_DOMAIN_CHANNEL_CLASS in str(refused)
         return
@@ -238,24 +238,24 @@ def test_without_the_mapping_the_channel_class_itself_is_rejected() -> None:
 
 def test_channel_quota_is_one_per_node_of_gpu_quota_on_rack_flavors() -> None:
     # dra-driver-nvidia-gpu v25.12.0: one claimable channel per node (DeviceClass selects id == 0), 4 GPUs per node
-    [group] = _objects()[("ClusterQueue", "frontier")]["spec"]["resourceGroups"]
+    [group] = rack_objects()[("ClusterQueue", "frontier")]["spec"]["resourceGroups"]
     rows = Counter({r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]})
     assert rows[GPU] == 216 and rows[CHANNEL_RESOURCE] == 216 // 4 == 54
 
 
 def test_a_4_gpu_per_pod_gang_is_admitted_one_pod_per_node() -> None:
-    placement = admit(Gang(6, 4, tolerations=TOLERATE_GPU), "frontier", _nodes(), _config())
-    assert len(placement) == len(set(placement.values())) == 6 and len(_racks_of(placement)) == 1
+    placement = admit(Gang(6, 4, tolerations=TOLERATE_GPU), "frontier", rack_nodes(), rack_kueue_config())
+    assert len(placement) == len(set(placement.values())) == 6 and len(racks_of(placement)) == 1
 
 
 def test_a_1_gpu_per_pod_rack_gang_is_refused_with_the_reason() -> None:
     gang = Gang(8, 1, tolerations=TOLERATE_GPU)
     # what admission would do without the policy: TAS counts GPUs only and packs 4 pods on a node, whose one channel
     # serves one of them (the others stay Pending)
-    placed = _topology(gang, _objects()[("ResourceFlavor", "gb300")]["spec"], _nodes())
+    placed = _topology(gang, rack_objects()[("ResourceFlavor", "gb300")]["spec"], rack_nodes())
     assert placed is not None and max(Counter(placed.values()).values()) == 4
     try:
-        admit(gang, "frontier", _nodes(), _config())
+        admit(gang, "frontier", rack_nodes(), rack_kueue_config())
     except InadmissibleError as refused:
         assert "one pod per node with 4 nvidia.com/gpu" in str(refused) and "one IMEX channel per node" in str(refused)
         return
@@ -265,5 +265,5 @@ def test_a_1_gpu_per_pod_rack_gang_is_refused_with_the_reason() -> None:
 def test_the_shape_rule_judges_rack_gangs_with_claims_only() -> None:
     # a 1-GPU-per-pod gang placed by the group level (no rack-wide NVLink asked) is not judged by the shape rule
     placement = admit(Gang(8, 1, required_level="gpucluster.io/infiniband-domain", tolerations=TOLERATE_GPU),
-                      "frontier", _nodes(), _config())
+                      "frontier", rack_nodes(), rack_kueue_config())
     assert len(placement) == 8

@@ -38,7 +38,7 @@ from components.offline.preview import preview_document
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.planning.registry import cluster_upstream_images
 from tests.conftest import ROOT, stack_spec
-from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, _nodes, _objects, _racks_of, admit
+from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, admit, rack_nodes, rack_objects, racks_of
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"
@@ -151,13 +151,13 @@ def test_dranets_device_class_is_declared_mapped_and_covered(gb300_run: ProgramR
     assert device_class["metadata"]["name"] == DRANET_DEVICE_CLASS == "dranet.net"
     assert device_class["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "dra.net"'}}]
     gang = Gang(18, 4, device_class=DRANET_DEVICE_CLASS, tolerations=TOLERATE_GPU)
-    placement = admit(gang, "frontier", _nodes(), kueue_configuration(30, racks=True))
-    assert len(placement) == 18 and len(_racks_of(placement)) == 1
-    [group] = _objects()[("ClusterQueue", "frontier")]["spec"]["resourceGroups"]
+    placement = admit(gang, "frontier", rack_nodes(), kueue_configuration(30, racks=True))
+    assert len(placement) == 18 and len(racks_of(placement)) == 1
+    [group] = rack_objects()[("ClusterQueue", "frontier")]["spec"]["resourceGroups"]
     quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
     assert quota["dra.net/nic"] == quota["nvidia.com/gpu"] == 216
     with pytest.raises(InadmissibleError, match=r"DeviceClass dranet\.net is not mapped"):
-        admit(gang, "frontier", _nodes(), kueue_configuration(30))
+        admit(gang, "frontier", rack_nodes(), kueue_configuration(30))
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

@@ -21,7 +21,7 @@ from components.kubernetes.objects.kueue import kueue_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.fence import FENCE
 from tests.conftest import stack_spec
-from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, Node, _config, _nodes, _racks_of, admit
+from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, Node, admit, rack_kueue_config, rack_nodes, racks_of
 
 CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
@@ -73,30 +73,30 @@ def test_every_rendered_flavor_requires_the_open_label_and_every_node_carries_it
         assert flavors
         for flavor in flavors:
             assert flavor["spec"]["nodeLabels"][FENCE.label] == FENCE.open, flavor["metadata"]["name"]
-    assert all(n.labels[FENCE.label] == FENCE.open for n in _nodes())
+    assert all(n.labels[FENCE.label] == FENCE.open for n in rack_nodes())
 
 
 def test_a_fenced_rack_takes_no_new_gang() -> None:
-    nodes = _nodes()
-    first = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", nodes, _config())
-    [rack] = _racks_of(first)
+    nodes = rack_nodes()
+    first = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", nodes, rack_kueue_config())
+    [rack] = racks_of(first)
     fenced_nodes = [replace(n, labels=fenced(n.labels)) if n.labels.get("gpucluster.io/rack") == rack else n
                     for n in nodes]
-    again = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", fenced_nodes, _config())
-    assert rack not in _racks_of(again) and len(_racks_of(again)) == 1
+    again = admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", fenced_nodes, rack_kueue_config())
+    assert rack not in racks_of(again) and len(racks_of(again)) == 1
 
 
 def test_with_every_rack_fenced_nothing_is_admitted() -> None:
-    every = [Node(n.name, fenced(n.labels), n.gpus) for n in _nodes()]
+    every = [Node(n.name, fenced(n.labels), n.gpus) for n in rack_nodes()]
     with pytest.raises(InadmissibleError):
-        admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", every, _config())
+        admit(Gang(18, 4, tolerations=TOLERATE_GPU), "frontier", every, rack_kueue_config())
 
 
 def test_fencing_never_makes_kueue_replace_a_node_or_evict_a_gang() -> None:
     """The fence changes a label: the node controller is not even called; and when it runs for another reason (a Ready
     flap that recovered), a fenced node without scheduling taints keeps its gang healthy, every pod there failed or
     not (a checkpointed gang whose pods exit is still not replaced by Kueue)."""
-    labels = _nodes()[0].labels
+    labels = rack_nodes()[0].labels
     before, after = NodeState(labels), NodeState(fenced(labels))
     assert not reconciles(before, after)
     for pods in ([Pod()], [Pod("Failed")], [Pod(deleting=True)], [Pod("Succeeded"), Pod("Failed")]):
@@ -107,7 +107,7 @@ def test_the_cordon_is_the_trap_the_fence_avoids() -> None:
     """`kubectl cordon` adds node.kubernetes.io/unschedulable:NoSchedule, which gang pods do not tolerate: the node
     controller runs, and as soon as no pod of the gang is still running there (one failed, or it checkpointed and
     exited) Kueue marks the node for replacement or evicts the workload."""
-    labels = _nodes()[0].labels
+    labels = rack_nodes()[0].labels
     cordoned = NodeState(labels, taints=(CORDON,))
     assert reconciles(NodeState(labels), cordoned)
     assert not workload_unhealthy(cordoned, [Pod()])

@@ -24,7 +24,7 @@ from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
 from components.kubernetes.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
 from components.offline.engine import ProgramRun
 from components.simulation.pulumi_order import ApplyOrder, Recorded
-from tests.test_first_up import _cert
+from tests.test_first_up import issue_cert
 
 PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/cilium"
 
@@ -39,9 +39,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[st
     """A local API server answering the DaemonSet with `state`'s counts, only to the admin client certificate."""
     folder = tmp_path_factory.mktemp("gate")
     ca_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    ca = _cert("test-ca", ca_key, None, ca_key, True)
-    server_cert, client_cert = _cert("localhost", server_key, ca, ca_key, False), _cert("admin", client_key, ca,
-                                                                                         ca_key, False)
+    ca = issue_cert("test-ca", ca_key, None, ca_key, True)
+    server_cert = issue_cert("localhost", server_key, ca, ca_key, False)
+    client_cert = issue_cert("admin", client_key, ca, ca_key, False)
     pem = serialization.Encoding.PEM
     (folder / "ca.crt").write_bytes(ca.public_bytes(pem))
     (folder / "tls.crt").write_bytes(server_cert.public_bytes(pem))

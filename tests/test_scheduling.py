@@ -130,10 +130,10 @@ def test_scheduler_profile_bin_packs_without_a_gang_plugin() -> None:
 
 
 def test_control_plane_runs_the_stock_scheduler_with_the_profile() -> None:
-    from tests.test_apiserver_bootstrap import _kubeadm, _render
-    document = _render(())
+    from tests.test_apiserver_bootstrap import kubeadm_documents, render_apiserver_document
+    document = render_apiserver_document(())
     files = {f["path"]: f["content"] for f in document["write_files"]}  # type: ignore[index, union-attr]
-    init, cluster, _ = _kubeadm(document)  # the third document is the KubeletConfiguration
+    init, cluster, _ = kubeadm_documents(document)  # the third document is the KubeletConfiguration
     # the patches folder holds only the kubelet's providerID patch, written at boot: no kube-scheduler patch
     assert init["patches"] == {"directory": "/etc/kubernetes/patches"}  # type: ignore[index]
     assert not [p for p in files if p.startswith("/etc/kubernetes/patches/")]

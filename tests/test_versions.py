@@ -170,8 +170,8 @@ def test_boot_documents_use_the_tables_configuration_apis() -> None:
     """What kubeadm and the kubelet read is the API version the table checks against the minor."""
     from components.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
     from components.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
-    from tests.test_apiserver_bootstrap import _kubeadm, _render
-    init, cluster, kubelet = _kubeadm(_render(()))
+    from tests.test_apiserver_bootstrap import kubeadm_documents, render_apiserver_document
+    init, cluster, kubelet = kubeadm_documents(render_apiserver_document(()))
     assert init["apiVersion"] == cluster["apiVersion"] == KUBEADM_API.version  # type: ignore[index]
     # the API servers' own kubelet reads the KubeletConfiguration kubeadm passes on from its config file
     assert (kubelet["kind"], kubelet["apiVersion"]) == ("KubeletConfiguration", KUBELET_CONFIG_API.version)  # type: ignore[index]

@@ -12,6 +12,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, Block
 from components.planning.security_rules import SecurityRule, plan_security_rules, source_prefix_fields
 from components.planning.tags import base_tags
+from components.spec import PoolKind
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Network(pulumi.ComponentResource):
                 network_security_group_name=f"{spec.name}-{tier}",
                 security_rules=[_security_rule(r) for r in rules], opts=child)
             for tier, rules in plan_security_rules(plan.ip, spec.network.admin_cidrs, tuple(
-                p.name for p in plan.pools if p.role == "system"),
+                p.name for p in plan.pools if p.kind is PoolKind.SYSTEM),
                 spec.access.break_glass.admin_cidrs if spec.access.break_glass else None).items()
         }
 

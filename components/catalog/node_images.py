@@ -21,7 +21,7 @@ from components.catalog.in_cluster import (
 )
 from components.catalog.metrics import KUBE_STATE_METRICS_IMAGE, PROMETHEUS_IMAGE
 from components.catalog.versions import MINOR_COUPLED, minor_of
-from components.spec import ImageRef
+from components.spec import ImageRef, PoolKind
 
 TRUSTED_LAUNCH_SUPPORTED = "TrustedLaunchSupported"
 CONFIDENTIAL_VM_SUPPORTED = "ConfidentialVmSupported"
@@ -165,7 +165,8 @@ NODE_IMAGES: dict[str, NodeImageDefinition] = {d.name: d for d in (
                         "1.0.0", kubernetes=False),
 )}
 
-POOL_KIND_IMAGE = {"system": "cpu", "cpu": "cpu", "gpu": "gpu", "confidential": "confidential", "rack": "rack"}
+POOL_KIND_IMAGE: dict[PoolKind, str] = {PoolKind.SYSTEM: "cpu", PoolKind.CPU: "cpu", PoolKind.GPU: "gpu",
+                                        PoolKind.CONFIDENTIAL: "confidential", PoolKind.RACK: "rack"}
 """The image definition each pool kind boots (the spec may name it; it must be this one)."""
 
 

@@ -45,7 +45,7 @@ def _pool(pool: PoolPlan, zones: tuple[str, ...], images: NodeImagesPlan) -> dic
                   for z in zones}}}
     return {
         **racks,
-        "name": pool.name, "kind": pool.role, "vmSize": size.name, "gpuModel": size.gpu_model,
+        "name": pool.name, "kind": pool.kind.value, "vmSize": size.name, "gpuModel": size.gpu_model,
         "infiniband": pool.infiniband, "maxPerScaleSet": pool.max_per_scale_set,
         **amounts(pool.nodes),
         "zones": {z: {"scaleSets": sum(1 for s in pool.scale_sets if s.zone == z), **amounts(pool.nodes_in_zone(z))}
@@ -233,7 +233,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                         "lines": [{"what": line.what, "members": line.members, "each": line.entries_each,
                                    "entries": line.entries} for line in ip.capacity.entries.lines]},
             "podAddresses": {p.name: p.spec.pod_addresses for p in plan.pools},
-            "prefixOnNic": {"pools": [p.name for p in plan.pools if p.spec.pod_addresses == "prefixes"],
+            "prefixOnNic": {"pools": [p.name for p in plan.pools if node_addressing(p.spec).prefix_mode],
                             "onboarding": spec.network.prefix_on_nic_onboarding},
         },
         "controlPlane": {

@@ -28,6 +28,7 @@ from components.planning.metrics import MetricsPlan, metrics_problems, plan_metr
 from components.planning.node_images import NodeImagesPlan, plan_node_images
 from components.planning.node_template import CONTROL_PLANE_TAINT, node_labels, node_taints
 from components.planning.placement import PoolPlan, plan_pools
+from components.planning.pod_addresses import prefix_mode
 from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
 from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
 from components.planning.rollout import RolloutPlan, plan_rollout
@@ -35,7 +36,7 @@ from components.planning.scheduling import SchedulingPlan, plan_scheduling
 from components.planning.tag_limits import tag_count_problems
 from components.planning.versions import VersionPlan, plan_versions
 from components.project import project_root
-from components.spec import ClusterSpec
+from components.spec import ClusterSpec, PoolKind
 from components.spec.cost import read_price_file
 from components.vocabulary import LABEL_CONTROL_PLANE, LABEL_EXCLUDE_FROM_LB
 
@@ -62,8 +63,8 @@ class ClusterPlan:
     boot: BootPlan
     """What every machine boots with (components/bootstrap/ renders it)."""
     first_boot: FirstBoot | None = None
-    """The simulated first boot of the in-cluster layer, set by components/simulation/check.py (None when the layer
-    is off or the plan was not checked yet)."""
+    """The simulated first boot of the in-cluster layer, set when components/simulation/check.py makes the plan a
+    `CheckedPlan` (None when the layer is off or the plan is not checked)."""
     first_up: FirstUpPlan | None = None
     """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
     in-cluster layer are applied through it)."""
@@ -90,7 +91,7 @@ class ClusterPlan:
     @property
     def prefix_mode(self) -> bool:
         """Pods take /28 blocks on the NICs (every pool alike: the IP plan refuses a mix)."""
-        return any(p.spec.pod_addresses == "prefixes" for p in self.pools)
+        return prefix_mode(self.spec)
 
     @property
     def gpus(self) -> int:
@@ -99,7 +100,7 @@ class ClusterPlan:
     @property
     def system_nodes(self) -> int:
         """Nodes that run cluster add-ons (one replica per node for those with hostname anti-affinity)."""
-        return sum(p.nodes for p in self.pools if p.role == "system")
+        return sum(p.nodes for p in self.pools if p.kind is PoolKind.SYSTEM)
 
 
 def _attempt(planner: Callable[[], T], problems: list[Problem]) -> T | None:

@@ -100,7 +100,7 @@ def plan_node_images(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: Control
     pool_images: dict[str, NodeImage] = {}
     names = [p.name for p in spec.pools]
     for pool in pools:
-        image = _resolve(spec, pool.spec.image, POOL_KIND_IMAGE[pool.spec.kind.value],
+        image = _resolve(spec, pool.spec.image, POOL_KIND_IMAGE[pool.kind],
                          pool_path(names.index(pool.name), "image"), problems)
         pool_images[pool.name] = image
         for s in pool.scale_sets:

@@ -53,7 +53,7 @@ def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[
     """Labels every node of the scale set registers with. Kueue's topology levels key on zone and domain."""
     labels = {
         LABEL_POOL: pool.name,
-        LABEL_ROLE: pool.role,
+        LABEL_ROLE: pool.kind.value,
         LABEL_ZONE: zone_label(location, scale_set.zone),
         LABEL_IB_DOMAIN: scale_set.name if scale_set.infiniband else "none",
         FENCE.label: FENCE.open,

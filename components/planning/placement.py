@@ -104,8 +104,9 @@ class PoolPlan:
         return self.spec.name
 
     @property
-    def role(self) -> str:
-        return self.spec.kind.value
+    def kind(self) -> PoolKind:
+        """What the pool is for: compare with `PoolKind` members, render with `.value` (the node role label)."""
+        return self.spec.kind
 
     @property
     def nodes(self) -> int:

@@ -64,11 +64,17 @@ DaemonSet that tolerates the control-plane taint) and one spare. Single addresse
 subnet has room for twenty, not for five aligned blocks (docs/ip-plan.md)."""
 
 
+def prefix_mode(spec: ClusterSpec) -> bool:
+    """Pods take /28 blocks on the NICs: the one place the cluster's mode is read from the pools (every pool alike:
+    the IP plan refuses a mix). `ClusterPlan.prefix_mode` and `NodeAddressing.prefix_mode` say the same."""
+    return any(p.pod_addresses == PREFIXES for p in spec.pools)
+
+
 def api_server_pod_addresses(spec: ClusterSpec) -> int:
     """Pod addresses declared on each API server's NIC: in prefix mode Cilium's `ipam: crd` takes only what the
     controller publishes, and the API servers' agents need some; with secondary IPs Cilium's Azure IPAM adds its
     own."""
-    return API_SERVER_POD_ADDRESSES if any(p.pod_addresses == PREFIXES for p in spec.pools) else 0
+    return API_SERVER_POD_ADDRESSES if prefix_mode(spec) else 0
 
 
 def node_addressing(pool: PoolSpec) -> NodeAddressing:

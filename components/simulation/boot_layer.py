@@ -41,7 +41,7 @@ from components.kubernetes.objects.releases import (
 )
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.first_boot import BootStep, FirstBoot, Stuck
-from components.planning.pod_addresses import api_server_pod_addresses
+from components.planning.pod_addresses import api_server_pod_addresses, node_addressing
 from components.planning.pod_needs import needs_cluster_dns
 from components.planning.scale_from_zero import scale_from_zero_problems
 from components.simulation.engine import PoolState, Workload, simulate
@@ -466,7 +466,7 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
         # boot_plan.py).
         node = plan.boot.node(pool.scale_sets[0].name)
         facts = {HARDWARE_GPU} if pool.size.gpus else set()
-        if pool.spec.pod_addresses == "prefixes":
+        if node_addressing(pool.spec).prefix_mode:
             facts.add(NIC_POD_ADDRESSES)
         states.append(PoolState(pool.name, dict(node.labels), list(node.taints), pool.size.gpus,
                                 facts=facts, cpu_millis=pool.size.vcpus * 1000,

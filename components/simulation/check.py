@@ -1,12 +1,14 @@
 """The plan checked against the in-cluster layer it renders: the first boot simulated (a workload that cannot start
 is a plan error) and the node agents' API load held against their flow-control seats. `pulumi up` and the CLI plan
-through `plan_checked`; `GpuCluster` checks a plan it is given that was not checked yet, so both refuse the same
-stacks with the same messages."""
+through `plan_checked`, which returns a `CheckedPlan`: the only plan `GpuCluster` takes, so both refuse the same stacks
+with the same messages and nothing re-checks a plan."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, fields
 from datetime import date
 from typing import Any
 
@@ -21,12 +23,43 @@ from components.simulation.image_arch import architecture_problems
 from components.simulation.pulumi_order import ApplyOrder, from_states, prerequisite_problems
 from components.spec import ClusterSpec
 
+_MINTING: ContextVar[bool] = ContextVar("gpucluster_minting_checked_plan", default=False)
 
-def check_plan(plan: ClusterPlan) -> ClusterPlan:
-    """The plan with the first boot and the agents' load set (raises SpecError where either refuses it); a plan
-    without the in-cluster layer, or already checked, comes back as it is."""
-    if not plan.spec.in_cluster.enabled or plan.first_boot is not None:
+
+@dataclass(frozen=True)
+class CheckedPlan(ClusterPlan):
+    """A ClusterPlan that passed `check_plan`: read it as any ClusterPlan. Only `check_plan` makes one, so a plan
+    changed after its check (`dataclasses.replace`) cannot pass for checked: replace on the ClusterPlan and check
+    again."""
+
+    def __post_init__(self) -> None:
+        if not _MINTING.get():
+            raise TypeError("a CheckedPlan is made only by check_plan/plan_checked (components/simulation/check.py); "
+                            "change the ClusterPlan and check it again")
+
+
+@contextmanager
+def _minting() -> Iterator[None]:
+    token = _MINTING.set(True)
+    try:
+        yield
+    finally:
+        _MINTING.reset(token)
+
+
+def _mint(plan: ClusterPlan, **checked: Any) -> CheckedPlan:
+    values = {f.name: getattr(plan, f.name) for f in fields(ClusterPlan) if f.init} | checked
+    with _minting():
+        return CheckedPlan(**values)
+
+
+def check_plan(plan: ClusterPlan) -> CheckedPlan:
+    """The plan with the first boot and the agents' load set (raises SpecError where either refuses it), as a
+    CheckedPlan; a plan without the in-cluster layer has neither to set. A CheckedPlan comes back as it is."""
+    if isinstance(plan, CheckedPlan):
         return plan
+    if not plan.spec.in_cluster.enabled:
+        return _mint(plan)
     api = plan.control_plane.api
     boot = first_boot(plan)
     # Every image of every pod against the architecture of each pool the first boot places it on.
@@ -36,10 +69,10 @@ def check_plan(plan: ClusterPlan) -> ClusterPlan:
                              api.flags.max_requests_inflight + api.flags.max_mutating_requests_inflight,
                              max(1, api.count - max(api.in_zone(z) for z in api.zones)),
                              node_agent_loads(plan, boot.placements()))
-    return replace(plan, first_boot=boot, agent_load=agents)
+    return _mint(plan, first_boot=boot, agent_load=agents)
 
 
-def plan_checked(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
+def plan_checked(spec: ClusterSpec, today: date | None = None) -> CheckedPlan:
     """Every planner (`plan_cluster`), then the checks above: what a stack deploys with."""
     return check_plan(plan_cluster(spec, today))
 

@@ -22,6 +22,7 @@ from components.vocabulary import LABEL_NCCL_RUN
 
 if TYPE_CHECKING:
     from components.planning.cluster_plan import ClusterPlan
+    from components.simulation.check import CheckedPlan
     from components.verify.connect import AzureAccess
     from components.verify.results import Result
 
@@ -134,7 +135,7 @@ def bounded(checks: list[tuple[str, Callable[[], list[Result]]]], limits: Limits
     return results
 
 
-def _plan(stack: str) -> tuple[str, ClusterPlan]:
+def _plan(stack: str) -> tuple[str, CheckedPlan]:
     from components.project import project_root
     from components.simulation.check import plan_checked
     from components.spec import load_stack_file, resolve_stack_path

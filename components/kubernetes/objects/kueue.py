@@ -54,13 +54,6 @@ COMPUTE_DOMAIN_CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
 """The DeviceClass a ComputeDomain's ResourceClaimTemplate asks its IMEX channel of (kubernetes-sigs/
 dra-driver-nvidia-gpu v25.12.0 deployments/helm/nvidia-dra-driver-gpu/templates/
 deviceclass-compute-domain-default-channel.yaml)."""
-"""The quota resource Kueue counts those channels as: kueue v0.19.2 makes a workload whose claim names a DeviceClass
-without a deviceClassMappings entry inadmissible ("DeviceClass %s is not mapped in DRA configuration", pkg/dra/
-claims.go), and a mapped resource no resource group covers is "unavailable in ClusterQueue" (flavorassigner.go)."""
-
-
-"""On a rack pool's flavor: the stack's `racks.spareRacksPerZone`, which the policy pack's spare-rack rule keeps free
-of nominal quota (policies/rules/racks.py)."""
 
 
 def topology(name: str = TOPOLOGY_NAME, levels: tuple[str, ...] = TOPOLOGY_LEVELS) -> Object:
