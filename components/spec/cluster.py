@@ -160,11 +160,11 @@ class ClusterSpec(SpecModel):
     tags: dict[str, str] = Field(default_factory=dict)
     """Tags on the network and control-plane resources, beside the library's own (at most 5 on a resource)."""
     acknowledge_deletions: AcknowledgedDeletions = AcknowledgedDeletions()
+    """Team namespaces and InfiniBand domains this change deletes on purpose (docs/operations.md)."""
     cost: CostSpec = CostSpec()
     """How the plan prices the cluster: the user's price file and the age past which prices are stale."""
     rollout: RolloutSpec = RolloutSpec()
     """How instances are re-imaged one wave at a time after a change to what they boot (docs/operations.md)."""
-    """Team namespaces and InfiniBand domains this change deletes on purpose (docs/operations.md)."""
 
     @field_validator("zones")
     @classmethod
