@@ -86,3 +86,23 @@ def test_defaults_on_the_page_are_the_models() -> None:
             assert default in ("`[]`", "`{}`"), key
         else:
             assert default.split(" (")[0] == "`" + json.dumps(expected, sort_keys=True) + "`", key
+
+
+def test_every_top_level_and_pool_key_says_what_it_is() -> None:
+    """A new key of `gpucluster:cluster` or of a pool comes with its docstring (the table's meaning column)."""
+    unexplained = [row[0].strip().strip("`") for row in _generated_rows() if not row[3].strip()]
+    assert [k for k in unexplained if "." not in k or (k.startswith("pools[].") and k.count(".") == 1)] == []
+
+
+def test_no_field_docstring_is_orphaned() -> None:
+    """A docstring after another string, not after a field, documents nothing (and the table would miss it)."""
+    import ast
+
+    orphans = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "components" / "spec").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for before, after in zip(node.body, node.body[1:], strict=False):
+                    if all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in (before, after)):
+                        orphans.append(f"{path.name}:{after.lineno}")
+    assert orphans == []

@@ -119,6 +119,12 @@ def _nested(annotation: Any) -> tuple[type[BaseModel] | None, str]:
     return None, suffix
 
 
+def _class_doc(model: type[BaseModel]) -> str:
+    """The model's own docstring, for a field that has none (not one inherited from the base classes)."""
+    doc = model.__dict__.get("__doc__")
+    return " ".join(doc.split()) if isinstance(doc, str) else ""
+
+
 def rows(model: type[BaseModel] = ClusterSpec, prefix: str = "", parent: tuple[str, BaseModel] | None = None,
          ) -> list[tuple[str, str, str, str]]:
     """(key path, type, default, docstring) for every key under `model`, in the models' field order. `parent` is
@@ -132,8 +138,9 @@ def rows(model: type[BaseModel] = ClusterSpec, prefix: str = "", parent: tuple[s
             omitted = "`" + json.dumps(_plain(getattr(parent[1], name)), sort_keys=True, default=str) + "`"
             if omitted != default:
                 default += f" ({omitted} when `{parent[0]}` is omitted)"
-        out.append((key, type_name(field.annotation), default, docs.get(name, "")))
         inner, suffix = _nested(field.annotation)
+        doc = docs.get(name) or (_class_doc(inner) if inner is not None else "")
+        out.append((key, type_name(field.annotation), default, doc))
         if inner is not None:
             instance = None if field.is_required() or field.default_factory is not None else field.default
             if parent is not None:
