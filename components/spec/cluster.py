@@ -130,27 +130,37 @@ class PatchVerification(SpecModel):
 
 class ClusterSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
+    """The cluster's name, lowercase: in its Azure resources' names and tags."""
     location: str = Field(pattern=r"^[a-z0-9]{1,40}$")
+    """The Azure region: in components/catalog/regions.py or declared under limits.regionZones, and offering ACR
+    Tasks agent pools (components/catalog/acr_tasks.py, docs/registry.md)."""
     zones: list[str] = Field(min_length=1, max_length=3)
+    """The availability zones the cluster uses, each once and among the region's."""
     kubernetes_version: str = Field(max_length=20)
     """MAJOR.MINOR.PATCH: any released patch of a minor the version table supports (components/catalog/versions.py);
     a patch newer than the table's needs kubernetesPatchVerified."""
     kubernetes_patch_verified: PatchVerification | None = None
     network: NetworkSpec
+    """The VNet: its address space, the Service range, egress, peering and the blocks' layout (docs/ip-plan.md)."""
     pools: list[PoolSpec] = Field(default_factory=list, max_length=100)
+    """The node pools (docs/capacity.md; rack pools: docs/rack-scale.md; confidential pools: docs/confidential.md)."""
     control_plane: ControlPlaneSpec = ControlPlaneSpec()
+    """The API servers and etcd, on machines of their own outside the cluster (docs/control-plane.md)."""
     images: ImagesSpec = ImagesSpec()
     """The version of each node image this stack builds (docs/images.md)."""
     teams: list[TeamSpec] = Field(default_factory=list, max_length=500)
     balloons: list[BalloonSpec] = Field(default_factory=list, max_length=100)
     in_cluster: InClusterSpec = InClusterSpec()
     limits: LimitsSpec = LimitsSpec()
+    """Azure limits this stack has had raised, each with the request that raised it (components/catalog/limits.py)."""
     access: AccessSpec = AccessSpec()
+    """How operators and nodes get in: the admin user and SSH keys, the bootstrap tokens, the break-glass endpoint."""
     registry: RegistrySpec = RegistrySpec()
     """The cluster's container registry: every image comes through it (docs/registry.md)."""
     metrics: MetricsSpec = MetricsSpec()
     """The telemetry pipeline: scrape interval, edge shards, the workspace's raised limits (docs/metrics.md)."""
     vm_sizes: dict[str, CustomVmSize] = Field(default_factory=dict, max_length=100)
+    """Sizes the catalogue lacks, declared in full (the key is the size's name)."""
     size_regions: dict[str, SizeRegionsSpec] = Field(default_factory=dict, max_length=100)
     """Confirmed availability of sizes (regions, zones), overriding the catalogue's rows."""
     vcpu_quota: dict[str, WholeNumber] = Field(default_factory=dict, max_length=100)

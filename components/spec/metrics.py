@@ -27,6 +27,7 @@ class WorkspaceLimitsSpec(SpecModel):
 
 class MetricsSpec(SpecModel):
     scrape_interval_seconds: WholeNumber = Field(default=30, ge=10, le=300)
+    """How often every target is scraped; the samples the plan sizes follow from it."""
     series_per_shard: WholeNumber = Field(default=2_000_000, ge=100_000, le=50_000_000)
     """Raw series one edge Prometheus holds (its head block keeps every series it scrapes): the design point of one
     shard, sized with its memory; the plan runs ceil(raw in the zone / this) shards per zone."""

@@ -149,8 +149,11 @@ class RackSpec(SpecModel):
 
 class PoolSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
+    """The pool's name: its scale sets, address block and tags are named from it, so renaming a pool replaces them."""
     kind: PoolKind
+    """What the pool is for (system, cpu, gpu, confidential, rack); it decides the node image the pool boots."""
     vm_size: str = Field(pattern=r"^Standard_[A-Za-z0-9_]{1,60}$")
+    """The Azure VM size: a catalogue size (components/catalog/vm_sizes.py) or one declared under vmSizes."""
     count: WholeNumber = Field(ge=1, le=MAX_NODES)
     """Nodes the pool holds: the scale sets' initial capacity and the autoscaler's maximum."""
     min_count: WholeNumber = Field(default=0, ge=0, le=MAX_NODES)
@@ -160,6 +163,8 @@ class PoolSpec(SpecModel):
     infiniband: bool | None = None
     """Defaults to on where the size has InfiniBand."""
     pods_per_node: WholeNumber = Field(default=30, ge=1, le=MAX_PODS_PER_NODE)
+    """Pods a node takes (the kubelet's `maxPods`) and the pod addresses its NIC carries (docs/ip-plan.md); at most
+    255, as a NIC holds 256 private IPs."""
     work_pods_per_node: WholeNumber | None = Field(default=None, ge=1, le=MAX_PODS_PER_NODE)
     """Pods of work a node must still take after every per-node system pod (kubelet maxPods and the NIC's pod
     addresses); default 1."""
@@ -168,12 +173,16 @@ class PoolSpec(SpecModel):
     each an entry against the VNet's 65,536. `prefixes`: the NIC's primary address plus ceil(podsPerNode / 16)
     /28 blocks ("Prefix on NIC"), each block one entry; needs the subscription's onboarding to the preview."""
     priority: Literal["regular", "spot"] = "regular"
+    """`spot`: Azure Spot VMs, priced at the Spot rate (docs/cost.md); refused on InfiniBand and rack pools."""
     pricing: PricingOption | None = None
     """How the pool's VMs are paid for, for the plan's cost (docs/cost.md): payg (the default), reservation1y,
     reservation3y, savingsPlan1y, savingsPlan3y; spot is implied by `priority: spot` and only by it."""
     labels: dict[str, str] = Field(default_factory=dict)
+    """Node labels the kubelet registers; each is also one of the autoscaler's template tags on the scale sets."""
     taints: list[Taint] = Field(default_factory=list)
+    """Taints the kubelet registers; each is also one of the autoscaler's template tags on the scale sets."""
     team: str | None = Field(default=None, max_length=63)
+    """Becomes the scale sets' `team` tag."""
     cost_centre: str | None = Field(default=None, min_length=1, max_length=256)
     """Becomes the scale sets' `cost-centre` tag (Azure tag values: at most 256 characters)."""
     image: NodeImageSpec = NodeImageSpec()
@@ -183,6 +192,7 @@ class PoolSpec(SpecModel):
     confidential: ConfidentialSpec | None = None
     """Only on `kind: confidential` pools; defaults to VMGuestStateOnly with platform-managed keys."""
     os_disk_gib: WholeNumber = Field(default=128, ge=30, le=4095)
+    """The OS disk's size in GiB."""
     racks: RackSpec | None = None
     """Only on `kind: rack` pools: the interconnect groups and their racks; `count` must be racks x subgroupSize."""
 

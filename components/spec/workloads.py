@@ -25,6 +25,7 @@ class TeamSpec(SpecModel):
     borrowing_limit: Quota | None = None
     lending_limit: Quota | None = None
     fair_share_weight: WholeNumber = Field(default=1, ge=0, le=10_000)
+    """The team's ClusterQueue `fairSharing.weight` (Kueue's fair sharing)."""
     pools: list[str] | None = Field(default=None, max_length=100)
     """Pools the team's queue may use; defaults to every gpu and cpu pool (confidential pools only when named)."""
 
@@ -88,6 +89,7 @@ class BalloonSpec(SpecModel):
 
     pool: str = Field(max_length=20)
     nodes: WholeNumber | None = Field(default=None, ge=0, le=65_536)
+    """Nodes of the pool to keep warm (or `fraction`)."""
     fraction: RealNumber | None = Field(default=None, ge=0.0, le=1.0)
     """Share of the pool's nodes to keep warm, rounded up."""
     on_topology_pool: bool = False
