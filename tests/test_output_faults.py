@@ -149,7 +149,7 @@ def test_a_lock_held_for_a_moment_is_waited_for(tmp_path: Path) -> None:
     write_output(out, _writer("old"))
     with open(store_of(out) / "lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
+        started = time.monotonic()  # before the timer starts: the lock is released no sooner than 0.3 s after this
         threading.Timer(0.3, fcntl.flock, (held, fcntl.LOCK_UN)).start()
-        started = time.monotonic()
         write_output(out, _writer("new"), wait=5)
     assert time.monotonic() - started >= 0.3 and (out / "preview.json").read_text() == "new"
