@@ -448,3 +448,15 @@ class Kube(Http):
             raise ApiError(0, f"watch {path}: {type(error).__name__} {error}") from None
         finally:
             deadline.cancel()
+
+
+def managed_identity_token(http: Http, endpoint: str, resource: str, client_id: str) -> tuple[str, object]:
+    """A token for `resource` from the VM's identity endpoint (IMDS, api-version 2018-02-01) as the identity
+    `client_id`, and the answer's `expires_in` as sent (callers decide how long they keep the token)."""
+    query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": resource, "client_id": client_id})
+    request = urllib.request.Request(f"{endpoint}?{query}", headers={"Metadata": "true"})
+    answer = http.retrying(lambda: http.send(request))
+    token = answer.get("access_token") if isinstance(answer, dict) else None
+    if not isinstance(token, str) or not token:
+        raise ApiError(0, "the identity endpoint returned no access_token")
+    return token, answer.get("expires_in")

@@ -131,13 +131,7 @@ class Arm:
     def _token(self) -> str:
         if self.token and time.time() < self.token_until:
             return self.token
-        query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": ARM_RESOURCE,
-                                        "client_id": self.client_id})
-        request = urllib.request.Request(f"{IMDS_TOKEN}?{query}", headers={"Metadata": "true"})
-        answer = _dict(self.http.retrying(lambda: self.http.send(request)))
-        token = answer.get("access_token")
-        if not isinstance(token, str) or not token:
-            raise kc.ApiError(0, "the identity endpoint returned no access_token")
+        token, _ = kc.managed_identity_token(self.http, IMDS_TOKEN, ARM_RESOURCE, self.client_id)
         self.token, self.token_until = token, time.time() + 300
         return token
 
