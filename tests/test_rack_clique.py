@@ -201,3 +201,11 @@ def test_verify_reads_each_groups_subgroups_and_names_a_declared_one_azure_lacks
     [failed] = [r for r in check_subgroups(Groups(listed), _plan()) if r.status == "fail"]  # type: ignore[arg-type]
     assert failed.subject == "interconnect group gb300-ig2" and "subgroup0, subgroup1 not in" in failed.detail
     assert "cluster.pools[1].racks.groups[1].subgroups" in failed.fix
+
+
+def test_server_data_that_breaks_the_check_ends_in_one_line_and_exit_1(monkeypatch: Any, capsys: Any) -> None:
+    monkeypatch.setattr(rack_clique.ha, "kube_from_env", lambda: object())
+    monkeypatch.setattr(rack_clique, "check", lambda kube, pools: 1 / 0)  # anything a server's answer can raise
+    assert rack_clique.main(["rack_clique.py", "check", "gb300"]) == 1
+    err = capsys.readouterr().err
+    assert "rack-clique: ZeroDivisionError" in err and len(err.strip().splitlines()) == 1

@@ -97,8 +97,8 @@ def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[1] == "check" and argv[2]:
         try:
             return check(ha.kube_from_env(), argv[2].split(","))
-        except kc.ApiError as error:
-            kc.log(f"rack-clique: {error}")
+        except Exception as error:  # one line and exit 1 on anything a server sent, as the health agent does
+            kc.log(f"rack-clique: {type(error).__name__}: {str(error)[:300]}")
             return 1
     kc.log("usage: rack_clique.py check <pool>[,<pool>...]")
     return 2
