@@ -13,9 +13,10 @@ from components.azure.control_plane import ControlPlane
 from components.azure.metrics_workspace import MetricsWorkspace
 from components.azure.network import Network
 from components.azure.node_images import NodeImages
-from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.azure.registry import ContainerRegistry
+from components.azure.scale_set.body import NodeAccess, NodeJoin
+from components.azure.scale_set.pool import NodePool
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster, TelemetryRefs
 from components.kubernetes.join_access import JoinAccess

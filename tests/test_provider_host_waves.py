@@ -21,7 +21,7 @@ from typing import Any
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.scale_set_provider import ScaleSetProvider
+from components.azure.scale_set.provider import ScaleSetProvider
 from components.offline.engine import ProgramRun
 from tests.dynamic_host import dynamic_host, props
 from tests.fake_arm import DEPLOYER, fake_arm

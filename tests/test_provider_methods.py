@@ -29,9 +29,9 @@ from pulumi.dynamic.config import Config
 from pulumi.dynamic.dynamic import serialize_provider
 
 import components
-from components.azure.compute_provider import NotOursError
 from components.azure.interconnect_block_provider import InterconnectBlockProvider
-from components.azure.scale_set_provider import ScaleSetProvider
+from components.azure.scale_set.arm_client import NotOursError
+from components.azure.scale_set.provider import ScaleSetProvider
 from components.offline.engine import ProgramRun
 from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
 

@@ -8,9 +8,9 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.node_images import ImageIds
-from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
+from components.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
 from components.bootstrap.apiserver import render_apiserver_cloud_init
 from components.bootstrap.from_plan import (
     APISERVER_PKI_CAS,

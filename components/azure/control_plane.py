@@ -9,9 +9,9 @@ from components.azure.api_servers import api_server_scale_set
 from components.azure.etcd_cluster import EtcdCluster
 from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
-from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
+from components.azure.scale_set.body import NodeAccess
 from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
 from components.planning.azure_names import resource_group_name, storage_account_name
 from components.planning.cluster_plan import ClusterPlan

@@ -8,8 +8,8 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.node_images import ImageIds
-from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
+from components.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
 from components.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
 from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import ClusterPlan

@@ -17,7 +17,8 @@ retry policy (429 with Retry-After). Credentials are azure-identity's DefaultAzu
 (`az login`, a managed identity, or AZURE_* variables), never stored in the state.
 
 The SDK is imported inside the methods: a plan never loads it. Pulumi pickles this provider into each scale
-set's state by reference to this module (pulumi.dynamic serialize_provider): keep the module path stable.
+set's state by reference (pulumi.dynamic serialize_provider), under the path it had before it moved here,
+components.azure.scale_set_provider, an alias of this module (components/azure/__init__.py): keep that path stable.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
-from components.azure.compute_provider import ComputeProvider, check_owned, create_failed
-from components.catalog.arm_routes import (
+from components.azure.scale_set.arm_client import ComputeProvider, check_owned, create_failed
+from components.azure.scale_set.routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
     SCALE_SET_API_VERSION,
@@ -40,6 +40,7 @@ from components.catalog.arm_routes import (
     path_pattern,
     scale_set_diff,
 )
+from components.azure.scale_set.wire import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
 from components.vocabulary import CLUSTER_TAG, POOL_TAG
 
 ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT)
@@ -115,6 +116,9 @@ def _api_version(props: dict[str, Any]) -> str:
 class ScaleSetProvider(ComputeProvider):
     """CRUD for a Microsoft.Compute/virtualMachineScaleSets resource through azure-mgmt-compute."""
 
+    # The reference Pulumi pickles into the state: the path deployed stacks already name (see the module docstring).
+    __module__ = "components.azure.scale_set_provider"
+
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         if news.get("armType") != SCALE_SET_ARM_TYPE:
@@ -140,7 +144,7 @@ class ScaleSetProvider(ComputeProvider):
         tags name this cluster and pool is this stack's own, left by a create that ARM accepted and that then failed
         (pulumi.dynamic's create is "transactional", but ARM keeps a scale set whose allocation failed), and is
         adopted: the same PUT again, with `If-Match` on the etag just read. Anything else is refused with the one-line
-        fix (components/azure/compute_provider.py check_owned); never a retry loop."""
+        fix (components/azure/scale_set/arm_client.py check_owned); never a retry loop."""
         from azure.core import MatchConditions
         from azure.core.exceptions import HttpResponseError
 

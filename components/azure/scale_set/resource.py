@@ -1,4 +1,4 @@
-"""NodeScaleSet: one node scale set, declared through the capacity-free route (components/azure/scale_set_provider.py).
+"""NodeScaleSet: one node scale set, declared through the capacity-free route (components/azure/scale_set/provider.py).
 
 Its inputs are azure-native's `VirtualMachineScaleSet` inputs (same camelCase names and shapes), plus `armType`,
 `apiVersion` and `subscriptionId`. Going back to azure-native's typed class once a release carries
@@ -13,8 +13,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.azure.scale_set_provider import ScaleSetProvider
-from components.catalog.arm_routes import SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
+from components.azure.scale_set.provider import ScaleSetProvider
+from components.azure.scale_set.routes import SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
 
 TYPED_SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 
