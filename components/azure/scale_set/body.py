@@ -9,9 +9,9 @@ from typing import Any
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
 from components.azure.scale_set.resource import NodeScaleSet
+from components.azure.scope import AzureScope
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
 from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan
@@ -145,15 +145,43 @@ def _rack_profile(vm: dict[str, Any], nics: list[Any], plan: ScaleSetPlan, rack:
     }
 
 
-def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
-              subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess, images: ImageIds,
-              opts: pulumi.ResourceOptions, subscription_id: pulumi.Input[str],
-              disk_encryption_set_id: pulumi.Input[str] | None = None,
-              identity_ids: list[pulumi.Input[str]] | None = None, rack: RackRefs | None = None) -> NodeScaleSet:
+@dataclass(frozen=True)
+class ScaleSetArgs:
+    """What one node scale set is built from."""
+
+    scope: AzureScope
+    """Where it goes (resource group, region, subscription) and the cluster its tags name."""
+    pool: PoolPlan
+    """The pool it belongs to: size, priority, disks, NICs, confidential and rack settings."""
+    plan: ScaleSetPlan
+    """This scale set's name, zone, first capacity and placement (one InfiniBand domain or rack)."""
+    minimum: int
+    """Its share of the pool's minimum node count (the autoscaler's min-size tag)."""
+    subnet_id: pulumi.Input[str]
+    """The pool's subnet: the node address and every pod address or /28 block come from it."""
+    join: NodeJoin
+    """Where and how its nodes join the cluster (the boot document's inputs)."""
+    access: NodeAccess
+    """The admin user and SSH keys of its machines."""
+    images: ImageIds
+    """The cluster's gallery image versions; it boots the one the plan names for it."""
+    disk_encryption_set_id: pulumi.Input[str] | None = None
+    """A confidential pool's customer-key disk encryption set; None: platform-managed keys."""
+    identity_ids: tuple[pulumi.Input[str], ...] = ()
+    """User-assigned identities its VMs carry (the registry pull identity, add-on identities on the system pool);
+    empty: a system-assigned identity only."""
+    rack: RackRefs | None = None
+    """A rack scale set's interconnect group and block; None for every other pool."""
+
+
+def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
     """One zonal node scale set through the capacity-free route: its inputs are azure-native's
     VirtualMachineScaleSet inputs, sent by Microsoft's SDK at Microsoft.Compute SCALE_SET_API_VERSION."""
+    scope, pool, plan, minimum, subnet_id = args.scope, args.pool, args.plan, args.minimum, args.subnet_id
+    join, access, images, rack = args.join, args.access, args.images, args.rack
+    disk_encryption_set_id, identity_ids = args.disk_encryption_set_id, list(args.identity_ids)
     spec = pool.spec
-    tags = scale_set_tags(cluster, pool, plan, minimum, network.location)
+    tags = scale_set_tags(scope.cluster, pool, plan, minimum, scope.location)
     spot = spec.priority == "spot"
     nics = [azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
         name="nic0", primary=True, enable_accelerated_networking=pool.accelerated_networking,
@@ -166,8 +194,8 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
         os_disk=_os_disk(pool, disk_encryption_set_id))
     inputs: dict[str, Any] = {
         "vmScaleSetName": plan.name,
-        "resourceGroupName": network.resource_group_name,
-        "location": network.location,
+        "resourceGroupName": scope.resource_group_name,
+        "location": scope.location,
         "zones": [plan.zone],
         # The first size: the create sends it; an update never sends sku (capacity is the autoscaler's).
         "sku": {"name": pool.size.name, "tier": "Standard", "capacity": plan.capacity},
@@ -203,5 +231,5 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
         inputs["highSpeedInterconnectPlacement"] = spec.racks.high_speed_interconnect_placement
     # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
     # the engine's diff (the value in the state stays the create's).
-    return NodeScaleSet(plan.name, subscription_id, inputs,
+    return NodeScaleSet(plan.name, scope.subscription_id, inputs,
                         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])))
