@@ -44,6 +44,11 @@ class RackDevicesArgs:
 class RackDevices(pulumi.ComponentResource):
     """NVLink racks' devices through DRA: NVIDIA's DRA driver (ComputeDomains) and DRANET (InfiniBand NICs)."""
 
+    dra_driver: k8s.helm.v3.Release
+    """NVIDIA's DRA driver release."""
+    dranet: k8s.helm.v3.Release
+    """DRANET's release."""
+
     def __init__(self, name: str, args: RackDevicesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:RackDevices", name, None, opts)
         plan, after = args.plan, args.after
