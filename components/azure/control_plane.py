@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.api_servers import api_server_scale_set
+from components.azure.api_servers import ApiServersArgs, api_server_scale_set
 from components.azure.etcd_cluster import EtcdCluster, EtcdClusterArgs
 from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
@@ -19,7 +19,6 @@ from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_d
 from components.planning.azure_names import resource_group_name, storage_account_name
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
-from components.planning.pki import etcd_member_ips
 
 SNAPSHOT_CONTAINER = "etcd-snapshots"
 LB_NAME = "apiserver"
@@ -118,7 +117,6 @@ class ControlPlane(pulumi.ComponentResource):
             container_name=SNAPSHOT_CONTAINER, public_access=azure.storage.PublicAccess.NONE, opts=kept)
         snapshot_url = pulumi.Output.concat("https://", storage.name, f".blob.core.windows.net/{SNAPSHOT_CONTAINER}")
 
-        addresses = {k: str(v) for k, v in etcd_member_ips(plan.ip, cp).items()}
         self.etcd_clusters = [
             EtcdCluster(f"{name}-{etcd.role}", EtcdClusterArgs(
                 scope=args.scope, cluster_plan=plan, plan=etcd, subnet_id=network.subnet_ids[ETCD_BLOCK], pki=pki,
@@ -132,8 +130,10 @@ class ControlPlane(pulumi.ComponentResource):
                     f"{vm._name}-snapshot-writer", principal_id=principal, principal_type="ServicePrincipal",
                     role_definition_id=role, scope=container.id, opts=child)
         self.api_servers = api_server_scale_set(
-            f"{name}-apiserver", plan, addresses, network.subnet_ids[CONTROL_PLANE_BLOCK], self.api_backend_pool_id,
-            lb_id("probes", "readyz"), rg, pki, access, registry, images,
+            f"{name}-apiserver", ApiServersArgs(
+                scope=args.scope, plan=plan, subnet_id=network.subnet_ids[CONTROL_PLANE_BLOCK],
+                backend_pool_id=self.api_backend_pool_id, probe_id=lb_id("probes", "readyz"), pki=pki, access=access,
+                registry=registry, images=images),
             # The scale set references the load balancer's pool and probe by id: create the load balancer first.
             pulumi.ResourceOptions(parent=self, depends_on=[self.load_balancer, *self.etcd_clusters]))
         self.register_outputs({"apiServerEndpoint": plan.ip.api_server_endpoint,
