@@ -8,6 +8,7 @@ process: components/azure/replacement_guard.py says why), with one line naming t
 from __future__ import annotations
 
 import copy
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,6 +21,7 @@ from components.azure.replacement_guard import ACK_KEY, ReplacementLedger, Repla
 from components.azure.scale_set_provider import ScaleSetProvider
 from components.catalog.arm_routes import REPLACEMENT_ACK_INPUT, SCALE_SET_ARM_TYPE
 from components.offline.engine import ProgramRun, run_program
+from components.offline.first_up import urn_glob
 from policies.rules import replacements
 from tests.conftest import ROOT, small_cluster
 from tests.dynamic_host import dynamic_host, props
@@ -107,6 +109,15 @@ def test_four_diffs_at_once_admit_exactly_one(prod_run: ProgramRun) -> None:
             outcomes = list(engine.map(ask, domains))
     assert outcomes.count("admitted") == 1
     assert all(o.startswith("pool h100: replacing InfiniBand domain") for o in outcomes if o != "admitted")
+
+
+def test_the_documented_target_names_one_scale_set(prod_run: ProgramRun) -> None:
+    """docs/operations.md's one-domain-per-change command targets exactly that domain's scale set (the engine's URN
+    globs: components/offline/first_up.py `urn_glob`)."""
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    [glob] = re.findall(r"pulumi up --target '([^']+)'", text)
+    matched = [r for r in prod_run.registrations if urn_glob(glob).fullmatch(r.urn)]
+    assert [(r.name, r.inputs.get("armType")) for r in matched] == [("h100-z1-00", SCALE_SET_ARM_TYPE)]
 
 
 def test_the_ledger_alone() -> None:
