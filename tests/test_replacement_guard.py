@@ -8,6 +8,7 @@ process: components/azure/replacement_guard.py says why), with one line naming t
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,8 +21,11 @@ from pulumi.runtime import proto
 from components.azure.replacement_guard import ACK_KEY, ReplacementLedger, ReplacementRefusedError
 from components.azure.scale_set_provider import ScaleSetProvider
 from components.catalog.arm_routes import REPLACEMENT_ACK_INPUT, SCALE_SET_ARM_TYPE
+from components.diff.compare import diff_sides
+from components.diff.sides import side_from_document
 from components.offline.engine import ProgramRun, run_program
 from components.offline.first_up import urn_glob
+from components.offline.preview import preview_document
 from policies.rules import replacements
 from tests.conftest import ROOT, small_cluster
 from tests.dynamic_host import dynamic_host, props
@@ -90,6 +94,9 @@ def test_acknowledged_domains_all_replace(prod_run: ProgramRun) -> None:
     with dynamic_host() as host:
         answers = [_diff(host, d, _resized(d, acknowledged=True)) for d in domains]
         assert all(list(a.replaces) == ["sku"] for a in answers)
+        # the acknowledgement alone is no change: adding it to the stack updates nothing
+        first = domains[0]
+        assert _diff(host, first, {**first, REPLACEMENT_ACK_INPUT: True}).changes == proto.DiffResponse.DIFF_NONE
         # with all of them acknowledged, one more unacknowledged domain of the pool is still admitted (at most one)
         assert list(_diff(host, domains[0], _resized(domains[0])).replaces) == ["sku"]
 
@@ -132,13 +139,19 @@ def test_the_ledger_alone() -> None:
         ledger.admit("/s/e", "h100-z2-00", tags, False, "sku")
 
 
+@functools.cache
+def _acknowledging_run() -> ProgramRun:
+    """A small stack whose acknowledgement names the gpu pool's zone-2 domains, run under the offline engine once."""
+    raw = small_cluster(inCluster={"enabled": False},
+                        acknowledgeDeletions={"infinibandDomains": ["gpu-z2-*"], "note": "drained"})
+    return run_program(ROOT / "__main__.py", "gpucluster", "test",
+                       {"azure-native:location": raw["location"], "gpucluster:cluster": raw})
+
+
 def test_the_program_marks_the_scale_sets_the_stack_acknowledges() -> None:
     """`cluster.acknowledgeDeletions.infinibandDomains` reaches the provider as `replacementAcknowledged` on the
     scale sets it names (the diff's own matching: shell patterns), and on no other; it is never an ARM field."""
-    raw = small_cluster(inCluster={"enabled": False},
-                        acknowledgeDeletions={"infinibandDomains": ["gpu-z2-*"], "note": "drained"})
-    run = run_program(ROOT / "__main__.py", "gpucluster", "test",
-                      {"azure-native:location": raw["location"], "gpucluster:cluster": raw})
+    run = _acknowledging_run()
     marked = {r.name: r.inputs.get(REPLACEMENT_ACK_INPUT) for r in run.registrations
               if r.custom and r.inputs.get("armType") == SCALE_SET_ARM_TYPE}
     said = {n for n in marked if n.startswith("gpu-z2-")}
@@ -146,6 +159,18 @@ def test_the_program_marks_the_scale_sets_the_stack_acknowledges() -> None:
     assert all(v is None for n, v in marked.items() if n not in said) and len(marked) > len(said)
     [inputs] = [r.inputs for r in run.registrations if r.custom and r.name == sorted(said)[0]]
     assert not ScaleSetProvider().check({}, dict(inputs)).failures  # never sent to ARM: not an unknown field
+
+
+def test_acknowledging_is_no_change_in_the_diff() -> None:
+    """Adding the acknowledgement to a stack changes no scale set in `gpucluster diff` (nor in the provider's diff:
+    components/catalog/arm_routes.py scale_set_diff skips it)."""
+    head = preview_document(_acknowledging_run())
+    base = copy.deepcopy(head)
+    for step in base["steps"]:
+        step["newState"]["inputs"].pop(REPLACEMENT_ACK_INPUT, None)
+    assert base != head
+    result = diff_sides(side_from_document("test", base), side_from_document("test", head))
+    assert [c for c in result.changes if c.action != "same"] == []
 
 
 def test_the_acknowledgement_key_is_the_one_the_diff_and_the_stack_use() -> None:
