@@ -36,7 +36,7 @@ STATE = serialize_provider(ScaleSetProvider())
 
 def _domains(prod_run: ProgramRun, pool: str = "h100") -> list[dict[str, Any]]:
     """Each InfiniBand domain's declared inputs (as the old state holds them), with the state's `__provider`."""
-    return [{**copy.deepcopy(r.inputs), "__provider": STATE} for r in prod_run.registrations
+    return [{**copy.deepcopy(r.inputs), "__provider": STATE} for r in sorted(prod_run.registrations, key=lambda r: r.name)
             if r.custom and r.inputs.get("armType") == SCALE_SET_ARM_TYPE
             and r.inputs["tags"].get("gpucluster-pool") == pool]
 
@@ -78,6 +78,7 @@ def test_the_second_domain_of_a_pool_is_refused_in_one_deployment_and_admitted_i
         assert line.startswith(f"pool h100: replacing InfiniBand domain {second['vmScaleSetName']} (sku.name {H100} -> "
                                f"{H200}) as well as {first['vmScaleSetName']} in one deployment")
         assert ACK_KEY in line and "'h100-*'" in line and "--target" in line and "\n" not in line
+        assert f"\n{line}\n" in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")  # the doc shows it
         # the first domain asked again (a second Diff of one resource) counts once
         assert list(_diff(host, first, _resized(first)).replaces) == ["sku"]
         # changes that replace nothing, and a pool without InfiniBand, are not counted
