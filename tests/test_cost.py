@@ -141,13 +141,15 @@ def test_dev_with_a_price_file_adds_up_by_hand() -> None:
     cost = _plan(_dev(priceFile=DEV_QUOTE)).cost
     assert cost is not None
     hourly = {line.key: line.hourly for line in cost.lines}
-    # Hand-computed from tests/data/prices/dev-quote.yaml and the catalogue's region-less network rows:
+    # Hand-computed from tests/data/prices/dev-quote.yaml, the catalogue's eastus2 registry row (1.6666 USD a day,
+    # components/catalog/data/price_answers/eastus2-network-storage-2026-08-14.json) and its region-less NAT gateway
+    # and load balancer rows:
     assert hourly["pool:system"] == pytest.approx(2 * 0.25)
     assert hourly["pool:t4"] == pytest.approx(2 * 0.5)
     assert hourly["pool:confidential"] == pytest.approx(1 * 7)
     assert hourly["controlPlane:apiServers"] == pytest.approx(1 * 0.25)
     assert hourly["controlPlane:etcd"] == pytest.approx(3 * 0.75)
-    assert hourly["registry"] == pytest.approx(1.667 / 24)
+    assert hourly["registry"] == pytest.approx(1.6666 / 24)
     assert hourly["natGateway"] == pytest.approx(0.045)
     assert hourly["publicIpPrefix"] == pytest.approx(2 * 0.01)  # a /31
     assert hourly["loadBalancer:apiserver"] == pytest.approx(0.025)
@@ -155,7 +157,7 @@ def test_dev_with_a_price_file_adds_up_by_hand() -> None:
     # three etcd members' at 64 GiB; 73 and 36.5 USD per 730-hour month.
     assert hourly["disk:Premium_LRS 128 GiB"] == pytest.approx(4 * 73 / 730)
     assert hourly["disk:Premium_LRS 64 GiB"] == pytest.approx(3 * 36.5 / 730)
-    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 1.667 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.15
+    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 1.6666 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.15
     assert cost.hourly_total == pytest.approx(total)
     assert [u.what for u in cost.unpriced] == ["etcd snapshots' storage account (Standard_ZRS)"]
     by_key = {line.key: line for line in cost.lines}
@@ -233,12 +235,14 @@ def test_team_borrowing_and_lending_are_shown_apart_from_quota() -> None:
 
 
 def test_stale_prices_warn_past_the_stated_age() -> None:
-    raw = _dev(priceFile=DEV_QUOTE, maxPriceAgeDays=30)
+    # The oldest rate dev uses with its price file is the catalogue's eastus2 network rows' (2026-08-14): 109 days old
+    # on 2026-12-01, 140 days on 2027-01-01.
+    raw = _dev(priceFile=DEV_QUOTE, maxPriceAgeDays=120)
     fresh = _plan(raw, date(2026, 12, 1)).cost
     assert fresh is not None and not fresh.warnings
     late = _plan(raw, date(2027, 1, 1)).cost
     assert late is not None and len(late.warnings) == 1
-    assert "more than 30 days before 2027-01-01" in late.warnings[0]
+    assert "more than 120 days before 2027-01-01" in late.warnings[0]
 
 
 def test_spot_is_refused_on_infiniband_gang_pools() -> None:
@@ -292,7 +296,7 @@ def test_the_terminal_shows_a_short_cost_block() -> None:
     console = Console(record=True, width=200)
     print_cost(console, {"cost": cost_data(_plan(_dev(priceFile=DEV_QUOTE)))})
     lines = console.export_text().splitlines()
-    assert lines[0].startswith("Cost in eastus2: 11.71 USD/h, 8,547.90 USD/month at 730 h (priced rows only; 1 "
+    assert lines[0].startswith("Cost in eastus2: 11.71 USD/h, 8,547.89 USD/month at 730 h (priced rows only; 1 "
                                "unpriced); price file tests/data/prices/dev-quote.yaml")
     assert lines[1] == "  pools USD/h: system 0.50, t4 1.00, confidential 7.00"
     assert len(lines) == 4 and lines[3].startswith("  unpriced (why: summary.json cost.unpriced")

@@ -23,7 +23,8 @@ HOURS_PER_MONTH = 730
 pages: "c3x assumes 730 hours/month")."""
 TERM_HOURS = {"1 Year": 365 * 24, "3 Years": 3 * 365 * 24}
 """A Reservation row's retailPrice is the whole term's price; per hour it is divided by the term's hours."""
-UNIT_HOURS = {"1 Hour": 1, "1 Day": 24}
+UNIT_HOURS = {"1 Hour": 1, "1 Day": 24, "1/Day": 24, "1/Month": HOURS_PER_MONTH}
+"""The API's units a row may carry (it writes both "1 Day" and "1/Day"); a monthly price is per 730-hour month."""
 OPTIONS: tuple[str, ...] = get_args(PricingOption)
 """Pricing options: pay-as-you-go, Spot, 1- and 3-year reservations, 1- and 3-year savings plans."""
 KINDS: tuple[str, ...] = get_args(PriceKind)
