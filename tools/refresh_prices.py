@@ -71,9 +71,10 @@ def kind_and_sku(item: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def rows_of_answer(answer: Any, source: str, as_of: date) -> list[dict[str, Any]]:
+def rows_of_answer(answer: Any, source: str, as_of: date, saved_as: str | None = None) -> list[dict[str, Any]]:
     """The catalogue rows of one API answer: Linux Consumption and Reservation items of the meters the plan prices,
-    in the API's fields (a non-VM row's armSkuName is the catalogue's SKU: the API leaves it empty there)."""
+    in the API's fields (a non-VM row's armSkuName is the catalogue's SKU: the API leaves it empty there). `saved_as`
+    names the answer's file under the catalogue's folder when it is committed there (the row's `answer`)."""
     if not isinstance(answer, dict) or not isinstance(answer.get("Items"), list):
         raise ValueError('not a Retail Prices API answer: it has no "Items" list')
     rows = []
@@ -84,7 +85,7 @@ def rows_of_answer(answer: Any, source: str, as_of: date) -> list[dict[str, Any]
             continue
         kind, sku = named
         row = {"kind": kind, **{k: item.get(k) for k in API_FIELDS}, "armSkuName": sku, "source": source,
-               "asOf": as_of.isoformat()}
+               "asOf": as_of.isoformat(), "answer": saved_as}
         row["savingsPlan"] = row["savingsPlan"] or []
         rates_of_row(row)  # refuses a row the catalogue could not read (unknown unit or term)
         rows.append(row)
@@ -109,17 +110,20 @@ class Answer:
     path: Path
     source: str
     as_of: date
+    saved_as: str | None = None
+    """The answer's path under components/catalog/data/ when it is committed there."""
 
 
 def manifest_answers(manifest: Path) -> list[Answer]:
     """answers.json: [{"file", "source", "asOf"}], files relative to the manifest's folder."""
     entries = json.loads(manifest.read_text("utf-8"))
-    return [Answer(manifest.parent / e["file"], f"{e['source']}; saved as {manifest.parent.name}/{e['file']}",
-                   date.fromisoformat(e["asOf"])) for e in entries]
+    return [Answer(manifest.parent / e["file"], e["source"], date.fromisoformat(e["asOf"]),
+                   f"{manifest.parent.name}/{e['file']}") for e in entries]
 
 
 def refresh_many(answers: list[Answer], catalogue: Path = CATALOGUE, policy_copy: Path = POLICY_COPY) -> int:
-    rows = [row for a in answers for row in rows_of_answer(json.loads(a.path.read_text("utf-8")), a.source, a.as_of)]
+    rows = [row for a in answers
+            for row in rows_of_answer(json.loads(a.path.read_text("utf-8")), a.source, a.as_of, a.saved_as)]
     document = merged(json.loads(catalogue.read_text("utf-8")), rows)
     catalogue.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     rates = policy_rates(catalogue_from_document(document))

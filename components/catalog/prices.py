@@ -47,6 +47,8 @@ class Rate:
     as_of: date
     from_price_file: bool = False
     """A rate the stack's price file gave (negotiated or quoted), not a list price."""
+    answer: str | None = None
+    """The saved Retail Prices API answer the rate was read from (a file under components/catalog/data/), if any."""
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,10 @@ def rates_of_row(row: dict[str, Any]) -> list[Rate]:
     kind, sku, region = str(row.get("kind", "vm")), str(row["armSkuName"]), str(row.get("armRegionName") or "")
     source, as_of = str(row["source"]), date.fromisoformat(str(row["asOf"]))
     price = float(row["retailPrice"])
+    answer = str(row["answer"]) if row.get("answer") else None
 
     def rate(option: str, per_hour: float) -> Rate:
-        return Rate(kind, sku, region, option, per_hour, source, as_of)
+        return Rate(kind, sku, region, option, per_hour, source, as_of, answer=answer)
 
     if row["type"] == "Reservation":
         term = str(row.get("reservationTerm"))
