@@ -36,7 +36,7 @@ from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.spec import parse_cluster
 from tests.conftest import ROOT
 from tests.plan_sides import plan_document, stack_raw
-from tools.refresh_prices import refresh
+from tools.refresh_prices import ANSWERS, kind_and_sku, manifest_answers, refresh, refresh_many, rows_of_answer
 
 DATA = ROOT / "tests" / "data" / "prices"
 DEV_QUOTE = "tests/data/prices/dev-quote.yaml"
@@ -72,6 +72,72 @@ def test_every_catalogue_row_is_sourced_dated_and_readable() -> None:
         assert rates_of_row(row), where
     for entry in document["unpriced"]:
         assert entry["kind"] in KINDS and len(entry["reason"]) > 20
+
+
+def test_rows_read_from_a_saved_answer_are_what_the_tool_makes_of_it(tmp_path: Path) -> None:
+    """Every row naming a saved answer is reproduced from that answer by tools/refresh_prices.py --manifest: no
+    figure in the catalogue was typed by hand, and each answer's source and date are the rows'."""
+    answers = manifest_answers(ANSWERS / "answers.json")
+    assert answers and all(a.path.is_file() and a.as_of <= TODAY and len(a.source) > 40 for a in answers)
+    document = catalogue_document()
+    from_answers = [r for r in document["rows"] if r["answer"]]
+    saved_as = {a.saved_as: a for a in answers}
+    for row in from_answers:
+        answer = saved_as[row["answer"]]
+        assert (row["source"], row["asOf"]) == (answer.source, answer.as_of.isoformat()), row["answer"]
+    catalogue, copy = tmp_path / "prices.json", tmp_path / "vm_prices.json"
+    shutil.copy(ROOT / "components" / "catalog" / "data" / "prices.json", catalogue)
+    assert refresh_many(answers, catalogue, copy) >= len(from_answers)
+    assert json.loads(catalogue.read_text("utf-8")) == document
+    assert json.loads(copy.read_text("utf-8")) == json.loads((ROOT / "policies" / "rules" / "vm_prices.json").read_text())
+
+
+def test_the_saved_answers_are_retail_prices_api_items_of_eastus2() -> None:
+    """The committed answers keep the API's items verbatim: each has the fields a Retail Prices answer has."""
+    for answer in manifest_answers(ANSWERS / "answers.json"):
+        items = json.loads(answer.path.read_text("utf-8"))["Items"]
+        assert items, answer.path.name
+        for item in items:
+            assert {"meterId", "skuId", "productName", "meterName", "armRegionName", "retailPrice", "unitOfMeasure",
+                    "type", "serviceName", "effectiveStartDate"} <= set(item), answer.path.name
+            assert item["armRegionName"] == "eastus2" and item["currencyCode"] == "USD"
+
+
+def test_the_tool_keeps_the_network_registry_and_disk_meters_the_plan_prices() -> None:
+    answer = json.loads((ANSWERS / "eastus2-network-storage-2026-08-14.json").read_text("utf-8"))
+    rows = rows_of_answer(answer, "s", TODAY)
+    assert sorted((r["kind"], r["armSkuName"], r["retailPrice"], r["unitOfMeasure"]) for r in rows) == [
+        ("disk", "Premium_LRS 128 GiB", 17.92, "1/Month"), ("disk", "Premium_LRS 64 GiB", 9.2801, "1/Month"),
+        ("publicIp", "Standard", 0.005, "1 Hour"), ("publicIpPrefixAddress", "Standard", 0.006, "1 Hour"),
+        ("registry", "Premium", 1.6666, "1/Day")]  # the shared-disk "Disk Mount" meters are not a disk's price
+    assert kind_and_sku({"serviceName": "Storage", "productName": "Premium SSD Managed Disks",
+                         "meterName": "P30 ZRS Disk"}) == ("disk", "Premium_ZRS 1024 GiB")
+    assert kind_and_sku({"serviceName": "Storage", "productName": "Blob Storage", "meterName": "LRS Data Stored"}) is None
+    # A monthly price is per 730-hour month, a daily one per 24 hours.
+    rates = {r.sku: r.usd_per_hour for row in rows for r in rates_of_row(row)}
+    assert rates["Premium_LRS 128 GiB"] == pytest.approx(17.92 / 730)
+    assert rates["Premium"] == pytest.approx(1.6666 / 24)
+
+
+def test_shipped_stacks_price_the_vms_the_catalogue_has_rows_for() -> None:
+    """dev's T4 pool and gb300's system pool are priced from the eastus2 answers; what has no eastus2 row stays
+    unpriced with the region the catalogue does have."""
+    dev = _plan(stack_raw("dev")).cost
+    assert dev is not None
+    lines = {line.key: line for line in dev.lines}
+    t4 = lines["pool:t4"]
+    assert t4.rate is not None and t4.rate.region == "eastus2" and t4.rate.answer == "price_answers/eastus2-vm-2026-01-31.json"
+    assert t4.hourly == pytest.approx(2 * 0.526)
+    assert lines["disk:Premium_LRS 128 GiB"].hourly == pytest.approx(4 * 17.92 / 730)
+    assert lines["publicIpPrefix"].hourly == pytest.approx(2 * 0.006)
+    gb300 = _plan(stack_raw("gb300")).cost
+    assert gb300 is not None
+    system = next(x for x in gb300.lines if x.key == "pool:system")
+    assert system.rate is not None and system.rate.usd_per_hour == 0.384 and system.rate.as_of == date(2026, 7, 14)
+    prod = _plan(stack_raw("prod")).cost
+    assert prod is not None
+    h100 = next(u for u in prod.unpriced if u.what.startswith("pool h100"))
+    assert "in eastus2 (it has eastus)" in h100.reason
 
 
 def test_gb300_is_listed_as_quote_only_never_priced() -> None:
