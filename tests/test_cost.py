@@ -109,7 +109,7 @@ def test_the_tool_keeps_the_network_registry_and_disk_meters_the_plan_prices() -
     assert sorted((r["kind"], r["armSkuName"], r["retailPrice"], r["unitOfMeasure"]) for r in rows) == [
         ("disk", "Premium_LRS 128 GiB", 17.92, "1/Month"), ("disk", "Premium_LRS 64 GiB", 9.2801, "1/Month"),
         ("publicIp", "Standard", 0.005, "1 Hour"), ("publicIpPrefixAddress", "Standard", 0.006, "1 Hour"),
-        ("registry", "Premium", 1.6666, "1/Day")]  # the shared-disk "Disk Mount" meters are not a disk's price
+        ("registry", "Premium", 1.6666, "1/Day")]  # the "Disk Mount" meters are not the disk's own price
     assert kind_and_sku({"serviceName": "Storage", "productName": "Premium SSD Managed Disks",
                          "meterName": "P30 ZRS Disk"}) == ("disk", "Premium_ZRS 1024 GiB")
     assert kind_and_sku({"serviceName": "Storage", "productName": "Blob Storage", "meterName": "LRS Data Stored"}) is None
