@@ -356,3 +356,12 @@ def test_a_priced_linux_meter_confirms_its_region_and_refuses_no_other(prod_step
     assert not [f for f in result.errors if f.resource == "system-z1-00" and f.rule == "size-region"]
     (warning,) = [w for w in result.warnings if w.rule == "size-region-uncatalogued" and "Standard_D8s_v5" in w.message]
     assert "in westus2 (its row confirms eastus2" in warning.message
+
+
+def test_a_warning_row_points_to_its_source_instead_of_quoting_it(prod_steps: Steps, prod_context: Context) -> None:
+    """The unconfirmed ND H100 v5 row's whole citation in the message was a ten-line cell in prod's terminal table:
+    the message names where the source is (docs/azure-preflight.md) and stays short."""
+    warnings = preflight(prod_steps, prod_context).warnings
+    (secondary,) = {w.message for w in warnings if w.rule == "size-region-secondary"}
+    assert "docs/azure-preflight.md" in secondary and "theneuralbase" not in secondary
+    assert max(len(w.message) for w in warnings) <= 400  # the quoted citation made it 700
