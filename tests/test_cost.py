@@ -70,6 +70,7 @@ def test_every_catalogue_row_is_sourced_dated_and_readable() -> None:
         assert not str(row["productName"] or "").endswith("Windows"), where
         assert row["kind"] != "vm" or row["armRegionName"], f"{where}: a VM price holds in one region"
         assert rates_of_row(row), where
+        assert row["answer"] is None or (ANSWERS.parent / row["answer"]).is_file(), where
     for entry in document["unpriced"]:
         assert entry["kind"] in KINDS and len(entry["reason"]) > 20
 
