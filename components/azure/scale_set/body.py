@@ -10,6 +10,7 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.node_images import ImageIds
+from components.azure.replacement_guard import acknowledged
 from components.azure.scale_set.resource import NodeScaleSet
 from components.azure.scope import AzureScope
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
@@ -172,6 +173,9 @@ class ScaleSetArgs:
     empty: a system-assigned identity only."""
     rack: RackRefs | None = None
     """A rack scale set's interconnect group and block; None for every other pool."""
+    acknowledged_domains: tuple[str, ...] = ()
+    """The stack's acknowledgeDeletions.infinibandDomains (names or patterns): a scale set they name may be replaced
+    alongside other domains of its pool (components/azure/replacement_guard.py)."""
 
 
 def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
@@ -232,4 +236,5 @@ def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
     # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
     # the engine's diff (the value in the state stays the create's).
     return NodeScaleSet(plan.name, scope.subscription_id, inputs,
-                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])))
+                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])),
+                        replacement_acknowledged=acknowledged(plan.name, args.acknowledged_domains))

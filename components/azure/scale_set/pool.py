@@ -35,6 +35,9 @@ class NodePoolArgs:
     """The cluster's node image versions (NodeImages.ids)."""
     identity_ids: tuple[pulumi.Input[str], ...] = ()
     """User-assigned identities every VM of the pool carries; empty: a system-assigned identity only."""
+    acknowledged_domains: tuple[str, ...] = ()
+    """The stack's acknowledgeDeletions.infinibandDomains (names or patterns): scale sets they name may be replaced
+    alongside other domains of the pool in one deployment (components/azure/replacement_guard.py)."""
 
 
 class NodePool(pulumi.ComponentResource):
@@ -72,7 +75,8 @@ class NodePool(pulumi.ComponentResource):
             scale_set(ScaleSetArgs(scope=scope, pool=plan, plan=s, minimum=minimum, subnet_id=args.subnet_id,
                                    join=args.join, access=args.access, images=args.images,
                                    disk_encryption_set_id=des_id, identity_ids=args.identity_ids,
-                                   rack=racks[s.rack.group] if s.rack else None), child)
+                                   rack=racks[s.rack.group] if s.rack else None,
+                                   acknowledged_domains=args.acknowledged_domains), child)
             for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
         ]
         self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets],
