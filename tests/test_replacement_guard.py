@@ -2,7 +2,7 @@
 dynamic-provider host (`python -m pulumi.dynamic` over gRPC, tests/dynamic_host.py), as `pulumi preview` and
 `pulumi up` send it Diff RPCs. A one-line vmSize change (prod's H100 -> H200) answers "replace" for every domain of
 the pool; the host refuses the second unacknowledged InfiniBand domain of the pool in one deployment (one host
-process: components/azure/replacement_guard.py says why), with one line naming the pool, the domains and the key.
+process: components/azure/scale_set/replacement_guard.py says why), with one line naming the pool, the domains and the key.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.replacement_guard import ACK_KEY, ReplacementLedger, ReplacementRefusedError
 from components.azure.scale_set.provider import ScaleSetProvider
+from components.azure.scale_set.replacement_guard import ACK_KEY, ReplacementLedger, ReplacementRefusedError
 from components.azure.scale_set.routes import REPLACEMENT_ACK_INPUT, SCALE_SET_ARM_TYPE
 from components.diff.compare import diff_sides
 from components.diff.sides import side_from_document

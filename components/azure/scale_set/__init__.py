@@ -9,6 +9,7 @@
 - arm_client.py: how the SDK providers reach ARM (credentials never in the state), shared with interconnect blocks;
 - wire.py: the declared shape to ARM's wire body and back, by the SDK's models;
 - routes.py: the api-version, what replaces and what an update never sends (CREATE_ONLY_PATHS, ROUTE_REPLACES);
+- replacement_guard.py: at most one InfiniBand domain of a pool replaced per deployment, refused in the provider's diff;
 - update_schema.py: Microsoft.Compute's 2026-07-02 update definitions CREATE_ONLY_PATHS is derived against.
 
 docs/architecture.md, "Node scale sets", has the why.

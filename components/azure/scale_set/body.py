@@ -10,7 +10,7 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.node_images import ImageIds
-from components.azure.replacement_guard import acknowledged
+from components.azure.scale_set.replacement_guard import acknowledged
 from components.azure.scale_set.resource import NodeScaleSet
 from components.azure.scope import AzureScope
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
@@ -175,7 +175,7 @@ class ScaleSetArgs:
     """A rack scale set's interconnect group and block; None for every other pool."""
     acknowledged_domains: tuple[str, ...] = ()
     """The stack's acknowledgeDeletions.infinibandDomains (names or patterns): a scale set they name may be replaced
-    alongside other domains of its pool (components/azure/replacement_guard.py)."""
+    alongside other domains of its pool (components/azure/scale_set/replacement_guard.py)."""
 
 
 def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:

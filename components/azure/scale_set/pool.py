@@ -37,7 +37,7 @@ class NodePoolArgs:
     """User-assigned identities every VM of the pool carries; empty: a system-assigned identity only."""
     acknowledged_domains: tuple[str, ...] = ()
     """The stack's acknowledgeDeletions.infinibandDomains (names or patterns): scale sets they name may be replaced
-    alongside other domains of the pool in one deployment (components/azure/replacement_guard.py)."""
+    alongside other domains of the pool in one deployment (components/azure/scale_set/replacement_guard.py)."""
 
 
 class NodePool(pulumi.ComponentResource):

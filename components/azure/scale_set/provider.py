@@ -11,7 +11,7 @@
 - delete: a DELETE, waited for; a scale set already gone counts as deleted;
 - diff: sku.capacity and the serialized provider are never changes; CREATE_ONLY_PATHS, the resource id, zones and
   sku replace (delete first: the name is fixed), at most one unacknowledged InfiniBand domain of a pool per
-  deployment (components/azure/replacement_guard.py).
+  deployment (components/azure/scale_set/replacement_guard.py).
 
 Long-running operations are azure-core's ARM pollers (Azure-AsyncOperation, then Location); throttling is its
 retry policy (429 with Retry-After). Credentials are azure-identity's DefaultAzureCredential at run time
@@ -29,8 +29,8 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.replacement_guard import LEDGER
 from components.azure.scale_set.arm_client import ComputeProvider, check_owned, create_failed
+from components.azure.scale_set.replacement_guard import LEDGER
 from components.azure.scale_set.routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
@@ -119,7 +119,7 @@ def _api_version(props: dict[str, Any]) -> str:
 
 def _admit_replacement(id_: str, olds: dict[str, Any], news: dict[str, Any], replacing: dict[str, str]) -> None:
     """Record this replacement in the host's ledger, which refuses a second unacknowledged InfiniBand domain of the
-    same pool in one deployment (components/azure/replacement_guard.py)."""
+    same pool in one deployment (components/azure/scale_set/replacement_guard.py)."""
     before, after = leaves(olds), leaves(news)
     why = "; ".join(f"{p} {before.get(p)} -> {after.get(p)}" for p in sorted(replacing)[:3])
     name = str(news.get("vmScaleSetName") or olds.get("vmScaleSetName") or id_)

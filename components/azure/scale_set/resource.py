@@ -28,7 +28,7 @@ class NodeScaleSet(pulumi.dynamic.Resource):
         props: dict[str, Any] = {"armType": SCALE_SET_ARM_TYPE, "apiVersion": SCALE_SET_API_VERSION,
                                  "subscriptionId": subscription_id, **inputs}
         if replacement_acknowledged:  # the stack's acknowledgeDeletions covers it: the provider may replace it
-            props[REPLACEMENT_ACK_INPUT] = True  # alongside other domains of its pool (azure/replacement_guard.py)
+            props[REPLACEMENT_ACK_INPUT] = True  # alongside other domains of its pool (azure/scale_set/replacement_guard.py)
         # A stack whose scale sets were created through the typed class keeps them: the engine matches the old
         # URN, this provider diffs the old state (pulumi/pulumi step_generator.go providerChanged: a provider
         # without DiffConfig asks for no replacement) and the first `up` is a PATCH, never a re-create.

@@ -98,7 +98,7 @@ PROVIDER_INPUT = "__provider"
 
 REPLACEMENT_ACK_INPUT = "replacementAcknowledged"
 """Set (true) on a node scale set the stack's `cluster.acknowledgeDeletions.infinibandDomains` covers, so the provider's
-diff may replace it alongside other domains of its pool (components/azure/replacement_guard.py). Declared only where
+diff may replace it alongside other domains of its pool (components/azure/scale_set/replacement_guard.py). Declared only where
 it is true; never sent to ARM, never a change."""
 
 
