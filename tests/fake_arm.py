@@ -133,9 +133,10 @@ class FakeArm:
             return copy.deepcopy(found) if found is not None else None
 
     def most_in_flight(self) -> int:
-        """The most long-running operations that were running at one moment (from acceptance to completion)."""
+        """The most long-running operations that were running in ARM at one moment: each from its acceptance until
+        it ended, `operation_seconds` later (whether or not anyone polled it then)."""
         with self.lock:
-            spans = [(o["started"], o.get("finished", float("inf"))) for o in self.operations.values()]
+            spans = [(o["started"], o["started"] + self.operation_seconds) for o in self.operations.values()]
         return max((sum(1 for s, f in spans if s <= start < f) for start, _ in spans), default=0)
 
     def polls(self) -> list[Request]:

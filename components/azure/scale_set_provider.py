@@ -206,9 +206,10 @@ class ScaleSetProvider(ComputeProvider):
         group, name, version = news["resourceGroupName"], news["vmScaleSetName"], news["apiVersion"]
         if olds.get(PROVISIONING_STATE) == FAILED:
             declared = body(news)
-            live_capacity = (olds.get("sku") or {}).get("capacity")
-            if isinstance(live_capacity, int) and isinstance(declared.get("sku"), dict):
-                declared["sku"] = {**declared["sku"], "capacity": live_capacity}
+            live_capacity = (olds.get("sku") or {}).get("capacity")  # a float once it has crossed gRPC
+            if isinstance(live_capacity, (int, float)) and not isinstance(live_capacity, bool) \
+                    and isinstance(declared.get("sku"), dict):
+                declared["sku"] = {**declared["sku"], "capacity": int(live_capacity)}
             poller = operations.begin_create_or_update(group, name, model("VirtualMachineScaleSet")(to_wire(declared)),
                                                        match_condition=MatchConditions.IfPresent, api_version=version,
                                                        polling=False, cls=_answer)
