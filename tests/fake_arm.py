@@ -6,9 +6,10 @@ Microsoft.Compute does (azure-rest-api-specs Compute/stable/2026-07-02/ComputeRP
 _Delete / _Get; ARM's async-operation guidelines, azure-resource-manager-rpc async-api-reference.md):
 - PUT: 201 with `Azure-AsyncOperation`; the operation reports InProgress, then Succeeded (or Failed, with the
   resource left behind in provisioningState Failed: `fail_next_create`). An operation runs on its own, as ARM's do:
-  once `operation_seconds` have passed, a GET of the resource shows where it ended whether or not anyone polled; `If-None-Match: *` on an existing resource
-  and an `If-Match` etag that is not the current one are 412; a PUT on an existing resource merges into it (what
-  cluster-autoscaler's sparse {name, sku, location} capacity PUT relies on);
+  once `operation_seconds` have passed, a GET of the resource shows where it ended whether or not anyone polled.
+  `If-None-Match: *` on an existing resource and an `If-Match` etag that is not the current one are 412; a PUT on
+  an existing resource merges into it (what cluster-autoscaler's sparse {name, sku, location} capacity PUT relies
+  on);
 - PATCH: 200 with `Azure-AsyncOperation`; the body is merged into the stored one (objects merge, lists replace);
 - DELETE: 202 with `Location`, which answers 202 until the resource is gone, then 200;
 - GET: the stored resource with provisioningState and etag, or 404 ResourceNotFound;

@@ -55,7 +55,7 @@ def _wait_inputs(declared: dict[str, Any], outs: dict[str, dict[str, Any]], **se
 def _rpc_error(call: Any) -> str:
     with pytest.raises(grpc.RpcError) as failed:
         call()
-    return failed.value.details().strip().splitlines()[-1]
+    return str(failed.value.details()).strip().splitlines()[-1]
 
 
 def test_failed_allocations_are_named_in_one_line_and_the_next_up_with_refresh_retries_them(
