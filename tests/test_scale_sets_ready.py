@@ -23,6 +23,7 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
 from components.azure.scale_set_provider import ScaleSetProvider
+from components.azure.scale_set_provider import resource_id as scale_set_id
 from components.azure.scale_sets_ready_provider import ScaleSetsNotReadyError, ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
 from tests.dynamic_host import dynamic_host, props, unprops
@@ -47,7 +48,7 @@ def _connect(cls: type, arm: FakeArm, interval: float = 0) -> Any:
 def _wait_inputs(declared: dict[str, Any], outs: dict[str, dict[str, Any]], **settings: Any) -> dict[str, Any]:
     """The wait's declared inputs for the scale sets in `outs` (name -> the scale set's outputs)."""
     wait = declared["prod-nodes-ready"]
-    entries = [{**e, "id": outs[e["name"]]["id"], "operation": outs[e["name"]]["operation"]}
+    entries = [{**e, "id": scale_set_id(outs[e["name"]]), "operation": outs[e["name"]]["operation"]}
                for e in wait["scaleSets"] if e["name"] in outs]
     return {**wait, "scaleSets": entries, **settings}
 
@@ -68,7 +69,8 @@ def test_failed_allocations_are_named_in_one_line_and_the_next_up_with_refresh_r
         for name in NAMES:  # the first two fail after ARM accepted them
             created = host.Create(proto.CreateRequest(urn=URN.format("pulumi-python:dynamic:Resource", name),
                                                       properties=props({**declared[name], "__provider": sets})))
-            outs[name] = {**unprops(created.properties), "id": created.id}
+            outs[name] = unprops(created.properties)
+            assert created.id == scale_set_id(outs[name])
             assert outs[name]["provisioningState"] == "Creating"  # in the state, as it is in Azure
         wait_props = props({**_wait_inputs(declared, outs), "__provider": wait})
         line = _rpc_error(lambda: host.Create(proto.CreateRequest(urn=URN.format("w", "prod-nodes-ready"),
@@ -81,16 +83,17 @@ def test_failed_allocations_are_named_in_one_line_and_the_next_up_with_refresh_r
 
         # `pulumi up --refresh`: Read shows the live Failed, Diff asks for an update, Update PUTs the model again
         failed = outs["h100-z1-00"]
-        arm.set_capacity(failed["id"], 5)  # whatever Azure holds now is kept, as the autoscaler's would be
-        read = unprops(host.Read(proto.ReadRequest(id=failed["id"], urn=URN.format("r", "h100-z1-00"),
+        path = scale_set_id(failed)
+        arm.set_capacity(path, 5)  # whatever Azure holds now is kept, as the autoscaler's would be
+        read = unprops(host.Read(proto.ReadRequest(id=path, urn=URN.format("r", "h100-z1-00"),
                                                    properties=props({**failed, "__provider": sets}))).properties)
         assert read["provisioningState"] == "Failed"
         news = props({**declared["h100-z1-00"], "__provider": sets})
-        diff = host.Diff(proto.DiffRequest(id=failed["id"], urn=URN.format("d", "h100-z1-00"), olds=props(read),
+        diff = host.Diff(proto.DiffRequest(id=path, urn=URN.format("d", "h100-z1-00"), olds=props(read),
                                            news=news))
         assert diff.changes == proto.DiffResponse.DIFF_SOME and not diff.replaces
         puts = len(arm.calls("PUT"))
-        updated = unprops(host.Update(proto.UpdateRequest(id=failed["id"], urn=URN.format("u", "h100-z1-00"),
+        updated = unprops(host.Update(proto.UpdateRequest(id=path, urn=URN.format("u", "h100-z1-00"),
                                                           olds=props(read), news=news)).properties)
         [retry] = arm.calls("PUT")[puts:]
         assert retry.headers.get("if-match") == "*" and "if-none-match" not in retry.headers
@@ -98,11 +101,11 @@ def test_failed_allocations_are_named_in_one_line_and_the_next_up_with_refresh_r
         first_put = arm.calls("PUT")[0]
         assert {k: v for k, v in retry.body.items() if k != "sku"} == {k: v for k, v in first_put.body.items()
                                                                        if k != "sku"}
-        outs["h100-z1-00"] = {**updated, "id": failed["id"]}
+        outs["h100-z1-00"] = updated
         del outs["h100-z1-01"]  # left Failed: the wait, declared for the two others, passes
         host.Create(proto.CreateRequest(urn=URN.format("w", "prod-nodes-ready"),
                                         properties=props({**_wait_inputs(declared, outs), "__provider": wait})))
-        stored = arm.stored(failed["id"])
+        stored = arm.stored(path)
         assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
 
 
@@ -112,7 +115,7 @@ def test_the_wait_honours_retry_after_and_stops_at_its_deadline(tmp_path: Path, 
         arm.operation_seconds, arm.retry_after = 1.2, 1
         created = scale_sets.create(copy.deepcopy(declared["h100-z1-00"]))
         started = time.monotonic()
-        wait.create(_wait_inputs(declared, {"h100-z1-00": {**created.outs, "id": created.id}}))
+        wait.create(_wait_inputs(declared, {"h100-z1-00": created.outs}))
         # Retry-After: 1 between polls, not the 10 ms interval: two or three polls in about a second and a bit
         assert 1.0 <= time.monotonic() - started < 4 and 2 <= len(arm.polls()) <= 3
 
@@ -120,7 +123,7 @@ def test_the_wait_honours_retry_after_and_stops_at_its_deadline(tmp_path: Path, 
         slow = scale_sets.update(created.id, created.outs, {**created.outs, "tags": {**created.outs["tags"], "x": "y"}})
         started = time.monotonic()
         with pytest.raises(ScaleSetsNotReadyError) as late:
-            wait.create(_wait_inputs(declared, {"h100-z1-00": {**slow.outs, "id": created.id}}, deadlineSeconds=0.5))
+            wait.create(_wait_inputs(declared, {"h100-z1-00": slow.outs}, deadlineSeconds=0.5))
         assert time.monotonic() - started < 3
         assert str(late.value) == ("1 of 1 node scale sets did not come up: h100-z1-00 still Updating after 0.5 s (run "
                                    "`pulumi up` again to wait on: the operation goes on in Azure)")
