@@ -13,6 +13,8 @@ What it pins:
 from __future__ import annotations
 
 import copy
+import datetime
+import email.utils
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from pulumi.runtime import proto
 
 from components.azure.scale_set_provider import ScaleSetProvider
 from components.azure.scale_set_provider import resource_id as scale_set_id
-from components.azure.scale_sets_ready_provider import ScaleSetsNotReadyError, ScaleSetsReadyProvider
+from components.azure.scale_sets_ready_provider import ScaleSetsNotReadyError, ScaleSetsReadyProvider, retry_after
 from components.offline.engine import ProgramRun
 from tests.dynamic_host import dynamic_host, props, unprops
 from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
@@ -127,3 +129,38 @@ def test_the_wait_honours_retry_after_and_stops_at_its_deadline(tmp_path: Path, 
         assert time.monotonic() - started < 3
         assert str(late.value) == ("1 of 1 node scale sets did not come up: h100-z1-00 still Updating after 0.5 s (run "
                                    "`pulumi up` again to wait on: the operation goes on in Azure)")
+
+
+def test_retry_after_is_read_as_azure_core_reads_it() -> None:
+    """Delta-seconds, an HTTP date, or milliseconds (azure-core `get_retry_after`); nothing usable is None."""
+    soon = email.utils.format_datetime(datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30),
+                                       usegmt=True)
+    assert retry_after({"Retry-After": "15"}) == 15
+    assert 25 < (retry_after({"Retry-After": soon}) or 0) <= 30
+    assert retry_after({"retry-after-ms": "1500"}) == 1.5
+    assert retry_after({"Retry-After": "soon"}) is None and retry_after({}) is None
+
+
+def test_check_names_what_the_wait_cannot_use(declared: dict[str, Any]) -> None:
+    wait = ScaleSetsReadyProvider()
+    assert wait.check({}, declared["prod-nodes-ready"]).failures == []
+    twice = {**declared["prod-nodes-ready"], "scaleSets": declared["prod-nodes-ready"]["scaleSets"][:1] * 2,
+             "deadlineSeconds": 0}
+    assert sorted((f.property, f.reason) for f in wait.check({}, twice).failures) == [
+        ("deadlineSeconds", "deadlineSeconds must be a positive number"), ("scaleSets", "each scale set once")]
+
+
+def test_what_needs_the_nodes_waits_for_the_allocations_not_for_the_creates(prod_run: ProgramRun) -> None:
+    """The in-cluster layer (and so everything under it) depends on the one wait, which names every node scale set
+    and reads each one's id and operation (so the engine orders it after every create); nothing depends on a node
+    pool component, whose creates now end at ARM's answer."""
+    regs = prod_run.registrations
+    [wait] = [r for r in regs if r.custom and r.name == "prod-nodes-ready"]
+    scale_sets = {r.urn: r.name for r in regs if r.custom and r.inputs.get("armType") ==
+                  "Microsoft.Compute/virtualMachineScaleSets"}
+    assert sorted(e["name"] for e in wait.inputs["scaleSets"]) == sorted(scale_sets.values())
+    assert set(wait.dependencies) == set(scale_sets)
+    [in_cluster] = [r for r in regs if r.type == "gpucluster:kubernetes:InCluster"]
+    assert wait.urn in in_cluster.dependencies
+    pools = {r.urn for r in regs if r.type == "gpucluster:azure:NodePool"}
+    assert not [r.name for r in regs if pools & set(r.dependencies)]

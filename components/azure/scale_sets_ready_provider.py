@@ -169,13 +169,15 @@ class ScaleSetsReadyProvider(ComputeProvider):
     def _wait_one(self, clients: dict[str, Any], entry: dict[str, Any], deadline: float) -> Outcome:
         """Polls one scale set's operation until it ends or the deadline passes, then reads the scale set; an
         answer ARM refuses (after the retry policy) is that scale set's outcome, not the end of the others' wait."""
-        from azure.core.exceptions import HttpResponseError
+        from azure.core.exceptions import AzureError, HttpResponseError
 
         try:
             return self._poll(clients, entry, deadline)
         except HttpResponseError as error:
             code = getattr(getattr(error, "error", None), "code", None) or f"HTTP {error.status_code}"
             return Outcome(entry["name"], "unreadable", code)
+        except AzureError as error:  # no answer at all (connection refused, timeout), after the retry policy
+            return Outcome(entry["name"], "unreadable", type(error).__name__)
 
     def _poll(self, clients: dict[str, Any], entry: dict[str, Any], deadline: float) -> Outcome:
         from azure.core.rest import HttpRequest
