@@ -19,6 +19,7 @@ from components.azure.pki import ClusterPki, ClusterPkiArgs
 from components.azure.registry import ContainerRegistry, ContainerRegistryArgs
 from components.azure.scale_set.body import NodeAccess, NodeJoin
 from components.azure.scale_set.pool import NodePool, NodePoolArgs
+from components.azure.scale_sets_ready import ScaleSetsReady, ready_entry
 from components.azure.scope import AzureScope
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster, InClusterArgs, TelemetryRefs
@@ -74,6 +75,8 @@ class GpuCluster(pulumi.ComponentResource):
     """The resolved layout a reviewer reads: the IP plan, pools and their scale sets, egress (`plan_outputs`)."""
     scope: AzureScope
     """Where the cluster's Azure resources go; a program adding its own resources to the cluster uses it."""
+    nodes_ready: ScaleSetsReady
+    """Done once every node scale set's allocation succeeded: what needs nodes depends on it."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:index:GpuCluster", name, None, opts)
@@ -143,16 +146,22 @@ class GpuCluster(pulumi.ComponentResource):
                 pools)
             for pool in plan.pools
         ]
+        # The scale sets' creates return once ARM accepted them; this one resource waits for all their allocations
+        # (one dynamic-provider worker, not one per scale set: docs/performance.md). What needs nodes waits on it.
+        self.nodes_ready = ScaleSetsReady(f"{name}-nodes-ready", [
+            ready_entry(scale_set, pool, scale_set_plan)
+            for pool, node_pool in zip(plan.pools, self.node_pools, strict=True)
+            for scale_set, scale_set_plan in zip(node_pool.scale_sets, pool.scale_sets, strict=True)], child)
         self.in_cluster: InCluster | None = None
         if spec.in_cluster.enabled:
-            # Waits for the control plane and node pools, so the API server exists before it is called.
+            # Waits for the control plane and the nodes, so the API server exists before it is called.
             self.in_cluster = InCluster(f"{name}-in-cluster", InClusterArgs(
                 plan=plan, kubeconfig=self.admin_kubeconfig, ca_pem=self.pki.ca_cert_pem,
                 addon_refs=self.addon_identities.refs,
                 telemetry=TelemetryRefs(self.metrics.remote_write_url, self.metrics.client_id)
                 if self.metrics is not None else None),
                 pulumi.ResourceOptions(
-                    parent=self, depends_on=[self.control_plane, *self.node_pools, self.registry.agents_image]))
+                    parent=self, depends_on=[self.control_plane, self.nodes_ready, self.registry.agents_image]))
 
         self.api_server_endpoint = endpoint
         self.ca_cert_hash = self.pki.ca_cert_hash
