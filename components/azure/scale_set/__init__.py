@@ -12,5 +12,6 @@
 - replacement_guard.py: at most one InfiniBand domain of a pool replaced per deployment, refused in the provider's diff;
 - update_schema.py: Microsoft.Compute's 2026-07-02 update definitions CREATE_ONLY_PATHS is derived against.
 
-docs/architecture.md, "Node scale sets", has the why.
+Beside it: interconnect blocks (interconnect_block*.py) and ScaleSetsReady (scale_sets_ready*.py), the one wait per
+cluster for every scale set's allocation. docs/architecture.md, "Node scale sets", has the why.
 """
