@@ -80,7 +80,7 @@ def test_the_identity_holds_contributor_and_a_conditioned_rbac_administrator_on_
     for role in catalog.PRIVILEGED_ROLES:
         assert condition.count(role) == 2  # refused on write (Request) and on delete (Resource)
     assert condition.count("StringEqualsIgnoreCase {'ServicePrincipal'}") == 2
-    assert identity.urn in {d for a in assignments for d in a.dependencies} or assignments
+    assert all(identity.urn in a.dependencies for a in assignments) and identity.urn in vm.dependencies
 
 
 def test_step_one_creates_the_runner_and_step_two_writes_no_role_assignment(prod_run: ProgramRun,
