@@ -342,3 +342,18 @@ def test_the_extractor_reads_options_lists_types_and_defaults() -> None:
     types = {name: OPTION.findall(options) for name, options in ARG_TYPE.findall(source)}
     assert _options(source, types) == {"run_command_name": ["--name", "--run-command-name"],
                                        "identity": ["-i", "--identity"], "timeout_in_seconds": ["--timeout-in-seconds"]}
+
+
+def test_the_readme_walks_the_command_the_plan_prints_for_dev(dev_spec: ClusterSpec) -> None:
+    """README "With the real Pulumi CLI" spells dev's step 2 command across lines; joined, it is the plan's."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("az vm run-command create --resource-group gpucluster-dev")
+    lines = []
+    for line in readme[start:].splitlines():
+        lines.append(line.rstrip("\\").strip())
+        if not line.endswith("\\"):
+            break
+    runner = plan_deploy_runner(dev_spec)
+    assert runner is not None
+    expected = step2_command(runner, "gpucluster-dev", "dev", "policies/config/dev.json", "out/dev").text()
+    assert " ".join(lines) == expected
