@@ -70,9 +70,9 @@ class DeployRunner(pulumi.ComponentResource):
                     create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=OS_DISK_GIB,
                     managed_disk=azure.compute.ManagedDiskParametersArgs(storage_account_type="Premium_LRS"),
                     delete_option="Delete")),
-            # customData and the image are fixed at creation (as on the etcd members): a change to the runner's boot
-            # text must not replace the machine a running step 2 is on.
+            # The OS profile (boot text, admin user, SSH keys) and the image are fixed at creation: Azure refuses most
+            # changes to them on a running VM, and the machine a running step 2 is on must never be replaced by it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.role_assignments,
-                                        ignore_changes=["osProfile.customData", "storageProfile.imageReference"]))
+                                        ignore_changes=["osProfile", "storageProfile.imageReference"]))
         self.client_id = self.identity.client_id
         self.register_outputs({"vmName": plan.vm_name, "clientId": self.identity.client_id})

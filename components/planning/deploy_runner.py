@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from components.catalog.deploy_runner import CONTRIBUTOR, RBAC_ADMINISTRATOR, RUNNER_IMAGE
 from components.catalog.vm_sizes import VmSize
 from components.errors import Problem, SpecError
+from components.planning.placement import ordered_zones
 from components.planning.sizes import size_table, unknown_size_message
 from components.spec import ClusterSpec, ImageRef
 
@@ -74,7 +75,7 @@ def plan_deploy_runner(spec: ClusterSpec) -> DeployRunnerPlan | None:
     elif size.gpus or size.infiniband or size.confidential:
         problems.append(Problem(f"{PATH}.vmSize", f"{size.name} is a GPU, InfiniBand or confidential size for a "
                                 "machine that only runs `pulumi up`: pick a general-purpose one such as Standard_D4s_v5"))
-    zone = runner.zone or spec.zones[0]
+    zone = runner.zone or ordered_zones(spec.zones)[0]  # not the list's order: reordering zones moves nothing
     if zone not in spec.zones:
         problems.append(Problem(f"{PATH}.zone", f"{zone!r} is not one of the cluster's zones "
                                 f"({', '.join(spec.zones)}): pick one of them or remove the key"))

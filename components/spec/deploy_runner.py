@@ -15,6 +15,6 @@ class DeployRunnerSpec(SpecModel):
     vm_size: str = Field(default="Standard_D4s_v5", max_length=80)
     """A general-purpose size from the catalogue or `cluster.vmSizes`: it runs `pulumi up`, nothing else."""
     zone: str | None = Field(default=None, max_length=8)
-    """One of the cluster's zones; by default the first."""
+    """One of the cluster's zones; by default the first in order (a reordered `zones` list moves nothing)."""
     run_timeout_minutes: WholeNumber = Field(default=240, ge=10, le=1440)
     """How long the Run Command that drives step 2 may run before Azure stops it (`--timeout-in-seconds`)."""
