@@ -34,7 +34,7 @@ class QuotaNeed:
 
 
 def plan_quota(pools: tuple[PoolPlan, ...], extra: dict[str, int], declared: dict[str, int]) -> tuple[QuotaNeed, ...]:
-    """`extra` adds vCPUs outside the pools (the control plane's VMs) per family."""
+    """`extra` adds vCPUs outside the pools (the control plane's VMs, the deployment runner) per family."""
     need: dict[str, int] = defaultdict(int)
     for pool in pools:
         family = SPOT_FAMILY if pool.spec.priority == "spot" else pool.size.quota_family

@@ -84,7 +84,8 @@ class Step2Command:
 
 def step2_command(runner: DeployRunnerPlan, resource_group: str, stack: str, policy_config: str,
                   out_dir: str) -> Step2Command:
-    argv = ("az", "vm", "run-command", "create", "--resource-group", resource_group, "--vm-name", runner.vm_name,
+    argv = ("az", "vm", "run-command", "create", "--resource-group", shlex.quote(resource_group),
+            "--vm-name", shlex.quote(runner.vm_name),
             "--name", RUN_COMMAND_NAME, "--async-execution", "false",
             "--timeout-in-seconds", str(runner.run_timeout_seconds),
             "--script", f'"$(cat {shlex.quote(f"{out_dir}/{SCRIPT_FILE}")})"')
