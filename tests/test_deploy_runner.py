@@ -358,3 +358,23 @@ def test_the_readme_walks_the_command_the_plan_prints_for_dev(dev_spec: ClusterS
     assert runner is not None
     expected = step2_command(runner, "gpucluster-dev", "dev", "policies/config/dev.json", "out/dev").text()
     assert " ".join(lines) == expected
+
+
+def test_the_preflight_and_the_pack_judge_the_runner_as_every_vm(dev_out: Path, dev_spec: ClusterSpec) -> None:
+    """A size with no availability row is a preflight warning on the runner; a role the pack does not know is a
+    violation of the machines' tag rule; as the stack ships it, the pack says nothing about it."""
+    from components.offline.policy_runner import run_policies
+    from components.preflight import run_preflight
+
+    steps = json.loads((dev_out / "preview.json").read_text())["steps"]
+    [runner] = [s["newState"] for s in steps if s["newState"]["type"] == VM and "DeployRunner" in s["newState"]["urn"]]
+    plan = plan_cluster(dev_spec)
+    name = runner["urn"].rsplit("::", 1)[1]
+    assert not run_preflight(steps, plan).errors
+    assert not [v for v in run_policies(steps) if v.urn == runner["urn"]]
+    runner["inputs"]["hardwareProfile"]["vmSize"] = "Standard_D4s_v99"
+    runner["inputs"]["tags"]["gpucluster-role"] = "bastion"
+    assert [f.rule for f in run_preflight(steps, plan).warnings
+            if f.resource == name and "Standard_D4s_v99" in f.message] == ["size-region-uncatalogued"]
+    assert [v.policy for v in run_policies(steps) if v.urn == runner["urn"]] == [
+        "azure-native-compute-machines-require-tags"]
