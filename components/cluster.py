@@ -12,6 +12,7 @@ import pulumi_tls as tls
 from components.azure.addon_identities import AddonIdentities, AddonIdentitiesArgs
 from components.azure.bootstrap_token import BootstrapTokens, BootstrapTokensArgs
 from components.azure.control_plane import ControlPlane, ControlPlaneArgs
+from components.azure.deploy_runner import DeployRunner, DeployRunnerArgs
 from components.azure.metrics_workspace import MetricsWorkspace, MetricsWorkspaceArgs
 from components.azure.network import Network, NetworkArgs
 from components.azure.node_images import NodeImages, NodeImagesArgs
@@ -75,6 +76,8 @@ class GpuCluster(pulumi.ComponentResource):
     """The resolved layout a reviewer reads: the IP plan, pools and their scale sets, egress (`plan_outputs`)."""
     scope: AzureScope
     """Where the cluster's Azure resources go; a program adding its own resources to the cluster uses it."""
+    deploy_runner_client_id: pulumi.Output[str] | None
+    """The deployment runner's identity (step 2's Run Command signs in as it); None when the stack has no runner."""
     nodes_ready: ScaleSetsReady
     """Done once every node scale set's allocation succeeded: what needs nodes depends on it."""
 
@@ -104,6 +107,11 @@ class GpuCluster(pulumi.ComponentResource):
             self.break_glass_key = tls.PrivateKey(f"{name}-break-glass-ssh", algorithm="ED25519", opts=child)
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
+        # The machine inside the VNet that step 2 of the first `pulumi up` runs on: step 1 creates it, so nothing
+        # here may depend on the join access (docs/operations.md, "First bootstrap").
+        self.deploy_runner = (DeployRunner(f"{name}-deploy-runner", DeployRunnerArgs(
+            scope=scope, plan=plan.deploy_runner, network=self.network.refs, access=access), child)
+                              if plan.deploy_runner is not None else None)
         self.control_plane = ControlPlane(f"{name}-cp", ControlPlaneArgs(
             scope=scope, plan=plan, network=self.network.refs, pki=self.pki, access=access, registry=pull,
             images=images), child)
@@ -170,6 +178,7 @@ class GpuCluster(pulumi.ComponentResource):
         self.bootstrap_token_ids = {"current": self.bootstrap_tokens.current_id,
                                     "previous": self.bootstrap_tokens.previous_id}
         self.vnet_id = self.network.refs.vnet_id
+        self.deploy_runner_client_id = self.deploy_runner.client_id if self.deploy_runner is not None else None
         self.scale_set_ids = {s.name: ss.id for p in self.node_pools
                               for s, ss in zip(p.plan.scale_sets, p.scale_sets, strict=True)}
         self.registry_id = self.registry.registry.id
@@ -179,6 +188,7 @@ class GpuCluster(pulumi.ComponentResource):
             "apiServerEndpoint": self.api_server_endpoint, "caCertHash": self.ca_cert_hash,
             "adminKubeconfig": self.admin_kubeconfig, "breakGlassKubeconfig": self.break_glass_kubeconfig,
             "bootstrapTokenIds": self.bootstrap_token_ids, "vnetId": self.vnet_id,
+            "deployRunnerClientId": self.deploy_runner_client_id,
             "scaleSetIds": self.scale_set_ids, "registryId": self.registry_id,
             "registryLoginServer": self.registry_login_server,
             "plans": self.plans})
@@ -203,6 +213,9 @@ class GpuCluster(pulumi.ComponentResource):
         }
         if self.break_glass_ssh_private_key is not None:
             outputs["breakGlassSshPrivateKey"] = self.break_glass_ssh_private_key
+        if self.deploy_runner_client_id is not None:
+            # Step 2's command reads it (docs/operations.md, "First bootstrap").
+            outputs["deployRunnerClientId"] = self.deploy_runner_client_id
         return outputs
 
 
