@@ -1,8 +1,10 @@
 """AzureScope: where a component's Azure resources go, the one value every Azure component takes for it.
 
 The cluster's name, its resource group, region, tags and the subscription and tenant the deployment signs in to, as
-Cluster API Provider Azure hands every service one ClusterDescriber (azure/interfaces.go) instead of each asking
-on its own. GpuCluster builds it once, after the Network has created the resource group (`AzureScope.of`).
+Cluster API Provider Azure hands every service one ClusterDescriber (kubernetes-sigs/cluster-api-provider-azure
+74a8a2b9 azure/interfaces.go: ResourceGroup, ClusterName, Location, AdditionalTags; SubscriptionID and TenantID
+through its Authorizer) instead of each asking on its own. GpuCluster builds it once, after the Network has created
+the resource group (`AzureScope.of`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Node scale sets, in one place (as Cluster API Provider Azure keeps azure/services/scalesets/):
+"""Node scale sets, in one place (as Cluster API Provider Azure keeps azure/services/scalesets/, read at
+kubernetes-sigs/cluster-api-provider-azure 7ea3b92d):
 
 - pool.py: NodePool, the component of one pool: a scale set per InfiniBand domain or rack, the rack's interconnect
   groups and blocks, a confidential pool's disk key;
