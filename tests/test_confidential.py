@@ -367,6 +367,6 @@ def test_customer_managed_key_passes_the_arm_preflight(customer_key_run: Program
 
     raw = _cluster(confidential={"customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}})
     result = preflight(preview_document(customer_key_run)["steps"], context_for(plan_cluster(small_spec(**raw))))
-    assert {f.rule for f in result.errors} == {"size-region"}
+    assert {f.source for f in result.errors} == {"size-region"}
     (vault,) = _of(customer_key_run, "azure-native:keyvault:Vault")
     assert len(vault.inputs["vaultName"]) <= 24 and vault.inputs["vaultName"].startswith("test-cgpu-cmk-")

@@ -348,7 +348,7 @@ DEV_RATES = {"Standard_D4s_v5": 0.25, "Standard_NC4as_T4_v3": 0.5, "Standard_NCC
 
 
 def _budget(steps: list[dict[str, Any]], **config: Any) -> list[str]:
-    return [v.message for v in run_policies(steps, {BUDGET: config}) if v.policy == BUDGET]
+    return [v.message for v in run_policies(steps, {BUDGET: config}) if v.source == BUDGET]
 
 
 def t4_grown_by_one(steps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -83,7 +83,7 @@ def test_violations_name_the_same_resources_whatever_the_order(dev_run: ProgramR
     for seed in range(3):
         steps = preview_document(_shuffled(dev_run, seed))["steps"]
         random.Random(seed).shuffle(steps)
-        results.append([(v.policy, v.urn, v.message) for v in run_policies(steps, strict)])
+        results.append([(v.source, v.path, v.message) for v in run_policies(steps, strict)])
     assert results[0] and results[0] == results[1] == results[2]
 
 

@@ -78,7 +78,7 @@ def test_dev_grown_passes_every_mandatory_policy(count: int, tmp_path: Path, dev
         run = run_program(ROOT / "__main__.py", "gpucluster", "dev", stack.config)
     config = json.loads((ROOT / "policies" / "config" / "dev.json").read_text())
     violations = run_policies(preview_document(run)["steps"], config)
-    assert [v.policy for v in violations if v.mandatory] == []
+    assert [v.source for v in violations if v.mandatory] == []
 
 
 def test_dev_with_3_t4_nodes_plans_with_exit_0(tmp_path: Path) -> None:

@@ -105,7 +105,7 @@ def diff(base: str, head: str, acknowledge: dict[str, Any] | None = None) -> Pla
 
 
 def _kinds(result: PlanDiff, severity: str) -> set[str]:
-    return {f.kind for f in result.flags if f.severity == severity}
+    return {f.source for f in result.flags if f.severity == severity}
 
 
 def test_a_version_bump_under_the_same_image_versions_is_refused() -> None:
@@ -113,7 +113,7 @@ def test_a_version_bump_under_the_same_image_versions_is_refused() -> None:
     template's bake while the versions stay; Image Builder refuses to change a template ("Update/Upgrade of image
     templates is currently not supported") and the versions already exist. The diff says so before `pulumi up`."""
     result = diff("previous-patch", "dev")  # a patch upgrade
-    refused_templates = {f.resource for f in result.errors if f.kind == "refused-by-azure"}
+    refused_templates = {f.path for f in result.errors if f.source == "refused-by-azure"}
     assert refused_templates == {f"dev-images-{d}-template" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")}
     assert all("cluster.images.<definition>.version" in (f.fix or "") for f in result.errors)
     # Of the boot documents only the API servers' changes (kubeadm's kubernetesVersion); nodes' carry no version.
@@ -155,7 +155,7 @@ def test_the_diff_prints_the_image_bump_and_how_azure_applies_it(tmp_path: Path)
 
 def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement() -> None:
     result = diff("ib-600", "ib-300-one-team")
-    errors = {(f.kind, f.resource) for f in result.errors}
+    errors = {(f.source, f.path) for f in result.errors}
     deleted_sets = [c.name for c in result.changes if c.action == "delete"
                     and c.type == "azure-native:compute:VirtualMachineScaleSet"]
     assert sorted(deleted_sets) == ["h100-z1-01", "h100-z2-01", "h100-z3-01"]
@@ -174,15 +174,15 @@ def test_adding_a_pool_creates_it_and_flags_the_api_server_resize() -> None:
     created = {c.name for c in result.changes if c.action == "create"}
     assert {"cpu-z1-00", "cpu-z2-00", "cpu-z3-00"} <= created
     assert not result.errors  # appending a pool moves no block
-    [resize] = [f for f in result.flags if f.kind == "control-plane-resize"]
-    assert resize.resource == "dev-cp-apiserver" and "Standard_D4s_v5 ->" in resize.message
+    [resize] = [f for f in result.flags if f.source == "control-plane-resize"]
+    assert resize.path == "dev-cp-apiserver" and "Standard_D4s_v5 ->" in resize.message
     assert result.capacity["delta"]["nodes"] == 1300
 
 
 def test_growing_an_unpinned_pool_past_its_block_is_a_moved_block_error() -> None:
     result = diff("dev", "system-grown")
-    moved = [f for f in result.errors if f.kind == "moved-block"]
-    assert {f.resource for f in moved} >= {"pool-system"}
+    moved = [f for f in result.errors if f.source == "moved-block"]
+    assert {f.path for f in moved} >= {"pool-system"}
     assert all("pinnedBlocks" in (f.fix or "") for f in moved)
     problems = refusals(result)
     assert problems is not None and any(p.path == "moved-block pool-system" for p in problems.problems)
@@ -197,12 +197,12 @@ def test_reordering_zones_changes_nothing() -> None:
 
 def test_changes_azure_refuses_on_existing_vms_are_errors_with_the_procedure() -> None:
     result = diff("dev", "ssh-and-etcd-size")
-    refusals_found = [f for f in result.errors if f.kind == "refused-by-azure"]
-    assert {f.resource for f in refusals_found} == {"etcd-0", "etcd-1", "etcd-2"}
+    refusals_found = [f for f in result.errors if f.source == "refused-by-azure"]
+    assert {f.path for f in refusals_found} == {"etcd-0", "etcd-1", "etcd-2"}
     assert all(f.message.startswith("osProfile.linuxConfiguration") and "docs/operations.md" in (f.fix or "")
                for f in refusals_found)
-    resized = [f for f in result.flags if f.kind == "control-plane-resize"]
-    assert {f.resource for f in resized} == {"etcd-0", "etcd-1", "etcd-2"}
+    resized = [f for f in result.flags if f.source == "control-plane-resize"]
+    assert {f.path for f in resized} == {"etcd-0", "etcd-1", "etcd-2"}
 
 
 def test_etcd_members_change_one_at_a_time() -> None:
@@ -334,7 +334,7 @@ def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit
     document, data = plan_document(raw, "prod")
     result = diff_sides(base, side_from_document("prod+a100", document, data))
     assert not result.errors
-    [resize] = [f for f in result.flags if f.kind == "control-plane-resize" and f.resource.endswith("apiserver")]
+    [resize] = [f for f in result.flags if f.source == "control-plane-resize" and f.path.endswith("apiserver")]
     assert resize.severity == "warning"
     lines = "\n".join(render_capacity(result.capacity))
     assert f"nodes: {base_nodes(base):,} -> {base_nodes(base) + 520:,} (+520)" in lines
@@ -418,7 +418,7 @@ def test_a_pool_that_grows_past_etcds_quota_step_warns_how_to_roll_it() -> None:
 
     base, head = summary(1500), summary(2400)
     [flag] = running_sizing_flags(base, head)
-    assert (flag.severity, flag.kind, flag.resource) == ("warning", "etcd-quota-not-applied", "etcd members")
+    assert (flag.severity, flag.source, flag.path) == ("warning", "etcd-quota-not-applied", "etcd members")
     assert flag.message.startswith("--quota-backend-bytes moves from 2 to 4 GiB in the etcd members' boot documents")
     assert flag.fix is not None and "--quota-backend-bytes=4294967296 in /usr/local/sbin/gpucluster-etcd-run" in flag.fix
     assert running_sizing_flags(base, base) == [] and running_sizing_flags(None, head) == []

@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPONENTS = ROOT / "components"
 
 LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("foundation", ("errors", "input_files", "project", "vocabulary"),
-     "problems, bounded file reads, the project folder, every label/taint/annotation/tag name"),
+    ("foundation", ("errors", "input_files", "project", "results", "vocabulary"),
+     "problems, bounded file reads, the project folder, what every check reports, every label/taint/annotation/tag "
+     "name"),
     ("spec", ("spec",), "the stack file, parsed and validated"),
     ("catalog", ("catalog",), "sourced facts: sizes, limits, versions, images, provider behaviour"),
     ("planning", ("planning",), "pure planners: every decision, in frozen plan objects"),

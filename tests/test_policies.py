@@ -46,7 +46,7 @@ def _vmss(**changes: Any) -> dict[str, Any]:
 
 
 def _names(steps: list[dict[str, Any]], config: dict[str, Any] | None = None) -> set[str]:
-    return {v.policy for v in run_policies(steps, config, RESOURCE_RULES)}
+    return {v.source for v in run_policies(steps, config, RESOURCE_RULES)}
 
 
 def test_good_scale_set_passes() -> None:
@@ -129,7 +129,7 @@ def test_advisory_level_reports_without_failing() -> None:
 
 def test_unknown_values_are_reported_as_not_run_as_in_preview() -> None:
     step = _vmss(overprovision="[unknown]")
-    [note] = [v for v in run_policies([step], None, RESOURCE_RULES) if "no-overprovision" in v.policy]
+    [note] = [v for v in run_policies([step], None, RESOURCE_RULES) if "no-overprovision" in v.source]
     assert note.enforcement == "advisory" and "can't run policy" in note.message
 
 

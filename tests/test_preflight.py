@@ -53,7 +53,7 @@ def _add(steps: Steps, typ: str, name: str, inputs: dict[str, Any]) -> None:
 def test_prod_passes_preflight(prod_steps: Steps, prod_context: Context) -> None:
     result = preflight(prod_steps, prod_context)
     assert result.errors == []
-    assert {w.rule for w in result.warnings} <= set(WARNINGS)
+    assert {w.source for w in result.warnings} <= set(WARNINGS)
 
 
 def _storage_autonamed(steps: Steps) -> str:
@@ -250,7 +250,7 @@ def test_breaking_a_rule_fails_it(case: str, prod_steps: Steps, prod_context: Co
     steps = copy.deepcopy(prod_steps)
     resource = mutate(steps)
     errors = preflight(steps, prod_context).errors
-    assert any(f.rule == rule and f.resource.startswith(resource) for f in errors), errors
+    assert any(f.source == rule and f.path.startswith(resource) for f in errors), errors
     line = next(str(p) for p in problems(errors) if f"[preflight rule {rule}]" in str(p))
     assert "\n" not in line and line.startswith(resource)
 
@@ -259,7 +259,7 @@ def test_size_outside_its_regions_names_the_regions(prod_steps: Steps, prod_cont
     steps = copy.deepcopy(prod_steps)
     for state in (s["newState"] for s in steps if is_scale_set(s["newState"])):
         state["inputs"]["location"] = "eastus"
-    messages = [f.message for f in preflight(steps, prod_context).errors if f.rule == "size-region"]
+    messages = [f.message for f in preflight(steps, prod_context).errors if f.source == "size-region"]
     ncc = AVAILABILITY["Standard_NCC40ads_H100_v5"]
     assert any(m.startswith("Standard_NCC40ads_H100_v5 is not offered in eastus; it is in eastus2, centralus, "
                             "westeurope") and ncc.source in m for m in messages)
@@ -270,20 +270,20 @@ def test_stack_confirmed_zones_are_enforced_and_silence_the_warnings(prod_spec: 
     raw["sizeRegions"] = {"Standard_ND96isr_H100_v5": {"regions": ["eastus2"], "zones": {"eastus2": ["1", "2"]},
                                                        "source": "az vm list-skus -l eastus2 --zone, 2026-11-20"}}
     result = preflight(prod_steps, context_for(plan_cluster(ClusterSpec.model_validate(raw))))
-    failing = {f.resource for f in result.errors if f.rule == "size-region"}
+    failing = {f.path for f in result.errors if f.source == "size-region"}
     zone3 = {s["newState"]["urn"].rsplit("::", 1)[-1] for s in prod_steps
              if is_scale_set(s["newState"]) and "::h100-z3-" in s["newState"]["urn"]}
     assert failing == zone3 and zone3
-    assert {f.rule for f in result.errors} == {"size-region"}
+    assert {f.source for f in result.errors} == {"size-region"}
     assert not any("Standard_ND96isr_H100_v5" in w.message for w in result.warnings)
 
 
 def test_unsettled_availability_is_a_warning_row(prod_steps: Steps, prod_context: Context) -> None:
     warnings = preflight(prod_steps, prod_context).warnings
-    rules = {(w.rule, w.message.split(" ")[3] if w.rule == "size-zones-unknown" else "") for w in warnings}
+    rules = {(w.source, w.message.split(" ")[3] if w.source == "size-zones-unknown" else "") for w in warnings}
     assert ("size-zones-unknown", "eastus2") in rules
-    assert any(w.rule == "size-region-secondary" and "Standard_ND96isr_H100_v5" in w.message for w in warnings)
-    assert any(w.rule == "size-region-uncatalogued" and "Standard_D64ds_v5" in w.message for w in warnings)
+    assert any(w.source == "size-region-secondary" and "Standard_ND96isr_H100_v5" in w.message for w in warnings)
+    assert any(w.source == "size-region-uncatalogued" and "Standard_D64ds_v5" in w.message for w in warnings)
 
 
 def test_docs_list_every_rule_with_its_source() -> None:
@@ -305,8 +305,8 @@ def test_an_unconfirmed_availability_row_refuses_no_region(prod_steps: Steps, pr
     steps = copy.deepcopy(prod_steps)
     _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
     result = preflight(steps, prod_context)
-    assert not [f for f in result.errors if f.rule == "size-region" and f.resource == "h100-z1-00"]
-    assert any(w.rule == "size-region-secondary" and "does not list southcentralus" in w.message
+    assert not [f for f in result.errors if f.source == "size-region" and f.path == "h100-z1-00"]
+    assert any(w.source == "size-region-secondary" and "does not list southcentralus" in w.message
                for w in result.warnings)
 
 def test_rules_azure_accepts_are_labelled_so() -> None:
@@ -320,7 +320,7 @@ def test_rules_azure_accepts_are_labelled_so() -> None:
 def test_long_tag_names_are_refused_only_where_azure_refuses_them(prod_steps: Steps, prod_context: Context) -> None:
     steps = copy.deepcopy(prod_steps)
     account = _long_tag_on_storage(steps)
-    flagged = {f.resource for f in preflight(steps, prod_context).errors if f.rule == "tags"}
+    flagged = {f.path for f in preflight(steps, prod_context).errors if f.source == "tags"}
     assert any(r.startswith(account) for r in flagged) and not any(r.startswith("cpu-z1-00") for r in flagged)
 
 

@@ -68,21 +68,21 @@ RACK_POLICY_MUTATIONS: list[tuple[Callable[[Steps], State], str]] = [
 
 
 def test_gb300_passes_the_rack_rules(gb300_steps: Steps) -> None:
-    assert [v for v in run_policies(gb300_steps) if v.policy in (GANG, SPARE)] == []
+    assert [v for v in run_policies(gb300_steps) if v.source in (GANG, SPARE)] == []
 
 
 @pytest.mark.parametrize(("mutate", "policy"), RACK_POLICY_MUTATIONS, ids=[m.__name__ for m, _ in RACK_POLICY_MUTATIONS])
 def test_one_broken_rack_property_is_caught(gb300_steps: Steps, mutate: Callable[[Steps], State], policy: str) -> None:
     steps = copy.deepcopy(gb300_steps)
     broken = mutate(steps)
-    caught = [v for v in run_policies(steps) if v.policy == policy and v.mandatory]
-    assert caught and broken["urn"] in {v.urn for v in caught}, caught
+    caught = [v for v in run_policies(steps) if v.source == policy and v.mandatory]
+    assert caught and broken["urn"] in {v.path for v in caught}, caught
 
 
 def test_the_spare_rule_names_the_figures(gb300_steps: Steps) -> None:
     steps = copy.deepcopy(gb300_steps)
     quota_into_the_spare_racks(steps)
-    [violation] = [v for v in run_policies(steps) if v.policy == SPARE]
+    [violation] = [v for v in run_policies(steps) if v.source == SPARE]
     assert ("nominal nvidia.com/gpu quota on gb300 adds up to 288 (frontier 288) of the 432 GPUs in zone(s) 1, 2, 3; "
             "1 spare rack(s) of 72 GPUs per zone leave 216 for quota") in violation.message
 
@@ -92,9 +92,9 @@ def test_a_flavor_per_rack_needs_no_rack_level_and_adds_spares_up_per_zone(gb300
     steps = copy.deepcopy(gb300_steps)
     flavor = flavor_without_topology(steps)
     flavor["inputs"]["spec"]["nodeLabels"]["gpucluster.io/rack"] = "gb300-z1-g00r00"
-    assert [v for v in run_policies(steps) if v.policy == GANG] == []
+    assert [v for v in run_policies(steps) if v.source == GANG] == []
     # 216 GPUs of quota on one 72-GPU rack of zone 1, whose spare is one of its two racks
-    caught = [v for v in run_policies(steps) if v.policy == SPARE]
+    caught = [v for v in run_policies(steps) if v.source == SPARE]
     assert caught and "of the 72 GPUs in zone(s) 1" in caught[0].message
 
 
@@ -102,5 +102,5 @@ def test_a_reason_in_the_pack_config_lets_gangs_span_racks(gb300_steps: Steps) -
     steps = copy.deepcopy(gb300_steps)
     flavor_on_the_zone_topology(steps)
     config = {GANG: {"rackSpanReasons": {"gb300": "gangs of 144 GPUs span two racks of one group by design"}}}
-    assert [v for v in run_policies(steps, config) if v.policy == GANG] == []
-    assert [v for v in run_policies(steps, {GANG: {"rackSpanReasons": {"gb300": " "}}}) if v.policy == GANG]
+    assert [v for v in run_policies(steps, config) if v.source == GANG] == []
+    assert [v for v in run_policies(steps, {GANG: {"rackSpanReasons": {"gb300": " "}}}) if v.source == GANG]

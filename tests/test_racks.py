@@ -259,7 +259,7 @@ def test_the_block_provider_checks_and_diffs_as_azure_updates_a_block(steps: Ste
 
 def _preflight(steps: Steps, spec: ClusterSpec) -> tuple[set[str], set[str]]:
     result = preflight(steps, context_for(plan_cluster(spec)))
-    return {f.rule for f in result.errors}, {f.rule for f in result.warnings}
+    return {f.source for f in result.errors}, {f.source for f in result.warnings}
 
 
 def test_gb300_passes_the_preflight(steps: Steps, gb300_spec: ClusterSpec) -> None:
@@ -325,7 +325,7 @@ def test_the_infiniband_domain_rule_reads_an_interconnect_set_by_its_group(steps
     racks = [s for s in steps if s["newState"]["urn"].endswith("::gb300-z1-g00r00")]
     assert run_policies(racks, None, IB_DOMAIN) == []
     racks[0]["newState"]["inputs"]["singlePlacementGroup"] = True
-    assert [v.policy for v in run_policies(racks, None, IB_DOMAIN)] == [IB_DOMAIN[0].name]
+    assert [v.source for v in run_policies(racks, None, IB_DOMAIN)] == [IB_DOMAIN[0].name]
     assert racks[0]["newState"]["type"] == DYNAMIC
 
 

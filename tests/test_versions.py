@@ -106,17 +106,17 @@ def test_end_of_life_minor_fails_the_policy_pack_by_default(eol_run: ProgramRun)
     """1.34 reached end of life on 2026-10-27 (kubernetes.io/releases/1.34)."""
     steps = preview_document(eol_run)["steps"]
     config = {"kubernetes-version-end-of-life": {"asOf": TODAY.isoformat()}}
-    found = [v for v in run_policies(steps, config) if v.policy == kubernetes_end_of_life.name]
+    found = [v for v in run_policies(steps, config) if v.source == kubernetes_end_of_life.name]
     assert len(found) == 1 and found[0].mandatory
     assert "Kubernetes 1.34.6 reached end of life on 2026-10-27" in found[0].message
     lowered = {"kubernetes-version-end-of-life": {"asOf": TODAY.isoformat(), "enforcementLevel": "advisory"}}
-    found = [v for v in run_policies(steps, lowered) if v.policy == kubernetes_end_of_life.name]
+    found = [v for v in run_policies(steps, lowered) if v.source == kubernetes_end_of_life.name]
     assert len(found) == 1 and not found[0].mandatory
     # A week before end of life the rule passes (the summary warns instead); minDaysLeft makes it stricter.
     early = {"kubernetes-version-end-of-life": {"asOf": "2026-10-20"}}
-    assert not [v for v in run_policies(steps, early) if v.policy == kubernetes_end_of_life.name]
+    assert not [v for v in run_policies(steps, early) if v.source == kubernetes_end_of_life.name]
     strict = {"kubernetes-version-end-of-life": {"asOf": "2026-10-20", "minDaysLeft": 60}}
-    assert [v for v in run_policies(steps, strict) if v.policy == kubernetes_end_of_life.name]
+    assert [v for v in run_policies(steps, strict) if v.source == kubernetes_end_of_life.name]
 
 
 @pytest.fixture(scope="module")
