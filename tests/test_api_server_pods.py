@@ -20,7 +20,7 @@ from components.planning.pod_addresses import API_SERVER_POD_ADDRESSES, api_serv
 from components.planning.vnet_entries import count_entries
 from components.simulation.boot_layer import CONTROL_PLANE_POOL, first_boot, own_workloads, pool_states
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 def test_without_addresses_on_their_nics_the_api_servers_never_join_the_pod_network(

@@ -14,7 +14,7 @@ from components.kubernetes.objects.layer import layer_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.simulation.boot_layer import first_boot, own_workloads, service_needs
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")

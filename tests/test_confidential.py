@@ -35,7 +35,7 @@ from components.project import project_root
 from components.spec import ClusterSpec
 from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE
 from policies.rules.props import resource_kind
-from tests.conftest import small_cluster, small_spec
+from tests.support.stacks import small_cluster, small_spec
 
 ROOT = project_root(Path(__file__).parent)
 ORCHESTRATOR = "4f3e5a11-2b8c-4d0e-9a55-7c1f0e2d3b4a"

@@ -16,7 +16,7 @@ from components.offline.engine import ProgramRun
 from components.offline.manifests import kubernetes_objects, write_manifests
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document, stable_order
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -21,7 +21,7 @@ from components.offline.preview import preview_document
 from components.spec import load_stack_file
 from components.vocabulary import AUTOSCALER_GPUS_TAG
 from policies.rules import ALL_POLICIES
-from tests.conftest import ROOT, STACKS, plan_stack
+from tests.support.stacks import ROOT, STACKS, plan_stack
 
 RULE = "azure-native-compute-virtualmachinescaleset-gpu-zone-share"
 VMSS = "azure-native:compute:VirtualMachineScaleSet"

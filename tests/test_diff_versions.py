@@ -18,7 +18,7 @@ import pytest
 from components.diff.compare import diff_sides
 from components.diff.sides import Side
 from components.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
-from tests.test_cli import gpucluster
+from tests.support.cli import gpucluster
 
 SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 URN = f"urn:pulumi:dev::gpucluster::gpucluster:azure:ApiServers${SCALE_SET}::dev-cp-apiserver"

@@ -11,7 +11,7 @@ from pulumi_policy import EnforcementLevel
 
 from components.cli import parser
 from policies.rules import ALL_POLICIES
-from tests.conftest import ROOT, STACKS
+from tests.support.stacks import ROOT, STACKS
 from tools.golden import GOLDEN
 
 MANDATORY = [p for p in ALL_POLICIES if p.enforcement_level == EnforcementLevel.MANDATORY]

@@ -12,7 +12,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.simulation.boot_layer import chart_workloads, first_boot, own_workloads, pool_states
 from components.simulation.check import CheckedPlan, check_plan, plan_checked
 from components.simulation.engine import simulate
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

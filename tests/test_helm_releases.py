@@ -17,7 +17,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.simulation.boot_layer import releases_at_size
 from components.simulation.check import plan_checked
 from components.simulation.release_readiness import daemonset_ready, max_unavailable, scaled, tolerated_unready
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")

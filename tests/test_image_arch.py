@@ -16,7 +16,7 @@ from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.simulation.boot_layer import first_boot
 from components.simulation.check import check_plan
 from components.simulation.image_arch import architecture_problems, pool_platforms
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.node_lifecycle import APP, CONFIG_PATH
 from components.offline.engine import ProgramRun
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
+from tests.support.stacks import stack_spec
 
 
 def _objects() -> list[dict[str, Any]]:

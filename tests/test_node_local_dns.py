@@ -21,8 +21,8 @@ from components.offline.engine import ProgramRun
 from components.offline.manifests import kubernetes_objects
 from components.planning.ip_plan import NODE_LOCAL_DNS_IP
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
+from tests.support.stacks import stack_spec
 
 CLUSTER_DNS = "192.168.0.10"
 

@@ -11,7 +11,7 @@ import pytest
 from components.errors import SpecError
 from components.simulation.check import plan_checked
 from components.spec import CONFIG_KEY, load_stack_file, parse_cluster
-from tests.conftest import STACKS
+from tests.support.stacks import STACKS
 
 RACK_NODE_PODS = {
     "cilium-agent", "cilium-envoy", "node-local-dns", "nfd-worker", "nvidia-container-toolkit", "nvidia-device-plugin",
@@ -54,7 +54,7 @@ def test_work_pods_per_node_is_what_the_stack_asks() -> None:
 
 
 def test_by_default_a_node_must_keep_one_pod_for_work() -> None:
-    from tests.conftest import small_cluster
+    from tests.support.stacks import small_cluster
 
     raw = small_cluster()
     raw["pools"][1]["podsPerNode"] = 13  # the GPU pool's 13 per-node system pods fill it

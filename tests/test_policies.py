@@ -16,7 +16,7 @@ from components.offline.policy_runner import check_config, run_policies
 from policies.rules import ALL_POLICIES
 from policies.rules.machines import bootstrap_data_secret
 from policies.rules.props import machines_per_zone
-from tests.scale_sets import as_typed_class, is_scale_set
+from tests.support.scale_sets import as_typed_class, is_scale_set
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 DYNAMIC = "pulumi-python:dynamic:Resource"
@@ -182,14 +182,14 @@ def test_pack_config_is_checked_against_the_rules_schemas() -> None:
 
 
 def test_shipped_policy_configs_are_valid() -> None:
-    from tests.conftest import ROOT
+    from tests.support.stacks import ROOT
 
     for path in (ROOT / "policies" / "config").glob("*.json"):
         check_config(json.loads(path.read_text()), str(path))
 
 
 def test_docs_name_every_rule_and_setting() -> None:
-    from tests.conftest import ROOT
+    from tests.support.stacks import ROOT
 
     text = (ROOT / "docs" / "policies.md").read_text()
     for policy in ALL_POLICIES:

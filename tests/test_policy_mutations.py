@@ -13,9 +13,8 @@ from components.offline.policy_runner import Violation, run_policies
 from components.offline.preview import preview_document
 from policies.rules import ALL_POLICIES
 from policies.rules.props import resource_kind
-from tests.scale_sets import as_typed_class
-from tests.test_cost import COST_POLICY_MUTATIONS
-from tests.test_rack_policies import RACK_POLICY_MUTATIONS
+from tests.support.policy_mutations import COST_POLICY_MUTATIONS, RACK_POLICY_MUTATIONS
+from tests.support.scale_sets import as_typed_class
 
 State = dict[str, Any]
 Steps = list[dict[str, Any]]

@@ -85,7 +85,7 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     """The controller hands out pod addresses, so it cannot wait for one (hostNetwork); where cluster DNS does not
     answer it dials the API server by the endpoint's name (as Cilium's agent, objects/charts.py). Its Kubernetes
     rights are its calls: list/watch nodes, list/watch/patch CiliumNodes (each call authorized by these roles in the
-    fake API server: tests/ipam_world.py as_the_controller), create its Lease and get/update that one Lease
+    fake API server: tests/support/ipam_world.py as_the_controller), create its Lease and get/update that one Lease
     (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
     from components.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
     from components.kubernetes.scripts import prefix_ipam

@@ -19,8 +19,8 @@ from components.planning.limits import effective_limits
 from components.planning.pod_addresses import node_addressing
 from components.preflight.compute import VMSS, check_machines
 from components.preflight.model import Resource, azure_resources
-from tests.conftest import small_spec
-from tests.scale_sets import is_scale_set
+from tests.support.scale_sets import is_scale_set
+from tests.support.stacks import small_spec
 
 
 def test_a_node_takes_its_primary_and_ceil_pods_over_16_blocks() -> None:

@@ -17,7 +17,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.preflight import Context, context_for, preflight, problems
 from components.preflight.rules import RULES, WARNINGS
 from components.spec import ClusterSpec
-from tests.scale_sets import as_typed_class, is_scale_set
+from tests.support.scale_sets import as_typed_class, is_scale_set
 
 Steps = list[dict[str, Any]]
 State = dict[str, Any]
@@ -239,7 +239,7 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
 
 
 def test_every_rule_is_broken_by_a_test() -> None:
-    from tests.test_racks import RACK_MUTATIONS  # rules only a rack stack can break
+    from tests.support.preflight_mutations import RACK_MUTATIONS  # rules only a rack stack can break
 
     assert {rule for rule, _ in MUTATIONS.values()} | {rule for _, rule in RACK_MUTATIONS} == set(RULES)
 

@@ -14,7 +14,7 @@ import pytest
 from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 from components.planning.cluster_plan import plan_cluster
 from components.preflight import context_for, preflight
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 LB = "azure-native:network:LoadBalancer"

@@ -23,8 +23,8 @@ from pulumi.runtime import proto
 
 from components.azure.scale_set_provider import ScaleSetProvider
 from components.offline.engine import ProgramRun
-from tests.dynamic_host import dynamic_host, props
-from tests.fake_arm import DEPLOYER, fake_arm
+from tests.support.dynamic_host import dynamic_host, props
+from tests.support.fake_arm import DEPLOYER, fake_arm
 
 HOST_WORKERS = 4
 """pulumi/dynamic/__main__.py main(): grpc.server(futures.ThreadPoolExecutor(max_workers=4))."""

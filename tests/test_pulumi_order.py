@@ -14,7 +14,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.simulation.boot_layer import first_boot
 from components.simulation.check import check_order, plan_checked
 from components.simulation.pulumi_order import ApplyOrder, Recorded, prerequisite_problems
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")

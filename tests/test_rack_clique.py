@@ -25,7 +25,7 @@ from components.planning.node_template import node_labels
 from components.verify.check_racks import check_racks
 from components.vocabulary import LABEL_GPU_CLIQUE, LABEL_INTERCONNECT_SUBGROUP_ID, LABEL_POOL, LABEL_RACK
 from components.vocabulary import TAINT_RACK_UNPROVEN as VOCABULARY_TAINT
-from tests.conftest import ROOT, stack_spec
+from tests.support.stacks import ROOT, stack_spec
 
 UUID = "8b1f33a6-6c35-4f55-9d3e-1f1a3f0c2d11"
 

@@ -37,8 +37,8 @@ from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.planning.registry import cluster_upstream_images
-from tests.conftest import ROOT, stack_spec
-from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, admit, rack_nodes, rack_objects, racks_of
+from tests.support.kueue_admission import TOLERATE_GPU, Gang, InadmissibleError, admit, rack_nodes, rack_objects, racks_of
+from tests.support.stacks import ROOT, stack_spec
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from components.offline.engine import ProgramRun
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
-
-State = dict[str, Any]
-Steps = list[dict[str, Any]]
-GANG = "kubernetes-kueue-resourceflavor-rack-gang"
-SPARE = "kubernetes-kueue-clusterqueue-spare-racks"
-KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
+from tests.support.policy_mutations import (
+    GANG,
+    RACK_POLICY_MUTATIONS,
+    SPARE,
+    State,
+    Steps,
+    flavor_on_the_zone_topology,
+    flavor_without_topology,
+    quota_into_the_spare_racks,
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,45 +29,16 @@ def gb300_steps(gb300_run: ProgramRun) -> Steps:
     return preview_document(gb300_run)["steps"]
 
 
-def _kueue(steps: Steps, kind: str, name: str) -> State:
-    return next(s["newState"] for s in steps if s["newState"]["type"] == KUEUE + kind
-                and s["newState"]["inputs"]["metadata"]["name"] == name)
 
 
-def flavor_on_the_zone_topology(steps: Steps) -> State:
-    """The rack flavor on the cluster's zone -> InfiniBand domain -> host topology: no rack level to require."""
-    flavor = _kueue(steps, "ResourceFlavor", "gb300")
-    flavor["inputs"]["spec"]["topologyName"] = "infiniband"
-    return flavor
 
 
-def flavor_without_topology(steps: Steps) -> State:
-    flavor = _kueue(steps, "ResourceFlavor", "gb300")
-    del flavor["inputs"]["spec"]["topologyName"]
-    return flavor
 
 
-def quota_into_the_spare_racks(steps: Steps) -> State:
-    """One more rack of quota than 6 racks less one spare per zone leave (216 GPUs)."""
-    queue = _kueue(steps, "ClusterQueue", "frontier")
-    for row in queue["inputs"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
-        if row["name"] == "nvidia.com/gpu":
-            row["nominalQuota"] = 288
-    return queue
 
 
-def spare_racks_unstated(steps: Steps) -> State:
-    flavor = _kueue(steps, "ResourceFlavor", "gb300")
-    flavor["inputs"]["metadata"].pop("annotations")
-    return flavor
 
 
-RACK_POLICY_MUTATIONS: list[tuple[Callable[[Steps], State], str]] = [
-    (flavor_on_the_zone_topology, GANG),
-    (flavor_without_topology, GANG),
-    (quota_into_the_spare_racks, SPARE),
-    (spare_racks_unstated, SPARE),
-]
 
 
 def test_gb300_passes_the_rack_rules(gb300_steps: Steps) -> None:

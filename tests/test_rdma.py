@@ -23,8 +23,8 @@ from components.planning.node_template import autoscaler_tags
 from components.planning.registry import cluster_upstream_images
 from components.simulation.check import plan_checked
 from components.vocabulary import AUTOSCALER_RESOURCE_TAG_PREFIX
-from tests.conftest import ROOT, stack_spec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
+from tests.support.stacks import ROOT, stack_spec
 
 GANG_POD = {"cpu": "96", "memory": "1800Gi", "nvidia.com/gpu": "8", RDMA_RESOURCE: "1"}
 

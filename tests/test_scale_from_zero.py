@@ -23,7 +23,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.scale_from_zero import scale_from_zero_problems
 from components.simulation.boot_layer import first_boot
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")

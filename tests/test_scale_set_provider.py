@@ -1,4 +1,4 @@
-"""The node scale sets' dynamic provider against a fake ARM on 127.0.0.1 (tests/fake_arm.py), through Microsoft's own
+"""The node scale sets' dynamic provider against a fake ARM on 127.0.0.1 (tests/support/fake_arm.py), through Microsoft's own
 SDK (azure-mgmt-compute 39, azure-core's pipeline, retry policy and ARM pollers).
 
 What it pins, with the consumer's rule:
@@ -26,7 +26,7 @@ from components.azure.compute_provider import NotOursError
 from components.azure.scale_set_provider import ScaleSetProvider, patch_body
 from components.offline.engine import ProgramRun
 from components.vocabulary import CLUSTER_TAG
-from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
+from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
 
 
 def _provider(arm: FakeArm) -> ScaleSetProvider:

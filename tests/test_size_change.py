@@ -25,8 +25,8 @@ from components.offline.report_data import report_data
 from components.planning.cluster_plan import plan_cluster
 from components.spec import parse_cluster
 from policies.rules.replacements import Replaced, judge
-from tests.conftest import ROOT
-from tests.plan_sides import plan_document, stack_raw
+from tests.support.plan_sides import plan_document, stack_raw
+from tests.support.stacks import ROOT
 
 H100, H200 = "Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"
 

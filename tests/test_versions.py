@@ -24,8 +24,8 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.versions import plan_versions
 from components.spec import parse_cluster
 from policies.rules.versions import kubernetes_end_of_life
-from tests.conftest import ROOT, STACKS, small_cluster, small_spec, stack_spec
-from tests.test_cli import gpucluster
+from tests.support.cli import gpucluster
+from tests.support.stacks import ROOT, STACKS, small_cluster, small_spec, stack_spec
 
 TODAY = date(2026, 11, 22)
 
@@ -170,7 +170,7 @@ def test_boot_documents_use_the_tables_configuration_apis() -> None:
     """What kubeadm and the kubelet read is the API version the table checks against the minor."""
     from components.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
     from components.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
-    from tests.test_apiserver_bootstrap import kubeadm_documents, render_apiserver_document
+    from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
     init, cluster, kubelet = kubeadm_documents(render_apiserver_document(()))
     assert init["apiVersion"] == cluster["apiVersion"] == KUBEADM_API.version  # type: ignore[index]
     # the API servers' own kubelet reads the KubeletConfiguration kubeadm passes on from its config file

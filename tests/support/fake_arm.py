@@ -401,4 +401,4 @@ class IdentityCredential(FakeCredential):
         self.token = token
 
 
-DEPLOYER = "tests.fake_arm:FakeCredential"
+DEPLOYER = "tests.support.fake_arm:FakeCredential"
