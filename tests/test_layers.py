@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("rendered", ("bootstrap", "images", "azure", "kubernetes"),
      "boot text, image bundles, Azure resources, in-cluster objects: render plan data"),
     ("checks", ("simulation", "preflight", "cluster"),
-     "the first boot simulated over the rendered objects, the ARM preflight, the top-level component"),
+     "the bring-up simulated over the rendered objects, the ARM preflight, the top-level component"),
     ("runs", ("offline", "diff"), "the program run under mocks, its outputs, plan comparison"),
     ("commands", ("cli", "verify"), "what a user runs"),
 )

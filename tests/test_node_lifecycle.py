@@ -66,4 +66,4 @@ def test_its_azure_identity_only_reads_scale_sets(prod_run: ProgramRun) -> None:
 
 def test_it_starts_on_the_system_pool_in_the_first_boot() -> None:
     plan = plan_checked(stack_spec("prod"))
-    assert plan.first_boot is not None and plan.first_boot.placements()[APP] == ("system",)
+    assert plan.bring_up is not None and plan.bring_up.placements()[APP] == ("system",)

@@ -28,8 +28,8 @@ def _raw() -> dict[str, Any]:
 
 def test_a_rack_node_counts_every_system_pod_and_keeps_a_pod_per_gpu() -> None:
     plan = plan_checked(parse_cluster(_raw()))
-    assert plan.first_boot is not None
-    rack = next(n for n in plan.first_boot.node_pods if n.pool == "gb300")
+    assert plan.bring_up is not None
+    rack = next(n for n in plan.bring_up.node_pods if n.pool == "gb300")
     assert set(rack.daemonsets) == RACK_NODE_PODS
     assert rack.system_pods == 15 and rack.max_pods == 24 and rack.work_pods == 4 and rack.free_pods >= 4
 

@@ -125,7 +125,7 @@ def test_first_boot_waits_for_the_controller_in_prefix_mode(prod_spec) -> None:
     """With `ipam: crd` no pod gets a network before the controller has published addresses: without it the
     first boot is stuck, naming the chain."""
     from components.planning.cluster_plan import plan_cluster
-    from components.simulation.boot_layer import chart_workloads, own_workloads, pool_states
+    from components.simulation.bring_up_layer import chart_workloads, own_workloads, pool_states
     from components.simulation.engine import simulate
     plan = plan_cluster(prod_spec)
     workloads = [w for w in own_workloads(plan) if w.name != "gpucluster-prefix-ipam"]

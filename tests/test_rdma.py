@@ -62,7 +62,7 @@ def test_the_plugin_runs_on_infiniband_pools_only_and_selects_the_ib_hcas() -> N
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms[0]["matchExpressions"][0]["values"] == sorted(p.name for p in plan.pools if p.infiniband) == ["h100"]
     assert plan.registry.serves(pod["containers"][0]["image"])
-    assert plan.first_boot is not None and plan.first_boot.placements()[APP] == ("h100",)
+    assert plan.bring_up is not None and plan.bring_up.placements()[APP] == ("h100",)
     assert not [o for o in layer_objects(plan_checked(stack_spec("dev"))) if o["metadata"]["name"] == APP]
 
 

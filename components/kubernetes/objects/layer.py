@@ -1,5 +1,5 @@
 """The in-cluster layer's own objects, per component, exactly as the components declare them (images served by the
-cluster's registry). The first-boot simulation reads these same objects (components/simulation/boot_layer.py)."""
+cluster's registry). The first-boot simulation reads these same objects (components/simulation/bring_up_layer.py)."""
 
 from __future__ import annotations
 
