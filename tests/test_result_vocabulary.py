@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import subprocess
+import sys
 import typing
 from pathlib import Path
 
@@ -113,3 +115,24 @@ def test_each_severity_reads_back_from_what_the_outputs_write() -> None:
     assert Result("c", "s", "fail", "d").severity is Severity.ERROR
     assert Result("c", "s", "pass", "d").as_dict() == {"check": "c", "subject": "s", "status": "pass", "detail": "d",
                                                         "fix": "", "source": ""}
+
+
+PACK_ALONE = """
+import importlib.abc, sys
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("components", "policies", "tests"):
+            raise ImportError("the pack runs without " + name)
+sys.meta_path.insert(0, Refuse())
+import rules, rules.replacements
+print(len(rules.ALL_POLICIES), rules.replacements.ERROR)
+"""
+
+
+def test_the_pack_folder_runs_without_components() -> None:
+    """The constraint the replacement rule's spelled severities rest on: policies/__main__.py imports `rules` from
+    the pack's own folder, with nothing of components/ (the Pulumi CLI runs the folder as it is)."""
+    done = subprocess.run([sys.executable, "-c", PACK_ALONE], cwd=ROOT / "policies", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1] == Severity.ERROR.value
