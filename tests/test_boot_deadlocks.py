@@ -1,4 +1,4 @@
-"""The first-boot simulation finds the layer's deadlocks from the rendered objects alone: each test takes the objects
+"""The bring-up simulation finds the layer's deadlocks from the rendered objects alone: each test takes the objects
 as the layer declares them, puts back one field as an earlier version rendered it, and the plan fails naming the
 cycle; as declared, the same stack boots."""
 

@@ -1,4 +1,4 @@
-"""The first-boot simulation: both stacks come up with no stuck workload, and a broken toleration stops the
+"""The bring-up simulation: both stacks come up with no stuck workload, and a broken toleration stops the
 plan naming the workload and the taint."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def _read(path: str) -> str:
 
 def test_the_pack_size_the_docs_state() -> None:
     assert re.findall(r"The policy pack \((\d+) mandatory rules", _read("README.md")) == [str(len(MANDATORY))]
-    assert re.findall(r"the first-boot simulation, (\d+) policies\)", _read("docs/performance.md")) == [
+    assert re.findall(r"the bring-up simulation, (\d+) policies\)", _read("docs/performance.md")) == [
         str(len(ALL_POLICIES))]
 
 
