@@ -1,6 +1,6 @@
 """The policy pack's rack-level failure-domain rules (policies/rules/racks.py) over the real gb300 preview: it
 passes as shipped, and breaking a rule's property on purpose makes that rule fire on the broken resource. prod has
-no racks, so these mutations live here (tests/test_policy_mutations.py counts them)."""
+no racks, so these mutations are gb300's (tests/support/policy_mutations.py; tests/test_policy_mutations.py counts them)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 State = dict[str, Any]
-
-
 Steps = list[dict[str, Any]]
 
 
