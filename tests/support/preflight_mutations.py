@@ -43,4 +43,5 @@ RACK_MUTATIONS: list[tuple[Any, str]] = [
     (_other_size, "interconnect-block-size"),
     (_other_zone, "interconnect-block-zone"),
 ]
-"""Rules only a rack stack can break (prod has no racks): tests/test_racks.py runs them, tests/test_preflight.py counts them as broken."""
+"""Rules only a rack stack can break (prod has no racks): tests/test_racks.py runs them, tests/test_preflight.py
+counts them as broken."""
