@@ -92,7 +92,8 @@ class GpuCluster(pulumi.ComponentResource):
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
                      self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, images, pools,
                      identity_ids=[pull.identity_id, *(system_identities
-                                                       if pool.spec.kind is PoolKind.SYSTEM else [])])
+                                                       if pool.spec.kind is PoolKind.SYSTEM else [])],
+                     acknowledged_domains=spec.acknowledge_deletions.infiniband_domains)
             for pool in plan.pools
         ]
         self.in_cluster: InCluster | None = None

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from components.catalog.autonaming import default_name
-from components.catalog.availability import AVAILABILITY
+from components.catalog.availability import AVAILABILITY, availability_rows, priced_availability
+from components.catalog.prices import price_catalogue
 from components.offline.engine import ProgramRun
 from components.offline.preview import preview_document
 from components.planning.cluster_plan import plan_cluster
@@ -297,6 +298,8 @@ def test_docs_list_every_rule_with_its_source() -> None:
         assert f"| `{rule.id}` | {rule.what} | {rule.source} |" in text, rule.id
     for row in AVAILABILITY.values():
         assert f"| `{row.size}` | {', '.join(row.regions)} | {row.source} | {row.as_of} |" in text, row.size
+    for row in priced_availability(price_catalogue().rates).values():
+        assert f"| `{row.size}` | {', '.join(row.regions)} | {row.source} | {row.as_of} |\n" in text, row.size
 
 
 def test_an_unconfirmed_availability_row_refuses_no_region(prod_steps: Steps, prod_context: Context) -> None:
@@ -332,3 +335,33 @@ def test_infiniband_sets_keep_one_placement_group_over_five_fault_domains(prod_s
     assert len(infiniband) == 32
     assert {(i["singlePlacementGroup"], i["platformFaultDomainCount"]) for i in infiniband} == {(True, 5)}
     assert {(i["singlePlacementGroup"], i["platformFaultDomainCount"]) for i in sets if i not in infiniband} == {(False, 1)}
+
+
+def test_a_priced_linux_meter_confirms_its_region_and_refuses_no_other(prod_steps: Steps,
+                                                                        prod_context: Context) -> None:
+    """The price catalogue's saved eastus2 answer has a Linux pay-as-you-go D8s_v5 meter: eastus2 is confirmed (no
+    uncatalogued warning); another region is a warning naming what the row confirms, never a plan error. A
+    third-party price row (ND H100 v5 in eastus) confirms nothing."""
+    row = availability_rows(price_catalogue().rates)["Standard_D8s_v5"]
+    assert row.primary and not row.exhaustive and row.regions == ("eastus2",)
+    assert "price_answers/eastus2-vm-2026-07-14.json" in row.source
+    assert not availability_rows(price_catalogue().rates)["Standard_ND96isr_H100_v5"].primary
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "system-z1-00")["inputs"]["sku"]["name"] = "Standard_D8s_v5"
+    result = preflight(steps, prod_context)
+    # The region is settled; which of its zones offer the size is not (logical zones differ per subscription).
+    assert [w.source for w in result.warnings if "Standard_D8s_v5" in w.message] == ["size-zones-unknown"]
+    _state(steps, "system-z1-00")["inputs"]["location"] = "westus2"
+    result = preflight(steps, prod_context)
+    assert not [f for f in result.errors if f.path == "system-z1-00" and f.source == "size-region"]
+    (warning,) = [w for w in result.warnings if w.source == "size-region-uncatalogued" and "Standard_D8s_v5" in w.message]
+    assert "in westus2 (its row confirms eastus2" in warning.message
+
+
+def test_a_warning_row_points_to_its_source_instead_of_quoting_it(prod_steps: Steps, prod_context: Context) -> None:
+    """The unconfirmed ND H100 v5 row's whole citation in the message was a ten-line cell in prod's terminal table:
+    the message names where the source is (docs/azure-preflight.md) and stays short."""
+    warnings = preflight(prod_steps, prod_context).warnings
+    (secondary,) = {w.message for w in warnings if w.source == "size-region-secondary"}
+    assert "docs/azure-preflight.md" in secondary and "theneuralbase" not in secondary
+    assert max(len(w.message) for w in warnings) <= 400  # the quoted citation made it 700

@@ -10,7 +10,8 @@
   (customData) keeps its declared value;
 - delete: a DELETE, waited for; a scale set already gone counts as deleted;
 - diff: sku.capacity and the serialized provider are never changes; CREATE_ONLY_PATHS, the resource id, zones and
-  sku replace (delete first: the name is fixed).
+  sku replace (delete first: the name is fixed), at most one unacknowledged InfiniBand domain of a pool per
+  deployment (components/azure/replacement_guard.py).
 
 Long-running operations are azure-core's ARM pollers (Azure-AsyncOperation, then Location); throttling is its
 retry policy (429 with Retry-After). Credentials are azure-identity's DefaultAzureCredential at run time
@@ -29,9 +30,11 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 
 from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
 from components.azure.compute_provider import ComputeProvider, check_owned, create_failed
+from components.azure.replacement_guard import LEDGER
 from components.catalog.arm_routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
+    REPLACEMENT_ACK_INPUT,
     SCALE_SET_API_VERSION,
     SCALE_SET_ARM_TYPE,
     SCALE_SET_WRITE_ONLY,
@@ -42,8 +45,9 @@ from components.catalog.arm_routes import (
 )
 from components.vocabulary import CLUSTER_TAG, POOL_TAG
 
-ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT)
-"""Inputs that name the resource or the route; not part of the ARM body."""
+ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT,
+              REPLACEMENT_ACK_INPUT)
+"""Inputs that name the resource or the route, or say what the stack acknowledges; not part of the ARM body."""
 
 
 def body(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +116,16 @@ def _api_version(props: dict[str, Any]) -> str:
     return version if isinstance(version, str) else SCALE_SET_API_VERSION
 
 
+def _admit_replacement(id_: str, olds: dict[str, Any], news: dict[str, Any], replacing: dict[str, str]) -> None:
+    """Record this replacement in the host's ledger, which refuses a second unacknowledged InfiniBand domain of the
+    same pool in one deployment (components/azure/replacement_guard.py)."""
+    before, after = leaves(olds), leaves(news)
+    why = "; ".join(f"{p} {before.get(p)} -> {after.get(p)}" for p in sorted(replacing)[:3])
+    name = str(news.get("vmScaleSetName") or olds.get("vmScaleSetName") or id_)
+    tags = next((t for t in (news.get("tags"), olds.get("tags")) if isinstance(t, dict)), {})
+    LEDGER.admit(id_ or name, name, tags, news.get(REPLACEMENT_ACK_INPUT) is True, why)
+
+
 class ScaleSetProvider(ComputeProvider):
     """CRUD for a Microsoft.Compute/virtualMachineScaleSets resource through azure-mgmt-compute."""
 
@@ -129,9 +143,11 @@ class ScaleSetProvider(ComputeProvider):
             failures.append(CheckFailure(error.path.split(".")[0].split("[")[0], str(error)))
         return CheckResult(news, failures)
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed, replacing = scale_set_diff(olds, news)
         replaces = sorted({p.split(".")[0].split("[")[0] for p in replacing})
+        if replaces:
+            _admit_replacement(id_, olds, news, replacing)
         # The name is fixed, so a replacement must delete first (the create also refuses an existing name).
         return DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=bool(replaces))
 
