@@ -16,6 +16,7 @@ from components.azure.node_images import NodeImages
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.azure.registry import ContainerRegistry
+from components.azure.scale_sets_ready import ScaleSetsReady, ready_entry
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster, TelemetryRefs
 from components.kubernetes.join_access import JoinAccess
@@ -96,13 +97,19 @@ class GpuCluster(pulumi.ComponentResource):
                      acknowledged_domains=spec.acknowledge_deletions.infiniband_domains)
             for pool in plan.pools
         ]
+        # The scale sets' creates return once ARM accepted them; this one resource waits for all their allocations
+        # (one dynamic-provider worker, not one per scale set: docs/performance.md). What needs nodes waits on it.
+        self.nodes_ready = ScaleSetsReady(f"{name}-nodes-ready", [
+            ready_entry(scale_set, pool, scale_set_plan)
+            for pool, node_pool in zip(plan.pools, self.node_pools, strict=True)
+            for scale_set, scale_set_plan in zip(node_pool.scale_sets, pool.scale_sets, strict=True)], child)
         self.in_cluster: InCluster | None = None
         if spec.in_cluster.enabled:
-            # Waits for the control plane and node pools, so the API server exists before it is called.
+            # Waits for the control plane and the nodes, so the API server exists before it is called.
             self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, self.pki.ca_cert_pem,
                                         self.addon_identities.refs,
                                         pulumi.ResourceOptions(
-                parent=self, depends_on=[self.control_plane, *self.node_pools, self.registry.agents_image]),
+                parent=self, depends_on=[self.control_plane, self.nodes_ready, self.registry.agents_image]),
                                         telemetry=TelemetryRefs(self.metrics.remote_write_url, self.metrics.client_id)
                                         if self.metrics is not None else None)
         self.register_outputs({"vnetId": self.network.refs.vnet_id})

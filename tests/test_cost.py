@@ -121,24 +121,27 @@ def test_the_tool_keeps_the_network_registry_and_disk_meters_the_plan_prices() -
 
 
 def test_shipped_stacks_price_the_vms_the_catalogue_has_rows_for() -> None:
-    """dev's T4 pool and gb300's system pool are priced from the eastus2 answers; what has no eastus2 row stays
-    unpriced with the region the catalogue does have."""
+    """Every shipped stack's pools are priced from the eastus2 answers (the newest answer wins a row it shares with
+    an older one); prod's H100 fleet at the row Microsoft's answer gives, never carried from another region."""
     dev = _plan(stack_raw("dev")).cost
     assert dev is not None
     lines = {line.key: line for line in dev.lines}
     t4 = lines["pool:t4"]
-    assert t4.rate is not None and t4.rate.region == "eastus2" and t4.rate.answer == "price_answers/eastus2-vm-2026-01-31.json"
+    assert t4.rate is not None and t4.rate.region == "eastus2" and t4.rate.answer == "price_answers/eastus2-vm-2026-09-01.json"
     assert t4.hourly == pytest.approx(2 * 0.526)
     assert lines["disk:Premium_LRS 128 GiB"].hourly == pytest.approx(4 * 17.92 / 730)
     assert lines["publicIpPrefix"].hourly == pytest.approx(2 * 0.006)
+    assert not [u for u in dev.unpriced if u.what.startswith("pool ")]
     gb300 = _plan(stack_raw("gb300")).cost
     assert gb300 is not None
     system = next(x for x in gb300.lines if x.key == "pool:system")
-    assert system.rate is not None and system.rate.usd_per_hour == 0.384 and system.rate.as_of == date(2026, 7, 14)
+    assert system.rate is not None and system.rate.usd_per_hour == 0.384 and system.rate.as_of == date(2026, 9, 1)
     prod = _plan(stack_raw("prod")).cost
     assert prod is not None
-    h100 = next(u for u in prod.unpriced if u.what.startswith("pool h100"))
-    assert "in eastus2 (it has eastus)" in h100.reason
+    h100 = next(x for x in prod.lines if x.key == "pool:h100")
+    assert h100.rate is not None and h100.rate.region == "eastus2" and h100.rate.usd_per_hour == 98.32
+    assert h100.hourly == pytest.approx(h100.quantity * 98.32)
+    assert not [u for u in prod.unpriced if u.what.startswith("pool ")]
 
 
 def test_gb300_is_listed_as_quote_only_never_priced() -> None:
@@ -180,8 +183,13 @@ def test_refresh_rebuilds_the_vm_rows_from_a_saved_api_answer(tmp_path: Path) ->
     before = json.loads(catalogue.read_text("utf-8"))
     assert refresh([DATA / "retail_answer.json"], "test answer", date(2026, 11, 25), catalogue, copy) == 4
     after = json.loads(catalogue.read_text("utf-8"))
-    assert len(after["rows"]) == len(before["rows"]) + 4  # payg (with savings plan), Spot, 1y and 3y reservations
-    assert all(row in after["rows"] for row in before["rows"])
+    # payg (with savings plan), Spot, 1y and 3y reservations: the catalogue's own payg and Spot rows of that size and
+    # region are replaced, every other row stays.
+    replaced = [row for row in before["rows"] if row["armSkuName"] == "Standard_D4s_v5"
+                and row["armRegionName"] == "eastus2" and row["type"] == "Consumption"]
+    assert len(replaced) == 2
+    assert len(after["rows"]) == len(before["rows"]) + 4 - len(replaced)
+    assert all(row in after["rows"] for row in before["rows"] if row not in replaced)
     rates = {r.option: r.usd_per_hour for r in catalogue_from_document(after).rates
              if r.sku == "Standard_D4s_v5" and r.region == "eastus2"}
     assert rates == pytest.approx({"payg": 0.2, "spot": 0.04, "savingsPlan1y": 0.15, "savingsPlan3y": 0.1,
@@ -432,8 +440,11 @@ def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Pa
     assert _budget(steps, maxHourlyUsd=11.0, usdPerHour=DEV_RATES) == []
     (message,) = _budget(steps, maxHourlyUsd=10.5, usdPerHour=DEV_RATES)
     assert "cost 11.00 USD/h" in message and "budget of 10.50 USD/h" in message
-    (unpriced,) = _budget(steps, maxHourlyUsd=10.5)
-    assert "cannot be checked" in unpriced and "Standard_D4s_v5" in unpriced
+    quoted = copy.deepcopy(steps)
+    next(s["newState"] for s in quoted if s["newState"]["urn"].endswith("::t4-z1-00"))["inputs"]["sku"]["name"] = (
+        "Standard_ND128isr_GB300_v6")
+    (unpriced,) = _budget(quoted, maxHourlyUsd=10.5)
+    assert "cannot be checked" in unpriced and "Standard_ND128isr_GB300_v6" in unpriced
     for mutate, _ in COST_POLICY_MUTATIONS:
         grown = copy.deepcopy(steps)
         mutate(grown)

@@ -283,8 +283,14 @@ def test_unsettled_availability_is_a_warning_row(prod_steps: Steps, prod_context
     warnings = preflight(prod_steps, prod_context).warnings
     rules = {(w.source, w.message.split(" ")[3] if w.source == "size-zones-unknown" else "") for w in warnings}
     assert ("size-zones-unknown", "eastus2") in rules
-    assert any(w.source == "size-region-secondary" and "Standard_ND96isr_H100_v5" in w.message for w in warnings)
-    assert any(w.source == "size-region-uncatalogued" and "Standard_D64ds_v5" in w.message for w in warnings)
+    # Every prod size has a row now (docs/azure-preflight.md): nothing uncatalogued, nothing resting on a third party.
+    assert not [w for w in warnings if w.source in ("size-region-uncatalogued", "size-region-secondary")]
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "cpu-z1-00")["inputs"]["sku"]["name"] = "Standard_ND128isr_GB300_v6"
+    _state(steps, "system-z1-00")["inputs"]["sku"]["name"] = "Standard_F8s_v2"
+    warnings = preflight(steps, prod_context).warnings
+    assert any(w.source == "size-region-secondary" and "Standard_ND128isr_GB300_v6" in w.message for w in warnings)
+    assert any(w.source == "size-region-uncatalogued" and "Standard_F8s_v2" in w.message for w in warnings)
 
 
 def test_docs_list_every_rule_with_its_source() -> None:
@@ -303,13 +309,14 @@ def test_docs_list_every_rule_with_its_source() -> None:
 
 
 def test_an_unconfirmed_availability_row_refuses_no_region(prod_steps: Steps, prod_context: Context) -> None:
-    """The ND H100 v5 row rests on no Microsoft source: a region it leaves out is a warning, not a plan error."""
+    """The ND H100 v5 hand row rests on no Microsoft source and the price answer covers eastus2 only: a region
+    neither confirms is a warning, not a plan error."""
     assert not AVAILABILITY["Standard_ND96isr_H100_v5"].primary
     steps = copy.deepcopy(prod_steps)
     _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
     result = preflight(steps, prod_context)
     assert not [f for f in result.errors if f.source == "size-region" and f.path == "h100-z1-00"]
-    assert any(w.source == "size-region-secondary" and "does not list southcentralus" in w.message
+    assert any(w.source == "size-region-uncatalogued" and "in southcentralus (its row confirms eastus2" in w.message
                for w in result.warnings)
 
 def test_rules_azure_accepts_are_labelled_so() -> None:
@@ -344,8 +351,10 @@ def test_a_priced_linux_meter_confirms_its_region_and_refuses_no_other(prod_step
     third-party price row (ND H100 v5 in eastus) confirms nothing."""
     row = availability_rows(price_catalogue().rates)["Standard_D8s_v5"]
     assert row.primary and not row.exhaustive and row.regions == ("eastus2",)
-    assert "price_answers/eastus2-vm-2026-07-14.json" in row.source
-    assert not availability_rows(price_catalogue().rates)["Standard_ND96isr_H100_v5"].primary
+    assert "price_answers/eastus2-vm-2026-09-01.json" in row.source
+    assert [r.region for r in price_catalogue().rates if r.sku == "Standard_ND96isr_H100_v5" and r.option == "payg"
+            and r.answer is None] == ["eastus"]
+    assert availability_rows(price_catalogue().rates)["Standard_ND96isr_H100_v5"].regions == ("eastus2",)
     steps = copy.deepcopy(prod_steps)
     _state(steps, "system-z1-00")["inputs"]["sku"]["name"] = "Standard_D8s_v5"
     result = preflight(steps, prod_context)
@@ -359,9 +368,13 @@ def test_a_priced_linux_meter_confirms_its_region_and_refuses_no_other(prod_step
 
 
 def test_a_warning_row_points_to_its_source_instead_of_quoting_it(prod_steps: Steps, prod_context: Context) -> None:
-    """The unconfirmed ND H100 v5 row's whole citation in the message was a ten-line cell in prod's terminal table:
-    the message names where the source is (docs/azure-preflight.md) and stays short."""
-    warnings = preflight(prod_steps, prod_context).warnings
+    """An unconfirmed row's whole citation in the message was a ten-line cell in prod's terminal table (the ND H100
+    v5 row's, before its price answer confirmed eastus2): the message names where the source is
+    (docs/azure-preflight.md) and stays short."""
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
+    _state(steps, "cpu-z1-00")["inputs"]["sku"]["name"] = "Standard_ND128isr_GB300_v6"
+    warnings = preflight(steps, prod_context).warnings
     (secondary,) = {w.message for w in warnings if w.source == "size-region-secondary"}
     assert "docs/azure-preflight.md" in secondary and "theneuralbase" not in secondary
     assert max(len(w.message) for w in warnings) <= 400  # the quoted citation made it 700
