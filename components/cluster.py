@@ -10,6 +10,7 @@ import pulumi_tls as tls
 from components.azure.addon_identities import AddonIdentities
 from components.azure.bootstrap_token import BootstrapTokens
 from components.azure.control_plane import ControlPlane
+from components.azure.deploy_runner import DeployRunner
 from components.azure.metrics_workspace import MetricsWorkspace
 from components.azure.network import Network
 from components.azure.node_images import NodeImages
@@ -55,6 +56,11 @@ class GpuCluster(pulumi.ComponentResource):
             self.break_glass_key = tls.PrivateKey(f"{name}-break-glass-ssh", algorithm="ED25519", opts=child)
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
+        # The machine inside the VNet that step 2 of the first `pulumi up` runs on: step 1 creates it, so nothing
+        # here may depend on the join access (docs/operations.md, "First bootstrap").
+        self.deploy_runner = (DeployRunner(f"{name}-deploy-runner", spec.name, plan.deploy_runner, self.network.refs,
+                                           access, spec.tags, child)
+                              if plan.deploy_runner is not None else None)
         self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, access, pull, images, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,

@@ -228,11 +228,12 @@ def test_dev_with_a_price_file_adds_up_by_hand() -> None:
     assert hourly["natGateway"] == pytest.approx(0.045)
     assert hourly["publicIpPrefix"] == pytest.approx(2 * 0.01)  # a /31
     assert hourly["loadBalancer:apiserver"] == pytest.approx(0.025)
+    assert hourly["deployRunner"] == pytest.approx(1 * 0.25)  # one D4s_v5
     # Managed OS disks: system 2 + confidential 1 + API server 1 at 128 GiB (the T4s' fit the resource disk), the
-    # three etcd members' at 64 GiB; 73 and 36.5 USD per 730-hour month.
+    # three etcd members' and the deployment runner's at 64 GiB; 73 and 36.5 USD per 730-hour month.
     assert hourly["disk:Premium_LRS 128 GiB"] == pytest.approx(4 * 73 / 730)
-    assert hourly["disk:Premium_LRS 64 GiB"] == pytest.approx(3 * 36.5 / 730)
-    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 1.6666 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.15
+    assert hourly["disk:Premium_LRS 64 GiB"] == pytest.approx(4 * 36.5 / 730)
+    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 0.25 + 1.6666 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.2
     assert cost.hourly_total == pytest.approx(total)
     assert [u.what for u in cost.unpriced] == ["etcd snapshots' storage account (Standard_ZRS)"]
     by_key = {line.key: line for line in cost.lines}
@@ -371,7 +372,7 @@ def test_the_terminal_shows_a_short_cost_block() -> None:
     console = Console(record=True, width=200)
     print_cost(console, {"cost": cost_data(_plan(_dev(priceFile=DEV_QUOTE)))})
     lines = console.export_text().splitlines()
-    assert lines[0].startswith("Cost in eastus2: 11.71 USD/h, 8,547.89 USD/month at 730 h (priced rows only; 1 "
+    assert lines[0].startswith("Cost in eastus2: 12.01 USD/h, 8,766.89 USD/month at 730 h (priced rows only; 1 "
                                "unpriced); price file tests/data/prices/dev-quote.yaml")
     assert lines[1] == "  pools USD/h: system 0.50, t4 1.00, confidential 7.00"
     assert len(lines) == 4 and lines[3].startswith("  unpriced (why: summary.json cost.unpriced")
@@ -436,10 +437,11 @@ def _budget(steps: list[dict[str, Any]], **config: Any) -> list[str]:
 def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Path) -> None:
     steps = json.loads((dev_out / "preview.json").read_text("utf-8"))["steps"]
     assert _budget(steps) == []
-    # Machines by hand: 3 x D4s_v5 (two system, one API server) + 2 T4 + 1 NCC40ads + 3 etcd L8s_v3 = 11.00 USD/h.
-    assert _budget(steps, maxHourlyUsd=11.0, usdPerHour=DEV_RATES) == []
+    # Machines by hand: 4 x D4s_v5 (two system, one API server, the deployment runner) + 2 T4 + 1 NCC40ads + 3 etcd
+    # L8s_v3 = 11.25 USD/h.
+    assert _budget(steps, maxHourlyUsd=11.25, usdPerHour=DEV_RATES) == []
     (message,) = _budget(steps, maxHourlyUsd=10.5, usdPerHour=DEV_RATES)
-    assert "cost 11.00 USD/h" in message and "budget of 10.50 USD/h" in message
+    assert "cost 11.25 USD/h" in message and "budget of 10.50 USD/h" in message
     quoted = copy.deepcopy(steps)
     next(s["newState"] for s in quoted if s["newState"]["urn"].endswith("::t4-z1-00"))["inputs"]["sku"]["name"] = (
         "Standard_ND128isr_GB300_v6")
@@ -448,5 +450,5 @@ def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Pa
     for mutate, _ in COST_POLICY_MUTATIONS:
         grown = copy.deepcopy(steps)
         mutate(grown)
-        (over,) = _budget(grown, maxHourlyUsd=11.0, usdPerHour=DEV_RATES)
-        assert "cost 11.50 USD/h" in over and "by 0.50 USD/h, 365 USD per 730-hour month" in over
+        (over,) = _budget(grown, maxHourlyUsd=11.25, usdPerHour=DEV_RATES)
+        assert "cost 11.75 USD/h" in over and "by 0.50 USD/h, 365 USD per 730-hour month" in over

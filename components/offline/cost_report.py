@@ -10,7 +10,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.cost import CostLine, CostPlan
 
 Data = dict[str, Any]
-GROUPS = ("controlPlane", "registry", "natGateway", "publicIps", "loadBalancers", "disks", "snapshotStorage")
+GROUPS = ("controlPlane", "deployRunner", "registry", "natGateway", "publicIps", "loadBalancers", "disks", "snapshotStorage")
 
 
 def usd(value: float | None) -> float | None:
