@@ -271,7 +271,7 @@ def test_step_two_logs_in_as_the_runner_fetches_the_ref_installs_and_runs_the_se
         "pulumi stack select dev", "pulumi config set azure-native:useMsi true",
         "pulumi config set azure-native:clientId client-1",
         "pulumi config set azure-native:subscriptionId 00000000-0000-0000-0000-000000000001",
-        "pulumi up --yes --non-interactive --policy-pack policies --policy-pack-config policies/config/dev.json"]
+        "pulumi up --refresh --yes --non-interactive --policy-pack policies --policy-pack-config policies/config/dev.json"]
     up = calls[-1]
     assert "token= " in up and "passphrase=secret-words" in up and "client=client-1" in up  # empty token unset
     assert calls[4].endswith("/project")  # make runs in the checkout

@@ -64,7 +64,8 @@ pulumi stack select "$STACK"
 pulumi config set azure-native:useMsi true
 pulumi config set azure-native:clientId "$CLIENT_ID"
 pulumi config set azure-native:subscriptionId "$subscription"
-pulumi up --yes --non-interactive --policy-pack policies --policy-pack-config "$POLICY_CONFIG"
+# --refresh: a scale set whose allocation ended Failed reads Failed and is written again (docs/operations.md).
+pulumi up --refresh --yes --non-interactive --policy-pack policies --policy-pack-config "$POLICY_CONFIG"
 echo "step 2 done at $REF; the whole log is $log on the runner"
 """.replace("@TOOLS@", TOOLS).replace("@LOG_FILE@", LOG_FILE).replace("@READY_FILE@", READY_FILE)
 
