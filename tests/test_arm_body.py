@@ -27,7 +27,7 @@ from components.azure.arm_body import (
 from components.catalog.arm_routes import CREATE_ONLY_PATHS, SCALE_SET_API_VERSION, scale_set_replacement
 from components.catalog.scale_set_update_schema import ROOT, UPDATE_DEFINITIONS, UPDATE_SCHEMA_API_VERSION
 from components.offline.engine import ProgramRun
-from tests.scale_sets import is_scale_set
+from tests.support.scale_sets import is_scale_set
 
 
 def test_the_sdk_models_carry_the_prefix_field() -> None:

@@ -18,8 +18,10 @@ import yaml
 
 from components.azure.addon_identities import AddonAzureRefs
 from components.catalog.in_cluster import CILIUM_VERSION
-from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
+from components.kubernetes.capacity import Capacity
 from components.kubernetes.declare import declare_all, declare_staged
+from components.kubernetes.gpu_health import GpuHealth
+from components.kubernetes.networking import Networking
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
 from components.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
