@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.results import Severity
+
 
 @dataclass(frozen=True)
 class Problem:
-    """One readable problem with a stack: `path` is a YAML path such as `cluster.pools[2].count`."""
+    """One readable problem with a stack: `path` is a YAML path such as `cluster.pools[2].count`; the message says
+    the fix (components/results.py: the vocabulary every check's result speaks)."""
 
     path: str
     message: str
+    severity: Severity = Severity.ERROR
+    source: str = ""
+    fix: str = ""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"

@@ -13,16 +13,15 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from components.offline.engine import ProgramRun, run_program
-from components.spec import ClusterSpec, load_stack_file, parse_cluster
+from components.spec import ClusterSpec, load_stack_file
+from tests.support.stacks import ROOT, STACKS, stack_spec
 
-ROOT = Path(__file__).resolve().parent.parent
-STACKS = ROOT / "stacks"
-
+pytest_plugins = ("tests.support.rollout_world", "tests.support.verify_world")
+"""Fixtures of the worlds several test files share (`cluster`; `world`, `live`), found by name."""
 
 SLOW_FIRST = (
     "test_determinism.py", "test_dev_growth.py", "test_cli.py", "test_diff.py", "test_confidential.py",
@@ -38,32 +37,6 @@ worker, so a long one left to the end would leave the other worker idle."""
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: otherwise the collection's order
-
-
-def stack_spec(name: str) -> ClusterSpec:
-    return load_stack_file(STACKS / f"Pulumi.{name}.yaml", name).spec
-
-
-def small_cluster(**overrides: Any) -> dict[str, Any]:
-    """A minimal valid `gpucluster:cluster` value, as YAML would give it."""
-    raw: dict[str, Any] = {
-        "name": "test",
-        "location": "eastus",
-        "zones": ["1", "2", "3"],
-        "kubernetesVersion": "1.36.4",
-        "network": {"addressSpace": ["10.10.0.0/16"]},
-        "pools": [
-            {"name": "system", "kind": "system", "vmSize": "Standard_D4s_v5", "count": 3},
-            {"name": "gpu", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": 150, "podsPerNode": 16},
-        ],
-        "controlPlane": {"apiServers": {"count": 3}, "etcd": {"members": 3}, "eventsEtcd": None},
-    }
-    raw.update(overrides)
-    return raw
-
-
-def small_spec(**overrides: Any) -> ClusterSpec:
-    return parse_cluster(small_cluster(**overrides))
 
 
 @pytest.fixture(scope="session")
@@ -138,13 +111,6 @@ def gb300_program() -> ProgramRun:
     """The gb300 program (NVLink racks, interconnect blocks) under the offline engine, once per test session."""
     stack = load_stack_file(STACKS / "Pulumi.gb300.yaml", "gb300")
     return run_program(ROOT / "__main__.py", "gpucluster", "gb300", stack.config)
-
-
-def plan_stack(stack: str | Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """`gpucluster plan` as a user runs it, in a subprocess."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "components.cli", "plan", str(stack), "--quiet", "--out", str(out),
-                           *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 def _cli_plan(factory: pytest.TempPathFactory, stack: str, *flags: str) -> tuple[subprocess.CompletedProcess[str], Path]:

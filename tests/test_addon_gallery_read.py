@@ -3,7 +3,7 @@
 Every node scale set boots a Compute Gallery image version, and ARM's linked access check asks for
 `Microsoft.Compute/galleries/images/versions/read` on it for any write to the scale set or one of its VMs (error
 LinkedAuthorizationFailed naming that action on a scale-set CreateOrUpdate, Azure/aad-pod-identity#752, and on a
-scale-set VM update, Azure/azure-cli#15594). The fake ARM (tests/fake_arm.py) makes that check; the identities here
+scale-set VM update, Azure/azure-cli#15594). The fake ARM (tests/support/fake_arm.py) makes that check; the identities here
 hold exactly the roles the plan renders (RoleDefinition actions at each RoleAssignment's scope), and make the writes
 the add-ons make: cluster-autoscaler's sparse capacity PUT ({name, location, sku}, kubernetes/autoscaler
 cluster-autoscaler-1.36.1 azure_scale_set.go) and Cilium's Azure IPAM whole-VM update (cilium pkg/azure/api/api.go
@@ -23,7 +23,7 @@ from azure.mgmt.compute import ComputeManagementClient, models
 from components.azure.scale_set.provider import ScaleSetProvider
 from components.catalog.arm_operations import GALLERY_IMAGE_READ
 from components.offline.engine import ProgramRun
-from tests.fake_arm import DEPLOYER, FakeArm, Grant, IdentityCredential, fake_arm
+from tests.support.fake_arm import DEPLOYER, FakeArm, Grant, IdentityCredential, fake_arm
 
 
 def rendered_grants(run: ProgramRun, cluster: str, addon: str) -> list[Grant]:

@@ -24,7 +24,7 @@ from components.offline.engine import ProgramRun
 from components.planning import agents_image
 from components.planning.cluster_plan import plan_cluster
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
-from tests.conftest import ROOT, small_spec, stack_spec
+from tests.support.stacks import ROOT, small_spec, stack_spec
 
 ACR_KEYS = json.loads((ROOT / "components" / "catalog" / "acr_task_keys.json").read_text())
 """acr-builder's Task and Step yaml keys, extracted by tools/acr_task_keys.py with the commit they were read at."""

@@ -18,20 +18,20 @@ from components.kubernetes.scripts.prefix_ipam import expand, nic_blocks
 from components.offline.engine import ProgramRun
 from components.planning.pod_addresses import API_SERVER_POD_ADDRESSES, api_server_pod_addresses
 from components.planning.vnet_entries import count_entries
-from components.simulation.boot_layer import CONTROL_PLANE_POOL, first_boot, own_workloads, pool_states
+from components.simulation.bring_up_layer import CONTROL_PLANE_POOL, bring_up, own_workloads, pool_states
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 def test_without_addresses_on_their_nics_the_api_servers_never_join_the_pod_network(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The earlier API-server NIC (one IP configuration): the controller has nothing to publish for those nodes,
     Cilium's agent there never gives a pod network, and the Kueue objects' admission never passes."""
-    import components.simulation.boot_layer as boot_layer
+    import components.simulation.bring_up_layer as bring_up_layer
     plan = plan_checked(stack_spec("prod"))
-    monkeypatch.setattr(boot_layer, "api_server_pod_addresses", lambda spec: 0)
+    monkeypatch.setattr(bring_up_layer, "api_server_pod_addresses", lambda spec: 0)
     with pytest.raises(SpecError) as error:
-        first_boot(plan)
+        bring_up(plan)
     lines = [p.message for p in error.value.problems]
     worker = next(m for m in lines if m.startswith(f"nfd-worker cannot start on pool {CONTROL_PLANE_POOL}"))
     assert "cilium-agent runs but gives cni only after pod-ips" in worker
@@ -43,8 +43,8 @@ def test_without_addresses_on_their_nics_the_api_servers_never_join_the_pod_netw
 
 def test_prod_boots_with_the_api_servers_on_the_pod_network() -> None:
     plan = plan_checked(stack_spec("prod"))
-    assert plan.first_boot is not None
-    placed = plan.first_boot.placements()
+    assert plan.bring_up is not None
+    placed = plan.bring_up.placements()
     assert CONTROL_PLANE_POOL in placed["cilium-agent"] and CONTROL_PLANE_POOL in placed["nfd-worker"]
     assert placed["admission via kueue-system/kueue-webhook-service"] == (CONTROL_PLANE_POOL,)
     step = next(w for w in own_workloads(plan) if w.kind == "Apply")

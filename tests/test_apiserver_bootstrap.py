@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import yaml
-
-from components.bootstrap.apiserver import BOOT_SCRIPT, ApiServerBootstrap, render_apiserver_cloud_init
+from components.bootstrap.apiserver import BOOT_SCRIPT
 from components.planning.control_plane import scale_flags
-
-
-def render_apiserver_document(events: tuple[str, ...]) -> dict[str, object]:
-    b = ApiServerBootstrap(
-        cluster="prod", kubernetes_version="1.36.4", endpoint="10.0.0.4:6443", service_cidr="192.168.0.0/16",
-        etcd_endpoints=("https://10.0.0.68:2379", "https://10.0.0.69:2379"), events_etcd_endpoints=events,
-        flags=scale_flags(7_500),
-        pki_files={"ca.crt": "C", "ca.key": "K", "apiserver.key": "AK"})
-    return yaml.safe_load(render_apiserver_cloud_init(b))
-
-
-def kubeadm_documents(document: dict[str, object]) -> list[dict[str, object]]:
-    files = {f["path"]: f for f in document["write_files"]}  # type: ignore[index, union-attr]
-    return list(yaml.safe_load_all(files["/etc/kubernetes/kubeadm.yaml"]["content"]))
+from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
 
 
 def test_external_etcd_and_events_override() -> None:

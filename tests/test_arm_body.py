@@ -27,7 +27,7 @@ from components.azure.scale_set.wire import (
     to_wire,
 )
 from components.offline.engine import ProgramRun
-from tests.scale_sets import is_scale_set
+from tests.support.scale_sets import is_scale_set
 
 
 def test_the_sdk_models_carry_the_prefix_field() -> None:

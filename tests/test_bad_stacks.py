@@ -19,8 +19,8 @@ import yaml
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
 from components.spec import CONFIG_KEY, load_stack_file
-from tests.conftest import STACKS
-from tests.test_cli import gpucluster
+from tests.support.cli import gpucluster
+from tests.support.stacks import STACKS
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "bad_stacks" / "cases.yaml").read_text())
 DEV_TEXT = (STACKS / "Pulumi.dev.yaml").read_text()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from components.catalog import limits
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 plan_bench = importlib.import_module("plan_bench")  # bench/ is scripts, not a package

@@ -1,4 +1,4 @@
-"""The first-boot simulation finds the layer's deadlocks from the rendered objects alone: each test takes the objects
+"""The bring-up simulation finds the layer's deadlocks from the rendered objects alone: each test takes the objects
 as the layer declares them, puts back one field as an earlier version rendered it, and the plan fails naming the
 cycle; as declared, the same stack boots."""
 
@@ -12,9 +12,9 @@ from components.errors import SpecError
 from components.kubernetes.objects.images import pod_spec
 from components.kubernetes.objects.layer import layer_objects
 from components.planning.cluster_plan import ClusterPlan
-from components.simulation.boot_layer import first_boot, own_workloads, service_needs
+from components.simulation.bring_up_layer import bring_up, own_workloads, service_needs
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +39,12 @@ def _with_pod(objects: list[dict[str, Any]], name: str, **fields: Any) -> list[d
 
 def _problems(plan: ClusterPlan, objects: list[dict[str, Any]]) -> dict[str, str]:
     with pytest.raises(SpecError) as error:
-        first_boot(plan, objects=objects)
+        bring_up(plan, objects=objects)
     return {p.message.split(" cannot start")[0]: p.message for p in error.value.problems}
 
 
 def test_as_declared_prod_boots(prod: ClusterPlan) -> None:
-    assert first_boot(prod).stuck == ()
+    assert bring_up(prod).stuck == ()
 
 
 def test_coredns_without_dns_policy_forwards_to_itself(prod: ClusterPlan) -> None:

@@ -29,7 +29,7 @@ from components.bootstrap.node import JOIN_COMMAND
 from components.images.content import image_files
 from components.offline.boot_docs import boot_documents, write_boot_documents
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 SCHEMA = Path(__file__).parent / "data" / "cloud-init-22.4" / "schema-cloud-config-v1.json"
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")

@@ -14,7 +14,7 @@ import pytest
 
 from components.offline.boot_docs import BOOT_DIR, write_boot_documents
 from components.planning.cluster_plan import plan_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 INSTALLS = {
     "apt": re.compile(r"\bapt(-get)?\b[^\n]*\b(install|upgrade|full-upgrade|dist-upgrade|update)\b"),

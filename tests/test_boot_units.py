@@ -21,7 +21,7 @@ from components.catalog.node_images import CONTAINERD_CONFIG_VERSION, NODE_IMAGE
 from components.images.content import CONTAINERD_CONFIG, image_files
 from components.offline.boot_docs import boot_documents
 from components.planning.cluster_plan import plan_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 GROUP = "2deed8b4-d1e9-42be-a40a-9882201aa9f5"

@@ -9,7 +9,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import PREFLIGHT_TAINT, autoscaler_tags, node_labels, split_min
 from components.planning.taints import NodeTaint
 from components.vocabulary import LABEL_IB_DOMAIN, TAINT_PREFLIGHT
-from tests.conftest import small_spec
+from tests.support.stacks import small_spec
 
 
 def _files(text: str) -> dict[str, str]:

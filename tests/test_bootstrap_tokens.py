@@ -25,7 +25,7 @@ from components.offline.engine import ProgramRun, Registration, run_program
 from components.planning.bootstrap_tokens import NODE_GROUP, plan_bootstrap_tokens
 from components.planning.cluster_plan import plan_cluster
 from components.spec import BootstrapTokenSpec, load_stack_file, parse_cluster
-from tests.conftest import ROOT, STACKS, small_cluster
+from tests.support.stacks import ROOT, STACKS, small_cluster
 
 DAY = date(2026, 11, 20)
 """A day inside rotation period 692 of 30 days (period 692 starts 2026-11-03, period 693 on 2026-12-03)."""

@@ -5,7 +5,7 @@ Consumers: Azure Load Balancer (one backend pool behind several frontends, each 
 static private address must be free in its subnet, Azure keeping a subnet's first four and last addresses:
 azure-docs virtual-network-ip-addresses-overview-arm.md), the NSG in front of the API servers, and the API
 server's x509 authenticator and serving certificate (Go crypto/tls, run here with `cryptography`-issued keys:
-tests/real_pki.py), the group mapped by the break-glass FlowSchema (tests/test_flowcontrol.py).
+tests/support/real_pki.py), the group mapped by the break-glass FlowSchema (tests/test_flowcontrol.py).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
 from components.planning.pki import BREAK_GLASS_CERT, CLUSTER_CA, kubeadm_apiserver_cert, plan_certificates
 from components.spec import parse_cluster
-from tests.conftest import ROOT, small_cluster
-from tests.real_pki import issue, make_ca
+from tests.support.real_pki import issue, make_ca
+from tests.support.stacks import ROOT, small_cluster
 
 ADMIN = "203.0.113.0/28"
 INCIDENT = "198.51.100.16/29"

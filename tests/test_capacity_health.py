@@ -19,8 +19,8 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
 from components.project import project_root
 from components.spec import ClusterSpec, load_stack_file
-from tests.conftest import small_spec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
+from tests.support.stacks import small_spec
 
 ROOT = project_root(Path(__file__).parent)
 

@@ -30,8 +30,8 @@ from components.bootstrap.etcd import BOOT_SCRIPT as ETCD_BOOT_SCRIPT
 from components.offline.boot_docs import boot_documents
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pki import CLIENT, SERVER, CertPlan
-from tests.conftest import stack_spec
-from tests.real_pki import Issued, make_ca
+from tests.support.real_pki import Issued, make_ca
+from tests.support.stacks import stack_spec
 
 NOW = datetime.datetime.now(datetime.UTC)
 

@@ -22,8 +22,8 @@ from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.kueue import kueue_chart_values
 from components.kubernetes.objects.rack_dra import dra_driver_values, dranet_values
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from tests.config_fields import config_schema, unknown_config_fields
-from tests.conftest import stack_spec
+from tests.support.config_fields import config_schema, unknown_config_fields
+from tests.support.stacks import stack_spec
 
 CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"
 

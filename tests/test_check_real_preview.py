@@ -21,8 +21,8 @@ import pytest
 
 from components.errors import SpecError
 from components.offline.preview_steps import deleted_states, stack_name, steps_from_preview
-from tests.conftest import ROOT
-from tests.scale_sets import as_typed_class, is_scale_set
+from tests.support.scale_sets import as_typed_class, is_scale_set
+from tests.support.stacks import ROOT
 
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, small_cluster
-from tests.scale_sets import is_scale_set
-
-
-def gpucluster(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+from tests.support.cli import gpucluster
+from tests.support.scale_sets import is_scale_set
+from tests.support.stacks import ROOT, small_cluster
 
 
 def test_plan_prod(prod_cli_plan) -> None:
@@ -78,7 +71,7 @@ def test_plan_writes_every_boot_document(prod_cli_plan) -> None:
     """out/<stack>/boot/: the documents machines boot with, secrets as markers (components/offline/boot_docs.py)."""
     from components.offline.boot_docs import boot_documents
     from components.planning.cluster_plan import plan_cluster
-    from tests.conftest import stack_spec
+    from tests.support.stacks import stack_spec
 
     _, out = prod_cli_plan
     written = {p.name: p.read_text() for p in (out / "boot").iterdir()}

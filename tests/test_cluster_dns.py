@@ -15,8 +15,8 @@ from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pod_needs import dns_type, needs_cluster_dns
-from components.simulation.boot_layer import chart_objects
-from tests.conftest import stack_spec
+from components.simulation.bring_up_layer import chart_objects
+from tests.support.stacks import stack_spec
 
 AZURE = {"subscription_id": "s", "tenant_id": "t", "resource_group": "rg", "client_id": "c"}
 

@@ -9,7 +9,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.cni_rollout import plan_cni_rollout
 from components.spec import parse_cluster
 from components.spec.workloads import CniRolloutSpec
-from tests.conftest import small_cluster, stack_spec
+from tests.support.stacks import small_cluster, stack_spec
 
 
 def test_the_width_meets_the_target_at_the_per_agent_time() -> None:

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pulumi
 
-from tests.test_layers import COMPONENTS, ROOT, module_name
+ROOT = Path(__file__).resolve().parent.parent
+COMPONENTS = ROOT / "components"
 
-PENDING = {"components.kubernetes.add_ons"}
-"""Networking, Capacity and GpuHealth: their module is being split into one per component; they take Args then."""
 
 
 def components() -> list[type]:
@@ -27,7 +26,7 @@ def components() -> list[type]:
         source = path.read_text()
         if "pulumi.ComponentResource)" not in source:
             continue
-        module = importlib.import_module(module_name(path, ROOT))
+        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
         found += [c for _, c in inspect.getmembers(module, inspect.isclass)
                   if issubclass(c, pulumi.ComponentResource) and c.__module__ == module.__name__]
     return found
@@ -71,8 +70,8 @@ def surface_problems(cls: type) -> list[str]:
 
 
 def test_every_component_takes_one_args_value_and_publishes_its_outputs() -> None:
-    found = [c for c in components() if c.__module__ not in PENDING]
-    assert len(found) >= 16
+    found = components()
+    assert len(found) >= 20
     assert [p for c in found for p in surface_problems(c)] == []
 
 
@@ -102,8 +101,3 @@ def test_the_checks_catch_what_they_name() -> None:
         bare: int
 
     assert undocumented_fields(Half) == ["bare"]
-
-
-def test_the_pending_components_are_still_pending() -> None:
-    """Once add_ons.py is split, its components move under the rule and this list empties."""
-    assert all((ROOT / Path(*m.split("."))).with_suffix(".py").exists() for m in PENDING)

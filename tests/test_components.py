@@ -12,7 +12,7 @@ from components.offline.engine import ProgramRun, Registration, run_program
 from components.offline.manifests import kubernetes_objects
 from components.project import project_root
 from policies.rules.props import resource_kind
-from tests.conftest import small_cluster
+from tests.support.stacks import small_cluster
 
 ROOT = project_root(Path(__file__).parent)
 

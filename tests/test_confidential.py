@@ -35,7 +35,7 @@ from components.project import project_root
 from components.spec import ClusterSpec
 from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE
 from policies.rules.props import resource_kind
-from tests.conftest import small_cluster, small_spec
+from tests.support.stacks import small_cluster, small_spec
 
 ROOT = project_root(Path(__file__).parent)
 ORCHESTRATOR = "4f3e5a11-2b8c-4d0e-9a55-7c1f0e2d3b4a"
@@ -367,6 +367,6 @@ def test_customer_managed_key_passes_the_arm_preflight(customer_key_run: Program
 
     raw = _cluster(confidential={"customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}})
     result = preflight(preview_document(customer_key_run)["steps"], context_for(plan_cluster(small_spec(**raw))))
-    assert {f.rule for f in result.errors} == {"size-region"}
+    assert {f.source for f in result.errors} == {"size-region"}
     (vault,) = _of(customer_key_run, "azure-native:keyvault:Vault")
     assert len(vault.inputs["vaultName"]) <= 24 and vault.inputs["vaultName"].startswith("test-cgpu-cmk-")

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.config_fields import config_schemas, unknown_config_fields
+from tests.support.config_fields import config_schemas, unknown_config_fields
 
 
 def _documents(out: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
 from components.spec import parse_cluster
-from tests.conftest import small_cluster
+from tests.support.stacks import small_cluster
 
 
 def _problems(raw: dict[str, Any]) -> list[str]:

@@ -17,7 +17,7 @@ from components.planning.limits import effective_limits
 from components.planning.placement import plan_pools
 from components.planning.registry import cluster_upstream_images, plan_registry
 from components.spec import ClusterSpec, parse_cluster
-from tests.conftest import small_cluster
+from tests.support.stacks import small_cluster
 
 
 def load_of(spec: ClusterSpec) -> ApiLoad:

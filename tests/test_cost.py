@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,9 @@ from components.offline.cost_report import cost_data, print_cost
 from components.offline.policy_runner import run_policies
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.spec import parse_cluster
-from tests.conftest import ROOT
-from tests.plan_sides import plan_document, stack_raw
+from tests.support.plan_sides import plan_document, stack_raw
+from tests.support.policy_mutations import BUDGET, COST_POLICY_MUTATIONS
+from tests.support.stacks import ROOT
 from tools.refresh_prices import ANSWERS, kind_and_sku, manifest_answers, refresh, refresh_many, rows_of_answer
 
 DATA = ROOT / "tests" / "data" / "prices"
@@ -423,22 +423,15 @@ def test_a_side_without_cost_says_so() -> None:
     assert cost_lines(None)[0].startswith("cost: not known")
 
 
-BUDGET = "stack-hourly-budget"
 DEV_RATES = {"Standard_D4s_v5": 0.25, "Standard_NC4as_T4_v3": 0.5, "Standard_NCC40ads_H100_v5": 7, "Standard_L8s_v3": 0.75}
 
 
 def _budget(steps: list[dict[str, Any]], **config: Any) -> list[str]:
-    return [v.message for v in run_policies(steps, {BUDGET: config}) if v.policy == BUDGET]
+    return [v.message for v in run_policies(steps, {BUDGET: config}) if v.source == BUDGET]
 
 
-def t4_grown_by_one(steps: list[dict[str, Any]]) -> dict[str, Any]:
-    state = next(s["newState"] for s in steps if s["newState"]["urn"].endswith("::t4-z1-00"))
-    state["inputs"]["sku"]["capacity"] += 1
-    return state
 
 
-COST_POLICY_MUTATIONS: list[tuple[Callable[[list[dict[str, Any]]], dict[str, Any]], str]] = [(t4_grown_by_one, BUDGET)]
-"""The budget rule's mutation (tests/test_policy_mutations.py checks every rule has one): it needs a budget set."""
 
 
 def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Path) -> None:

@@ -33,8 +33,8 @@ from components.planning.deploy_runner import RUN_COMMAND_NAME, plan_deploy_runn
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
 from components.planning.runner_step2 import PARAMETERS, PROTECTED, SCRIPT_FILE, STEP2_SCRIPT, step2_command
 from components.spec import ClusterSpec
-from tests.conftest import ROOT, small_cluster, small_spec
-from tests.test_cli import gpucluster
+from tests.support.cli import gpucluster
+from tests.support.stacks import ROOT, small_cluster, small_spec
 
 SCHEMA = ROOT / "tests" / "data" / "cloud-init-22.4" / "schema-cloud-config-v1.json"
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
@@ -371,10 +371,10 @@ def test_the_preflight_and_the_pack_judge_the_runner_as_every_vm(dev_out: Path, 
     plan = plan_cluster(dev_spec)
     name = runner["urn"].rsplit("::", 1)[1]
     assert not run_preflight(steps, plan).errors
-    assert not [v for v in run_policies(steps) if v.urn == runner["urn"]]
+    assert not [v for v in run_policies(steps) if v.path == runner["urn"]]
     runner["inputs"]["hardwareProfile"]["vmSize"] = "Standard_D4s_v99"
     runner["inputs"]["tags"]["gpucluster-role"] = "bastion"
-    assert [f.rule for f in run_preflight(steps, plan).warnings
-            if f.resource == name and "Standard_D4s_v99" in f.message] == ["size-region-uncatalogued"]
-    assert [v.policy for v in run_policies(steps) if v.urn == runner["urn"]] == [
+    assert [f.source for f in run_preflight(steps, plan).warnings
+            if f.path == name and "Standard_D4s_v99" in f.message] == ["size-region-uncatalogued"]
+    assert [v.source for v in run_policies(steps) if v.path == runner["urn"]] == [
         "azure-native-compute-machines-require-tags"]

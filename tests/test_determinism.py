@@ -16,7 +16,7 @@ from components.offline.engine import ProgramRun
 from components.offline.manifests import kubernetes_objects, write_manifests
 from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document, stable_order
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -83,7 +83,7 @@ def test_violations_name_the_same_resources_whatever_the_order(dev_run: ProgramR
     for seed in range(3):
         steps = preview_document(_shuffled(dev_run, seed))["steps"]
         random.Random(seed).shuffle(steps)
-        results.append([(v.policy, v.urn, v.message) for v in run_policies(steps, strict)])
+        results.append([(v.source, v.path, v.message) for v in run_policies(steps, strict)])
     assert results[0] and results[0] == results[1] == results[2]
 
 

@@ -21,7 +21,7 @@ from components.offline.preview import preview_document
 from components.spec import load_stack_file
 from components.vocabulary import AUTOSCALER_GPUS_TAG
 from policies.rules import ALL_POLICIES
-from tests.conftest import ROOT, STACKS, plan_stack
+from tests.support.stacks import ROOT, STACKS, plan_stack
 
 RULE = "azure-native-compute-virtualmachinescaleset-gpu-zone-share"
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
@@ -78,7 +78,7 @@ def test_dev_grown_passes_every_mandatory_policy(count: int, tmp_path: Path, dev
         run = run_program(ROOT / "__main__.py", "gpucluster", "dev", stack.config)
     config = json.loads((ROOT / "policies" / "config" / "dev.json").read_text())
     violations = run_policies(preview_document(run)["steps"], config)
-    assert [v.policy for v in violations if v.mandatory] == []
+    assert [v.source for v in violations if v.mandatory] == []
 
 
 def test_dev_with_3_t4_nodes_plans_with_exit_0(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ provider/pkg/gen/replacement.go), Kubernetes on metadata.name/namespace and per-
 from __future__ import annotations
 
 import copy
-import functools
 import itertools
 import json
 import re
@@ -24,88 +23,16 @@ from components.diff.compare import PlanDiff, changed_paths, diff_sides
 from components.diff.render import capacity_lines as render_capacity
 from components.diff.replacement import refused, replacements, replacing
 from components.diff.sides import Side, side_from_document
-from components.planning.ip_plan import plan_ip
-from components.planning.limits import effective_limits
 from components.spec import parse_cluster
-from tests.conftest import plan_stack
-from tests.plan_sides import plan_document, stack_raw
-from tests.scale_sets import as_typed_class, is_scale_set
-from tests.test_cli import gpucluster
-
-IB_TEAMS = [{"name": "research", "quota": {"gpus": 8}}, {"name": "evals", "quota": {"gpus": 8}}]
-
-
-def _ib_stack(count: int, teams: list[dict[str, Any]]) -> dict[str, Any]:
-    """dev with its T4 pool swapped for an InfiniBand H100 pool (100 VMs per domain)."""
-    raw = stack_raw("dev")
-    raw["pools"] = [p for p in raw["pools"] if p["name"] != "t4"] + [
-        {"name": "h100", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": count, "podsPerNode": 16}]
-    raw["balloons"] = []
-    raw["teams"] = teams
-    return raw
-
-
-def _pinned(raw: dict[str, Any], layout_of: dict[str, Any]) -> dict[str, Any]:
-    """`raw` with every block pinned where `layout_of` has it (a production stack's lock)."""
-    spec = parse_cluster(layout_of)
-    raw["network"]["pinnedBlocks"] = plan_ip(spec, effective_limits(spec)).pins
-    return raw
-
-
-def _scenario(name: str) -> dict[str, Any]:
-    raw = stack_raw("dev")
-    if name == "previous-patch":
-        major, minor, patch = raw["kubernetesVersion"].split(".")
-        raw["kubernetesVersion"] = f"{major}.{minor}.{int(patch) - 1}"  # another released patch of the minor
-    elif name == "new-images":  # dev's patch baked into new versions of every node image
-        raw["images"] = {d: {"version": "1.1.0"} for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")}
-    elif name == "zones-reordered":
-        raw["zones"] = ["3", "1", "2"]
-    elif name == "pool-added":
-        raw["pools"].append({"name": "cpu", "kind": "cpu", "vmSize": "Standard_D16ds_v5", "count": 1300,
-                             "podsPerNode": 10})
-    elif name == "system-grown":
-        raw["pools"][0]["count"] = 20
-    elif name == "ssh-and-etcd-size":
-        raw["access"] = {"sshPublicKeys": [_ssh_key()]}
-        raw["controlPlane"]["etcd"]["vmSize"] = "Standard_L16s_v3"
-    elif name == "ib-600":  # 6 domains of 100, two per zone
-        raw = _pinned(_ib_stack(600, IB_TEAMS), _ib_stack(600, IB_TEAMS))
-    elif name == "ib-300-one-team":  # 3 domains of 100, one per zone
-        raw = _pinned(_ib_stack(300, IB_TEAMS[:1]), _ib_stack(600, IB_TEAMS))
-    return raw
-
-
-def _ssh_key() -> str:
-    """An OpenSSH ed25519 public key line (RFC 8709 wire format: string "ssh-ed25519", string key)."""
-    import base64
-    import struct
-
-    def field(data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + data
-
-    return "ssh-ed25519 " + base64.b64encode(field(b"ssh-ed25519") + field(bytes(range(32)))).decode() + " ops"
-
-
-@functools.cache
-def _planned(name: str) -> tuple[str, str]:
-    document, data = plan_document(_scenario(name))
-    return json.dumps(document), json.dumps(data)
-
-
-def side(name: str, acknowledge: dict[str, Any] | None = None) -> Side:
-    document, data = (json.loads(text) for text in _planned(name))
-    if acknowledge is not None:
-        data["acknowledgeDeletions"] = acknowledge
-    return side_from_document(name, document, data)
-
-
-def diff(base: str, head: str, acknowledge: dict[str, Any] | None = None) -> PlanDiff:
-    return diff_sides(side(base), side(head, acknowledge))
+from tests.support.cli import gpucluster
+from tests.support.diff_scenarios import diff, planned, side, ssh_key
+from tests.support.plan_sides import plan_document, stack_raw
+from tests.support.scale_sets import as_typed_class, is_scale_set
+from tests.support.stacks import plan_stack
 
 
 def _kinds(result: PlanDiff, severity: str) -> set[str]:
-    return {f.kind for f in result.flags if f.severity == severity}
+    return {f.source for f in result.flags if f.severity == severity}
 
 
 def test_a_version_bump_under_the_same_image_versions_is_refused() -> None:
@@ -113,7 +40,7 @@ def test_a_version_bump_under_the_same_image_versions_is_refused() -> None:
     template's bake while the versions stay; Image Builder refuses to change a template ("Update/Upgrade of image
     templates is currently not supported") and the versions already exist. The diff says so before `pulumi up`."""
     result = diff("previous-patch", "dev")  # a patch upgrade
-    refused_templates = {f.resource for f in result.errors if f.kind == "refused-by-azure"}
+    refused_templates = {f.path for f in result.errors if f.source == "refused-by-azure"}
     assert refused_templates == {f"dev-images-{d}-template" for d in ("gpu", "cpu", "confidential", "apiserver", "etcd")}
     assert all("cluster.images.<definition>.version" in (f.fix or "") for f in result.errors)
     # Of the boot documents only the API servers' changes (kubeadm's kubernetesVersion); nodes' carry no version.
@@ -155,7 +82,7 @@ def test_the_diff_prints_the_image_bump_and_how_azure_applies_it(tmp_path: Path)
 
 def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement() -> None:
     result = diff("ib-600", "ib-300-one-team")
-    errors = {(f.kind, f.resource) for f in result.errors}
+    errors = {(f.source, f.path) for f in result.errors}
     deleted_sets = [c.name for c in result.changes if c.action == "delete"
                     and c.type == "azure-native:compute:VirtualMachineScaleSet"]
     assert sorted(deleted_sets) == ["h100-z1-01", "h100-z2-01", "h100-z3-01"]
@@ -174,15 +101,15 @@ def test_adding_a_pool_creates_it_and_flags_the_api_server_resize() -> None:
     created = {c.name for c in result.changes if c.action == "create"}
     assert {"cpu-z1-00", "cpu-z2-00", "cpu-z3-00"} <= created
     assert not result.errors  # appending a pool moves no block
-    [resize] = [f for f in result.flags if f.kind == "control-plane-resize"]
-    assert resize.resource == "dev-cp-apiserver" and "Standard_D4s_v5 ->" in resize.message
+    [resize] = [f for f in result.flags if f.source == "control-plane-resize"]
+    assert resize.path == "dev-cp-apiserver" and "Standard_D4s_v5 ->" in resize.message
     assert result.capacity["delta"]["nodes"] == 1300
 
 
 def test_growing_an_unpinned_pool_past_its_block_is_a_moved_block_error() -> None:
     result = diff("dev", "system-grown")
-    moved = [f for f in result.errors if f.kind == "moved-block"]
-    assert {f.resource for f in moved} >= {"pool-system"}
+    moved = [f for f in result.errors if f.source == "moved-block"]
+    assert {f.path for f in moved} >= {"pool-system"}
     assert all("pinnedBlocks" in (f.fix or "") for f in moved)
     problems = refusals(result)
     assert problems is not None and any(p.path == "moved-block pool-system" for p in problems.problems)
@@ -197,12 +124,12 @@ def test_reordering_zones_changes_nothing() -> None:
 
 def test_changes_azure_refuses_on_existing_vms_are_errors_with_the_procedure() -> None:
     result = diff("dev", "ssh-and-etcd-size")
-    refusals_found = [f for f in result.errors if f.kind == "refused-by-azure"]
-    assert {f.resource for f in refusals_found} == {"etcd-0", "etcd-1", "etcd-2"}
+    refusals_found = [f for f in result.errors if f.source == "refused-by-azure"]
+    assert {f.path for f in refusals_found} == {"etcd-0", "etcd-1", "etcd-2"}
     assert all(f.message.startswith("osProfile.linuxConfiguration") and "docs/operations.md" in (f.fix or "")
                for f in refusals_found)
-    resized = [f for f in result.flags if f.kind == "control-plane-resize"]
-    assert {f.resource for f in resized} == {"etcd-0", "etcd-1", "etcd-2"}
+    resized = [f for f in result.flags if f.source == "control-plane-resize"]
+    assert {f.path for f in resized} == {"etcd-0", "etcd-1", "etcd-2"}
 
 
 def test_etcd_members_change_one_at_a_time() -> None:
@@ -258,7 +185,7 @@ def test_boot_folders_are_compared_when_both_plans_have_them() -> None:
 
 def test_a_renamed_pool_is_an_error() -> None:
     base = side("dev")
-    document = json.loads(_planned("dev")[0])
+    document = json.loads(planned("dev")[0])
     renamed = json.loads(json.dumps(document).replace("t4-z", "gpu-z").replace('"gpucluster-pool": "t4"',
                                                                                 '"gpucluster-pool": "gpu"'))
     result = diff_sides(base, side_from_document("renamed", renamed))
@@ -301,7 +228,7 @@ def test_cli_diff_and_plan_base(dev_out: Path, tmp_path: Path) -> None:
 
 def test_plan_base_refuses_what_azure_would_refuse(dev_out: Path, tmp_path: Path) -> None:
     raw = copy.deepcopy(stack_raw("dev"))
-    raw["access"] = {"sshPublicKeys": [_ssh_key()]}
+    raw["access"] = {"sshPublicKeys": [ssh_key()]}
 
 
     stack = tmp_path / "Pulumi.dev.yaml"
@@ -334,7 +261,7 @@ def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit
     document, data = plan_document(raw, "prod")
     result = diff_sides(base, side_from_document("prod+a100", document, data))
     assert not result.errors
-    [resize] = [f for f in result.flags if f.kind == "control-plane-resize" and f.resource.endswith("apiserver")]
+    [resize] = [f for f in result.flags if f.source == "control-plane-resize" and f.path.endswith("apiserver")]
     assert resize.severity == "warning"
     lines = "\n".join(render_capacity(result.capacity))
     assert f"nodes: {base_nodes(base):,} -> {base_nodes(base) + 520:,} (+520)" in lines
@@ -357,7 +284,7 @@ def test_plan_base_must_be_a_plan_folder(tmp_path: Path) -> None:
 def test_a_preview_without_digests_shows_no_masked_change() -> None:
     """A real `pulumi preview --json`, or a plan from before digests existed, carries no `secretDigests`: its
     masked inputs cannot be compared, and must not read as changed (which would replace every certificate)."""
-    document, data = (json.loads(text) for text in _planned("dev"))
+    document, data = (json.loads(text) for text in planned("dev"))
     bare = {k: v for k, v in document.items() if k != "secretDigests"}
     result = diff_sides(side_from_document("base", bare, data), side_from_document("head", document, data))
     assert not result.changes and not result.boot and not result.flags
@@ -366,7 +293,7 @@ def test_a_preview_without_digests_shows_no_masked_change() -> None:
 def test_moving_scale_sets_off_the_typed_class_is_an_update_in_place() -> None:
     """NodeScaleSet aliases the typed type (components/azure/scale_set/resource.py): a plan made when the scale sets were
     azure-native's typed class diffs as updates of the same resources, not as deletions and re-creations."""
-    document, data = (json.loads(text) for text in _planned("dev"))
+    document, data = (json.loads(text) for text in planned("dev"))
     digests = document["secretDigests"]
     for step in document["steps"]:
         if is_scale_set(step["newState"]) and step["newState"]["type"] != "azure-native:compute:VirtualMachineScaleSet":
@@ -408,7 +335,7 @@ def test_a_pool_that_grows_past_etcds_quota_step_warns_how_to_roll_it() -> None:
     which running members never read again: the diff says so and how to roll it, member by member."""
     from components.diff.compare import running_sizing_flags
     from components.planning.cluster_plan import plan_cluster
-    from tests.conftest import small_cluster
+    from tests.support.stacks import small_cluster
 
     def summary(count: int) -> dict[str, Any]:
         raw = small_cluster(network={"addressSpace": ["10.0.0.0/12"]})
@@ -418,7 +345,7 @@ def test_a_pool_that_grows_past_etcds_quota_step_warns_how_to_roll_it() -> None:
 
     base, head = summary(1500), summary(2400)
     [flag] = running_sizing_flags(base, head)
-    assert (flag.severity, flag.kind, flag.resource) == ("warning", "etcd-quota-not-applied", "etcd members")
+    assert (flag.severity, flag.source, flag.path) == ("warning", "etcd-quota-not-applied", "etcd members")
     assert flag.message.startswith("--quota-backend-bytes moves from 2 to 4 GiB in the etcd members' boot documents")
     assert flag.fix is not None and "--quota-backend-bytes=4294967296 in /usr/local/sbin/gpucluster-etcd-run" in flag.fix
     assert running_sizing_flags(base, base) == [] and running_sizing_flags(None, head) == []

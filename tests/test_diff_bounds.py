@@ -37,6 +37,6 @@ def test_a_renamed_pool_is_one_flag_naming_its_twins() -> None:
     base = Side("base", _scale_sets({"h100": "Standard_ND96isr_H100_v5", "cpu": "Standard_D4s_v5"}), {})
     head = Side("head", _scale_sets({f"h100-{i}": "Standard_ND96isr_H100_v5" for i in range(7)}
                                     | {"cpu": "Standard_D4s_v5"}), {})
-    renamed = [f for f in diff_sides(base, head).flags if f.kind == "renamed-scale-set"]
-    assert len(renamed) == 1 and renamed[0].resource == "h100"
+    renamed = [f for f in diff_sides(base, head).flags if f.source == "renamed-scale-set"]
+    assert len(renamed) == 1 and renamed[0].path == "h100"
     assert "pool h100-0, h100-1, h100-2, h100-3, h100-4 and 2 more of the same VM size appears" in renamed[0].message

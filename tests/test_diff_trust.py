@@ -23,7 +23,7 @@ from components.diff.sides import Side
 from components.diff.values import ValueChange
 from components.diff.visible import visible
 from components.errors import SpecError
-from tests.test_cli import gpucluster
+from tests.support.cli import gpucluster
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- do-not-print"
 

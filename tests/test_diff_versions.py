@@ -18,7 +18,7 @@ import pytest
 from components.diff.compare import diff_sides
 from components.diff.sides import Side
 from components.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
-from tests.test_cli import gpucluster
+from tests.support.cli import gpucluster
 
 SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 URN = f"urn:pulumi:dev::gpucluster::gpucluster:azure:ApiServers${SCALE_SET}::dev-cp-apiserver"
@@ -37,7 +37,7 @@ def _side(version: str) -> Side:
 ])
 def test_a_downgrade_or_a_skipped_minor_is_an_error(base: str, head: str, words: str) -> None:
     errors = diff_sides(_side(base), _side(head)).errors
-    assert [(f.kind, f.resource) for f in errors] == [("kubernetes-version", "dev-cp-apiserver")]
+    assert [(f.source, f.path) for f in errors] == [("kubernetes-version", "dev-cp-apiserver")]
     assert words in errors[0].message and errors[0].fix
 
 

@@ -11,7 +11,7 @@ from pulumi_policy import EnforcementLevel
 
 from components.cli import parser
 from policies.rules import ALL_POLICIES
-from tests.conftest import ROOT, STACKS
+from tests.support.stacks import ROOT, STACKS
 from tools.golden import GOLDEN
 
 MANDATORY = [p for p in ALL_POLICIES if p.enforcement_level == EnforcementLevel.MANDATORY]
@@ -23,7 +23,7 @@ def _read(path: str) -> str:
 
 def test_the_pack_size_the_docs_state() -> None:
     assert re.findall(r"The policy pack \((\d+) mandatory rules", _read("README.md")) == [str(len(MANDATORY))]
-    assert re.findall(r"the first-boot simulation, (\d+) policies\)", _read("docs/performance.md")) == [
+    assert re.findall(r"the bring-up simulation, (\d+) policies\)", _read("docs/performance.md")) == [
         str(len(ALL_POLICIES))]
 
 

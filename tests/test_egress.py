@@ -7,7 +7,7 @@ import pytest
 from components.errors import SpecError
 from components.planning.egress import plan_egress
 from components.planning.limits import effective_limits
-from tests.conftest import small_spec
+from tests.support.stacks import small_spec
 
 
 def _plan(**cluster: object):

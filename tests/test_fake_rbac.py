@@ -1,4 +1,4 @@
-"""The fake API server's authorization (tests/fake_rbac.py) against kube-apiserver's: verbs as requestinfo.go
+"""The fake API server's authorization (tests/support/fake_rbac.py) against kube-apiserver's: verbs as requestinfo.go
 computes them (k8s.io/apiserver kubernetes-1.36.3 pkg/endpoints/request/requestinfo.go), RBAC rule matching as
 rbac.go RuleAllows, and a role that lacks a verb the daemon uses fails the daemon's own test."""
 
@@ -12,9 +12,9 @@ from components.kubernetes.objects import health
 from components.kubernetes.objects import prefix_ipam as ipam_objects
 from components.kubernetes.scripts import health_agent as agent
 from components.kubernetes.scripts import kube_client as kc
-from tests.fake_kube import FakeAzure, FakeKube
-from tests.fake_rbac import Rbac, request_info, service_account_user
-from tests.ipam_world import ACCOUNT, controller, populate
+from tests.support.fake_kube import FakeAzure, FakeKube
+from tests.support.fake_rbac import Rbac, request_info, service_account_user
+from tests.support.ipam_world import ACCOUNT, controller, populate
 
 VERBS = [
     ("GET", "/api/v1/nodes", {}, ("list", "", "", "nodes", "", "")),

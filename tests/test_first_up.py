@@ -3,7 +3,6 @@ by a test CA), shellcheck passes it, the provider waits for it, and the access p
 
 from __future__ import annotations
 
-import datetime
 import http.server
 import ssl
 import subprocess
@@ -14,30 +13,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from components.errors import SpecError
 from components.kubernetes.in_cluster import with_proxy
 from components.offline.engine import ProgramRun
 from components.planning.first_up import READINESS_SCRIPT, FirstUpPlan, plan_first_up
-from tests.conftest import small_spec
-
-
-def issue_cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Certificate | None,
-               issuer_key: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (x509.CertificateBuilder()
-               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-               .issuer_name(issuer.subject if issuer else x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(hours=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if not ca:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
+from tests.support.real_pki import issue_cert
+from tests.support.stacks import small_spec
 
 
 @pytest.fixture(scope="module")

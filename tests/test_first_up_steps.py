@@ -11,7 +11,7 @@ from pathlib import Path
 from components.offline.engine import ProgramRun, Registration
 from components.offline.first_up import FIRST_EXCLUDE, excluded, first_up, urn_glob
 from components.spec import ClusterSpec
-from tests.scale_sets import is_scale_set
+from tests.support.scale_sets import is_scale_set
 
 API_CLIENTS = re.compile(r"\b(curl|kubectl|helm|docker)\b")
 
@@ -68,7 +68,7 @@ def test_step_one_needs_only_arm_and_step_two_has_everything_that_needs_the_api(
 
 
 def test_the_readme_walks_the_commands_the_plan_prints() -> None:
-    from tests.conftest import ROOT
+    from tests.support.stacks import ROOT
 
     readme = (ROOT / "README.md").read_text()
     assert f"pulumi up --exclude '{FIRST_EXCLUDE}' --exclude-dependents" in readme

@@ -32,7 +32,7 @@ from components.offline.manifests import kubernetes_objects
 from components.planning.agent_load import AgentLoad, nominal_seats, plan_agent_load
 from components.simulation.check import plan_checked
 from components.spec import ClusterSpec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
 
 MAX_HASH_BITS = 60
 """pkg/util/shufflesharding/shufflesharding.go MaxHashBits."""
@@ -179,7 +179,7 @@ def test_a_stack_whose_agents_outgrow_one_api_server_fails_the_plan() -> None:
     """One API server for 1,500 GPU nodes: its 600 seats (400 + 200 in flight) give the node agents 46
     (ceil(600 x 20 / 265)); the health agents and NFD workers need about 100 at the SLO's second."""
     from components.spec import parse_cluster
-    from tests.conftest import small_cluster
+    from tests.support.stacks import small_cluster
 
     raw = small_cluster(controlPlane={"apiServers": {"count": 1}, "etcd": {"members": 3}, "eventsEtcd": None})
     raw["pools"][1]["count"] = 1_500

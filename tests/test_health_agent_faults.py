@@ -1,5 +1,5 @@
 """The GPU health agent (components/kubernetes/scripts/health_agent.py) driven against a fake Kubernetes API on
-127.0.0.1 (tests/fake_kube.py): diagnostic reports that exit 0 but prove nothing, API faults (429 with Retry-After,
+127.0.0.1 (tests/support/fake_kube.py): diagnostic reports that exit 0 but prove nothing, API faults (429 with Retry-After,
 5xx, timeouts, bodies cut short or nested absurdly deep, 422 from a concurrent edit), and the recheck at 40,000 pods.
 
 Consumer rules encoded: `dcgmi diag -j` writes its verdicts as `status` strings under `test_categories[].tests[]
@@ -23,8 +23,8 @@ import pytest
 from components.kubernetes.objects import health
 from components.kubernetes.scripts import health_agent as agent
 from components.kubernetes.scripts import kube_client as kc
-from tests.fake_kube import FakeKube, Fault, deep_json
-from tests.fake_rbac import service_account_user
+from tests.support.fake_kube import FakeKube, Fault, deep_json
+from tests.support.fake_rbac import service_account_user
 
 NODES = "/api/v1/nodes"
 NAMESPACE = "gpucluster-health"

@@ -14,10 +14,10 @@ import pytest
 from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, KUEUE_RELEASE, RELEASES
 from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import ClusterPlan
-from components.simulation.boot_layer import releases_at_size
+from components.simulation.bring_up_layer import releases_at_size
 from components.simulation.check import plan_checked
 from components.simulation.release_readiness import daemonset_ready, max_unavailable, scaled, tolerated_unready
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +37,23 @@ def test_helms_daemonset_rule() -> None:
 def test_the_earlier_releases_fail_at_prods_size(prod: ClusterPlan) -> None:
     """Atomic with a 15-minute wait: Cilium's agent on every node (maxUnavailable as the plan sizes it, 42) and NFD's
     worker (1) must be ready on all but a few of 7,500 nodes, and a failure uninstalls the release."""
-    assert prod.first_boot is not None
+    assert prod.bring_up is not None
     earlier = tuple(replace(o, atomic=True, wait=True) for o in RELEASES)
-    problems = {(p.release, p.reason.split(":")[0]) for p in releases_at_size(prod, prod.first_boot, earlier)}
+    problems = {(p.release, p.reason.split(":")[0]) for p in releases_at_size(prod, prod.bring_up, earlier)}
     assert ("cilium", "is atomic") in problems and ("kueue", "is atomic") in problems
-    reasons = [p.reason for p in releases_at_size(prod, prod.first_boot, earlier) if p.release == "cilium"]
+    reasons = [p.reason for p in releases_at_size(prod, prod.bring_up, earlier) if p.release == "cilium"]
     nodes = prod.nodes + prod.control_plane.api.count  # the API servers run an agent too
     width = prod.cni_rollout.max_unavailable
     assert any(f"DaemonSet cilium-agent ready on {nodes - width} of {nodes} nodes" in r for r in reasons)
     assert any(p.release == "gpu-operator" and "DaemonSet nfd-worker" in p.reason
-               for p in releases_at_size(prod, prod.first_boot, earlier))
+               for p in releases_at_size(prod, prod.bring_up, earlier))
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_shipped_releases_hold_at_the_stacks_size(stack: str) -> None:
     plan = plan_checked(stack_spec(stack))
-    assert plan.first_boot is not None
-    assert releases_at_size(plan, plan.first_boot, RELEASES) == []
+    assert plan.bring_up is not None
+    assert releases_at_size(plan, plan.bring_up, RELEASES) == []
     assert not any(o.atomic for o in RELEASES)
     # Kueue's objects pass its webhooks right after the release: that one waits, for two controller replicas.
     assert KUEUE_RELEASE.wait and not CILIUM_RELEASE.wait and not GPU_OPERATOR_RELEASE.wait

@@ -27,7 +27,7 @@ import yaml
 
 from components.cli import main
 from components.spec import load_stack_file
-from tests.conftest import ROOT, STACKS
+from tests.support.stacks import ROOT, STACKS
 
 DATA = ROOT / "tests" / "data"
 DEV_PREVIEW = DATA / "previews" / "dev.json"

@@ -20,7 +20,7 @@ import pytest
 from components.cli import main
 from components.offline.output import store_of, write_output
 from components.offline.output_marker import MARKER, has_marker, marker_text
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 CASES = ROOT / "tests" / "data" / "hostile_out"
 OUT = "review"

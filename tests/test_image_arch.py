@@ -13,10 +13,10 @@ from components.catalog.image_platforms import AMD64, ARM64, ImagePlatforms
 from components.errors import SpecError
 from components.kubernetes.objects.layer import layer_objects
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.simulation.boot_layer import first_boot
+from components.simulation.bring_up_layer import bring_up
 from components.simulation.check import check_plan
 from components.simulation.image_arch import architecture_problems, pool_platforms
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def gb300() -> ClusterPlan:
 
 
 def _problems(plan: ClusterPlan) -> list[str]:
-    return [p.message for p in architecture_problems(plan, first_boot(plan), layer_objects(plan))]
+    return [p.message for p in architecture_problems(plan, bring_up(plan), layer_objects(plan))]
 
 
 def test_rack_pools_are_arm64_and_the_agents_image_is_built_for_both(gb300: ClusterPlan) -> None:
@@ -56,7 +56,7 @@ def test_an_amd64_only_chart_image_on_racks_fails_the_plan(gb300: ClusterPlan, m
 
 def test_every_catalogued_image_on_racks_is_built_for_arm64(gb300: ClusterPlan) -> None:
     """What the shipped GB300 stack places on its racks and whose platforms were read: all arm64."""
-    placed = {w for w, pools in first_boot(gb300).placements().items() if "gb300" in pools}
+    placed = {w for w, pools in bring_up(gb300).placements().items() if "gb300" in pools}
     assert {"cilium-agent", "node-local-dns", "nfd-worker", "nvidia-container-toolkit", "nvidia-device-plugin",
             "gpu-health-gb300"} <= placed
     for entry in image_platforms.UPSTREAM_PLATFORMS.values():

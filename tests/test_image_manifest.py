@@ -26,7 +26,7 @@ from components.images.bundle import bake_bundle, pins
 from components.images.manifest import image_manifest, missing_files, named_files
 from components.offline.boot_docs import boot_documents, document_images, missing_image_files
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 PAYLOAD = b"ELF provider"
 CURL = '''#!{python}

@@ -17,7 +17,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.node_template import registers_preflight
 from components.planning.pki import api_server_host
 from components.vocabulary import TAINT_PREFLIGHT, TAINT_UNHEALTHY
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 def test_corefile_blocks_open_and_close_on_their_own_lines() -> None:
@@ -170,7 +170,7 @@ def test_each_health_account_has_only_its_own_calls() -> None:
     What the policy's CEL decides is evaluated in tests/test_health_admission.py."""
     from components.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, RECHECK_ACCOUNT, health_objects
     from components.kubernetes.scripts import health_agent
-    from tests.manifest_validation import validate_object
+    from tests.support.manifest_validation import validate_object
 
     assert health_agent.UNHEALTHY == TAINT_UNHEALTHY and health_agent.PREFLIGHT == TAINT_PREFLIGHT
     plan = plan_cluster(stack_spec("prod"))

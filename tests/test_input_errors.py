@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from components.cli import main
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 DEV = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())
 DEV_PREVIEW = ROOT / "tests" / "data" / "previews" / "dev.json"

@@ -13,7 +13,7 @@ from components.errors import SpecError
 from components.planning.ip_plan import RDMA, plan_ip, prefix_for
 from components.planning.limits import effective_limits
 from components.spec import parse_cluster
-from tests.conftest import small_cluster, small_spec
+from tests.support.stacks import small_cluster, small_spec
 
 
 def plan(raw: dict[str, Any]):

@@ -1,5 +1,5 @@
 """The agents' shared client (components/kubernetes/scripts/kube_client.py) against a fake API server on 127.0.0.1
-(tests/fake_kube.py) that misbehaves in ways a socket timeout alone does not catch: an answer trickled a byte at a
+(tests/support/fake_kube.py) that misbehaves in ways a socket timeout alone does not catch: an answer trickled a byte at a
 time (each recv returns well within the timeout, the exchange never ends), redirects to another origin or to plain
 http (urllib follows a 302 with every header it was given), and numbers that `str.isdigit()` accepts but `int()`
 and `float()` refuse (Retry-After `²`; RFC 9110 section 10.2.3 defines delay-seconds as `1*DIGIT`, and RFC 5234
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from components.kubernetes.scripts import kube_client as kc
-from tests.fake_kube import FakeKube, Fault
+from tests.support.fake_kube import FakeKube, Fault
 
 NODE = "/api/v1/nodes/gpu-0"
 

@@ -15,7 +15,7 @@ from components.kubernetes.objects.csr_approver import API_SERVER_COMPUTER_NAME_
 from components.kubernetes.objects.images import serve_objects
 from components.offline.boot_docs import boot_documents
 from components.planning.cluster_plan import plan_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 FLAGS_V1_2_14 = ("level", "metrics-bind-address", "health-probe-bind-address", "leader-election", "provider-regex",
                  "max-expiration-sec", "bypass-dns-resolution", "bypass-hostname-check", "ignore-non-system-node",

@@ -15,7 +15,7 @@ from components.kubernetes.objects.kueue import kueue_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import split_proportionally, split_within
 from components.spec import parse_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 def _quantity(value: int | str) -> int:

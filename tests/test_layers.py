@@ -15,15 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPONENTS = ROOT / "components"
 
 LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("foundation", ("errors", "input_files", "project", "vocabulary"),
-     "problems, bounded file reads, the project folder, every label/taint/annotation/tag name"),
+    ("foundation", ("errors", "input_files", "project", "results", "vocabulary"),
+     "problems, bounded file reads, the project folder, what every check reports, every label/taint/annotation/tag "
+     "name"),
     ("spec", ("spec",), "the stack file, parsed and validated"),
     ("catalog", ("catalog",), "sourced facts: sizes, limits, versions, images, provider behaviour"),
     ("planning", ("planning",), "pure planners: every decision, in frozen plan objects"),
     ("rendered", ("bootstrap", "images", "azure", "kubernetes"),
      "boot text, image bundles, Azure resources, in-cluster objects: render plan data"),
     ("checks", ("simulation", "preflight", "cluster"),
-     "the first boot simulated over the rendered objects, the ARM preflight, the top-level component"),
+     "the bring-up simulated over the rendered objects, the ARM preflight, the top-level component"),
     ("runs", ("offline", "diff"), "the program run under mocks, its outputs, plan comparison"),
     ("commands", ("cli", "verify"), "what a user runs"),
 )
@@ -181,8 +182,8 @@ def test_the_architecture_page_shows_this_map() -> None:
 
 
 def private_test_imports(source: str, module: str) -> list[str]:
-    """Underscore names `module` (a module under tests/) imports from another test module: a helper two test files
-    share is public, in the module that owns it (tests/README.md)."""
+    """Underscore names `module` (a module under tests/) imports from another module under tests/: what two files
+    share is public, in tests/support/ (tests/README.md)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.") and node.module != module:
@@ -198,3 +199,29 @@ def test_no_test_module_imports_another_ones_private_names() -> None:
     assert found == []
     assert private_test_imports("from tests.test_a import _helper, shared\n", "tests.test_b") == [
         "tests.test_b:1 imports tests.test_a._helper"]
+
+
+def outside_support_imports(source: str, module: str) -> list[str]:
+    """What `module` (a module under tests/) imports from tests/ outside tests/support/: a test file, or conftest.py
+    (its fixtures are found by name, never imported)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        names = ([f"(relative) {node.module or '.'}"] if isinstance(node, ast.ImportFrom) and node.level else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names])
+        found += [f"{module}:{node.lineno} imports {name}" for name in names
+                  if (name.startswith("tests.") or name == "tests" or name.startswith("(relative)"))
+                  and not name.startswith("tests.support.")]
+    return found
+
+
+def test_tests_import_helpers_only_from_the_support_package() -> None:
+    tests = ROOT / "tests"
+    found = [line for f in sorted(tests.rglob("*.py"))
+             for line in outside_support_imports(f.read_text(), module_name(f, ROOT))]
+    assert found == [], "move what tests share into tests/support/:\n" + "\n".join(found)
+    assert outside_support_imports("from tests.test_cli import gpucluster\nimport tests.conftest\n"
+                                   "from tests.support.cli import gpucluster\nfrom . import x\n", "tests.test_b") == [
+        "tests.test_b:1 imports tests.test_cli", "tests.test_b:2 imports tests.conftest",
+        "tests.test_b:4 imports (relative) ."]

@@ -13,7 +13,7 @@ import pytest
 from components.catalog.limits import DEFAULT_LIMITS
 from components.errors import SpecError
 from components.planning.limits import effective_limits
-from tests.conftest import small_spec
+from tests.support.stacks import small_spec
 
 
 def test_fixed_rows_are_the_ones_azure_lists_without_a_maximum() -> None:

@@ -24,7 +24,7 @@ import yaml
 from components.offline.crds import group_of
 from components.offline.engine import ProgramRun
 from components.offline.manifests import kubernetes_objects, write_manifests
-from tests.manifest_validation import KUBERNETES_VERSION
+from tests.support.manifest_validation import KUBERNETES_VERSION
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}

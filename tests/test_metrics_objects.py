@@ -18,7 +18,7 @@ from components.kubernetes.objects.layer import layer_objects, telemetry_objects
 from components.kubernetes.objects.metrics import NAMESPACE, PROMETHEUS, prometheus_config
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.planning.metrics_rules import RECORDING_RULES
-from tests.conftest import small_spec, stack_spec
+from tests.support.stacks import small_spec, stack_spec
 
 LABEL_MAPS = {"external_labels", "labels"}
 """Keys whose values map label names to values, not configuration keys."""

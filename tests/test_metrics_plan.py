@@ -12,7 +12,7 @@ from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
 from components.planning.metrics import metrics_problems
 from components.spec import parse_cluster
-from tests.conftest import small_cluster, small_spec, stack_spec
+from tests.support.stacks import small_cluster, small_spec, stack_spec
 
 
 def test_the_extracted_facts_are_the_upstream_figures() -> None:

@@ -27,8 +27,8 @@ from components.offline.manifests import kubernetes_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.node_images import MAX_REPLICAS, NodeImage
 from components.spec import PoolKind
-from tests.conftest import small_cluster, small_spec, stack_spec
-from tests.scale_sets import is_scale_set
+from tests.support.scale_sets import is_scale_set
+from tests.support.stacks import small_cluster, small_spec, stack_spec
 
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
 DEFINITIONS = tuple(NODE_IMAGES)

@@ -18,8 +18,8 @@ from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.node_lifecycle import APP, CONFIG_PATH
 from components.offline.engine import ProgramRun
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
+from tests.support.stacks import stack_spec
 
 
 def _objects() -> list[dict[str, Any]]:
@@ -66,4 +66,4 @@ def test_its_azure_identity_only_reads_scale_sets(prod_run: ProgramRun) -> None:
 
 def test_it_starts_on_the_system_pool_in_the_first_boot() -> None:
     plan = plan_checked(stack_spec("prod"))
-    assert plan.first_boot is not None and plan.first_boot.placements()[APP] == ("system",)
+    assert plan.bring_up is not None and plan.bring_up.placements()[APP] == ("system",)

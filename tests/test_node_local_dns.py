@@ -21,8 +21,8 @@ from components.offline.engine import ProgramRun
 from components.offline.manifests import kubernetes_objects
 from components.planning.ip_plan import NODE_LOCAL_DNS_IP
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
+from tests.support.stacks import stack_spec
 
 CLUSTER_DNS = "192.168.0.10"
 
@@ -107,8 +107,8 @@ def test_kubelets_resolve_through_the_cache() -> None:
 
 def test_the_cache_runs_on_every_pool_in_the_first_boot() -> None:
     plan = plan_checked(stack_spec("prod"))
-    assert plan.first_boot is not None
-    placed = plan.first_boot.placements()
+    assert plan.bring_up is not None
+    placed = plan.bring_up.placements()
     # It tolerates every taint: the API servers' nodes run it too (their pods ask it, as every kubelet's clusterDNS).
     assert set(placed["node-local-dns"]) == {p.name for p in plan.pools} | {"apiservers"}
     assert "API Priority and Fairness: gpucluster-node-agents, gpucluster-breakglass" in placed

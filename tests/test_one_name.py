@@ -105,3 +105,50 @@ def test_the_rules_catch_what_they_name() -> None:
     assert prefix_mode_by_hand("m = plan.prefix_mode") == []
     orphan = '"""Module."""\nA = 1\n"""Of A."""\n"""Of nothing."""\n\n\ndef f():\n    """Of f."""\n    print()\n    "stray"\n'
     assert orphaned_docstrings(orphan) == [4, 10]
+
+
+BOOT_IS_THE_CHAIN = ("first_boot", "firstboot", "boot_layer", "bootstep")
+"""What the in-cluster layer's bring-up was called before "boot" meant the machines' boot chain only
+(docs/architecture.md, "Boot chain"); the outputs keep `firstBoot`, which is camelCase and not matched here."""
+
+
+def boot_names(source: str, module: str) -> list[str]:
+    """Module, function, class, parameter, attribute and variable names that call the bring-up a boot."""
+    names = [module.rsplit(".", 1)[-1]]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.arg):
+            names.append(node.arg)
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr)
+        elif isinstance(node, ast.Name):
+            names.append(node.id)
+        elif isinstance(node, ast.alias):
+            names += node.name.split(".")
+        elif isinstance(node, ast.ImportFrom):
+            names += (node.module or "").split(".")
+    return sorted({n for n in names if any(old in n.lower() for old in BOOT_IS_THE_CHAIN)})
+
+
+def test_boot_names_only_the_boot_chain() -> None:
+    found = {f"{path.relative_to(ROOT)}: {', '.join(names)}" for path in sorted((ROOT / "components").rglob("*.py"))
+             if (names := boot_names(path.read_text(), path.stem))}
+    assert found == set()
+    assert boot_names("from components.simulation.boot_layer import first_boot\nplan.first_boot\n", "check") == [
+        "boot_layer", "first_boot"]
+
+
+def components_declared(source: str) -> list[str]:
+    """The `pulumi.ComponentResource` subclasses a module declares."""
+    return [node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ClassDef)
+            and any(ast.unparse(base) in ("pulumi.ComponentResource", "ComponentResource") for base in node.bases)]
+
+
+def test_each_component_has_a_module_of_its_own() -> None:
+    """A component is found by its module's name (kubernetes/add_ons.py held three)."""
+    crowded = {f"{path.relative_to(ROOT)}: {', '.join(names)}" for path in sorted((ROOT / "components").rglob("*.py"))
+               if len(names := components_declared(path.read_text())) > 1}
+    assert crowded == set()
+    assert components_declared("class A(pulumi.ComponentResource): ...\nclass B(ComponentResource): ...\n"
+                               "class C(Base): ...\n") == ["A", "B"]

@@ -21,7 +21,7 @@ import pytest
 from components.bootstrap.node import NodeBootstrap, kubelet_patch
 from components.images.content import image_files
 from components.images.os_guards import NETWORKD_DROPIN, NETWORKD_KEYS
-from tests.test_apiserver_bootstrap import kubeadm_documents, render_apiserver_document
+from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
 
 ROOT = Path(__file__).resolve().parent.parent
 NETWORKD = next((p for p in ("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd")

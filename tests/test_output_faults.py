@@ -21,7 +21,7 @@ from components.cli import main
 from components.errors import SpecError
 from components.offline import output
 from components.offline.output import store_of, write_output
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 _PR_CAPBSET_DROP, _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 24, 1, 2  # linux/prctl.h, linux/capability.h

@@ -19,7 +19,7 @@ from components.cli import _interrupted, main
 from components.errors import SpecError
 from components.offline.output import check_output_folder, store_of, write_output
 from components.offline.output_marker import MARKER
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

@@ -15,7 +15,7 @@ from components.errors import SpecError
 from components.offline.versions_report import version_warnings, versions_data
 from components.planning.cluster_plan import plan_cluster
 from components.spec import parse_cluster
-from tests.conftest import small_cluster
+from tests.support.stacks import small_cluster
 
 LATEST = KUBERNETES_RELEASES["1.36"].latest_patch
 NEXT = "1.36." + str(int(LATEST.split(".")[2]) + 1)

@@ -17,7 +17,7 @@ from components.azure.pki import warn_before_expiry
 from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pki_lifetimes import certificate_names, expiry_warning
-from tests.conftest import ROOT, stack_spec
+from tests.support.stacks import ROOT, stack_spec
 
 PKI_DOC = ROOT / "docs" / "pki.md"
 COLUMNS = ["certificate", "lifetime", "issued by", "read by", "renewed on running machines", "warned before expiry"]

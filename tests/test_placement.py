@@ -18,7 +18,7 @@ from components.planning.placement import GPU_ZONE_SHARE, PoolPlan, infiniband_d
 from components.spec import parse_cluster
 from components.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG
 from policies.rules import ALL_POLICIES
-from tests.conftest import plan_stack, small_cluster
+from tests.support.stacks import plan_stack, small_cluster
 
 PLACEMENT_RULES = [p for p in ALL_POLICIES if p.name.endswith(("-gpu-zone-share", "-infiniband-zone-loss"))]
 

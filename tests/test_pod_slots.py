@@ -11,7 +11,7 @@ import pytest
 from components.errors import SpecError
 from components.simulation.check import plan_checked
 from components.spec import CONFIG_KEY, load_stack_file, parse_cluster
-from tests.conftest import STACKS
+from tests.support.stacks import STACKS
 
 RACK_NODE_PODS = {
     "cilium-agent", "cilium-envoy", "node-local-dns", "nfd-worker", "nvidia-container-toolkit", "nvidia-device-plugin",
@@ -28,8 +28,8 @@ def _raw() -> dict[str, Any]:
 
 def test_a_rack_node_counts_every_system_pod_and_keeps_a_pod_per_gpu() -> None:
     plan = plan_checked(parse_cluster(_raw()))
-    assert plan.first_boot is not None
-    rack = next(n for n in plan.first_boot.node_pods if n.pool == "gb300")
+    assert plan.bring_up is not None
+    rack = next(n for n in plan.bring_up.node_pods if n.pool == "gb300")
     assert set(rack.daemonsets) == RACK_NODE_PODS
     assert rack.system_pods == 15 and rack.max_pods == 24 and rack.work_pods == 4 and rack.free_pods >= 4
 
@@ -54,7 +54,7 @@ def test_work_pods_per_node_is_what_the_stack_asks() -> None:
 
 
 def test_by_default_a_node_must_keep_one_pod_for_work() -> None:
-    from tests.conftest import small_cluster
+    from tests.support.stacks import small_cluster
 
     raw = small_cluster()
     raw["pools"][1]["podsPerNode"] = 13  # the GPU pool's 13 per-node system pods fill it

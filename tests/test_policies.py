@@ -16,7 +16,7 @@ from components.offline.policy_runner import check_config, run_policies
 from policies.rules import ALL_POLICIES
 from policies.rules.machines import bootstrap_data_secret
 from policies.rules.props import machines_per_zone
-from tests.scale_sets import as_typed_class, is_scale_set
+from tests.support.scale_sets import as_typed_class, is_scale_set
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 DYNAMIC = "pulumi-python:dynamic:Resource"
@@ -46,7 +46,7 @@ def _vmss(**changes: Any) -> dict[str, Any]:
 
 
 def _names(steps: list[dict[str, Any]], config: dict[str, Any] | None = None) -> set[str]:
-    return {v.policy for v in run_policies(steps, config, RESOURCE_RULES)}
+    return {v.source for v in run_policies(steps, config, RESOURCE_RULES)}
 
 
 def test_good_scale_set_passes() -> None:
@@ -129,7 +129,7 @@ def test_advisory_level_reports_without_failing() -> None:
 
 def test_unknown_values_are_reported_as_not_run_as_in_preview() -> None:
     step = _vmss(overprovision="[unknown]")
-    [note] = [v for v in run_policies([step], None, RESOURCE_RULES) if "no-overprovision" in v.policy]
+    [note] = [v for v in run_policies([step], None, RESOURCE_RULES) if "no-overprovision" in v.source]
     assert note.enforcement == "advisory" and "can't run policy" in note.message
 
 
@@ -182,14 +182,14 @@ def test_pack_config_is_checked_against_the_rules_schemas() -> None:
 
 
 def test_shipped_policy_configs_are_valid() -> None:
-    from tests.conftest import ROOT
+    from tests.support.stacks import ROOT
 
     for path in (ROOT / "policies" / "config").glob("*.json"):
         check_config(json.loads(path.read_text()), str(path))
 
 
 def test_docs_name_every_rule_and_setting() -> None:
-    from tests.conftest import ROOT
+    from tests.support.stacks import ROOT
 
     text = (ROOT / "docs" / "policies.md").read_text()
     for policy in ALL_POLICIES:

@@ -13,9 +13,8 @@ from components.offline.policy_runner import Violation, run_policies
 from components.offline.preview import preview_document
 from policies.rules import ALL_POLICIES
 from policies.rules.props import resource_kind
-from tests.scale_sets import as_typed_class
-from tests.test_cost import COST_POLICY_MUTATIONS
-from tests.test_rack_policies import RACK_POLICY_MUTATIONS
+from tests.support.policy_mutations import COST_POLICY_MUTATIONS, RACK_POLICY_MUTATIONS
+from tests.support.scale_sets import as_typed_class
 
 State = dict[str, Any]
 Steps = list[dict[str, Any]]
@@ -401,10 +400,10 @@ def test_every_rule_has_a_mutation() -> None:
 def test_one_broken_property_is_caught(prod_steps: Steps, mutate: Callable[[Steps], State], policy: str) -> None:
     steps = copy.deepcopy(prod_steps)
     broken = mutate(steps)
-    caught = [v for v in _mandatory(run_policies(steps)) if v.policy == policy]
+    caught = [v for v in _mandatory(run_policies(steps)) if v.source == policy]
     assert caught, f"{policy} missed {mutate.__name__}"
-    assert broken["urn"] in {v.urn for v in caught}
-    assert all(v.remediation and v.message for v in caught)
+    assert broken["urn"] in {v.path for v in caught}
+    assert all(v.fix and v.message for v in caught)
 
 
 def test_thresholds_come_from_the_pack_config(prod_steps: Steps) -> None:
@@ -412,7 +411,7 @@ def test_thresholds_come_from_the_pack_config(prod_steps: Steps) -> None:
     # of four zones' even shares (three zones' even share is always allowed: whole machines can do no better)
     strict = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"maxGpuShare": 0.3, "zoneCount": 4}}
     caught = _mandatory(run_policies(prod_steps, strict))
-    assert {v.policy for v in caught} == {"azure-native-compute-virtualmachinescaleset-gpu-zone-share"}
+    assert {v.source for v in caught} == {"azure-native-compute-virtualmachinescaleset-gpu-zone-share"}
     assert "at most 30% allowed" in caught[0].message
     advisory = {"azure-native-compute-virtualmachinescaleset-gpu-zone-share": {"enforcementLevel": "advisory",
                                                                               "maxGpuShare": 0.3, "zoneCount": 4}}
@@ -425,9 +424,9 @@ def test_a_reason_on_the_daemonset_accepts_its_cluster_wide_watch(prod_steps: St
     for daemonset in _states(steps, type_suffix="apps/v1:DaemonSet"):
         daemonset["inputs"]["metadata"].setdefault("annotations", {})[
             "gpucluster.io/cluster-wide-watch-reason"] = "maps GPUs to pods of the whole cluster (measured: 2 req/min)"
-    assert not [v for v in run_policies(steps) if v.policy == "kubernetes-apps-daemonset-cluster-wide-watch"]
+    assert not [v for v in run_policies(steps) if v.source == "kubernetes-apps-daemonset-cluster-wide-watch"]
     caught = [v for v in run_policies(_with_wide(prod_steps))
-              if v.policy == "kubernetes-apps-daemonset-cluster-wide-watch"]
+              if v.source == "kubernetes-apps-daemonset-cluster-wide-watch"]
     assert caught and "granted cluster-wide pods (list, watch) through ClusterRoleBinding gpucluster:gpu-health" in \
         caught[0].message
 

@@ -85,7 +85,7 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     """The controller hands out pod addresses, so it cannot wait for one (hostNetwork); where cluster DNS does not
     answer it dials the API server by the endpoint's name (as Cilium's agent, objects/charts.py). Its Kubernetes
     rights are its calls: list/watch nodes, list/watch/patch CiliumNodes (each call authorized by these roles in the
-    fake API server: tests/ipam_world.py as_the_controller), create its Lease and get/update that one Lease
+    fake API server: tests/support/ipam_world.py as_the_controller), create its Lease and get/update that one Lease
     (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
     from components.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
     from components.kubernetes.scripts import prefix_ipam
@@ -125,7 +125,7 @@ def test_first_boot_waits_for_the_controller_in_prefix_mode(prod_spec) -> None:
     """With `ipam: crd` no pod gets a network before the controller has published addresses: without it the
     first boot is stuck, naming the chain."""
     from components.planning.cluster_plan import plan_cluster
-    from components.simulation.boot_layer import chart_workloads, own_workloads, pool_states
+    from components.simulation.bring_up_layer import chart_workloads, own_workloads, pool_states
     from components.simulation.engine import simulate
     plan = plan_cluster(prod_spec)
     workloads = [w for w in own_workloads(plan) if w.name != "gpucluster-prefix-ipam"]

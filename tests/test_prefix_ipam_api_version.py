@@ -3,7 +3,7 @@ turns a declared block that comes back without it into a /32.
 
 ARM shapes a response by the api-version asked for; `privateIPAddressPrefixLength` is in the NIC IP configuration
 of Microsoft.Network 2024-03-01 (Azure/azure-rest-api-specs commit 0c9da75c, stable/2024-03-01/networkInterface.json,
-NetworkInterfaceIPConfigurationPropertiesFormat). The fake ARM (tests/fake_kube.py FakeAzure) answers older versions
+NetworkInterfaceIPConfigurationPropertiesFormat). The fake ARM (tests/support/fake_kube.py FakeAzure) answers older versions
 without it: a /28 comes back as its first address, which the controller used to take as a /32 (1 address per 16).
 """
 
@@ -15,8 +15,8 @@ import pytest
 
 from components.kubernetes.scripts import prefix_ipam as ipam
 from components.offline.engine import ProgramRun
-from tests.fake_kube import FakeAzure, FakeKube
-from tests.ipam_world import controller, pool, populate, servers
+from tests.support.fake_kube import FakeAzure, FakeKube
+from tests.support.ipam_world import controller, pool, populate, servers
 
 __all__ = ["servers"]
 

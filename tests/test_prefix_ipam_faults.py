@@ -1,5 +1,5 @@
 """The prefix IPAM controller (components/kubernetes/scripts/prefix_ipam.py) driven against fake Kubernetes and Azure
-servers on 127.0.0.1 (tests/fake_kube.py) that inject faults: throttling with Retry-After, 5xx, slow answers, bodies
+servers on 127.0.0.1 (tests/support/fake_kube.py) that inject faults: throttling with Retry-After, 5xx, slow answers, bodies
 cut short, not JSON or nested absurdly deep, nextLink loops, 409/422 conflicts. The leader lock is driven in
 tests/test_prefix_ipam_lease.py, the prod-size memory bound in tests/test_prefix_ipam_scale.py.
 
@@ -27,8 +27,8 @@ import pytest
 from components.kubernetes.scripts import kube_client as kc
 from components.kubernetes.scripts import prefix_ipam as ipam
 from components.planning.agents_image import CONTEXT, DOCKERFILE, SCRIPTS
-from tests.fake_kube import FakeAzure, FakeKube, Fault, deep_json
-from tests.ipam_world import (
+from tests.support.fake_kube import FakeAzure, FakeKube, Fault, deep_json
+from tests.support.ipam_world import (
     CILIUM,
     NODES,
     RG,

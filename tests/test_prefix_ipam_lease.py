@@ -1,5 +1,5 @@
 """The prefix IPAM controller's leader lock (components/kubernetes/scripts/prefix_ipam.py `Leader`): two replicas run
-concurrently against one fake API server (tests/fake_kube.py) whose Lease has resourceVersion semantics.
+concurrently against one fake API server (tests/support/fake_kube.py) whose Lease has resourceVersion semantics.
 
 Rules from kubernetes/client-go v0.36 `tools/leaderelection/leaderelection.go`: `observedTime` is the LOCAL time the
 record was last seen to change; `tryAcquireOrRenew` takes another holder's lease only once `observedTime +
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from components.kubernetes.scripts import prefix_ipam as ipam
-from tests.fake_kube import FakeAzure, FakeKube, Fault
-from tests.ipam_world import CILIUM, LEASE_PATH, controller, populate, servers
+from tests.support.fake_kube import FakeAzure, FakeKube, Fault
+from tests.support.ipam_world import CILIUM, LEASE_PATH, controller, populate, servers
 
 __all__ = ["servers"]
 

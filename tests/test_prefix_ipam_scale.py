@@ -1,5 +1,5 @@
 """The prefix IPAM controller at prod size: 7,500 nodes in 43 scale sets, served in pages by the fake servers
-(tests/fake_kube.py) in this process, the controller in a process of its own configured as the Deployment configures
+(tests/support/fake_kube.py) in this process, the controller in a process of its own configured as the Deployment configures
 it (environment only: KUBE_API, the service-account directory, ARM and IMDS endpoints). Its memory is measured with
 tracemalloc over two rounds, every allocation of the controller's process, and bounded generously (100 MiB, against the
 pod's 512 MiB limit): a memory bound, not a timing."""
@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fake_kube import FakeAzure, FakeKube
-from tests.ipam_world import CILIUM, NODES, as_the_controller, pool, populate
+from tests.support.fake_kube import FakeAzure, FakeKube
+from tests.support.ipam_world import CILIUM, NODES, as_the_controller, pool, populate
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUND = """

@@ -2,7 +2,7 @@
 reflector, tools/cache reflector.go ListAndWatch; kubernetes.io/docs/reference/using-api/api-concepts/
 #efficient-detection-of-changes: a watch from a list's resourceVersion, bookmarks, 410 Gone when the version has
 been compacted, after which a client lists again). Driven against the fake API server on 127.0.0.1
-(tests/fake_kube.py), which serves watches as newline-delimited events ending like a watch whose timeoutSeconds ran
+(tests/support/fake_kube.py), which serves watches as newline-delimited events ending like a watch whose timeoutSeconds ran
 out."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from components.kubernetes.scripts import prefix_ipam as ipam
-from tests.fake_kube import FakeAzure, FakeKube, Fault
-from tests.ipam_world import CILIUM, NODES, controller, pool, populate, servers
+from tests.support.fake_kube import FakeAzure, FakeKube, Fault
+from tests.support.ipam_world import CILIUM, NODES, controller, pool, populate, servers
 
 __all__ = ["servers"]
 

@@ -19,8 +19,8 @@ from components.planning.limits import effective_limits
 from components.planning.pod_addresses import node_addressing
 from components.preflight.compute import VMSS, check_machines
 from components.preflight.model import Resource, azure_resources
-from tests.conftest import small_spec
-from tests.scale_sets import is_scale_set
+from tests.support.scale_sets import is_scale_set
+from tests.support.stacks import small_spec
 
 
 def test_a_node_takes_its_primary_and_ceil_pods_over_16_blocks() -> None:
@@ -88,10 +88,10 @@ def test_prod_scale_sets_declare_one_configuration_per_block(prod_run: ProgramRu
     [declared] = azure_resources([{"newState": {"urn": sets[0].urn, "type": sets[0].type, "custom": True,
                                                 "inputs": sets[0].inputs}}])
     assert declared.type == VMSS and declared.api_version == "2026-07-02"
-    assert not [f for f in check_machines([declared], _ctx(prod_spec), []) if f.rule == "prefix-on-nic-api-version"]
+    assert not [f for f in check_machines([declared], _ctx(prod_spec), []) if f.source == "prefix-on-nic-api-version"]
     typed = Resource(sets[0].urn, VMSS, sets[0].inputs)
     errors = check_machines([typed], _ctx(prod_spec), [])
-    assert any(f.rule == "prefix-on-nic-api-version" and "2026-07-02" in f.message for f in errors)
+    assert any(f.source == "prefix-on-nic-api-version" and "2026-07-02" in f.message for f in errors)
 
 
 def _ctx(spec):

@@ -18,7 +18,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.preflight import Context, context_for, preflight, problems
 from components.preflight.rules import RULES, WARNINGS
 from components.spec import ClusterSpec
-from tests.scale_sets import as_typed_class, is_scale_set
+from tests.support.scale_sets import as_typed_class, is_scale_set
 
 Steps = list[dict[str, Any]]
 State = dict[str, Any]
@@ -54,7 +54,7 @@ def _add(steps: Steps, typ: str, name: str, inputs: dict[str, Any]) -> None:
 def test_prod_passes_preflight(prod_steps: Steps, prod_context: Context) -> None:
     result = preflight(prod_steps, prod_context)
     assert result.errors == []
-    assert {w.rule for w in result.warnings} <= set(WARNINGS)
+    assert {w.source for w in result.warnings} <= set(WARNINGS)
 
 
 def _storage_autonamed(steps: Steps) -> str:
@@ -240,7 +240,7 @@ MUTATIONS: dict[str, tuple[str, Callable[[Steps], str]]] = {
 
 
 def test_every_rule_is_broken_by_a_test() -> None:
-    from tests.test_racks import RACK_MUTATIONS  # rules only a rack stack can break
+    from tests.support.preflight_mutations import RACK_MUTATIONS  # rules only a rack stack can break
 
     assert {rule for rule, _ in MUTATIONS.values()} | {rule for _, rule in RACK_MUTATIONS} == set(RULES)
 
@@ -251,7 +251,7 @@ def test_breaking_a_rule_fails_it(case: str, prod_steps: Steps, prod_context: Co
     steps = copy.deepcopy(prod_steps)
     resource = mutate(steps)
     errors = preflight(steps, prod_context).errors
-    assert any(f.rule == rule and f.resource.startswith(resource) for f in errors), errors
+    assert any(f.source == rule and f.path.startswith(resource) for f in errors), errors
     line = next(str(p) for p in problems(errors) if f"[preflight rule {rule}]" in str(p))
     assert "\n" not in line and line.startswith(resource)
 
@@ -260,7 +260,7 @@ def test_size_outside_its_regions_names_the_regions(prod_steps: Steps, prod_cont
     steps = copy.deepcopy(prod_steps)
     for state in (s["newState"] for s in steps if is_scale_set(s["newState"])):
         state["inputs"]["location"] = "eastus"
-    messages = [f.message for f in preflight(steps, prod_context).errors if f.rule == "size-region"]
+    messages = [f.message for f in preflight(steps, prod_context).errors if f.source == "size-region"]
     ncc = AVAILABILITY["Standard_NCC40ads_H100_v5"]
     assert any(m.startswith("Standard_NCC40ads_H100_v5 is not offered in eastus; it is in eastus2, centralus, "
                             "westeurope") and ncc.source in m for m in messages)
@@ -271,26 +271,26 @@ def test_stack_confirmed_zones_are_enforced_and_silence_the_warnings(prod_spec: 
     raw["sizeRegions"] = {"Standard_ND96isr_H100_v5": {"regions": ["eastus2"], "zones": {"eastus2": ["1", "2"]},
                                                        "source": "az vm list-skus -l eastus2 --zone, 2026-11-20"}}
     result = preflight(prod_steps, context_for(plan_cluster(ClusterSpec.model_validate(raw))))
-    failing = {f.resource for f in result.errors if f.rule == "size-region"}
+    failing = {f.path for f in result.errors if f.source == "size-region"}
     zone3 = {s["newState"]["urn"].rsplit("::", 1)[-1] for s in prod_steps
              if is_scale_set(s["newState"]) and "::h100-z3-" in s["newState"]["urn"]}
     assert failing == zone3 and zone3
-    assert {f.rule for f in result.errors} == {"size-region"}
+    assert {f.source for f in result.errors} == {"size-region"}
     assert not any("Standard_ND96isr_H100_v5" in w.message for w in result.warnings)
 
 
 def test_unsettled_availability_is_a_warning_row(prod_steps: Steps, prod_context: Context) -> None:
     warnings = preflight(prod_steps, prod_context).warnings
-    rules = {(w.rule, w.message.split(" ")[3] if w.rule == "size-zones-unknown" else "") for w in warnings}
+    rules = {(w.source, w.message.split(" ")[3] if w.source == "size-zones-unknown" else "") for w in warnings}
     assert ("size-zones-unknown", "eastus2") in rules
     # Every prod size has a row now (docs/azure-preflight.md): nothing uncatalogued, nothing resting on a third party.
-    assert not [w for w in warnings if w.rule in ("size-region-uncatalogued", "size-region-secondary")]
+    assert not [w for w in warnings if w.source in ("size-region-uncatalogued", "size-region-secondary")]
     steps = copy.deepcopy(prod_steps)
     _state(steps, "cpu-z1-00")["inputs"]["sku"]["name"] = "Standard_ND128isr_GB300_v6"
     _state(steps, "system-z1-00")["inputs"]["sku"]["name"] = "Standard_F8s_v2"
     warnings = preflight(steps, prod_context).warnings
-    assert any(w.rule == "size-region-secondary" and "Standard_ND128isr_GB300_v6" in w.message for w in warnings)
-    assert any(w.rule == "size-region-uncatalogued" and "Standard_F8s_v2" in w.message for w in warnings)
+    assert any(w.source == "size-region-secondary" and "Standard_ND128isr_GB300_v6" in w.message for w in warnings)
+    assert any(w.source == "size-region-uncatalogued" and "Standard_F8s_v2" in w.message for w in warnings)
 
 
 def test_docs_list_every_rule_with_its_source() -> None:
@@ -315,8 +315,8 @@ def test_an_unconfirmed_availability_row_refuses_no_region(prod_steps: Steps, pr
     steps = copy.deepcopy(prod_steps)
     _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
     result = preflight(steps, prod_context)
-    assert not [f for f in result.errors if f.rule == "size-region" and f.resource == "h100-z1-00"]
-    assert any(w.rule == "size-region-uncatalogued" and "in southcentralus (its row confirms eastus2" in w.message
+    assert not [f for f in result.errors if f.source == "size-region" and f.path == "h100-z1-00"]
+    assert any(w.source == "size-region-uncatalogued" and "in southcentralus (its row confirms eastus2" in w.message
                for w in result.warnings)
 
 def test_rules_azure_accepts_are_labelled_so() -> None:
@@ -330,7 +330,7 @@ def test_rules_azure_accepts_are_labelled_so() -> None:
 def test_long_tag_names_are_refused_only_where_azure_refuses_them(prod_steps: Steps, prod_context: Context) -> None:
     steps = copy.deepcopy(prod_steps)
     account = _long_tag_on_storage(steps)
-    flagged = {f.resource for f in preflight(steps, prod_context).errors if f.rule == "tags"}
+    flagged = {f.path for f in preflight(steps, prod_context).errors if f.source == "tags"}
     assert any(r.startswith(account) for r in flagged) and not any(r.startswith("cpu-z1-00") for r in flagged)
 
 
@@ -359,11 +359,11 @@ def test_a_priced_linux_meter_confirms_its_region_and_refuses_no_other(prod_step
     _state(steps, "system-z1-00")["inputs"]["sku"]["name"] = "Standard_D8s_v5"
     result = preflight(steps, prod_context)
     # The region is settled; which of its zones offer the size is not (logical zones differ per subscription).
-    assert [w.rule for w in result.warnings if "Standard_D8s_v5" in w.message] == ["size-zones-unknown"]
+    assert [w.source for w in result.warnings if "Standard_D8s_v5" in w.message] == ["size-zones-unknown"]
     _state(steps, "system-z1-00")["inputs"]["location"] = "westus2"
     result = preflight(steps, prod_context)
-    assert not [f for f in result.errors if f.resource == "system-z1-00" and f.rule == "size-region"]
-    (warning,) = [w for w in result.warnings if w.rule == "size-region-uncatalogued" and "Standard_D8s_v5" in w.message]
+    assert not [f for f in result.errors if f.path == "system-z1-00" and f.source == "size-region"]
+    (warning,) = [w for w in result.warnings if w.source == "size-region-uncatalogued" and "Standard_D8s_v5" in w.message]
     assert "in westus2 (its row confirms eastus2" in warning.message
 
 
@@ -375,6 +375,6 @@ def test_a_warning_row_points_to_its_source_instead_of_quoting_it(prod_steps: St
     _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
     _state(steps, "cpu-z1-00")["inputs"]["sku"]["name"] = "Standard_ND128isr_GB300_v6"
     warnings = preflight(steps, prod_context).warnings
-    (secondary,) = {w.message for w in warnings if w.rule == "size-region-secondary"}
+    (secondary,) = {w.message for w in warnings if w.source == "size-region-secondary"}
     assert "docs/azure-preflight.md" in secondary and "theneuralbase" not in secondary
     assert max(len(w.message) for w in warnings) <= 400  # the quoted citation made it 700

@@ -14,7 +14,7 @@ import pytest
 from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 from components.planning.cluster_plan import plan_cluster
 from components.preflight import context_for, preflight
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 LB = "azure-native:network:LoadBalancer"
@@ -31,7 +31,7 @@ def _zone_findings(zones: Any, frontend_zones: Any) -> list[str]:
              _step(LB, "dev-lb", {"location": "eastus2",
                                   "frontendIPConfigurations": [{"name": "fe", "zones": frontend_zones}]})]
     result = preflight(steps, context_for(plan_cluster(stack_spec("dev"))))
-    return [str(f) for f in result.errors if f.rule == "zones"]
+    return [str(f) for f in result.errors if f.source == "zones"]
 
 
 @pytest.mark.parametrize("unknown", [UNKNOWN, UNKNOWN_MARK])

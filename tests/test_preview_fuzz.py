@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 DEV_PREVIEW = ROOT / "tests" / "data" / "previews" / "dev.json"
 SEED: dict[str, Any] = json.loads(DEV_PREVIEW.read_text())
@@ -46,9 +46,9 @@ def _limit_memory() -> None:
 
 @pytest.fixture(scope="module")
 def worker() -> Iterator[subprocess.Popen[str]]:
-    """One `gpucluster` process under the memory limit for all examples (tests/cli_worker.py)."""
+    """One `gpucluster` process under the memory limit for all examples (tests/support/cli_worker.py)."""
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    process = subprocess.Popen([sys.executable, "-m", "tests.cli_worker"], cwd=ROOT, env=env, text=True,
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.cli_worker"], cwd=ROOT, env=env, text=True,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=_limit_memory)
     yield process

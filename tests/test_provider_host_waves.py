@@ -3,7 +3,7 @@ stopped holding a worker for the length of ARM's long-running operation.
 
 The host (pulumi 3.272 `pulumi/dynamic/__main__.py`) serves RPCs from `ThreadPoolExecutor(max_workers=4)`, and the
 engine sends every create at once (`pulumi up --parallel` is unbounded by default).
-- Before (tests/held_worker.py, the create main had): each create held its worker until the operation ended, so 42
+- Before (tests/support/held_worker.py, the create main had): each create held its worker until the operation ended, so 42
   creates ran in ceil(42 / 4) = 11 waves and a Check sent meanwhile queued behind them.
 - Now: the create returns on ARM's answer to the PUT, and one ScaleSetsReady create waits for all 42 operations in
   one RPC (one worker), while a Check sent during the wait finds a free worker.
@@ -29,9 +29,9 @@ from pulumi.runtime import proto
 from components.azure.scale_set.provider import ScaleSetProvider
 from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
-from tests.dynamic_host import dynamic_host, props, unprops
-from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
-from tests.held_worker import HeldWorkerProvider
+from tests.support.dynamic_host import dynamic_host, props, unprops
+from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
+from tests.support.held_worker import HeldWorkerProvider
 
 HOST_WORKERS = 4
 """pulumi/dynamic/__main__.py main(): grpc.server(futures.ThreadPoolExecutor(max_workers=4))."""

@@ -1,4 +1,4 @@
-"""Every method of every dynamic provider runs, against the fake ARM (tests/fake_arm.py), through the real
+"""Every method of every dynamic provider runs, against the fake ARM (tests/support/fake_arm.py), through the real
 azure-mgmt-compute client: an SDK keyword an operation does not take, a body its models refuse, an api-version
 the route does not send, fails here and not at `pulumi up`.
 
@@ -13,63 +13,33 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib
 import inspect
-import pkgutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import dill
-import pulumi.dynamic
 import pytest
 from pulumi.dynamic import ConfigureRequest, ResourceProvider
 from pulumi.dynamic.config import Config
 from pulumi.dynamic.dynamic import serialize_provider
 
-import components
 from components.azure.interconnect_block_provider import InterconnectBlockProvider
 from components.azure.scale_set.arm_client import NotOursError
 from components.azure.scale_set.provider import ScaleSetProvider
 from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
-from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
+from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
+from tests.support.providers import concrete_providers, dynamic_resource_providers
 
 METHODS = sorted(name for name, value in vars(ResourceProvider).items()
                  if inspect.isfunction(value) and not name.startswith("_"))
 
 
-def _component_classes() -> list[type]:
-    for module in pkgutil.walk_packages(components.__path__, "components."):
-        if ".scripts" not in module.name and module.name.startswith("components.azure"):
-            importlib.import_module(module.name)
-    found: list[type] = []
-    todo: list[type] = [ResourceProvider, pulumi.dynamic.Resource]
-    while todo:
-        for sub in todo.pop().__subclasses__():
-            todo.append(sub)
-            if sub.__module__.startswith("components."):
-                found.append(sub)
-    return found
 
 
-def concrete_providers() -> set[type]:
-    return {c for c in _component_classes() if issubclass(c, ResourceProvider)
-            and c.create is not ResourceProvider.create}
 
 
-def dynamic_resource_providers() -> dict[type, type]:
-    """Each dynamic resource type under components/ -> the provider class its `provider` parameter takes."""
-    found = {}
-    for cls in _component_classes():
-        if issubclass(cls, pulumi.dynamic.Resource):
-            # `provider: XProvider | None = None`, a string under `from __future__ import annotations`
-            hint = str(inspect.signature(cls.__init__).parameters["provider"].annotation)
-            namespace = vars(sys.modules[cls.__module__])
-            [provider] = [namespace[name.strip()] for name in hint.split("|") if name.strip() != "None"]
-            found[cls] = provider
-    return found
 
 
 def _scale_set(run: ProgramRun) -> dict[str, Any]:

@@ -29,9 +29,9 @@ from pulumi.runtime import proto
 from components.azure.scale_set.arm_client import CredentialInStateError
 from components.azure.scale_set.provider import ScaleSetProvider
 from components.offline.engine import ProgramRun
-from tests.dynamic_host import ROOT, dynamic_host, props, unprops
-from tests.fake_arm import DEPLOYER, FakeCredential, fake_arm
-from tests.test_provider_methods import concrete_providers
+from tests.support.dynamic_host import ROOT, dynamic_host, props, unprops
+from tests.support.fake_arm import DEPLOYER, FakeCredential, fake_arm
+from tests.support.providers import concrete_providers
 
 PROVIDERS: list[type] = sorted(concrete_providers(), key=lambda c: c.__name__)
 URN = "urn:pulumi:prod::gpucluster::pulumi-python:dynamic:Resource::h100-z1-00"
@@ -65,7 +65,7 @@ def test_the_state_names_the_provider_class_and_holds_no_code_and_no_secret(prov
 def test_a_credential_object_is_refused_before_it_reaches_the_state(provider_class: type) -> None:
     with pytest.raises(CredentialInStateError, match="would be pickled into every resource's Pulumi state"):
         provider_class(credential=FakeCredential())
-    named = provider_class(credential="tests.fake_arm:FakeCredential")  # a reference: the state holds the path only
+    named = provider_class(credential="tests.support.fake_arm:FakeCredential")  # a reference: the state holds the path only
     assert b"fake-token" not in base64.b64decode(serialize_provider(named))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pulumi.dynamic
 
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 CATALOGUE = json.loads((ROOT / "tests" / "data" / "consumers" / "pulumi-engine.json").read_text(encoding="utf-8"))
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")

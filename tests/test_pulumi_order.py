@@ -11,10 +11,10 @@ import pytest
 from components.errors import SpecError
 from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import ClusterPlan
-from components.simulation.boot_layer import first_boot
+from components.simulation.bring_up_layer import bring_up
 from components.simulation.check import check_order, plan_checked
 from components.simulation.pulumi_order import ApplyOrder, Recorded, prerequisite_problems
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_prod_as_declared_boots_in_pulumi_order(prod: ClusterPlan, recorded: lis
     assert prerequisite_problems(order) == []
     [gate] = order.gates
     assert (gate.namespace, gate.daemonset, gate.percent) == ("kube-system", "cilium", 90)
-    steps = {s.workload: s.step for s in first_boot(prod, order=order).steps}
+    steps = {s.workload: s.step for s in bring_up(prod, order=order).steps}
     # The prefix IPAM controller runs before the gate: the agents it gives addresses to are what the gate waits for.
     assert steps["gpucluster-prefix-ipam"] < steps["pulumi up: prod-in-cluster-cni-ready"] < steps["coredns"]
 

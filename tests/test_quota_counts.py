@@ -21,8 +21,8 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.quota import CountNeed, count_problems
 from components.spec import ClusterSpec, parse_cluster
 from policies.rules.props import resource_kind
-from tests.conftest import plan_stack, small_cluster
-from tests.plan_sides import stack_raw
+from tests.support.plan_sides import stack_raw
+from tests.support.stacks import plan_stack, small_cluster
 
 
 def _counts(spec: ClusterSpec) -> dict[str, CountNeed]:

@@ -16,8 +16,8 @@ from components.catalog import images
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
 from components.spec import ImageRef, parse_cluster
-from tests.conftest import plan_stack, small_cluster
-from tests.plan_sides import stack_raw
+from tests.support.plan_sides import stack_raw
+from tests.support.stacks import plan_stack, small_cluster
 
 
 def test_quota_rows_include_the_regional_total() -> None:

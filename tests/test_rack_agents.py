@@ -14,7 +14,7 @@ from components.offline.manifests import kubernetes_objects
 from components.planning.cluster_plan import ClusterPlan
 from components.simulation.check import plan_checked
 from components.spec import load_stack_file
-from tests.conftest import ROOT, STACKS, stack_spec
+from tests.support.stacks import ROOT, STACKS, stack_spec
 
 RACK_ACCOUNTS = {("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-service-account-kubeletplugin"),
                  ("nvidia-dra-driver-gpu", "compute-domain-daemon-service-account"), ("kube-system", "dranet")}

@@ -22,7 +22,7 @@ from components.images.content import image_files
 from components.kubernetes.objects.charts import gpu_operator_values
 from components.offline.boot_docs import boot_documents
 from components.planning.cluster_plan import plan_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
 GROUP = "2deed8b4-d1e9-42be-a40a-9882201aa9f5"

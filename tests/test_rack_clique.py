@@ -25,7 +25,7 @@ from components.planning.node_template import node_labels
 from components.verify.check_racks import check_racks
 from components.vocabulary import LABEL_GPU_CLIQUE, LABEL_INTERCONNECT_SUBGROUP_ID, LABEL_POOL, LABEL_RACK
 from components.vocabulary import TAINT_RACK_UNPROVEN as VOCABULARY_TAINT
-from tests.conftest import ROOT, stack_spec
+from tests.support.stacks import ROOT, stack_spec
 
 UUID = "8b1f33a6-6c35-4f55-9d3e-1f1a3f0c2d11"
 
@@ -170,7 +170,7 @@ def test_verify_passes_a_proven_rack_and_fails_a_stray_or_short_one() -> None:
     assert len(results) == 6 and all(r.status == "pass" for r in results)
     nodes[0]["metadata"]["labels"][LABEL_GPU_CLIQUE] = f"{UUID}.1"  # a node of rack 0 in rack 1's clique
     del nodes[20]  # rack 1 one node short
-    failed = {r.subject: r.detail for r in check_racks(Listing(nodes), _plan()) if r.status == "fail"}  # type: ignore[arg-type]
+    failed = {r.path: r.message for r in check_racks(Listing(nodes), _plan()) if r.status == "fail"}  # type: ignore[arg-type]
     assert set(failed) == {"rack gb300-z1-g00r00", "rack gb300-z1-g00r01"}
     assert "2 cliques" in failed["rack gb300-z1-g00r00"]
     assert "17 node(s), the rack holds 18" in failed["rack gb300-z1-g00r01"]
@@ -199,7 +199,7 @@ def test_verify_reads_each_groups_subgroups_and_names_a_declared_one_azure_lacks
                            f"gb300-ig1?api-version={NETWORK_API}")
     listed["gb300-ig2"] = ["sg-a", "sg-b"]
     [failed] = [r for r in check_subgroups(Groups(listed), _plan()) if r.status == "fail"]  # type: ignore[arg-type]
-    assert failed.subject == "interconnect group gb300-ig2" and "subgroup0, subgroup1 not in" in failed.detail
+    assert failed.path == "interconnect group gb300-ig2" and "subgroup0, subgroup1 not in" in failed.message
     assert "cluster.pools[1].racks.groups[1].subgroups" in failed.fix
 
 

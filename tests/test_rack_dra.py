@@ -37,8 +37,8 @@ from components.offline.policy_runner import run_policies
 from components.offline.preview import preview_document
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.planning.registry import cluster_upstream_images
-from tests.conftest import ROOT, stack_spec
-from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, admit, rack_nodes, rack_objects, racks_of
+from tests.support.kueue_admission import TOLERATE_GPU, Gang, InadmissibleError, admit, rack_nodes, rack_objects, racks_of
+from tests.support.stacks import ROOT, stack_spec
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"
@@ -110,14 +110,14 @@ def test_gb300_declares_both_releases_at_the_pinned_versions(gb300_run: ProgramR
 
 def test_their_images_pass_the_public_registry_rule_and_a_public_one_is_caught(gb300_run: ProgramRun) -> None:
     steps = preview_document(gb300_run)["steps"]
-    assert [v for v in run_policies(steps) if v.policy == "kubernetes-image-public-registry"] == []
+    assert [v for v in run_policies(steps) if v.source == "kubernetes-image-public-registry"] == []
     for chart, upstream in ((DRA_CHART, DRA_IMAGE), (DRANET_CHART, DRANET_IMAGE)):
         broken = copy.deepcopy(steps)
         state = next(s["newState"] for s in broken if s["newState"]["type"] == RELEASE
                      and s["newState"]["inputs"]["name"] == chart)
         state["inputs"]["values"]["image"]["repository"] = upstream  # the chart's default
-        caught = [v for v in run_policies(broken) if v.policy == "kubernetes-image-public-registry"]
-        assert [v.urn for v in caught] == [state["urn"]], chart
+        caught = [v for v in run_policies(broken) if v.source == "kubernetes-image-public-registry"]
+        assert [v.path for v in caught] == [state["urn"]], chart
 
 
 def test_the_node_daemons_select_the_rack_pool_and_no_other(gb300_run: ProgramRun, gb300_plan: ClusterPlan) -> None:

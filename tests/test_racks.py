@@ -26,7 +26,11 @@ from components.planning.placement import plan_pools
 from components.preflight import context_for, preflight
 from components.spec import CONFIG_KEY, ClusterSpec, load_stack_file, parse_cluster
 from policies.rules import ALL_POLICIES
-from tests.conftest import STACKS, plan_stack
+from tests.support.preflight_mutations import (
+    RACK_MUTATIONS,
+    inputs_of,
+)
+from tests.support.stacks import STACKS, plan_stack
 
 Steps = list[dict[str, Any]]
 GB300 = "Standard_ND128isr_GB300_v6"
@@ -48,8 +52,6 @@ def steps(gb300_run: ProgramRun) -> Steps:
     return copy.deepcopy(preview_document(gb300_run)["steps"])
 
 
-def _inputs(steps: Steps, name: str) -> dict[str, Any]:
-    return next(s["newState"]["inputs"] for s in steps if s["newState"]["urn"].endswith("::" + name))
 
 
 # --- catalogue --------------------------------------------------------------------------------------------------
@@ -203,7 +205,7 @@ def test_each_group_is_azure_natives_interconnect_group_and_its_block_goes_the_e
     groups = [s["newState"] for s in steps if s["newState"]["type"] == GROUP_TYPE]
     assert [g["inputs"]["interconnectGroupName"] for g in groups] == ["gb300-ig1", "gb300-ig2", "gb300-ig3"]
     assert groups[0]["inputs"]["subgroupProfile"] == {"vmSize": GB300, "scope": "VerticalConnect", "size": 18}
-    block = _inputs(steps, "gb300-ig1-icb")
+    block = inputs_of(steps, "gb300-ig1-icb")
     assert block["armType"] == "Microsoft.Compute/interconnectBlocks" and block["apiVersion"] == "2026-07-02"
     assert block["sku"] == {"name": GB300, "capacity": 36} and block["zones"] == ["1"]
     assert block["properties"]["interconnectGroup"]["id"].endswith("/interconnectGroups/gb300-ig1")
@@ -221,7 +223,7 @@ def test_racks_boot_the_arm64_image_built_on_an_arm64_vm(gb300_run: ProgramRun) 
 
 
 def test_a_rack_scale_set_names_its_group_subgroup_and_block_in_fields_the_sdk_carries(steps: Steps) -> None:
-    rack = _inputs(steps, "gb300-z2-g01r01")
+    rack = inputs_of(steps, "gb300-z2-g01r01")
     profile = rack["virtualMachineProfile"]
     group = profile["networkProfile"]["interconnectGroupProfile"]
     assert group["interconnectGroup"]["id"].endswith("/interconnectGroups/gb300-ig2")
@@ -238,7 +240,7 @@ def test_a_rack_scale_set_names_its_group_subgroup_and_block_in_fields_the_sdk_c
 
 
 def test_the_block_provider_checks_and_diffs_as_azure_updates_a_block(steps: Steps) -> None:
-    block = _inputs(steps, "gb300-ig1-icb")
+    block = inputs_of(steps, "gb300-ig1-icb")
     provider = InterconnectBlockProvider()
     assert provider.check({}, block).failures == []
     assert [f.property for f in provider.check({}, {**block, "apiVersion": "2025-11-01"}).failures] == ["apiVersion"]
@@ -259,7 +261,7 @@ def test_the_block_provider_checks_and_diffs_as_azure_updates_a_block(steps: Ste
 
 def _preflight(steps: Steps, spec: ClusterSpec) -> tuple[set[str], set[str]]:
     result = preflight(steps, context_for(plan_cluster(spec)))
-    return {f.rule for f in result.errors}, {f.rule for f in result.warnings}
+    return {f.source for f in result.errors}, {f.source for f in result.warnings}
 
 
 def test_gb300_passes_the_preflight(steps: Steps, gb300_spec: ClusterSpec) -> None:
@@ -267,39 +269,18 @@ def test_gb300_passes_the_preflight(steps: Steps, gb300_spec: ClusterSpec) -> No
     assert errors == set() and not {w for w in warnings if w.startswith("interconnect")}
 
 
-def _spg(steps: Steps) -> None:
-    _inputs(steps, "gb300-z1-g00r00")["singlePlacementGroup"] = True
 
 
-def _rack_too_big(steps: Steps) -> None:
-    _inputs(steps, "gb300-z1-g00r00")["sku"]["capacity"] = 19
 
 
-def _block_not_whole_racks(steps: Steps) -> None:
-    _inputs(steps, "gb300-ig1-icb")["sku"]["capacity"] = 40
 
 
-def _block_too_small(steps: Steps) -> None:
-    _inputs(steps, "gb300-ig1-icb")["sku"]["capacity"] = 18
 
 
-def _other_size(steps: Steps) -> None:
-    _inputs(steps, "gb300-ig1-icb")["sku"]["name"] = "Standard_ND128isr_NDR_GB200_v6"
 
 
-def _other_zone(steps: Steps) -> None:
-    _inputs(steps, "gb300-ig1-icb")["zones"] = ["2"]
 
 
-RACK_MUTATIONS: list[tuple[Any, str]] = [
-    (_spg, "interconnect-single-placement-group"),
-    (_rack_too_big, "interconnect-subgroup-capacity"),
-    (_block_not_whole_racks, "interconnect-block-racks"),
-    (_block_too_small, "interconnect-block-capacity"),
-    (_other_size, "interconnect-block-size"),
-    (_other_zone, "interconnect-block-zone"),
-]
-"""Rules only a rack stack can break (prod has no racks): tests/test_preflight.py counts them as broken here."""
 
 
 @pytest.mark.parametrize(("breaks", "rule"), RACK_MUTATIONS)
@@ -311,7 +292,7 @@ def test_breaking_an_interconnect_rule_fails_the_preflight(steps: Steps, gb300_s
 
 
 def test_spread_over_fault_domains_is_a_warning(steps: Steps, gb300_spec: ClusterSpec) -> None:
-    _inputs(steps, "gb300-z1-g00r00")["platformFaultDomainCount"] = 5
+    inputs_of(steps, "gb300-z1-g00r00")["platformFaultDomainCount"] = 5
     errors, warnings = _preflight(steps, gb300_spec)
     assert "interconnect-fault-domains" in warnings and not {e for e in errors if e.startswith("interconnect")}
 
@@ -325,7 +306,7 @@ def test_the_infiniband_domain_rule_reads_an_interconnect_set_by_its_group(steps
     racks = [s for s in steps if s["newState"]["urn"].endswith("::gb300-z1-g00r00")]
     assert run_policies(racks, None, IB_DOMAIN) == []
     racks[0]["newState"]["inputs"]["singlePlacementGroup"] = True
-    assert [v.policy for v in run_policies(racks, None, IB_DOMAIN)] == [IB_DOMAIN[0].name]
+    assert [v.source for v in run_policies(racks, None, IB_DOMAIN)] == [IB_DOMAIN[0].name]
     assert racks[0]["newState"]["type"] == DYNAMIC
 
 

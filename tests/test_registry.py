@@ -20,7 +20,7 @@ from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
 from components.planning.cluster_plan import plan_cluster
 from components.planning.registry import cluster_upstream_images, plan_registry
-from tests.conftest import small_spec, stack_spec
+from tests.support.stacks import small_spec, stack_spec
 
 IMAGE_KEYS = ("image", "repository", "imageRepository")
 

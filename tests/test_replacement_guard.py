@@ -1,5 +1,5 @@
 """The guard where the engine sees a replacement: the node scale sets' provider `diff`, run in Pulumi's real
-dynamic-provider host (`python -m pulumi.dynamic` over gRPC, tests/dynamic_host.py), as `pulumi preview` and
+dynamic-provider host (`python -m pulumi.dynamic` over gRPC, tests/support/dynamic_host.py), as `pulumi preview` and
 `pulumi up` send it Diff RPCs. A one-line vmSize change (prod's H100 -> H200) answers "replace" for every domain of
 the pool; the host refuses the second unacknowledged InfiniBand domain of the pool in one deployment (one host
 process: components/azure/scale_set/replacement_guard.py says why), with one line naming the pool, the domains and the key.
@@ -27,8 +27,8 @@ from components.offline.engine import ProgramRun, run_program
 from components.offline.first_up import urn_glob
 from components.offline.preview import preview_document
 from policies.rules import replacements
-from tests.conftest import ROOT, small_cluster
-from tests.dynamic_host import dynamic_host, props
+from tests.support.dynamic_host import dynamic_host, props
+from tests.support.stacks import ROOT, small_cluster
 
 H100, H200 = "Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"
 STATE = serialize_provider(ScaleSetProvider())

@@ -14,7 +14,7 @@ from components.diff.sides import Side
 from components.offline.html_report import render_report
 from components.planning.cluster_plan import ClusterPlan
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 class _Sections(HTMLParser):

@@ -7,8 +7,8 @@ from rich.console import Console
 
 from components.diff.render import diff_section, print_diff
 from components.diff.rollout import rollout_delta
-from tests.scale_sets import is_scale_set
-from tests.test_diff import diff, side
+from tests.support.diff_scenarios import diff, side
+from tests.support.scale_sets import is_scale_set
 
 
 def test_a_patch_that_changes_only_the_api_servers_boot_rolls_only_them() -> None:

@@ -20,8 +20,17 @@ import pytest
 from components.kubernetes.objects.kueue import kueue_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.fence import FENCE
-from tests.conftest import stack_spec
-from tests.test_rack_admission import TOLERATE_GPU, Gang, InadmissibleError, Node, admit, rack_kueue_config, rack_nodes, racks_of
+from tests.support.kueue_admission import (
+    TOLERATE_GPU,
+    Gang,
+    InadmissibleError,
+    Node,
+    admit,
+    rack_kueue_config,
+    rack_nodes,
+    racks_of,
+)
+from tests.support.stacks import stack_spec
 
 CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 

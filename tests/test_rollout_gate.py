@@ -24,7 +24,7 @@ from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
 from components.kubernetes.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
 from components.offline.engine import ProgramRun
 from components.simulation.pulumi_order import ApplyOrder, Recorded
-from tests.test_first_up import issue_cert
+from tests.support.real_pki import issue_cert
 
 PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/cilium"
 

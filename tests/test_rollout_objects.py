@@ -12,10 +12,10 @@ from typing import Any
 from components.kubernetes.objects.rollout import APP, plan_document, rollout_objects
 from components.kubernetes.scripts import rollout as ro
 from components.planning.cluster_plan import plan_cluster
-from tests.conftest import stack_spec
-from tests.fake_kube import Seen
-from tests.manifest_validation import validate_object
-from tests.test_rollout_controller import NS, Cluster, cluster  # noqa: F401 (the fixture)
+from tests.support.fake_kube import Seen
+from tests.support.manifest_validation import validate_object
+from tests.support.rollout_world import NS, Cluster
+from tests.support.stacks import stack_spec
 
 AZURE = {"client_id": "00000000-0000-0000-0000-000000000001", "subscription_id": "sub", "resource_group": "rg"}
 
@@ -54,7 +54,7 @@ def allowed(info: tuple[str, str, str, str | None, str], objects: list[dict[str,
     return False
 
 
-def test_every_request_of_a_rollout_is_allowed_by_the_rendered_roles(cluster: Cluster) -> None:  # noqa: F811
+def test_every_request_of_a_rollout_is_allowed_by_the_rendered_roles(cluster: Cluster) -> None:
     cluster.no_deadline()
     controller = cluster.controller("replica-a")
     said = cluster.steps(controller, 60)
@@ -71,7 +71,7 @@ def test_every_request_of_a_rollout_is_allowed_by_the_rendered_roles(cluster: Cl
     assert granted == verbs, "no right the controller never uses"
 
 
-def test_the_rendered_plan_is_what_the_controller_reads(cluster: Cluster) -> None:  # noqa: F811
+def test_the_rendered_plan_is_what_the_controller_reads(cluster: Cluster) -> None:
     rollout = plan_cluster(stack_spec("gb300")).rollout
     assert rollout is not None
     document = plan_document(rollout)

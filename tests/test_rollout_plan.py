@@ -19,7 +19,7 @@ from components.planning.placement import PoolPlan, ordered_zones, split_pool
 from components.planning.rollout import pool_batches, quorum_if_zone_lost, unused_quota
 from components.spec import ClusterSpec, PoolKind, PoolSpec, Quota
 from components.spec.rollout import RolloutSpec
-from tests.conftest import small_spec, stack_spec
+from tests.support.stacks import small_spec, stack_spec
 
 GPU_SIZE = "Standard_ND96isr_H100_v5"
 CPU_SIZE = "Standard_D64ds_v5"
@@ -199,7 +199,7 @@ def test_summary_and_report_carry_the_rollout(dev_out: Path) -> None:
 def test_bad_rollout_settings_name_the_key() -> None:
     from components.errors import SpecError
     from components.spec import parse_cluster
-    from tests.conftest import small_cluster
+    from tests.support.stacks import small_cluster
 
     with pytest.raises(SpecError) as raised:
         parse_cluster(small_cluster(rollout={"batchPercent": 0, "gpuDomainsPerWave": 65}))

@@ -7,17 +7,18 @@ import json
 
 from components.planning.azure_names import resource_group_name
 from components.verify import expected
-from tests.test_verify import SUBSCRIPTION, World, live, world  # noqa: F401 (the fixtures)
+from tests.support.verify_fakes import SUBSCRIPTION
+from tests.support.verify_world import World
 
 STATE = "/api/v1/namespaces/kube-system/configmaps/gpucluster-rollout-state"
 
 
-def _results(live: World, check: str) -> list[dict]:  # noqa: F811
+def _results(live: World, check: str) -> list[dict]:
     _, doc = live.run("--json")
     return [r for r in doc["results"] if r["check"] == check]
 
 
-def test_instances_behind_their_model_name_the_wave_that_reimages_them(live: World) -> None:  # noqa: F811
+def test_instances_behind_their_model_name_the_wave_that_reimages_them(live: World) -> None:
     _, scale_set = expected.scale_sets(live.plan)[-1]
     rg = resource_group_name(live.plan.spec.name)
     path = (f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachineScaleSets/"
@@ -30,7 +31,7 @@ def test_instances_behind_their_model_name_the_wave_that_reimages_them(live: Wor
     assert f"wave {wave.index}" in failed["fix"]
 
 
-def test_the_rollout_progress_stopped_and_not_started(live: World) -> None:  # noqa: F811
+def test_the_rollout_progress_stopped_and_not_started(live: World) -> None:
     total = len(live.plan.rollout.waves) if live.plan.rollout else 0
     [running] = _results(live, "cluster.rollout")
     assert running["status"] == "pass" and running["detail"] == f"wave 1 of {total}, phase drain"

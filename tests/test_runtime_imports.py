@@ -21,7 +21,7 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 
 def _closure(requirements: list[str]) -> set[str]:

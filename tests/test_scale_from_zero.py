@@ -21,9 +21,9 @@ from components.kubernetes.objects.layer import layer_objects
 from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.scale_from_zero import scale_from_zero_problems
-from components.simulation.boot_layer import first_boot
+from components.simulation.bring_up_layer import bring_up
 from components.simulation.check import plan_checked
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_the_h100_pool_at_zero_stays_at_zero_without_the_check(prod: ClusterPlan
     h100 = next(p for p in prod.pools if p.name == "h100")
     assert h100.spec.min_count == 0 and h100.infiniband
     with pytest.raises(SpecError) as error:
-        first_boot(prod, objects=_earlier(layer_objects(prod)))
+        bring_up(prod, objects=_earlier(layer_objects(prod)))
     lines = [p.message for p in error.value.problems if p.message.startswith("gangs on flavor h100")]
     assert lines and all("no ProvisioningRequest admission check covers it" in line for line in lines)
     assert any("ClusterQueue pretraining places gangs topology-aware on pool h100, which the autoscaler may shrink "

@@ -1,4 +1,4 @@
-"""The node scale sets' dynamic provider against a fake ARM on 127.0.0.1 (tests/fake_arm.py), through Microsoft's own
+"""The node scale sets' dynamic provider against a fake ARM on 127.0.0.1 (tests/support/fake_arm.py), through Microsoft's own
 SDK (azure-mgmt-compute 39, azure-core's pipeline, retry policy and ARM pollers).
 
 What it pins, with the consumer's rule:
@@ -31,7 +31,7 @@ from components.azure.scale_set.provider import resource_id as scale_set_id
 from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
 from components.vocabulary import CLUSTER_TAG
-from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
+from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
 
 
 def _provider(arm: FakeArm) -> ScaleSetProvider:

@@ -1,4 +1,4 @@
-"""ScaleSetsReady against the fake ARM (tests/fake_arm.py): the one wait for every node scale set's allocation.
+"""ScaleSetsReady against the fake ARM (tests/support/fake_arm.py): the one wait for every node scale set's allocation.
 
 What it pins:
 - a create that ARM accepted and whose allocation then failed is in the state (the scale set is in Azure), the wait
@@ -28,8 +28,8 @@ from components.azure.scale_set.provider import ScaleSetProvider
 from components.azure.scale_set.provider import resource_id as scale_set_id
 from components.azure.scale_sets_ready_provider import ScaleSetsNotReadyError, ScaleSetsReadyProvider, retry_after
 from components.offline.engine import ProgramRun
-from tests.dynamic_host import dynamic_host, props, unprops
-from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
+from tests.support.dynamic_host import dynamic_host, props, unprops
+from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
 
 NAMES = ("h100-z1-00", "h100-z1-01", "h100-z2-00")
 URN = "urn:pulumi:prod::gpucluster::{}::{}"

@@ -28,8 +28,8 @@ from components.planning.scheduling import (
 )
 from components.project import project_root
 from components.spec import ClusterSpec
-from tests.conftest import small_cluster, small_spec, stack_spec
-from tests.manifest_validation import CRD_ROOT, shared_schema_dir, validate_object
+from tests.support.manifest_validation import CRD_ROOT, shared_schema_dir, validate_object
+from tests.support.stacks import small_cluster, small_spec, stack_spec
 
 ROOT = project_root(Path(__file__).parent)
 
@@ -130,7 +130,7 @@ def test_scheduler_profile_bin_packs_without_a_gang_plugin() -> None:
 
 
 def test_control_plane_runs_the_stock_scheduler_with_the_profile() -> None:
-    from tests.test_apiserver_bootstrap import kubeadm_documents, render_apiserver_document
+    from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
     document = render_apiserver_document(())
     files = {f["path"]: f["content"] for f in document["write_files"]}  # type: ignore[index, union-attr]
     init, cluster, _ = kubeadm_documents(document)  # the third document is the KubeletConfiguration

@@ -25,8 +25,8 @@ from components.offline.report_data import report_data
 from components.planning.cluster_plan import plan_cluster
 from components.spec import parse_cluster
 from policies.rules.replacements import Replaced, judge
-from tests.conftest import ROOT
-from tests.plan_sides import plan_document, stack_raw
+from tests.support.plan_sides import plan_document, stack_raw
+from tests.support.stacks import ROOT
 
 H100, H200 = "Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"
 
@@ -58,16 +58,16 @@ def test_prod_h100_to_h200_is_an_error_per_domain_without_the_acknowledgement(pr
     result = _diff(prod_run)
     replaced = [c for c in result.changes if c.action == "replace" and c.name.startswith("h100-")]
     assert len(replaced) == 32, "every InfiniBand domain of the pool is replaced"
-    errors = [f for f in result.errors if f.kind == "replaced-infiniband-domain"]
-    assert sorted(f.resource for f in errors) == sorted(c.name for c in replaced)
+    errors = [f for f in result.errors if f.source == "replaced-infiniband-domain"]
+    assert sorted(f.path for f in errors) == sorted(c.name for c in replaced)
     assert f"{H100} -> {H200}" in errors[0].message and "unacknowledged" in errors[0].message
     assert "acknowledgeDeletions.infinibandDomains" in (errors[0].fix or "")
 
 
 def test_the_acknowledgement_turns_them_into_warnings(prod_run: ProgramRun) -> None:
     result = _diff(prod_run, ["h100-*"])
-    assert not [f for f in result.errors if f.kind == "replaced-infiniband-domain"]
-    assert len([f for f in result.flags if f.kind == "replaced-infiniband-domain"]) == 32
+    assert not [f for f in result.errors if f.source == "replaced-infiniband-domain"]
+    assert len([f for f in result.flags if f.source == "replaced-infiniband-domain"]) == 32
 
 
 def _replaced(name: str, pool: str = "h100", infiniband: str = "true") -> Replaced:
@@ -77,7 +77,7 @@ def _replaced(name: str, pool: str = "h100", infiniband: str = "true") -> Replac
 
 def test_one_domain_at_a_time_needs_no_acknowledgement() -> None:
     [only] = judge([_replaced("h100-z1-00"), _replaced("cpu-z1-00", "cpu", "false")], [])
-    assert (only.severity, only.scale_set) == ("warning", "h100-z1-00")
+    assert (only.severity, only.path) == ("warning", "h100-z1-00")
 
 
 def test_two_domains_of_one_pool_need_it_and_an_unknown_acknowledgement_only_warns() -> None:
@@ -109,7 +109,7 @@ def test_check_over_a_real_preview_fails_the_unacknowledged_replacement(prod_run
     preview = _real_preview(prod_run)
     violations = replaced_domain_violations(preview, [])
     assert len(violations) == 32 and all(v.mandatory for v in violations)
-    assert all(v.urn and "::h100-" in v.urn for v in violations)
+    assert all(v.path and "::h100-" in v.path for v in violations)
     assert not any(v.mandatory for v in replaced_domain_violations(preview, ["h100-*"]))
     assert not any(v.mandatory for v in replaced_domain_violations(preview, None))  # no stack named: unknown
     path = tmp_path / "preview.json"
@@ -131,6 +131,6 @@ def test_where_the_provider_resizes_in_place_the_diff_says_running_vms_keep_thei
     monkeypatch.setattr(arm_routes, "ROUTE_REPLACES", tuple(r for r in arm_routes.ROUTE_REPLACES if r[0] != "sku"))
     result = _diff(prod_run)
     assert not [c for c in result.changes if c.action == "replace" and c.name.startswith("h100-")]
-    assert not [f for f in result.errors if f.kind == "replaced-infiniband-domain"]
-    warnings = [f for f in result.flags if f.kind == "resized-in-place"]
+    assert not [f for f in result.errors if f.source == "replaced-infiniband-domain"]
+    warnings = [f for f in result.flags if f.source == "resized-in-place"]
     assert len(warnings) == 32 and all(f.severity == "warning" for f in warnings)

@@ -8,7 +8,7 @@ import pytest
 
 from components.errors import SpecError
 from components.spec import load_stack_file, parse_cluster
-from tests.conftest import small_cluster
+from tests.support.stacks import small_cluster
 
 
 def problems(raw: object) -> list[str]:

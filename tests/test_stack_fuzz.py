@@ -25,7 +25,7 @@ from components.errors import SpecError
 from components.offline.output import MARKER, write_output
 from components.planning.cluster_plan import plan_cluster
 from components.spec import load_stack_file
-from tests.conftest import ROOT, STACKS
+from tests.support.stacks import ROOT, STACKS
 
 SHIPPED = {name: yaml.safe_load((STACKS / f"Pulumi.{name}.yaml").read_text()) for name in ("dev", "prod")}
 

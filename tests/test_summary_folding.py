@@ -12,7 +12,7 @@ from rich.console import Console
 
 from components.offline.engine import ProgramRun
 from components.offline.html_report import render_report
-from components.offline.policy_runner import Violation
+from components.offline.policy_runner import Violation, enforcement_severity
 from components.offline.preview import preview_document
 from components.offline.report_data import report_data
 from components.offline.summary import print_violations
@@ -37,7 +37,7 @@ def test_prod_preflight_warnings_are_one_line_per_rule(prod_data: dict) -> None:
     warnings no longer repeat that much, so one warning on each of its 43 node scale sets is added to them."""
     sets = sorted({name for name in (row["resource"] for row in prod_data[KEY])} | {f"h100-z{z}-{i:02d}" for z in (1, 2)
                                                                                     for i in range(20)})
-    repeated = [Finding("ephemeral-os-disk-placement", name, "virtualMachineProfile.storageProfile.osDisk",
+    repeated = [Finding.warning("ephemeral-os-disk-placement", name, "virtualMachineProfile.storageProfile.osDisk",
                         "placement CacheDisk cannot be checked") for name in sets]
     prod_data = {**prod_data, KEY: [*prod_data[KEY], *warning_rows(repeated)]}
     counts = Counter(row["rule"] for row in prod_data[KEY])
@@ -66,7 +66,8 @@ def test_messages_that_differ_in_a_word_merge_into_one() -> None:
 
 
 def _violation(policy: str, name: str, message: str, enforcement: str) -> Violation:
-    return Violation(policy, "d", "high", enforcement, f"urn:pulumi:prod::gpucluster::t::{name}", message, "do x")
+    return Violation(policy, "d", "high", enforcement_severity(enforcement), f"urn:pulumi:prod::gpucluster::t::{name}",
+                     message, "do x")
 
 
 def test_advisory_violations_fold_per_policy_and_mandatory_ones_stay_apart(prod_data: dict) -> None:

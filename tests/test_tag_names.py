@@ -14,7 +14,7 @@ from components.offline.engine import run_program
 from components.offline.preview import preview_document
 from components.spec import load_stack_file
 from components.spec.consumer_rules import check_tags
-from tests.conftest import ROOT, STACKS
+from tests.support.stacks import ROOT, STACKS
 
 PROBE = "probe-owner"
 

@@ -14,7 +14,7 @@ from celpy.adapter import json_to_cel
 from components.kubernetes.objects.kueue import kueue_objects
 from components.kubernetes.objects.team_pods import POLICY, team_pod_policy
 from components.planning.cluster_plan import plan_cluster
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 _ENV = celpy.Environment()
 TRAINING_POD = {"spec": {"containers": [{"name": "trainer", "image": "t", "securityContext": {

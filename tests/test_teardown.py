@@ -14,7 +14,7 @@ import pytest
 
 from components.azure.node_images import VERSIONS_DELETE_SCRIPT
 from components.offline.engine import ProgramRun, Registration
-from tests.scale_sets import is_scale_set
+from tests.support.scale_sets import is_scale_set
 
 GALLERY_IMAGE = "azure-native:compute:GalleryImage"
 TEMPLATE = "azure-native:virtualmachineimages:VirtualMachineImageTemplate"

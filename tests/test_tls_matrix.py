@@ -47,8 +47,8 @@ from components.planning.pki import (
     kubeadm_apiserver_cert,
     plan_certificates,
 )
-from tests.conftest import stack_spec
-from tests.real_pki import Issued, issue, make_ca, sans
+from tests.support.real_pki import Issued, issue, make_ca, sans
+from tests.support.stacks import stack_spec
 
 NODE_NAME = "apiserver000000"
 

@@ -1,4 +1,4 @@
-"""`gpucluster verify` against fake ARM and Kubernetes API servers (tests/verify_fakes.py) that misbehave: answers
+"""`gpucluster verify` against fake ARM and Kubernetes API servers (tests/support/verify_fakes.py) that misbehave: answers
 that prove nothing (404 everywhere), lists that never end (a nextLink to itself, a repeating continue token), a
 Retry-After of 600 s, a body trickled at 2 bytes a second, a body of hundreds of MB, and links and redirects to
 other hosts. Each stops at a bound of components/verify/bounds.py, with a verdict naming it, and no token leaves
@@ -24,12 +24,10 @@ from rich.console import Console
 from components.cli import main, parser
 from components.verify import bounds
 from components.verify.command import verify_command
-from tests.conftest import ROOT
-from tests.test_verify import World, live, verdicts, world
-from tests.verify_fakes import Answer as Special
-from tests.verify_fakes import FakeApi, kubeconfig, serve
-
-__all__ = ["live", "world"]
+from tests.support.stacks import ROOT
+from tests.support.verify_fakes import Answer as Special
+from tests.support.verify_fakes import FakeApi, kubeconfig, serve
+from tests.support.verify_world import World, verdicts
 
 NIC_LIST = "/virtualMachineScaleSets/h100-z1-00/networkInterfaces"
 

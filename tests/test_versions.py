@@ -24,8 +24,8 @@ from components.planning.cluster_plan import plan_cluster
 from components.planning.versions import plan_versions
 from components.spec import parse_cluster
 from policies.rules.versions import kubernetes_end_of_life
-from tests.conftest import ROOT, STACKS, small_cluster, small_spec, stack_spec
-from tests.test_cli import gpucluster
+from tests.support.cli import gpucluster
+from tests.support.stacks import ROOT, STACKS, small_cluster, small_spec, stack_spec
 
 TODAY = date(2026, 11, 22)
 
@@ -106,17 +106,17 @@ def test_end_of_life_minor_fails_the_policy_pack_by_default(eol_run: ProgramRun)
     """1.34 reached end of life on 2026-10-27 (kubernetes.io/releases/1.34)."""
     steps = preview_document(eol_run)["steps"]
     config = {"kubernetes-version-end-of-life": {"asOf": TODAY.isoformat()}}
-    found = [v for v in run_policies(steps, config) if v.policy == kubernetes_end_of_life.name]
+    found = [v for v in run_policies(steps, config) if v.source == kubernetes_end_of_life.name]
     assert len(found) == 1 and found[0].mandatory
     assert "Kubernetes 1.34.6 reached end of life on 2026-10-27" in found[0].message
     lowered = {"kubernetes-version-end-of-life": {"asOf": TODAY.isoformat(), "enforcementLevel": "advisory"}}
-    found = [v for v in run_policies(steps, lowered) if v.policy == kubernetes_end_of_life.name]
+    found = [v for v in run_policies(steps, lowered) if v.source == kubernetes_end_of_life.name]
     assert len(found) == 1 and not found[0].mandatory
     # A week before end of life the rule passes (the summary warns instead); minDaysLeft makes it stricter.
     early = {"kubernetes-version-end-of-life": {"asOf": "2026-10-20"}}
-    assert not [v for v in run_policies(steps, early) if v.policy == kubernetes_end_of_life.name]
+    assert not [v for v in run_policies(steps, early) if v.source == kubernetes_end_of_life.name]
     strict = {"kubernetes-version-end-of-life": {"asOf": "2026-10-20", "minDaysLeft": 60}}
-    assert [v for v in run_policies(steps, strict) if v.policy == kubernetes_end_of_life.name]
+    assert [v for v in run_policies(steps, strict) if v.source == kubernetes_end_of_life.name]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,7 @@ def test_boot_documents_use_the_tables_configuration_apis() -> None:
     """What kubeadm and the kubelet read is the API version the table checks against the minor."""
     from components.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
     from components.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
-    from tests.test_apiserver_bootstrap import kubeadm_documents, render_apiserver_document
+    from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
     init, cluster, kubelet = kubeadm_documents(render_apiserver_document(()))
     assert init["apiVersion"] == cluster["apiVersion"] == KUBEADM_API.version  # type: ignore[index]
     # the API servers' own kubelet reads the KubeletConfiguration kubeadm passes on from its config file

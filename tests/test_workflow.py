@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 from tools.golden import stack_names
 
 WORKFLOW = ROOT / ".github" / "workflows" / "pr-review.yml"

@@ -93,5 +93,5 @@ def refusals(diff: PlanDiff) -> SpecError | None:
     """The diff's errors as plan problems (one line each, naming the resource and the fix)."""
     if not diff.errors:
         return None
-    return SpecError([Problem(f"{f.kind} {f.resource}", f"{f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
-                      for f in diff.errors])
+    return SpecError([Problem(f"{f.source} {f.path}", f"{f.message}" + (f"; fix: {f.fix}" if f.fix else ""),
+                              source=f.source) for f in diff.errors])

@@ -23,6 +23,7 @@ from components.diff.rollout import rollout_delta
 from components.diff.sides import Side
 from components.diff.values import ABSENT, JSON_VALUES, ValueChange
 from components.diff.versions import version_flags
+from components.results import Severity
 from components.vocabulary import INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
 from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
 from policies.rules.replacements import Replaced, judge
@@ -60,12 +61,21 @@ class Change:
 
 @dataclass(frozen=True)
 class Flag:
-    severity: str
-    """error or warning."""
-    kind: str
-    resource: str
+    """What a reviewer must look at in a change, in the vocabulary of components/results.py."""
+
+    severity: Severity
+    """ERROR: the change is refused (`plan --base` exits 2); WARNING: look at it twice."""
+    source: str
+    """The kind of change (`moved-block`, `renamed-scale-set`, ...)."""
+    path: str
+    """The resource, pool, block or team it is about."""
     message: str
-    fix: str | None = None
+    fix: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The diff's JSON row."""
+        return {"severity": self.severity.value, "kind": self.source, "resource": self.path, "message": self.message,
+                "fix": self.fix or None}
 
 
 @dataclass(frozen=True)
@@ -117,7 +127,7 @@ class PlanDiff:
 
     @property
     def errors(self) -> list[Flag]:
-        return [f for f in self.flags if f.severity == "error"]
+        return [f for f in self.flags if f.severity is Severity.ERROR]
 
     def count(self, action: str) -> int:
         return sum(c.action == action for c in self.changes)
@@ -128,7 +138,7 @@ class PlanDiff:
                 | {"errors": len(self.errors), "warnings": len(self.flags) - len(self.errors),
                    "bootDocuments": len(self.boot), "nodeImages": len(self.images)},
                 "changes": [c.as_dict() for c in self.changes],
-                "flags": [asdict(f) for f in self.flags], "boot": [asdict(b) for b in self.boot],
+                "flags": [f.as_dict() for f in self.flags], "boot": [asdict(b) for b in self.boot],
                 "images": [asdict(i) for i in self.images],
                 "bootFiles": self.boot_files, "capacity": self.capacity, "cost": self.cost,
                 "rollout": self.rollout,
@@ -261,10 +271,10 @@ def _acknowledged(head: Side, kind: str) -> list[str] | None:
 
 def _deletion_flag(kind: str, resource: str, what: str, acknowledged: list[str] | None, key: str) -> Flag:
     if acknowledged is not None and any(fnmatchcase(resource, pattern) for pattern in acknowledged):
-        return Flag("warning", kind, resource, f"{what} (acknowledged in acknowledgeDeletions.{key})")
+        return Flag(Severity.WARNING, kind, resource, f"{what} (acknowledged in acknowledgeDeletions.{key})")
     if acknowledged is None:
-        return Flag("warning", kind, resource, what, f"acknowledge it under cluster.acknowledgeDeletions.{key}")
-    return Flag("error", kind, resource, f"{what}, and the stack does not acknowledge it",
+        return Flag(Severity.WARNING, kind, resource, what, f"acknowledge it under cluster.acknowledgeDeletions.{key}")
+    return Flag(Severity.ERROR, kind, resource, f"{what}, and the stack does not acknowledge it",
                 f"drain it first, then add {resource!r} to cluster.acknowledgeDeletions.{key}")
 
 
@@ -279,14 +289,14 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
             pool = str(_tags(state).get(POOL_TAG, "?"))
             (created if change.action == "create" else deleted)[pool].append(change.name)
         if change.action in ("delete", "replace") and old and old.get("protect"):
-            flags.append(Flag("error", "protected", change.name,
+            flags.append(Flag(Severity.ERROR, "protected", change.name,
                               f"{change.type} is protected and this change would {change.action} it",
                               "a protected resource is never replaced by a plan; follow docs/operations.md"))
         if change.type == SUBNET and change.action in ("update", "replace") and old and new:
             before, after = (old["inputs"].get("addressPrefix"), new["inputs"].get("addressPrefix"))
             if before != after:
                 block = str(new["inputs"].get("subnetName") or change.name)
-                flags.append(Flag("error", "moved-block", block,
+                flags.append(Flag(Severity.ERROR, "moved-block", block,
                                   f"address block moves {before} -> {after}: every NIC in it is replaced",
                                   f"pin it where it is: cluster.network.pinnedBlocks.{block}: {before} "
                                   "(docs/ip-plan.md)"))
@@ -296,7 +306,7 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                 refusal = refused(change.type, path)
                 if refusal is not None and refusal.prefix not in reported:
                     reported.add(refusal.prefix)  # one line per refused property, however many leaves it has
-                    flags.append(Flag("error", "refused-by-azure", change.name, f"{path}: {refusal.why}",
+                    flags.append(Flag(Severity.ERROR, "refused-by-azure", change.name, f"{path}: {refusal.why}",
                                       refusal.procedure))
         if change.action in ("update", "replace") and old and new:
             role = _tags(new).get(ROLE_TAG)
@@ -307,11 +317,11 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                        "at a time (docs/operations.md, \"Resizing the control plane\")" if role == "apiserver" else
                        "members update one after another (each depends on the one before); check `etcdctl endpoint "
                        "health` between them (docs/operations.md, \"Resizing the control plane\")")
-                flags.append(Flag("warning", "control-plane-resize", change.name,
+                flags.append(Flag(Severity.WARNING, "control-plane-resize", change.name,
                                   f"{role} resized {before} -> {_get(new['inputs'], size_path)}: the VMs restart", fix))
         if change.type == SCALE_SET and change.action == "update" and "sku.name" in change.paths and old and new:
             # Where the provider changes the size in place: the scale-set model changes, running VMs do not.
-            flags.append(Flag("warning", "resized-in-place", change.name,
+            flags.append(Flag(Severity.WARNING, "resized-in-place", change.name,
                               f"VM size {_get(old['inputs'], 'sku.name')} -> {_get(new['inputs'], 'sku.name')} in "
                               "place: new VMs get it; running ones keep theirs until updated (upgrade policy manual)",
                               f"drain and update one InfiniBand domain at a time: az vmss update-instances --name "
@@ -329,10 +339,10 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
                 flags.append(_deletion_flag("deleted-team-namespace", team,
                                             f"namespace {namespace} of team {team} is deleted with every workload in it",
                                             _acknowledged(head, "teams"), "teams"))
-    flags.extend(Flag(f.severity, "replaced-infiniband-domain", f.scale_set, f.message, f.fix or None)
+    flags.extend(Flag(Severity(f.severity), "replaced-infiniband-domain", f.path, f.message, f.fix)
                  for f in judge(_replaced_scale_sets(result, base, moved), _acknowledged(head, "infinibandDomains")))
     for pool in sorted(set(created) & set(deleted)):
-        flags.append(Flag("error", "renamed-scale-set", pool,
+        flags.append(Flag(Severity.ERROR, "renamed-scale-set", pool,
                           f"pool {pool}: scale sets {', '.join(sorted(deleted[pool]))} are deleted while "
                           f"{', '.join(sorted(created[pool]))} are created: a renamed scale set replaces its VMs",
                           "scale-set names come from (pool, zone, index); keep zones and pools as they were"))
@@ -345,14 +355,14 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
         twins = sorted(set().union(*(new_by_size.get(size, set()) for size in base_pools.get(old_pool, set()))))
         if twins:
             shown = ", ".join(twins[:5]) + (f" and {len(twins) - 5} more" if len(twins) > 5 else "")
-            flags.append(Flag("error", "renamed-scale-set", old_pool,
+            flags.append(Flag(Severity.ERROR, "renamed-scale-set", old_pool,
                               f"pool {old_pool} disappears while pool {shown} of the same VM size appears: "
                               "renaming a pool deletes and recreates every scale set and VM in it",
                               f"keep the name {old_pool!r}; to retire the pool on purpose, remove it in one change "
                               "and add the new one in another"))
-    flags.extend(Flag("error", "kubernetes-version", resource, message, fix)
+    flags.extend(Flag(Severity.ERROR, "kubernetes-version", resource, message, fix)
                  for resource, message, fix in version_flags(base, head))
-    flags.sort(key=lambda f: (f.severity != "error", f.kind, f.resource, f.message))
+    flags.sort(key=lambda f: (f.severity is not Severity.ERROR, f.source, f.path, f.message))
 
 
 def _replaced_scale_sets(result: PlanDiff, base: Side, moved: dict[str, str]) -> list[Replaced]:
@@ -405,7 +415,7 @@ def running_sizing_flags(base: dict[str, Any] | None, head: dict[str, Any] | Non
         if before is None or after is None or before == after:
             continue
         flags.append(Flag(
-            "warning", "etcd-quota-not-applied", f"{members} members",
+            Severity.WARNING, "etcd-quota-not-applied", f"{members} members",
             f"--quota-backend-bytes moves from {before:g} to {after:g} GiB in the {members} members' boot documents "
             "(the sizing model follows the pools' size); running members read their boot document only at first "
             "boot, so they keep the old quota",

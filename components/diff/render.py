@@ -88,7 +88,7 @@ def print_diff(console: Console, diff: PlanDiff) -> None:
     for line in cost_lines(diff.cost):
         say(line)
     for flag in diff.flags:
-        say(f"  {flag.severity.upper()} [{flag.kind}] {flag.resource}: {flag.message}")
+        say(f"  {flag.severity.upper()} [{flag.source}] {flag.path}: {flag.message}")
         if flag.fix:
             say(f"      fix: {flag.fix}")
     for action, mark, word in ACTIONS:

@@ -15,8 +15,8 @@ from components.diff.sides import Side
 from components.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
 from policies.rules.props import SCALE_SET
 
-Flag = tuple[str, str, str]
-"""(resource, message, fix) of one error."""
+VersionError = tuple[str, str, str]
+"""(resource, message, fix) of one error (a `Flag` in components/diff/compare.py)."""
 
 
 def _version(side: Side) -> tuple[str, tuple[int, int, int]] | None:
@@ -31,7 +31,7 @@ def _version(side: Side) -> tuple[str, tuple[int, int, int]] | None:
     return None
 
 
-def version_flags(base: Side, head: Side) -> list[Flag]:
+def version_flags(base: Side, head: Side) -> list[VersionError]:
     old, new = _version(base), _version(head)
     if old is None or new is None or old[1] == new[1]:
         return []

@@ -18,8 +18,10 @@ import yaml
 
 from components.azure.addon_identities import AddonAzureRefs
 from components.catalog.in_cluster import CILIUM_VERSION
-from components.kubernetes.add_ons import Capacity, GpuHealth, Networking
+from components.kubernetes.capacity import Capacity, CapacityArgs
 from components.kubernetes.declare import declare_all, declare_staged
+from components.kubernetes.gpu_health import GpuHealth, GpuHealthArgs
+from components.kubernetes.networking import Networking, NetworkingArgs
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
 from components.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
@@ -104,7 +106,8 @@ class InCluster(pulumi.ComponentResource):
             plan=plan.scheduling, settings=plan.spec.in_cluster, registry=plan.registry, minor=plan.versions.minor),
             child)
         classes = self.scheduling.priority_classes
-        self.networking = Networking(f"{name}-networking", plan, addon_refs, child, after=classes)
+        self.networking = Networking(f"{name}-networking", NetworkingArgs(plan=plan, addon_refs=addon_refs, after=classes),
+                                     child)
         # What the gate watches stays visible in the plan; the endpoint and the admin credentials are secret.
         gate_env = kubeconfig.apply(lambda text: CILIUM_GATE.environment(text, first_up.proxy_url))
         # Cilium's release does not wait (objects/releases.py): this gate does, for most of the nodes, and what needs
@@ -119,10 +122,10 @@ class InCluster(pulumi.ComponentResource):
         after_cni = [self.cni_ready, *classes]
         self.scheduling.install_kueue(after_cni)
         # The autoscaler watches ProvisioningRequests from its start.
-        self.capacity = Capacity(f"{name}-capacity", plan, addon_refs, child,
-                                 after=[*after_cni, self.scheduling.provisioning_crd])
+        self.capacity = Capacity(f"{name}-capacity", CapacityArgs(
+            plan=plan, addon_refs=addon_refs, after=[*after_cni, self.scheduling.provisioning_crd]), child)
         self.csr_approver = declare_staged(csr_objects(plan), child, after_cni)
-        self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, child, after=after_cni)
+        self.gpu_health = GpuHealth(f"{name}-gpu-health", GpuHealthArgs(plan=plan, after=after_cni), child)
         # Cilium's agents are Ready past the gate, so cilium-operator has registered its policy CRDs (the agent waits
         # for them at start; cilium `pkg/k8s/apis/cilium.io/client` RegisterCRDs is the operator's).
         self.imds_guard = declare_staged(imds_objects(plan), child, after_cni)

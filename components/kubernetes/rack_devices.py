@@ -18,8 +18,8 @@ from components.catalog.in_cluster import (
     DRANET_NAMESPACE,
     DRANET_VERSION,
 )
-from components.kubernetes.add_ons import release
 from components.kubernetes.declare import declare_all
+from components.kubernetes.helm_release import release
 from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.rack_dra import (
     dra_driver_values,

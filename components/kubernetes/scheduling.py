@@ -9,8 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION, provisioning_request_crd
-from components.kubernetes.add_ons import release
 from components.kubernetes.declare import declare_all, declare_staged
+from components.kubernetes.helm_release import release
 from components.kubernetes.objects.images import serve_chart_values
 from components.kubernetes.objects.kueue import has_racks, kueue_chart_values, kueue_objects
 from components.kubernetes.objects.priority import priority_classes

@@ -277,11 +277,11 @@ def _tables(data: Data) -> list[str]:
             ["step", "workload", "pools"],
             [[str(s["step"]), escape(s["workload"]), escape(", ".join(s["pools"]))] for s in data["firstBoot"]],
             left=3)]
-    violations = folded_violations([Violation(**v) for v in data["policies"]["violations"]])
+    violations = folded_violations([Violation.from_dict(v) for v in data["policies"]["violations"]])
     out += ["<h2>Policies</h2>", _table(
         ["severity", "level", "rule", "resource", "message", "fix"],
-        [[escape(v.severity), escape(v.enforcement), escape(v.policy), escape(folded_text(group)[1]),
-          escape(folded_text(group)[0]), escape(v.remediation or "")] for v, group in violations], left=6)
+        [[escape(v.policy_severity), escape(v.enforcement), escape(v.source), escape(folded_text(group)[1]),
+          escape(folded_text(group)[0]), escape(v.fix)] for v, group in violations], left=6)
         if violations else '<p class="ok">No violations.</p>']
     return out + html_section(data)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -30,6 +30,7 @@ from pulumi_policy.proxy import UnknownValueError
 from components.catalog.preview_values import UNKNOWN
 from components.errors import Problem, SpecError
 from components.offline.lazy_props import lazy_props
+from components.results import Severity
 from policies.rules import ALL_POLICIES
 
 PACK_DEFAULT = EnforcementLevel.MANDATORY
@@ -40,20 +41,45 @@ SEVERITY_ORDER = ("critical", "high", "medium", "low")
 
 @dataclass(frozen=True)
 class Violation:
-    policy: str
+    """A policy's verdict on a resource or the stack, in the vocabulary of components/results.py."""
+
+    source: str
+    """The policy's name."""
     description: str
-    severity: str
-    enforcement: str
-    urn: str | None
+    policy_severity: str
+    """The policy's own severity (pulumi_policy `PolicySeverity`: critical, high, medium, low)."""
+    severity: Severity
+    """ERROR at the mandatory enforcement level (the stack must not be deployed), WARNING at advisory."""
+    path: str
+    """The resource's URN; "" for a stack policy's verdict on the whole stack."""
     message: str
-    remediation: str | None
+    fix: str
+    """The policy's remediation steps."""
 
     @property
     def mandatory(self) -> bool:
-        return self.enforcement == EnforcementLevel.MANDATORY.value
+        return self.severity is Severity.ERROR
+
+    @property
+    def enforcement(self) -> str:
+        """The enforcement level as the Pulumi CLI names it."""
+        return (EnforcementLevel.MANDATORY if self.mandatory else EnforcementLevel.ADVISORY).value
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """summary.json's row, in the Pulumi CLI's words."""
+        return {"policy": self.source, "description": self.description, "severity": self.policy_severity,
+                "enforcement": self.enforcement, "urn": self.path or None, "message": self.message,
+                "remediation": self.fix or None}
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> Violation:
+        return cls(row["policy"], row["description"], row["severity"], enforcement_severity(row["enforcement"]),
+                   row["urn"] or "", row["message"], row["remediation"] or "")
+
+
+def enforcement_severity(level: str) -> Severity:
+    """A violation's severity at an enforcement level (the runner reports `remediate` as mandatory, see `_settings`)."""
+    return Severity.ERROR if level == EnforcementLevel.MANDATORY.value else Severity.WARNING
 
 
 class _NotRecordedError(UnknownValueError):
@@ -202,7 +228,8 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
         severity = policy.severity.value if policy.severity else "medium"
 
         def report(message: str, urn: str | None, lvl: str = level.value, p: Policy = policy, sev: str = severity) -> None:
-            violations.append(Violation(p.name, p.description, sev, lvl, urn, message, p.remediation_steps))
+            violations.append(Violation(p.name, p.description, sev, enforcement_severity(lvl), urn or "", message,
+                                        p.remediation_steps or ""))
 
         def cannot_run(error: UnknownValueError, urn: str | None, p: Policy = policy) -> None:
             report(f"can't run policy {p.name!r} during preview: {error.message}", urn, EnforcementLevel.ADVISORY.value)
@@ -240,5 +267,5 @@ def run_policies_on_states(all_states: list[dict[str, Any]], config: dict[str, A
             except UNREADABLE as error:
                 unreadable(error, None)
     order = {s: i for i, s in enumerate(SEVERITY_ORDER)}
-    return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.severity, 9), v.policy, v.urn or "",
+    return sorted(violations, key=lambda v: (not v.mandatory, order.get(v.policy_severity, 9), v.source, v.path,
                                              v.message))

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel
-
 from components.offline.policy_runner import Violation
 from components.offline.preview_steps import replaced_states
+from components.results import Severity
 from policies.rules.props import SCALE_SET, resource_kind
-from policies.rules.replacements import POLICY, Replaced, judge
+from policies.rules.replacements import Replaced, judge
 
 DESCRIPTION = "At most one InfiniBand domain of a pool is replaced by one change, unless the stack acknowledges each"
 
@@ -33,7 +32,5 @@ def replaced_domain_violations(doc: dict[str, Any], acknowledged: list[str] | No
                                  _get(old["inputs"], "sku.capacity"),
                                  "replaced by " + (", ".join(reasons) if reasons else "the provider's diff")))
     urns = {str(old["urn"]).rsplit("::", 1)[-1]: str(old["urn"]) for old, _, _ in replaced_states(doc)}
-    return [Violation(POLICY, DESCRIPTION, "high",
-                      (EnforcementLevel.MANDATORY if f.severity == "error" else EnforcementLevel.ADVISORY).value,
-                      urns.get(f.scale_set), f.message, f.fix or None)
+    return [Violation(f.source, DESCRIPTION, "high", Severity(f.severity), urns.get(f.path, ""), f.message, f.fix)
             for f in judge(replaced, acknowledged)]

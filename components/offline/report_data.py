@@ -16,7 +16,7 @@ from components.offline.lifetimes_report import tokens_data
 from components.offline.metrics_report import metrics_data
 from components.offline.policy_runner import Violation
 from components.offline.rollout_report import rollout_data
-from components.offline.versions_report import first_boot_data, node_pods_data, versions_data
+from components.offline.versions_report import bring_up_data, node_pods_data, versions_data
 from components.planning.agent_load import AgentLoadPlan
 from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from components.planning.cluster_plan import ClusterPlan
@@ -274,7 +274,7 @@ def report_data(plan: ClusterPlan, stack: str, resource_types: Counter[str], vio
                      "violations": [v.as_dict() for v in violations]},
         "versions": versions_data(plan),
         "nodeImages": node_images_data(plan),
-        "firstBoot": first_boot_data(plan),
+        "firstBoot": bring_up_data(plan),
         "cniRollout": {"nodes": plan.cni_rollout.nodes, "secondsPerAgent": plan.cni_rollout.seconds_per_agent,
                        "targetHours": plan.cni_rollout.target_hours,
                        "maxUnavailable": plan.cni_rollout.max_unavailable,

@@ -266,11 +266,11 @@ def folded_violations(violations: list[Violation]) -> list[tuple[Violation, list
     for v in violations:
         if v.mandatory:
             out.append((v, [v]))
-        elif v.policy in advisory:
-            advisory[v.policy].append(v)
+        elif v.source in advisory:
+            advisory[v.source].append(v)
         else:
-            advisory[v.policy] = [v]
-            out.append((v, advisory[v.policy]))
+            advisory[v.source] = [v]
+            out.append((v, advisory[v.source]))
     return out
 
 
@@ -278,8 +278,8 @@ def folded_text(group: list[Violation]) -> tuple[str, str]:
     """(message, resources) of a group: one violation as it is; several as the merged message and
     `43 resources: a, b, c +40 more` (by resource name)."""
     if len(group) == 1:
-        return group[0].message, group[0].urn or "(stack)"
-    names = [v.urn.rsplit("::", 1)[-1] if v.urn else "(stack)" for v in group]
+        return group[0].message, group[0].path or "(stack)"
+    names = [v.path.rsplit("::", 1)[-1] if v.path else "(stack)" for v in group]
     return merged_message([v.message for v in group]), f"{len(group)} resources: {names_text(names)}"
 
 
@@ -288,16 +288,16 @@ def print_violations(console: Console, violations: list[Violation]) -> None:
         console.print("[green]Policies: no violations[/green]")
         return
     order = list(SEVERITY_ORDER)
-    for severity in sorted({v.severity for v in violations}, key=lambda s: order.index(s) if s in order else 9):
-        group = [v for v in violations if v.severity == severity]
+    for severity in sorted({v.policy_severity for v in violations}, key=lambda s: order.index(s) if s in order else 9):
+        group = [v for v in violations if v.policy_severity == severity]
         console.print(f"[bold red]{severity.upper()}[/bold red] ({len(group)})")
         for v, repeats in folded_violations(group):
             message, resources = folded_text(repeats)
             # soft_wrap: one line per fact, so CI logs stay greppable
-            console.print(f"  [{v.enforcement}] {v.policy}: {message}", markup=False, soft_wrap=True)
+            console.print(f"  [{v.enforcement}] {v.source}: {message}", markup=False, soft_wrap=True)
             console.print(f"      resource: {resources}", markup=False, soft_wrap=True)
-            if v.remediation:
-                console.print(f"      fix: {v.remediation}", markup=False, soft_wrap=True)
+            if v.fix:
+                console.print(f"      fix: {v.fix}", markup=False, soft_wrap=True)
     mandatory = sum(v.mandatory for v in violations)
     verdict = "[bold red]must not be deployed[/bold red]" if mandatory else "[green]may be deployed[/green]"
     console.print(f"Policies: {mandatory} mandatory, {len(violations) - mandatory} advisory: the stack {verdict}")

@@ -32,22 +32,22 @@ def versions_data(plan: ClusterPlan) -> Data:
     }
 
 
-def first_boot_data(plan: ClusterPlan) -> list[Data]:
-    boot = plan.first_boot
+def bring_up_data(plan: ClusterPlan) -> list[Data]:
+    boot = plan.bring_up
     return [] if boot is None else [{"step": s.step, "workload": s.workload, "pools": list(s.pools)}
                                     for s in boot.steps]
 
 
 def node_pods_data(plan: ClusterPlan) -> list[Data]:
-    """Per pool: the per-node system pods the first boot placed, against maxPods and the NIC's pod addresses."""
-    boot = plan.first_boot
+    """Per pool: the per-node system pods the bring-up placed, against maxPods and the NIC's pod addresses."""
+    boot = plan.bring_up
     return [] if boot is None else [
         {"pool": n.pool, "systemPods": n.system_pods, "podNetworkPods": n.pod_network_pods, "maxPods": n.max_pods,
          "podAddresses": n.pod_addresses, "freePods": n.free_pods, "workPodsPerNode": n.work_pods,
          "daemonSets": list(n.daemonsets)} for n in boot.node_pods]
 
 
-def print_first_boot(console: Console, steps: list[Data]) -> None:
+def print_bring_up(console: Console, steps: list[Data]) -> None:
     if not steps:
         return
     table = Table(title="First boot: when each workload can start, and where", title_justify="left")
@@ -87,7 +87,7 @@ def print_versions(console: Console, data: Data, today: date | None = None, tabl
         for c in versions["components"]:
             table.add_row(c["name"], c["version"], ", ".join(c["minors"]))
         console.print(table)
-        print_first_boot(console, data.get("firstBoot", []))
+        print_bring_up(console, data.get("firstBoot", []))
     for warning in version_warnings(versions, today or date.today()):
         console.print(f"[bold yellow]WARNING[/bold yellow] {warning}")
     if (removals := data.get(REMOVALS_KEY)) is not None:

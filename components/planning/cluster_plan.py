@@ -15,13 +15,13 @@ from components.planning.azure_names import resource_group_name
 from components.planning.balloons import BalloonPlan, plan_balloons
 from components.planning.boot_plan import BootPlan, plan_boot
 from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
+from components.planning.bring_up import BringUp
 from components.planning.clock import today as clock_today
 from components.planning.cni_rollout import CniRolloutPlan, plan_cni_rollout
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.cost import CostPlan, plan_cost, spot_problems
 from components.planning.deploy_runner import DeployRunnerPlan, plan_deploy_runner
 from components.planning.egress import EgressPlan, plan_egress
-from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
 from components.planning.ip_plan import IpPlan, plan_ip
 from components.planning.limits import Limits, effective_limits
@@ -63,8 +63,8 @@ class ClusterPlan:
     """The bootstrap tokens' schedule as of the plan's date (components/planning/clock.py)."""
     boot: BootPlan
     """What every machine boots with (components/bootstrap/ renders it)."""
-    first_boot: FirstBoot | None = None
-    """The simulated first boot of the in-cluster layer, set when components/simulation/check.py makes the plan a
+    bring_up: BringUp | None = None
+    """The simulated bring-up of the in-cluster layer, set when components/simulation/check.py makes the plan a
     `CheckedPlan` (None when the layer is off or the plan is not checked)."""
     first_up: FirstUpPlan | None = None
     """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
@@ -72,7 +72,7 @@ class ClusterPlan:
     counts: tuple[CountNeed, ...] = ()
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
     agent_load: AgentLoadPlan | None = None
-    """The node agents' API load against their APF level's seats, set with `first_boot`."""
+    """The node agents' API load against their APF level's seats, set with `bring_up`."""
     cost: CostPlan | None = None
     """What the cluster costs at the catalogue's (and the stack's price file's) prices (docs/cost.md)."""
     metrics: MetricsPlan | None = None

@@ -60,4 +60,4 @@ def run_preflight(steps: Iterable[dict[str, Any]], plan: ClusterPlan) -> Preflig
 
 def problems(findings: list[Finding]) -> list[Problem]:
     """Findings as the CLI's one-line problems: `<resource> <field>: <what and the fix> [preflight rule <id>]`."""
-    return [Problem(f"{f.resource} {f.field}", f"{f.message} [preflight rule {f.rule}]") for f in findings]
+    return [Problem(f"{f.path} {f.field}", f"{f.message} [preflight rule {f.source}]", source=f.source) for f in findings]

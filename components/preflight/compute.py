@@ -87,7 +87,7 @@ def _os_disk(resource: Resource, size: VmSize, ctx: Context, warnings: list[Find
         findings.append(Finding("ephemeral-os-disk", resource.name, f"{field}.caching",
                                 f"an ephemeral OS disk takes ReadOnly caching, not {disk.get('caching')!r}; set ReadOnly"))
     if placement != "ResourceDisk":
-        warnings.append(Finding("ephemeral-os-disk-placement", resource.name, f"{field}.diffDiskSettings.placement",
+        warnings.append(Finding.warning("ephemeral-os-disk-placement", resource.name, f"{field}.diffDiskSettings.placement",
                                 f"{placement} placement is not checked (no cache/NVMe sizes catalogued); "
                                 f"confirm {size.name} offers it"))
         return findings

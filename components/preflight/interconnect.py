@@ -44,7 +44,7 @@ def _scale_set_rules(scale_set: Resource, groups: dict[str, Resource], warnings:
             f"Microsoft's own example with singlePlacementGroup false ({EXAMPLE}); set it false"))
     fds = scale_set.inputs.get("platformFaultDomainCount")
     if isinstance(fds, int) and fds != 1:
-        warnings.append(Finding(
+        warnings.append(Finding.warning(
             "interconnect-fault-domains", scale_set.name, "platformFaultDomainCount",
             f"{fds} fault domains on an interconnect scale set: no public source says Azure spreads an NVLink rack "
             f"over fault domains, and Microsoft's example leaves the zonal default, 1 ({EXAMPLE}); send 1"))

@@ -8,6 +8,7 @@ from typing import Any
 
 from components.catalog.availability import Availability
 from components.catalog.vm_sizes import VmSize
+from components.results import Severity
 from policies.rules.props import declared_api_version, resource_kind
 
 
@@ -37,14 +38,26 @@ class Resource:
 
 @dataclass(frozen=True)
 class Finding:
-    rule: str
-    resource: str
+    """What the ARM preflight says of one resource, in the vocabulary of components/results.py."""
+
+    source: str
+    """The preflight rule's id (components/preflight/rules.py)."""
+    path: str
+    """The resource's logical name."""
     field: str
+    """The input path within the resource."""
     message: str
     """What is wrong and how to fix it, in one line."""
+    severity: Severity = Severity.ERROR
+    """An error fails the plan; a warning is a report row (what no public source settles)."""
+    fix: str = ""
+
+    @classmethod
+    def warning(cls, source: str, path: str, field: str, message: str) -> Finding:
+        return cls(source, path, field, message, Severity.WARNING)
 
     def __str__(self) -> str:
-        return f"{self.resource} {self.field}: {self.message} [preflight rule {self.rule}]"
+        return f"{self.path} {self.field}: {self.message} [preflight rule {self.source}]"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ KEY = "preflightWarnings"
 
 
 def warning_rows(findings: list[Finding]) -> list[dict[str, str]]:
-    return [{"rule": f.rule, "resource": f.resource, "field": f.field, "message": f.message} for f in findings]
+    return [{"rule": f.source, "resource": f.path, "field": f.field, "message": f.message} for f in findings]
 
 
 def folded_warnings(data: dict[str, Any]) -> list[Folded]:

@@ -112,7 +112,7 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
         if row is None:
             if (size, "row") not in warned:
                 warned.add((size, "row"))
-                warnings.append(Finding("size-region-uncatalogued", resource.name, field,
+                warnings.append(Finding.warning("size-region-uncatalogued", resource.name, field,
                                         f"no availability row for {size}: confirm `az vm list-skus -l {location} --size "
                                         f"{size}` and declare it under cluster.sizeRegions"))
             continue
@@ -120,7 +120,7 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
             if (size, f"secondary {location}") not in warned:
                 warned.add((size, f"secondary {location}"))
                 listed = "lists" if location in row.regions else "does not list"
-                warnings.append(Finding("size-region-secondary", resource.name, field,
+                warnings.append(Finding.warning("size-region-secondary", resource.name, field,
                                         f"whether {location} offers {size} is not confirmed by Microsoft (its row "
                                         f"{listed} {location} on a source that is not Microsoft's, as of {row.as_of}: "
                                         "docs/azure-preflight.md \"Availability catalogue\"); confirm with `az vm "
@@ -128,7 +128,7 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
         elif location not in row.regions and not row.exhaustive:
             if (size, f"unlisted {location}") not in warned:
                 warned.add((size, f"unlisted {location}"))
-                warnings.append(Finding("size-region-uncatalogued", resource.name, field,
+                warnings.append(Finding.warning("size-region-uncatalogued", resource.name, field,
                                         f"no availability row for {size} in {location} (its row confirms "
                                         f"{', '.join(row.regions)}: {row.source}, {row.as_of}); confirm `az vm "
                                         f"list-skus -l {location} --size {size}` and declare it under "
@@ -144,7 +144,7 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
         known = (row.zones or {}).get(location)
         if known is None and zones and (size, "zones") not in warned:
             warned.add((size, "zones"))
-            warnings.append(Finding("size-zones-unknown", resource.name, "zones",
+            warnings.append(Finding.warning("size-zones-unknown", resource.name, "zones",
                                     f"which zones of {location} offer {size} is not established (logical zones differ "
                                     f"per subscription); check `az vm list-skus -l {location} --size {size} --zone`"))
         elif known is not None:

@@ -1,4 +1,4 @@
-"""The plan checked against the in-cluster layer it renders: the first boot simulated (a workload that cannot start
+"""The plan checked against the in-cluster layer it renders: the bring-up simulated (a workload that cannot start
 is a plan error) and the node agents' API load held against their flow-control seats. `pulumi up` and the CLI plan
 through `plan_checked`, which returns a `CheckedPlan`: the only plan `GpuCluster` takes, so both refuse the same stacks
 with the same messages and nothing re-checks a plan."""
@@ -18,7 +18,7 @@ from components.kubernetes.objects.layer import layer_objects
 from components.kubernetes.objects.node_agents import node_agent_loads
 from components.planning.agent_load import plan_agent_load
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.simulation.boot_layer import first_boot
+from components.simulation.bring_up_layer import bring_up
 from components.simulation.image_arch import architecture_problems
 from components.simulation.pulumi_order import ApplyOrder, from_states, prerequisite_problems
 from components.spec import ClusterSpec
@@ -54,22 +54,22 @@ def _mint(plan: ClusterPlan, **checked: Any) -> CheckedPlan:
 
 
 def check_plan(plan: ClusterPlan) -> CheckedPlan:
-    """The plan with the first boot and the agents' load set (raises SpecError where either refuses it), as a
+    """The plan with the bring-up and the agents' load set (raises SpecError where either refuses it), as a
     CheckedPlan; a plan without the in-cluster layer has neither to set. A CheckedPlan comes back as it is."""
     if isinstance(plan, CheckedPlan):
         return plan
     if not plan.spec.in_cluster.enabled:
         return _mint(plan)
     api = plan.control_plane.api
-    boot = first_boot(plan)
-    # Every image of every pod against the architecture of each pool the first boot places it on.
+    boot = bring_up(plan)
+    # Every image of every pod against the architecture of each pool the bring-up places it on.
     if wrong := architecture_problems(plan, boot, layer_objects(plan)):
         raise SpecError(wrong)
     agents = plan_agent_load(NODE_AGENTS, NODE_AGENTS_SHARES,
                              api.flags.max_requests_inflight + api.flags.max_mutating_requests_inflight,
                              max(1, api.count - max(api.in_zone(z) for z in api.zones)),
                              node_agent_loads(plan, boot.placements()))
-    return _mint(plan, first_boot=boot, agent_load=agents)
+    return _mint(plan, bring_up=boot, agent_load=agents)
 
 
 def plan_checked(spec: ClusterSpec, today: date | None = None) -> CheckedPlan:
@@ -78,7 +78,7 @@ def plan_checked(spec: ClusterSpec, today: date | None = None) -> CheckedPlan:
 
 
 def check_order(plan: ClusterPlan, states: Iterable[dict[str, Any]]) -> None:
-    """The first boot again, in the order `pulumi up` applies the layer as the program registered it (preview steps'
+    """The bring-up again, in the order `pulumi up` applies the layer as the program registered it (preview steps'
     `newState`s): every admission prerequisite applied before what uses it, no gate waiting on what waits for it.
     Raises SpecError naming each problem."""
     if not plan.spec.in_cluster.enabled:
@@ -86,7 +86,7 @@ def check_order(plan: ClusterPlan, states: Iterable[dict[str, Any]]) -> None:
     order = ApplyOrder(from_states(states))
     problems = prerequisite_problems(order)
     try:
-        first_boot(plan, order=order)
+        bring_up(plan, order=order)
     except SpecError as error:
         problems += error.problems
     if problems:

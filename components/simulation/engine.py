@@ -1,10 +1,10 @@
-"""The first boot, simulated from the plan: where every workload of the in-cluster layer can land, and in
+"""The bring-up, simulated from the plan: where every workload of the in-cluster layer can land, and in
 what order things become possible. A workload that can land nowhere (or waits on something that waits
 on it) is a plan error naming the workload and what blocks it.
 
 Pure. Nodes: each pool's registered labels and taints (what the kubelet registers: node_labels,
 node_taints and the preflight taint). Workloads: the layer's own Deployments and DaemonSets and the pods the
-pinned charts deploy, their needs read from the pod specs (components/simulation/boot_layer.py). Facts
+pinned charts deploy, their needs read from the pod specs (components/simulation/bring_up_layer.py). Facts
 appear as workloads start: a CNI agent on a pool makes its pods routable, NFD labels GPU nodes, the
 operator's toolkit brings the `nvidia` runtime, the device plugin makes GPUs allocatable, the health
 checks remove the preflight taint. A pod lands where its nodeSelector and required node affinity match,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.planning.first_boot import BootStep, FirstBoot, Stuck
+from components.planning.bring_up import BringUp, BringUpStep, Stuck
 from components.planning.taints import NodeTaint
 from components.vocabulary import GPU_RESOURCE, LABEL_HOSTNAME
 
@@ -269,10 +269,10 @@ def _give(w: Workload, pool: PoolState) -> None:
             pool.facts.add(key)
 
 
-def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
+def simulate(pools: list[PoolState], workloads: list[Workload]) -> BringUp:
     by_name = {p.name: p for p in pools}
     placed: dict[str, set[str]] = {w.name: set() for w in workloads}
-    steps: list[BootStep] = []
+    steps: list[BringUpStep] = []
     step = 0
     changed = True
     while changed:
@@ -302,7 +302,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
                 _give(w, by_name[name])
         changed = changed or _snapshot(pools) != before
         for name in dict.fromkeys(w.name for w, _ in landed):
-            steps.append(BootStep(step, name, tuple(sorted(p.name if p else GATE_PLACE for w, p in landed
+            steps.append(BringUpStep(step, name, tuple(sorted(p.name if p else GATE_PLACE for w, p in landed
                                                            if w.name == name))))
     stuck: list[Stuck] = []
     for w in workloads:
@@ -328,7 +328,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> FirstBoot:
                 stuck.append(Stuck(w.name, None, f"{w.replicas} replicas, one per node (required pod anti-affinity "
                                                  f"on {LABEL_HOSTNAME}), on {room} node(s) it may use"))
     dense = {n: i + 1 for i, n in enumerate(sorted({st.step for st in steps}))}
-    return FirstBoot(tuple(BootStep(dense[st.step], st.workload, st.pools) for st in steps), tuple(stuck))
+    return BringUp(tuple(BringUpStep(dense[st.step], st.workload, st.pools) for st in steps), tuple(stuck))
 
 
 def _snapshot(pools: list[PoolState]) -> list[tuple[object, ...]]:

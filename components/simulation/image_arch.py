@@ -1,9 +1,9 @@
-"""Each node's architecture against the platforms of every image that may run there: a pod the first boot places
+"""Each node's architecture against the platforms of every image that may run there: a pod the bring-up places
 on a pool runs all its images on that pool's machines, and an image built for another architecture does not start
 (`exec format error`). GB300/GB200 rack pools are arm64, every other pool and the API servers amd64
 (components/catalog/image_platforms.py).
 
-Pure. The placements are the first boot's (components/simulation/boot_layer.py: nodeSelector, required affinity,
+Pure. The placements are the bring-up's (components/simulation/bring_up_layer.py: nodeSelector, required affinity,
 tolerations); a workload's images are read from its pod spec (the library's own objects) or, for a chart's pods,
 from the chart's values as the library renders them (`CHART_POD_IMAGES`). An image whose platforms were not read is
 not checked.
@@ -20,9 +20,9 @@ from components.errors import Problem
 from components.kubernetes.objects.common import Object
 from components.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
 from components.planning import agents_image
+from components.planning.bring_up import BringUp
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.first_boot import FirstBoot
-from components.simulation.boot_layer import CONTROL_PLANE_POOL
+from components.simulation.bring_up_layer import CONTROL_PLANE_POOL
 
 CHART_POD_IMAGES = {
     "cilium-agent": "quay.io/cilium/cilium",
@@ -83,7 +83,7 @@ def pool_platforms(plan: ClusterPlan) -> dict[str, str]:
 
 def rack_chart_problems(plan: ClusterPlan) -> list[Problem]:
     """The rack charts' pods (NVIDIA's DRA driver, DRANET) run only on rack nodes (their values' nodeSelector,
-    components/kubernetes/objects/rack_dra.py) and are not in the first boot: each image against the rack pools'
+    components/kubernetes/objects/rack_dra.py) and are not in the bring-up: each image against the rack pools'
     architectures."""
     racks = {p.name: node_platform(p.spec.vm_size) for p in plan.pools if p.racks is not None}
     problems = []
@@ -98,7 +98,7 @@ def rack_chart_problems(plan: ClusterPlan) -> list[Problem]:
     return problems
 
 
-def architecture_problems(plan: ClusterPlan, boot: FirstBoot, objects: list[Object]) -> list[Problem]:
+def architecture_problems(plan: ClusterPlan, boot: BringUp, objects: list[Object]) -> list[Problem]:
     """Each (workload, pool, image) where the image is not built for the pool's architecture."""
     pools = pool_platforms(plan)
     images = workload_images(objects, plan)

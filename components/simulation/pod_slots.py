@@ -1,4 +1,4 @@
-"""Pods per node: every DaemonSet the first boot places on a pool (the layer's own and the charts', DRA drivers
+"""Pods per node: every DaemonSet the bring-up places on a pool (the layer's own and the charts', DRA drivers
 included) takes a pod slot on each of its nodes (kubelet `maxPods` counts every pod, host network or not) and, off
 the host network, one of the NIC's pod addresses. A pool whose nodes keep fewer than the stack's
 `workPodsPerNode` (default 1) for work is refused: its nodes would join and run nothing."""
@@ -6,8 +6,8 @@ the host network, one of the NIC's pod addresses. A pool whose nodes keep fewer 
 from __future__ import annotations
 
 from components.errors import Problem
+from components.planning.bring_up import NodePods
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.first_boot import NodePods
 from components.planning.pod_addresses import node_addressing
 from components.simulation.engine import Workload
 

@@ -10,8 +10,8 @@ dependsOn.
 
 Gates are the local commands that wait for the cluster (components/kubernetes/rollout_gate.py): each names the
 DaemonSet it watches and the share in its environment. An object behind a gate is applied only once the gate has
-passed; the first-boot simulation places the gate where its DaemonSet runs on the share (components/simulation/
-boot_layer.py).
+passed; the bring-up simulation places the gate where its DaemonSet runs on the share (components/simulation/
+bring_up_layer.py).
 
 Admission prerequisites (kube-apiserver refuses the object, or the pods its controller creates, until they exist):
 the object's namespace (the NamespaceLifecycle plugin: "namespace not found"), its pods' priority class (the

@@ -11,7 +11,7 @@ Pure. The rules, read at their source:
 - How many nodes may be unready in a healthy cluster: cluster-autoscaler's own bound, the one this cluster runs
   with (components/kubernetes/objects/autoscaler.py: `--ok-total-unready-count`, `--max-total-unready-percentage`;
   cluster-autoscaler clusterstate: unhealthy above max(count, percentage x nodes)). A release that needs more
-  nodes ready than that fails on an ordinary first boot.
+  nodes ready than that fails on an ordinary bring-up.
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ DNS = Check("cluster.dns", "components/kubernetes/objects/dns.py (Deployment cor
                            "(discovery.k8s.io/v1)")
 CNI = Check("cluster.cni", "cilium/cilium install/kubernetes/cilium/templates/cilium-agent/daemonset.yaml (DaemonSet "
                            "cilium) and cilium-operator/deployment.yaml (Deployment cilium-operator), released in the "
-                           "release's namespace, kube-system (components/kubernetes/add_ons.py); prefix mode: "
+                           "release's namespace, kube-system (components/kubernetes/networking.py); prefix mode: "
                            "components/kubernetes/objects/prefix_ipam.py")
 IMAGES = Check("cluster.images", "components/planning/registry.py (every rendered image is served by the cluster's "
                                  "registry); kubelet's image-pull waiting reasons (ErrImagePull, ImagePullBackOff, "
                                  "InvalidImageName)")
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
-"""components/kubernetes/add_ons.py: the GPU operator's Helm release namespace."""
+"""components/kubernetes/gpu_health.py: the GPU operator's Helm release namespace."""
 NAMESPACES = ("kube-system", KUEUE_NAMESPACE, GPU_OPERATOR_NAMESPACE, balloons.NAMESPACE, health.NAMESPACE)
 """Where the library's in-cluster layer runs."""
 PULL_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})

@@ -30,7 +30,7 @@ def print_results(console: Console, stack: str, subscription: str, cluster: str,
     say(f"verify {stack}: subscription {subscription}, cluster {cluster}")
     width = max((len(r.check) for r in results), default=0)
     for result in results:
-        say(f"{LABEL[result.status]} {result.check:<{width}}  {result.subject}: {result.detail}")
+        say(f"{LABEL[result.status]} {result.check:<{width}}  {result.path}: {result.message}")
         if result.status == "fail":
             say(f"     fix: {result.fix}")
             if result.source:

@@ -3,30 +3,42 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from components.results import Severity
 from components.verify.bounds import BoundError
 
 Status = Literal["pass", "fail", "skip"]
 
 
+SEVERITY: dict[Status, Severity] = {"fail": Severity.ERROR, "skip": Severity.NOTE, "pass": Severity.NOTE}
+
+
 @dataclass(frozen=True)
 class Result:
+    """One verdict, in the vocabulary of components/results.py; its severity follows from its status."""
+
     check: str
     """The check's name (`azure.sizes`, `cluster.dns`), as printed and in `--json`."""
-    subject: str
+    path: str
     """What this verdict is about: a size in a zone, a scale set, a node."""
     status: Status
-    detail: str
+    message: str
     """What was found (on a pass too: the evidence)."""
     fix: str = ""
     """What to do about a failure (empty on a pass)."""
     source: str = ""
     """Where the rule or the expectation comes from (a file of this project, a consumer's source, Microsoft's docs)."""
 
+    @property
+    def severity(self) -> Severity:
+        return SEVERITY[self.status]
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """`--json`'s row."""
+        return {"check": self.check, "subject": self.path, "status": self.status, "detail": self.message,
+                "fix": self.fix, "source": self.source}
 
 
 class Check:

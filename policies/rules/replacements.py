@@ -41,21 +41,29 @@ class Replaced:
     why: str
 
 
+ERROR, WARNING = "error", "warning"
+"""components/results.py `Severity`'s values: the pack runs without components/ (tests/test_result_vocabulary.py)."""
+
+
 @dataclass(frozen=True)
-class Finding:
+class ReplacementFinding:
+    """One replaced InfiniBand domain, in the vocabulary of components/results.py."""
+
     severity: str
     """error: unacknowledged, with another domain of the pool replaced too; warning otherwise."""
-    scale_set: str
+    path: str
+    """The replaced scale set's logical name."""
     pool: str
     message: str
     fix: str
+    source: str = POLICY
 
 
 def _pool(replaced: Replaced) -> str:
     return str(replaced.tags.get(POOL_TAG, "?"))
 
 
-def judge(replaced: Iterable[Replaced], acknowledged: list[str] | None) -> list[Finding]:
+def judge(replaced: Iterable[Replaced], acknowledged: list[str] | None) -> list[ReplacementFinding]:
     """One finding per replaced InfiniBand domain. `acknowledged` is the stack's acknowledgement, or None when it
     is unknown (a bare preview): then nothing can be acknowledged and the findings are warnings."""
     by_pool: dict[str, list[Replaced]] = defaultdict(list)
@@ -71,14 +79,14 @@ def judge(replaced: Iterable[Replaced], acknowledged: list[str] | None) -> list[
                     f"({item.why}")
             what += f"; {item.size_before} -> {item.size_after})" if item.size_before != item.size_after else ")"
             if item in said:
-                findings.append(Finding("warning", item.name, pool, f"{what} (acknowledged in {ACK_KEY})", ""))
+                findings.append(ReplacementFinding(WARNING, item.name, pool, f"{what} (acknowledged in {ACK_KEY})", ""))
             elif len(unsaid) > 1 and acknowledged is not None:
-                findings.append(Finding(
-                    "error", item.name, pool,
+                findings.append(ReplacementFinding(
+                    ERROR, item.name, pool,
                     f"{what}, one of {len(unsaid)} domains of the pool this change replaces at once, unacknowledged",
                     f"replace one domain per change (docs/operations.md, \"Changing a pool's VM size\"), or drain the "
                     f"domains and add {item.name!r} (or '{pool}-*') to {ACK_KEY}"))
             else:
-                findings.append(Finding("warning", item.name, pool, what,
+                findings.append(ReplacementFinding(WARNING, item.name, pool, what,
                                         f"drain it first; more than one at once needs {ACK_KEY}"))
     return findings

@@ -1,5 +1,5 @@
 """The in-cluster layer's own objects, per component, exactly as the components declare them (images served by the
-cluster's registry). The first-boot simulation reads these same objects (components/simulation/boot_layer.py)."""
+cluster's registry). The bring-up simulation reads these same objects (components/simulation/bring_up_layer.py)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def without_await(objects: list[Object]) -> list[Object]:
     calls it Current (provider/pkg/await/daemonset.go, 10 minutes by default): every desired pod available
     (sigs.k8s.io/cli-utils kstatus/status core.go), on every node of a pool of thousands, GPU diagnostics
     included. Balloons are ready only once their nodes have passed those checks. Neither is something the rest of
-    the layer waits on; the first-boot simulation orders them."""
+    the layer waits on; the bring-up simulation orders them."""
     for o in objects:
         component = (o["metadata"].get("labels") or {}).get(LABEL_COMPONENT)
         if o["kind"] == "DaemonSet" or (o["kind"] == "Deployment" and component == BALLOON):

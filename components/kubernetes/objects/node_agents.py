@@ -22,7 +22,7 @@ def layer_daemonsets(plan: ClusterPlan) -> list[Object]:
 
 
 def _nodes_placed(plan: ClusterPlan, name: str, placements: dict[str, tuple[str, ...]]) -> int:
-    """Nodes of the pools the first-boot simulation placed the DaemonSet on (its selector, affinity and
+    """Nodes of the pools the bring-up simulation placed the DaemonSet on (its selector, affinity and
     tolerations read from the object; the API servers' pool counts its members)."""
     nodes = {p.name: p.nodes for p in plan.pools} | {"apiservers": plan.control_plane.api.count}
     return sum(nodes.get(pool, 0) for pool in placements.get(name, ()))
@@ -30,7 +30,7 @@ def _nodes_placed(plan: ClusterPlan, name: str, placements: dict[str, tuple[str,
 
 def node_agent_loads(plan: ClusterPlan, placements: dict[str, tuple[str, ...]]) -> tuple[AgentLoad, ...]:
     """Each per-node agent's calls: the layer's own from their annotation (none without a token), the charts' from
-    the sourced table. `placements`: the first-boot simulation's pools per workload."""
+    the sourced table. `placements`: the bring-up simulation's pools per workload."""
     every_node = plan.nodes + plan.spec.control_plane.api_servers.count
     gpu_nodes = sum(p.nodes for p in plan.pools if p.size.gpus)
     own = []

@@ -23,7 +23,7 @@ class ReleaseOptions:
     atomic: bool
     timeout_seconds: int
     waits_for: tuple[str, ...]
-    """The chart's workloads Helm's wait judges (components/simulation/boot_layer.py chart_objects names)."""
+    """The chart's workloads Helm's wait judges (components/simulation/bring_up_layer.py chart_objects names)."""
     why: str
 
 

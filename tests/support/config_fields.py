@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"
+CATALOGUES = Path(__file__).resolve().parent.parent / "data" / "consumers"
 
 
 def config_schema(name: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The in-cluster layer as first-boot workloads, read from the objects the layer declares.
+"""The in-cluster layer as bring-up workloads (the simulation of its first `pulumi up`), read from the objects the
+layer declares.
 
 What a pod needs is read from its rendered spec (components/planning/pod_needs.py and below): its resolver
 (`dnsPolicy`, `hostNetwork`), whether it is on the pod network, the in-cluster Services its command names, the
@@ -39,8 +40,8 @@ from components.kubernetes.objects.releases import (
     RELEASES,
     ReleaseOptions,
 )
+from components.planning.bring_up import BringUp, BringUpStep, Stuck
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.first_boot import BootStep, FirstBoot, Stuck
 from components.planning.pod_addresses import api_server_pod_addresses, node_addressing
 from components.planning.pod_needs import needs_cluster_dns
 from components.planning.scale_from_zero import scale_from_zero_problems
@@ -98,7 +99,7 @@ SERVICE_NAME = re.compile(r"(?<![\w.-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0
 @dataclass(frozen=True)
 class Gives:
     keys: tuple[str, ...]
-    """What it makes possible once running, as the keys blockers name (first_boot.Workload.gives)."""
+    """What it makes possible once running, as the keys blockers name (engine.Workload.gives)."""
     source: str
     conditions: tuple[tuple[str, str], ...] = ()
     """(given key, key the pool must have first)."""
@@ -481,7 +482,7 @@ def pool_states(plan: ClusterPlan) -> list[PoolState]:
     return states
 
 
-def releases_at_size(plan: ClusterPlan, boot: FirstBoot,
+def releases_at_size(plan: ClusterPlan, boot: BringUp,
                      options: tuple[ReleaseOptions, ...]) -> list[ReleaseProblem]:
     """Each release judged with its chart DaemonSets on the nodes the simulation placed them on."""
     nodes = {p.name: p.nodes for p in plan.pools} | {CONTROL_PLANE_POOL: plan.control_plane.api.count}
@@ -539,9 +540,9 @@ def in_pulumi_order(workloads: list[Workload], order: ApplyOrder, prefix_mode: b
     return found
 
 
-def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: list[Workload] | None = None,
-               objects: list[Object] | None = None, order: ApplyOrder | None = None) -> FirstBoot:
-    """Simulate the layer's first boot; a stuck workload is a plan error naming it and its chain of waits.
+def bring_up(plan: ClusterPlan, extra: list[Workload] | None = None, charts: list[Workload] | None = None,
+               objects: list[Object] | None = None, order: ApplyOrder | None = None) -> BringUp:
+    """Simulate the layer's bring-up; a stuck workload is a plan error naming it and its chain of waits.
     `objects`: the layer's own objects (default: as declared). `order`: the order `pulumi up` applies them in, read
     from the recorded registrations (components/simulation/pulumi_order.py); without it every object is applied at
     once."""
@@ -558,8 +559,8 @@ def first_boot(plan: ClusterPlan, extra: list[Workload] | None = None, charts: l
         layer_objects(plan) if objects is None else objects, bounds)]
     # Before anything in the layer: the API servers answer (the first up's /readyz wait, planning/first_up.py), and
     # the flow-control objects are applied first (objects/flowcontrol.py), so no agent starts outside its level.
-    boot = FirstBoot((BootStep(0, "kube-apiserver (/readyz)", ("control plane",)),
-                      BootStep(0, "API Priority and Fairness: gpucluster-node-agents, gpucluster-breakglass",
+    boot = BringUp((BringUpStep(0, "kube-apiserver (/readyz)", ("control plane",)),
+                      BringUpStep(0, "API Priority and Fairness: gpucluster-node-agents, gpucluster-breakglass",
                                ("control plane",)), *boot.steps), (*boot.stuck, *releases), tuple(pods))
     problems = [Problem("cluster.inCluster", f"{s.workload} cannot start{' on pool ' + s.pool if s.pool else ''}: "
                         f"{s.reason}") for s in boot.stuck] + pod_slot_problems(plan, pods)

@@ -429,4 +429,4 @@ class IdentityCredential(FakeCredential):
         self.token = token
 
 
-DEPLOYER = "tests.fake_arm:FakeCredential"
+DEPLOYER = "tests.support.fake_arm:FakeCredential"

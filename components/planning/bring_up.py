@@ -1,6 +1,7 @@
-"""The first boot's result as the plan carries it: in what order the in-cluster layer's workloads start and on
-which pools. The simulation that computes it reads the in-cluster objects (components/simulation/); the plan only
-holds its outcome for the outputs (summary, report)."""
+"""The bring-up's result as the plan carries it: in what order the in-cluster layer's workloads start and on which
+pools, the first time `pulumi up` applies them (not a machine's boot: components/bootstrap/). The simulation that
+computes it reads the in-cluster objects (components/simulation/); the plan only holds its outcome for the outputs
+(summary, report)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class BootStep:
+class BringUpStep:
     step: int
     workload: str
     pools: tuple[str, ...]
@@ -23,7 +24,7 @@ class Stuck:
 
 @dataclass(frozen=True)
 class NodePods:
-    """One pool's node as the first boot fills it: the per-node pods of every DaemonSet placed there."""
+    """One pool's node as the bring-up fills it: the per-node pods of every DaemonSet placed there."""
     pool: str
     system_pods: int
     """Every DaemonSet pod on one node (kubelet's maxPods counts them all)."""
@@ -41,8 +42,8 @@ class NodePods:
 
 
 @dataclass(frozen=True)
-class FirstBoot:
-    steps: tuple[BootStep, ...]
+class BringUp:
+    steps: tuple[BringUpStep, ...]
     stuck: tuple[Stuck, ...]
     node_pods: tuple[NodePods, ...] = ()
 

@@ -11,7 +11,7 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
-from tests.conftest import ROOT
+from tests.support.stacks import ROOT
 
 CRD_ROOT = ROOT / "components" / "kubernetes" / "crds"
 KUBERNETES_VERSION = "1.36.0"

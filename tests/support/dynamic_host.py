@@ -20,7 +20,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime import proto, rpc
 from pulumi.runtime.proto import provider_pb2_grpc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def props(values: dict[str, Any]) -> struct_pb2.Struct:

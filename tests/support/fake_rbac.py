@@ -1,4 +1,4 @@
-"""kube-apiserver's authorization for the fake API server (tests/fake_kube.py): the verb and resource of a request,
+"""kube-apiserver's authorization for the fake API server (tests/support/fake_kube.py): the verb and resource of a request,
 then RBAC against the ClusterRoles, Roles and bindings the plan renders. Sources read:
 
 - k8s.io/apiserver tag kubernetes-1.36.3 (commit 72f5171b; the snapshot had no kubernetes-1.36.4, the stacks' patch)

@@ -1,5 +1,5 @@
 """The prefix IPAM controller's world for its fault suites: a fleet of nodes, NICs and CiliumNodes on the fake
-servers (tests/fake_kube.py), and controllers with short intervals pointed at them."""
+servers (tests/support/fake_kube.py), and controllers with short intervals pointed at them."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from components.kubernetes.objects import prefix_ipam as objects
 from components.kubernetes.scripts import kube_client as kc
 from components.kubernetes.scripts import prefix_ipam as ipam
-from tests.fake_kube import FakeAzure, FakeKube
-from tests.fake_rbac import service_account_user
+from tests.support.fake_kube import FakeAzure, FakeKube
+from tests.support.fake_rbac import service_account_user
 
 SUB = "00000000-0000-0000-0000-000000000000"
 RG = "gpucluster-prod"

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fake_rbac import Rbac, forbidden, request_info
+from tests.support.fake_rbac import Rbac, forbidden, request_info
 
 
 @dataclass
@@ -220,7 +220,7 @@ class FakeKube(FakeHttp):
         """(user, verb, path) of every request refused with 403."""
 
     def enforce(self, objects: list[dict[str, Any]], users: dict[str, tuple[str, tuple[str, ...]]]) -> None:
-        """From now on authenticate by `users` and authorize by the RBAC objects among `objects` (tests/fake_rbac.py):
+        """From now on authenticate by `users` and authorize by the RBAC objects among `objects` (tests/support/fake_rbac.py):
         401 for an unknown token, 403 with kube-apiserver's Status body for a request no rule allows."""
         with self.lock:
             self.rbac = Rbac(objects)

@@ -1,4 +1,4 @@
-"""The first-boot simulation: both stacks come up with no stuck workload, and a broken toleration stops the
+"""The bring-up simulation: both stacks come up with no stuck workload, and a broken toleration stops the
 plan naming the workload and the taint."""
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ import pytest
 
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
-from components.simulation.boot_layer import chart_workloads, first_boot, own_workloads, pool_states
+from components.simulation.bring_up_layer import bring_up, chart_workloads, own_workloads, pool_states
 from components.simulation.check import CheckedPlan, check_plan, plan_checked
 from components.simulation.engine import simulate
-from tests.conftest import stack_spec
+from tests.support.stacks import stack_spec
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_shipped_stacks_boot_with_nothing_stuck(stack: str) -> None:
     plan = plan_checked(stack_spec(stack))
-    assert plan.first_boot is not None and not plan.first_boot.stuck
-    order = {s.workload: s.step for s in plan.first_boot.steps}
+    assert plan.bring_up is not None and not plan.bring_up.stuck
+    order = {s.workload: s.step for s in plan.bring_up.steps}
     # CNI first, then DNS and controllers, then the GPU stack, then the health checks that lift the taint.
     assert order["cilium-agent"] < order["coredns"] < order["nvidia-container-toolkit"]
     assert order["nfd-worker"] < order["nvidia-container-toolkit"] < order["nvidia-device-plugin"]
@@ -38,7 +38,7 @@ def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
     charts = [replace(w, tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},))
               if w.name == "nfd-worker" else w for w in chart_workloads(plan)]
     with pytest.raises(SpecError) as error:
-        first_boot(plan, charts=charts)
+        bring_up(plan, charts=charts)
     line = next(p.message for p in error.value.problems if p.message.startswith("nfd-worker cannot start on pool t4"))
     assert "nfd-worker waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in line
     assert "a cycle (nfd-worker -> gpu-health-t4 -> nvidia-dcgm -> gpu-operator -> nfd-worker)" in line
@@ -50,7 +50,7 @@ def test_stuck_workloads_are_a_plan_error() -> None:
     from components.simulation.engine import Workload
     needy = Workload("needs-a-label", "Deployment", {"example.com/never": "true"}, ())
     with pytest.raises(SpecError, match=r"cluster\.inCluster: needs-a-label cannot start"):
-        first_boot(plan, [needy])
+        bring_up(plan, [needy])
 
 
 def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
@@ -66,7 +66,7 @@ def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
 
 
 def test_effective_requests_follow_the_init_container_rule() -> None:
-    from components.simulation.boot_layer import requests
+    from components.simulation.bring_up_layer import requests
     pod = {"initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
            "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
                           {"resources": {"requests": {"cpu": "250m", "memory": "2Gi"}}}]}
@@ -111,7 +111,7 @@ def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pyte
     import components.planning.node_template as node_template
     monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
     with pytest.raises(SpecError) as error:
-        first_boot(plan_cluster(stack_spec("dev")))
+        bring_up(plan_cluster(stack_spec("dev")))
     coredns = next(p.message for p in error.value.problems if p.message.startswith("coredns cannot start"))
     assert "coredns waits: taint gpucluster.io/preflight=pending:NoSchedule not tolerated" in coredns
     assert "nothing in the layer provides it" in coredns
@@ -125,7 +125,7 @@ def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pyte
     from components.cluster import GpuClusterArgs
     monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
     plan = plan_cluster(stack_spec("dev"))
-    assert plan.first_boot is None and plan.agent_load is None
+    assert plan.bring_up is None and plan.agent_load is None
     with pytest.raises(SpecError) as planned:
         plan_checked(stack_spec("dev"))
     with pytest.raises(SpecError) as checked:
@@ -136,14 +136,14 @@ def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pyte
         GpuClusterArgs(plan=plan)  # pyright: ignore[reportArgumentType]  (the refusal under test)
     off = check_plan(replace(plan, spec=plan.spec.model_copy(update={"in_cluster": plan.spec.in_cluster.model_copy(
         update={"enabled": False})})))
-    assert isinstance(off, CheckedPlan) and off.first_boot is None and check_plan(off) is off
+    assert isinstance(off, CheckedPlan) and off.bring_up is None and check_plan(off) is off
 
 
 def test_a_checked_plan_changed_after_its_check_is_not_checked() -> None:
     """`dataclasses.replace` on a CheckedPlan would carry a change past the check: refused, the ClusterPlan is changed
     and checked again."""
     plan = plan_checked(stack_spec("dev"))
-    assert isinstance(plan, CheckedPlan) and plan.first_boot is not None and plan.agent_load is not None
+    assert isinstance(plan, CheckedPlan) and plan.bring_up is not None and plan.agent_load is not None
     with pytest.raises(TypeError, match="made only by check_plan"):
         replace(plan, boot=plan.boot)
 
@@ -186,7 +186,7 @@ def test_each_chart_row_names_the_template_and_tag_it_was_read_from() -> None:
     """The charts' pods are a table, not `helm template` output (no reachable registry ships the pinned archives):
     every row says where, and at which release, its fields were read."""
     from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
-    from components.simulation.boot_layer import chart_objects
+    from components.simulation.bring_up_layer import chart_objects
     releases = (CILIUM.version, GPU_OPERATOR.version, KUEUE.version, "v0.18.3")
     for row in chart_objects():
         assert any(r in row.source for r in releases), row.source

@@ -96,3 +96,17 @@ def sans(cert: x509.Certificate) -> tuple[set[str], set[str]]:
     except x509.ExtensionNotFound:
         return set(), set()
     return set(ext.get_values_for_type(x509.DNSName)), {str(i) for i in ext.get_values_for_type(x509.IPAddress)}
+
+
+def issue_cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Certificate | None,
+               issuer_key: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (x509.CertificateBuilder()
+               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+               .issuer_name(issuer.subject if issuer else x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(hours=1))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if not ca:
+        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())

@@ -14,7 +14,7 @@ from components.offline.preview import preview_document
 from components.offline.report_data import report_data
 from components.planning.cluster_plan import plan_cluster
 from components.spec import parse_cluster
-from tests.conftest import ROOT, STACKS
+from tests.support.stacks import ROOT, STACKS
 
 
 def stack_raw(name: str) -> dict[str, Any]:
