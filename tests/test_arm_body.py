@@ -3,7 +3,7 @@
 - azure-mgmt-compute 39.0.0 models carry `private_ip_address_prefix_length` (wire name privateIPAddressPrefixLength)
   on both scale-set IP configuration models, and send api-version 2026-04-01 unless told otherwise
   (azure/mgmt/compute/operations/_operations.py): the provider must pass 2026-07-02;
-- what the update model lacks is what Azure cannot change in place: components/catalog/arm_routes.py's table is
+- what the update model lacks is what Azure cannot change in place: components/azure/scale_set/routes.py's table is
   derived from the models and must match them;
 - prod's declared inputs convert to a wire body with no field the models do not carry, the blocks in place.
 """
@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from components.azure.arm_body import (
+from components.azure.scale_set.routes import CREATE_ONLY_PATHS, SCALE_SET_API_VERSION, scale_set_replacement
+from components.azure.scale_set.update_schema import ROOT, UPDATE_DEFINITIONS, UPDATE_SCHEMA_API_VERSION
+from components.azure.scale_set.wire import (
     UnknownFieldError,
     create_only_paths,
     create_only_paths_at,
@@ -24,8 +26,6 @@ from components.azure.arm_body import (
     model,
     to_wire,
 )
-from components.catalog.arm_routes import CREATE_ONLY_PATHS, SCALE_SET_API_VERSION, scale_set_replacement
-from components.catalog.scale_set_update_schema import ROOT, UPDATE_DEFINITIONS, UPDATE_SCHEMA_API_VERSION
 from components.offline.engine import ProgramRun
 from tests.support.scale_sets import is_scale_set
 

@@ -122,7 +122,7 @@ def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pyte
     it. The CLI and `__main__.py` plan through `plan_checked`, whose CheckedPlan is the only plan `GpuCluster` takes:
     a plain ClusterPlan is refused before anything is declared, so no stuck stack reaches `pulumi up` unchecked."""
     import components.planning.node_template as node_template
-    from components.cluster import GpuCluster
+    from components.cluster import GpuClusterArgs
     monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
     plan = plan_cluster(stack_spec("dev"))
     assert plan.bring_up is None and plan.agent_load is None
@@ -133,7 +133,7 @@ def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pyte
     assert planned.value.problems == checked.value.problems
     assert any(p.message.startswith("coredns cannot start") for p in planned.value.problems)
     with pytest.raises(TypeError, match=r"GpuCluster takes a CheckedPlan, not a ClusterPlan: .*plan_checked\(spec\)"):
-        GpuCluster("dev", plan)  # pyright: ignore[reportArgumentType]  (the refusal under test)
+        GpuClusterArgs(plan=plan)  # pyright: ignore[reportArgumentType]  (the refusal under test)
     off = check_plan(replace(plan, spec=plan.spec.model_copy(update={"in_cluster": plan.spec.in_cluster.model_copy(
         update={"enabled": False})})))
     assert isinstance(off, CheckedPlan) and off.bring_up is None and check_plan(off) is off

@@ -46,7 +46,7 @@ def test_plan_prod(prod_cli_plan) -> None:
 
 def test_prod_is_deployable_in_prefix_mode(prod_cli_plan) -> None:
     """prod's /28 blocks reach ARM: every node scale set is declared at Microsoft.Compute 2026-07-02 (the first
-    version carrying privateIPAddressPrefixLength, components/catalog/arm_routes.py) with the field, the preflight
+    version carrying privateIPAddressPrefixLength, components/azure/scale_set/routes.py) with the field, the preflight
     raises nothing about it, and the figures hold: >= 200,000 pod addresses within the VNet's 65,536 entries."""
     result, out = prod_cli_plan
     assert result.returncode == 0 and "prefix-on-nic-api-version" not in result.stdout + result.stderr

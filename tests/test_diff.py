@@ -291,7 +291,7 @@ def test_a_preview_without_digests_shows_no_masked_change() -> None:
 
 
 def test_moving_scale_sets_off_the_typed_class_is_an_update_in_place() -> None:
-    """NodeScaleSet aliases the typed type (components/azure/node_scale_set.py): a plan made when the scale sets were
+    """NodeScaleSet aliases the typed type (components/azure/scale_set/resource.py): a plan made when the scale sets were
     azure-native's typed class diffs as updates of the same resources, not as deletions and re-creations."""
     document, data = (json.loads(text) for text in planned("dev"))
     digests = document["secretDigests"]

@@ -2,7 +2,7 @@
 analyzer protocol the installed pulumi SDK (3.272) was generated from: the new inputs of one resource, its options and
 provider, the stack's tags (and, through PULUMI_CONFIG, its config); never the old state, never the operation the
 engine plans. So the pack alone cannot tell a replacement from a create, and the replacement guard sits in the node
-scale sets' provider diff (components/azure/replacement_guard.py; docs/architecture.md "What a policy can see").
+scale sets' provider diff (components/azure/scale_set/replacement_guard.py; docs/architecture.md "What a policy can see").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Sources: Azure/azure-rest-api-specs PR #27661 ("the block, rather than a single 
 Vnet Private IP limit of 65K"); MicrosoftDocs/azure-docs includes/azure-virtual-network-limits.md (65,536
 private addresses per VNet, fixed); azure-native 3.29 compute/virtual_machine_scale_set.py ("Other available
 API versions: ... 2026-03-01": no version carrying privateIPAddressPrefixLength on scale sets), so node scale
-sets are declared through a dynamic resource at Microsoft.Compute 2026-07-02 (components/catalog/arm_routes.py).
+sets are declared through a dynamic resource at Microsoft.Compute 2026-07-02 (components/azure/scale_set/routes.py).
 """
 
 from __future__ import annotations

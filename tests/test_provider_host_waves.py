@@ -26,7 +26,7 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.scale_set_provider import ScaleSetProvider
+from components.azure.scale_set.provider import ScaleSetProvider
 from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
 from tests.support.dynamic_host import dynamic_host, props, unprops

@@ -14,6 +14,7 @@ pickled with a credential, the secret would sit in plaintext in all 43 scale set
 from __future__ import annotations
 
 import base64
+import json
 import pickle
 import pickletools
 import shutil
@@ -25,8 +26,8 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.compute_provider import CredentialInStateError
-from components.azure.scale_set_provider import ScaleSetProvider
+from components.azure.scale_set.arm_client import CredentialInStateError
+from components.azure.scale_set.provider import ScaleSetProvider
 from components.offline.engine import ProgramRun
 from tests.support.dynamic_host import ROOT, dynamic_host, props, unprops
 from tests.support.fake_arm import DEPLOYER, FakeCredential, fake_arm
@@ -68,6 +69,25 @@ def test_a_credential_object_is_refused_before_it_reaches_the_state(provider_cla
     assert b"fake-token" not in base64.b64decode(serialize_provider(named))
 
 
+SAVED_STATE = json.loads((ROOT / "tests" / "data" / "provider_state" / "scale_set_provider.json").read_text())
+"""`__provider` values serialized by the code before the provider moved into components/azure/scale_set/."""
+
+
+def test_a_state_written_before_the_provider_moved_loads_and_new_state_names_the_same_class() -> None:
+    """The provider lives in components/azure/scale_set/provider.py; deployed state names
+    components.azure.scale_set_provider.ScaleSetProvider. That path still loads the saved state, and a new state
+    pickles the same reference (byte for byte at the saved pickle protocol)."""
+    stable = [("components.azure.scale_set_provider", "ScaleSetProvider")]
+    for state in SAVED_STATE["states"].values():
+        loaded = dill.loads(base64.b64decode(state["serialized"]))
+        assert type(loaded) is ScaleSetProvider and vars(loaded) == state["attributes"]
+        assert _globals(state["serialized"]) == stable
+        today = ScaleSetProvider(**state["attributes"])
+        assert _globals(serialize_provider(today)) == stable
+        again = base64.b64encode(dill.dumps(today, protocol=SAVED_STATE["protocol"])).decode()
+        assert again == state["serialized"]
+
+
 def _diff(host: Any, olds: dict[str, Any], news: dict[str, Any]) -> Any:
     return host.Diff(proto.DiffRequest(id="/subscriptions/s/x", urn=URN, olds=props(olds), news=props(news)))
 
@@ -84,6 +104,9 @@ def test_a_python_or_pulumi_upgrade_changes_the_bytes_not_the_diff(prod_run: Pro
             assert (then == today) == (protocol == pickle.DEFAULT_PROTOCOL)
             assert _diff(host, {**inputs, "__provider": then}, {**inputs, "__provider": today}).changes == \
                 proto.DiffResponse.DIFF_NONE
+        saved = SAVED_STATE["states"]["default"]["serialized"]  # written before the provider moved
+        assert _diff(host, {**inputs, "__provider": saved}, {**inputs, "__provider": today}).changes == \
+            proto.DiffResponse.DIFF_NONE
         changed = {**inputs, "tags": {**inputs["tags"], "gpucluster-note": "x"}, "__provider": today}
         assert _diff(host, {**inputs, "__provider": today}, changed).changes == proto.DiffResponse.DIFF_SOME
 
@@ -94,7 +117,7 @@ def test_a_code_change_reaches_resources_created_before_it(tmp_path: Path) -> No
     state = serialize_provider(ScaleSetProvider())
     changed = tmp_path / "project"
     shutil.copytree(ROOT / "components", changed / "components", ignore=shutil.ignore_patterns("__pycache__"))
-    module = changed / "components" / "azure" / "scale_set_provider.py"
+    module = changed / "components" / "azure" / "scale_set" / "provider.py"
     module.write_text(module.read_text() + (
         "\n\ndef _changed_diff(self, _id, olds, news):\n"
         "    return DiffResult(changes=True, replaces=['changed-code'], stables=[], delete_before_replace=True)\n\n\n"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from components.azure.arm_body import to_wire
 from components.azure.interconnect_block_provider import InterconnectBlockProvider, patch_body
-from components.azure.scale_set_provider import ScaleSetProvider, body
-from components.catalog.arm_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_COMPUTE_API
+from components.azure.interconnect_block_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_COMPUTE_API
+from components.azure.scale_set.provider import ScaleSetProvider, body
+from components.azure.scale_set.wire import to_wire
 from components.catalog.vm_sizes import CATALOG
 from components.errors import SpecError
 from components.offline.engine import ProgramRun
@@ -111,7 +111,7 @@ def test_declared_subgroup_names_reach_the_rack_scale_sets() -> None:
 
 
 def test_high_speed_interconnect_placement_is_configurable_and_create_only() -> None:
-    from components.catalog.arm_routes import CREATE_ONLY_PATHS
+    from components.azure.scale_set.routes import CREATE_ONLY_PATHS
     raw = _raw()
     raw["pools"][1]["racks"]["highSpeedInterconnectPlacement"] = "None"
     assert parse_cluster(raw).pools[1].racks.high_speed_interconnect_placement == "None"  # type: ignore[union-attr]

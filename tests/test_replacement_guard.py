@@ -2,7 +2,7 @@
 dynamic-provider host (`python -m pulumi.dynamic` over gRPC, tests/support/dynamic_host.py), as `pulumi preview` and
 `pulumi up` send it Diff RPCs. A one-line vmSize change (prod's H100 -> H200) answers "replace" for every domain of
 the pool; the host refuses the second unacknowledged InfiniBand domain of the pool in one deployment (one host
-process: components/azure/replacement_guard.py says why), with one line naming the pool, the domains and the key.
+process: components/azure/scale_set/replacement_guard.py says why), with one line naming the pool, the domains and the key.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.replacement_guard import ACK_KEY, ReplacementLedger, ReplacementRefusedError
-from components.azure.scale_set_provider import ScaleSetProvider
-from components.catalog.arm_routes import REPLACEMENT_ACK_INPUT, SCALE_SET_ARM_TYPE
+from components.azure.scale_set.provider import ScaleSetProvider
+from components.azure.scale_set.replacement_guard import ACK_KEY, ReplacementLedger, ReplacementRefusedError
+from components.azure.scale_set.routes import REPLACEMENT_ACK_INPUT, SCALE_SET_ARM_TYPE
 from components.diff.compare import diff_sides
 from components.diff.sides import side_from_document
 from components.offline.engine import ProgramRun, run_program
@@ -164,7 +164,7 @@ def test_the_program_marks_the_scale_sets_the_stack_acknowledges() -> None:
 
 def test_acknowledging_is_no_change_in_the_diff() -> None:
     """Adding the acknowledgement to a stack changes no scale set in `gpucluster diff` (nor in the provider's diff:
-    components/catalog/arm_routes.py scale_set_diff skips it)."""
+    components/azure/scale_set/routes.py scale_set_diff skips it)."""
     head = preview_document(_acknowledging_run())
     base = copy.deepcopy(head)
     for step in base["steps"]:

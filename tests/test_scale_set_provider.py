@@ -25,9 +25,9 @@ import dill
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.azure.compute_provider import NotOursError
-from components.azure.scale_set_provider import ScaleSetProvider, patch_body
-from components.azure.scale_set_provider import resource_id as scale_set_id
+from components.azure.scale_set.arm_client import NotOursError
+from components.azure.scale_set.provider import ScaleSetProvider, patch_body
+from components.azure.scale_set.provider import resource_id as scale_set_id
 from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
 from components.vocabulary import CLUSTER_TAG

@@ -24,8 +24,8 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.scale_set_provider import ScaleSetProvider
-from components.azure.scale_set_provider import resource_id as scale_set_id
+from components.azure.scale_set.provider import ScaleSetProvider
+from components.azure.scale_set.provider import resource_id as scale_set_id
 from components.azure.scale_sets_ready_provider import ScaleSetsNotReadyError, ScaleSetsReadyProvider, retry_after
 from components.offline.engine import ProgramRun
 from tests.support.dynamic_host import dynamic_host, props, unprops

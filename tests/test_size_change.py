@@ -1,5 +1,5 @@
 """A one-line vmSize change on prod (H100 -> H200) must not replace the whole GPU fleet unannounced: the node scale
-sets' provider replaces a scale set whose sku changes (components/catalog/arm_routes.py ROUTE_REPLACES), so every
+sets' provider replaces a scale set whose sku changes (components/azure/scale_set/routes.py ROUTE_REPLACES), so every
 InfiniBand domain of the pool would go in one `pulumi up`. The diff (and `gpucluster check` over a real preview)
 says so as an error per domain unless the stack acknowledges them (policies/rules/replacements.py)."""
 
@@ -124,9 +124,9 @@ def test_check_over_a_real_preview_fails_the_unacknowledged_replacement(prod_run
 def test_where_the_provider_resizes_in_place_the_diff_says_running_vms_keep_their_size(
         prod_run: ProgramRun, monkeypatch: pytest.MonkeyPatch) -> None:
     """If the node scale sets' provider sends sku.name in its update (the 2026-07-02 update model carries `sku`;
-    the provider's replace table decides, components/catalog/arm_routes.py), nothing is replaced: no error, and a
+    the provider's replace table decides, components/azure/scale_set/routes.py), nothing is replaced: no error, and a
     warning per scale set that running VMs keep the old size until updated."""
-    from components.catalog import arm_routes
+    from components.azure.scale_set import routes as arm_routes
 
     monkeypatch.setattr(arm_routes, "ROUTE_REPLACES", tuple(r for r in arm_routes.ROUTE_REPLACES if r[0] != "sku"))
     result = _diff(prod_run)

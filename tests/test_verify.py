@@ -452,7 +452,7 @@ def test_every_provider_the_program_declares_is_checked(prod_run: Any, prod_spec
 
 def test_each_scale_sets_expected_image_is_the_one_the_program_boots(prod_run: Any, prod_spec: Any) -> None:
     """expected.machine_image_id is the imageReference.id the Pulumi program gives each scale set
-    (components/azure/node_pool.py and api_servers.py `gallery_image`, from the plan's node images)."""
+    (components/azure/scale_set/body.py and api_servers.py `gallery_image`, from the plan's node images)."""
     plan = plan_cluster(prod_spec)
     scale_sets = [r for r in prod_run.registrations if is_scale_set({"type": r.type, "inputs": r.inputs})]
     assert {s.inputs["vmScaleSetName"] for s in scale_sets} == (

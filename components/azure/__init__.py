@@ -1,1 +1,16 @@
-"""Pulumi components for Azure: they turn plans into resources and decide nothing themselves."""
+"""Pulumi components for Azure: they turn plans into resources and decide nothing themselves.
+
+Node scale sets live in scale_set/ (its __init__ lists the modules); the rest is one module per resource family.
+"""
+
+import sys
+
+from components.azure.scale_set import provider as _scale_set_provider
+
+# Pulumi pickles the node scale sets' provider into every scale set's state by reference, and the stacks deployed
+# before it moved into scale_set/ name `components.azure.scale_set_provider.ScaleSetProvider`; the class keeps that
+# `__module__`, so new state names it too. The dynamic-provider host imports the path for every RPC (pickle looks
+# it up in sys.modules, dill as an attribute of this package): it stays importable as this alias of the module, with
+# no file at the old path, so the move stays a rename. tests/test_provider_state.py loads a state written before it.
+scale_set_provider = _scale_set_provider
+sys.modules[f"{__name__}.scale_set_provider"] = _scale_set_provider

@@ -11,6 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_azure_native as azure
 
+from components.azure.scope import AzureScope
 from components.catalog.addon_permissions import ADDON_PERMISSIONS, Scope, actions, addons_for
 from components.catalog.azure_roles import role_definition_id
 from components.planning import azure_names as names
@@ -39,21 +40,41 @@ class AddonAzureRefs:
                 "resource_group": self.resource_group, "client_id": client_id}
 
 
+@dataclass(frozen=True)
+class AddonIdentitiesArgs:
+    """The inputs of AddonIdentities."""
+
+    scope: AzureScope
+    """Where the identities go; their roles are defined and assigned in this subscription and resource group."""
+    gallery_id: pulumi.Input[str]
+    """The cluster's Compute Gallery: a write to a scale set is checked for read on the image it boots."""
+    prefix_mode: bool = False
+    """Pools take /28 blocks on the NIC (`podAddresses: prefixes`): the prefix IPAM controller gets an identity and
+    Cilium none (components/catalog/addon_permissions.py `addons_for`)."""
+
+
 class AddonIdentities(pulumi.ComponentResource):
     """One identity per add-on, each holding a custom role with exactly the actions its software calls
     (components/catalog/addon_permissions.py), assigned at the narrowest scope the call needs."""
 
-    def __init__(self, name: str, resource_group_name: pulumi.Input[str], location: str, tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None, *, cluster: str, gallery_id: pulumi.Input[str],
-                 prefix_mode: bool = False) -> None:
+    identity_ids: list[pulumi.Output[str]]
+    """The identities' resource ids, attached to the system pool's scale sets."""
+    refs: AddonAzureRefs
+    """What the add-ons' configs need: the subscription, tenant, resource group and each identity's client id."""
+
+    def __init__(self, name: str, args: AddonIdentitiesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:AddonIdentities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        client = azure.authorization.get_client_config_output()
+        where = args.scope
+        cluster, resource_group_name, location, tags = where.cluster, where.resource_group_name, where.location, \
+            dict(where.tags)
+        gallery_id, prefix_mode = args.gallery_id, args.prefix_mode
+        subscription_id = pulumi.Output.from_input(where.subscription_id)
         rg_name = names.resource_group_name(cluster)
         scopes: dict[Scope, pulumi.Output[str]] = {
-            "resourceGroup": pulumi.Output.concat("/subscriptions/", client.subscription_id, "/resourceGroups/",
+            "resourceGroup": pulumi.Output.concat("/subscriptions/", subscription_id, "/resourceGroups/",
                                                   resource_group_name),
-            "subscription": pulumi.Output.concat("/subscriptions/", client.subscription_id),
+            "subscription": pulumi.Output.concat("/subscriptions/", subscription_id),
             # The node images every scale set boots: a write to a scale set is checked for read on its image.
             "gallery": pulumi.Output.from_input(gallery_id),
         }
@@ -72,11 +93,11 @@ class AddonIdentities(pulumi.ComponentResource):
                 def guid(sub: str, key: str = key) -> str:
                     return names.deterministic_guid(sub, rg_name, key)
 
-                role_guid = client.subscription_id.apply(guid)
+                role_guid = subscription_id.apply(guid)
                 definition = azure.authorization.RoleDefinition(
                     f"{name}-{key}-role", scope=scope, role_definition_id=role_guid,
                     # Custom role names are unique per tenant: the stack's hash keeps two clusters apart.
-                    role_name=client.subscription_id.apply(
+                    role_name=subscription_id.apply(
                         lambda sub, key=key: f"gpucluster-{cluster}-{key}-{names.stack_hash(sub, rg_name)}"),
                     description=f"What {addon} calls on Azure in cluster {cluster} (least privilege)",
                     role_type="CustomRole", permissions=[azure.authorization.PermissionArgs(actions=granted)],
@@ -84,12 +105,12 @@ class AddonIdentities(pulumi.ComponentResource):
                 azure.authorization.RoleAssignment(
                     f"{name}-{addon}-role" if scope_kind == "resourceGroup" else f"{name}-{key}-role-assignment",
                     principal_id=identity.principal_id, principal_type="ServicePrincipal",
-                    role_definition_id=pulumi.Output.all(client.subscription_id, role_guid).apply(
+                    role_definition_id=pulumi.Output.all(subscription_id, role_guid).apply(
                         lambda ids: role_definition_id(ids[0], ids[1])),
                     scope=scope, opts=pulumi.ResourceOptions(parent=self, depends_on=[definition]))
             identities[addon] = identity
         self.identity_ids = [i.id for i in identities.values()]
-        self.refs = AddonAzureRefs(subscription_id=client.subscription_id, tenant_id=client.tenant_id,
+        self.refs = AddonAzureRefs(subscription_id=subscription_id, tenant_id=pulumi.Output.from_input(where.tenant_id),
                                    resource_group=resource_group_name,
                                    autoscaler_client_id=identities["autoscaler"].client_id,
                                    cni_client_id=identities["cni"].client_id if "cni" in identities else None,
@@ -97,4 +118,4 @@ class AddonIdentities(pulumi.ComponentResource):
                                    if "prefix-ipam" in identities else None,
                                    node_lifecycle_client_id=identities["node-lifecycle"].client_id,
                                    rollout_client_id=identities["rollout"].client_id)
-        self.register_outputs({})
+        self.register_outputs({"identityIds": self.identity_ids})

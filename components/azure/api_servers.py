@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.node_images import ImageIds
-from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
+from components.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
+from components.azure.scope import AzureScope
 from components.bootstrap.apiserver import render_apiserver_cloud_init
 from components.bootstrap.from_plan import (
     APISERVER_PKI_CAS,
@@ -43,11 +45,35 @@ def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:
     return files
 
 
-def api_server_scale_set(name: str, plan: ClusterPlan, addresses: dict[str, str], subnet_id: pulumi.Input[str],
-                         backend_pool_id: pulumi.Input[str], probe_id: pulumi.Input[str],
-                         resource_group_name: pulumi.Input[str], pki: ClusterPki, access: NodeAccess,
-                         registry: RegistryAccess, images: ImageIds,
+@dataclass(frozen=True)
+class ApiServersArgs:
+    """What the API servers' scale set is built from."""
+
+    scope: AzureScope
+    """Where it goes (its resource group)."""
+    plan: ClusterPlan
+    """The cluster plan: the API servers' size, count and zones (`plan.control_plane.api`), their boot facts."""
+    subnet_id: pulumi.Input[str]
+    """The control-plane subnet."""
+    backend_pool_id: pulumi.Input[str]
+    """The internal load balancer's backend pool the instances join."""
+    probe_id: pulumi.Input[str]
+    """The load balancer's `/readyz` probe: the scale set's health probe."""
+    pki: ClusterPki
+    """The certificates and keys the boot document carries."""
+    access: NodeAccess
+    """The admin user and SSH keys."""
+    registry: RegistryAccess
+    """The pull identity the instances carry."""
+    images: ImageIds
+    """The cluster's node image versions (NodeImages.ids)."""
+
+
+def api_server_scale_set(name: str, args: ApiServersArgs,
                          opts: pulumi.ResourceOptions) -> azure.compute.VirtualMachineScaleSet:
+    plan, subnet_id, backend_pool_id, probe_id = args.plan, args.subnet_id, args.backend_pool_id, args.probe_id
+    resource_group_name, pki, access, registry, images = (args.scope.resource_group_name, args.pki, args.access,
+                                                          args.registry, args.images)
     spec, cp = plan.spec, plan.control_plane
     files = _pki_outputs(pki)
     keys = sorted(files)

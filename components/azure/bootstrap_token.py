@@ -7,15 +7,37 @@ secret part authenticates.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_random as random
 
 from components.planning.bootstrap_tokens import TokenSchedule
 
 
+@dataclass(frozen=True)
+class BootstrapTokensArgs:
+    """The inputs of BootstrapTokens."""
+
+    schedule: TokenSchedule
+    """The two slots' rotation periods (`plan.tokens`): which slot is current, when each is replaced."""
+
+
 class BootstrapTokens(pulumi.ComponentResource):
-    def __init__(self, name: str, schedule: TokenSchedule, opts: pulumi.ResourceOptions | None = None) -> None:
+    """Two bootstrap-token slots, current and previous, replaced in turn by their keepers."""
+
+    schedule: TokenSchedule
+    """The slots' rotation periods it was declared from."""
+    current: pulumi.Output[str]
+    """The token new scale-set models carry (secret)."""
+    current_id: pulumi.Output[str]
+    """The current token's public id."""
+    previous_id: pulumi.Output[str]
+    """The previous token's public id (still valid until its slot rotates)."""
+
+    def __init__(self, name: str, args: BootstrapTokensArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:BootstrapTokens", name, None, opts)
+        schedule = self.schedule = args.schedule
         child = pulumi.ResourceOptions(parent=self)
         self.slots: list[tuple[pulumi.Output[str], pulumi.Output[str]]] = []
         by_slot: dict[str, pulumi.Output[str]] = {}
@@ -30,7 +52,6 @@ class BootstrapTokens(pulumi.ComponentResource):
         current_id = self.slots[0 if schedule.current.slot == "a" else 1][0]
         previous_id = self.slots[1 if schedule.current.slot == "a" else 0][0]
         self.current = by_slot[schedule.current.slot]
-        """The token new scale-set models carry."""
         self.current_id = current_id
         self.previous_id = previous_id
         self.register_outputs({"currentId": current_id, "previousId": previous_id})

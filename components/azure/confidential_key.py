@@ -8,9 +8,12 @@ VM Orchestrator may release it. Nobody else gets a role on the vault.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_azure_native as azure
 
+from components.azure.scope import AzureScope
 from components.catalog.azure_roles import (
     KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER,
     KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER,
@@ -21,22 +24,40 @@ from components.planning.azure_names import key_vault_name
 from components.planning.confidential import DISK_ENCRYPTION_SET_TYPE, KEY_SIZE, KEY_TYPE, CustomerKeyPlan
 
 
+@dataclass(frozen=True)
+class ConfidentialDiskKeyArgs:
+    """The inputs of ConfidentialDiskKey."""
+
+    scope: AzureScope
+    """Where the vault, key and disk encryption set go; the vault trusts the scope's tenant."""
+    plan: CustomerKeyPlan
+    """The key's release policy and the Confidential VM Orchestrator's object id (a pool's `confidential`)."""
+    pool: str
+    """The confidential pool the key encrypts: the vault's name derives from it."""
+
+
 class ConfidentialDiskKey(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: CustomerKeyPlan, resource_group_name: pulumi.Input[str], location: str,
-                 tags: dict[str, str], opts: pulumi.ResourceOptions | None = None, *, cluster: str,
-                 pool: str) -> None:
+    """A confidential pool's customer-managed OS-disk key and the disk encryption set that uses it."""
+
+    disk_encryption_set: azure.compute.DiskEncryptionSet
+    """The set the pool's OS disks name (ConfidentialVmEncryptedWithCustomerKey)."""
+
+    def __init__(self, name: str, args: ConfidentialDiskKeyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:ConfidentialDiskKey", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        client = azure.authorization.get_client_config_output()
+        where, plan, pool = args.scope, args.plan, args.pool
+        cluster, resource_group_name, location, tags = where.cluster, where.resource_group_name, where.location, \
+            dict(where.tags)
+        subscription_id = pulumi.Output.from_input(where.subscription_id)
         # Losing the key loses the disks: purge protection on, and Pulumi will not delete the vault or key.
         kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True))
         # Vault names are global, 3-24 characters: named from the stack, never autonamed (name + 8 hex is too long).
-        vault_name = client.subscription_id.apply(
+        vault_name = subscription_id.apply(
             lambda sub: key_vault_name(sub, names.resource_group_name(cluster), cluster, f"{pool}-cmk"))
         self.vault = azure.keyvault.Vault(
             f"{name}-kv", vault_name=vault_name, resource_group_name=resource_group_name, location=location, tags=tags,
             properties=azure.keyvault.VaultPropertiesArgs(
-                tenant_id=client.tenant_id,
+                tenant_id=where.tenant_id,
                 sku=azure.keyvault.SkuArgs(family="A", name=azure.keyvault.SkuName.PREMIUM),
                 enable_rbac_authorization=True, enable_purge_protection=True, enable_soft_delete=True,
                 soft_delete_retention_in_days=90, enabled_for_disk_encryption=True),
@@ -60,13 +81,13 @@ class ConfidentialDiskKey(pulumi.ComponentResource):
         principal = self.disk_encryption_set.identity.apply(lambda i: i.principal_id if i else "")
         azure.authorization.RoleAssignment(
             f"{name}-des-key-user", principal_id=principal, principal_type="ServicePrincipal",
-            role_definition_id=client.subscription_id.apply(
+            role_definition_id=subscription_id.apply(
                 lambda sub: role_definition_id(sub, KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER)),
             scope=self.vault.id, opts=child)
         azure.authorization.RoleAssignment(
             f"{name}-cvm-orchestrator-release", principal_id=plan.orchestrator_object_id,
             principal_type="ServicePrincipal",
-            role_definition_id=client.subscription_id.apply(
+            role_definition_id=subscription_id.apply(
                 lambda sub: role_definition_id(sub, KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER)),
             scope=self.vault.id, opts=child)
         self.register_outputs({"diskEncryptionSetId": self.disk_encryption_set.id})

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.api_servers import api_server_scale_set
-from components.azure.etcd_cluster import EtcdCluster
+from components.azure.api_servers import ApiServersArgs, api_server_scale_set
+from components.azure.etcd_cluster import EtcdCluster, EtcdClusterArgs
 from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
-from components.azure.node_pool import NodeAccess
 from components.azure.pki import ClusterPki
 from components.azure.registry import RegistryAccess
+from components.azure.scale_set.body import NodeAccess
+from components.azure.scope import AzureScope
 from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
 from components.planning.azure_names import resource_group_name, storage_account_name
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
-from components.planning.pki import etcd_member_ips
-from components.planning.tags import base_tags
 
 SNAPSHOT_CONTAINER = "etcd-snapshots"
 LB_NAME = "apiserver"
@@ -29,16 +30,44 @@ def _lb_child_id(subscription: pulumi.Input[str], rg: pulumi.Input[str], kind: s
                                 f"/providers/Microsoft.Network/loadBalancers/{LB_NAME}/{kind}/{name}")
 
 
+@dataclass(frozen=True)
+class ControlPlaneArgs:
+    """The inputs of ControlPlane."""
+
+    scope: AzureScope
+    """Where the load balancer, the snapshot account, the etcd members and the API-server scale set go."""
+    plan: ClusterPlan
+    """The cluster plan: the control plane's sizes and zones (`plan.control_plane`), its addresses (`plan.ip`)."""
+    network: NetworkRefs
+    """The control-plane and etcd subnets."""
+    pki: ClusterPki
+    """The cluster's certificates: the API servers' and etcd members' boot documents carry them."""
+    access: NodeAccess
+    """The admin user and SSH keys of every machine."""
+    registry: RegistryAccess
+    """The pull identity the API servers carry."""
+    images: ImageIds
+    """The cluster's node image versions (NodeImages.ids)."""
+
+
 class ControlPlane(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, network: NetworkRefs, pki: ClusterPki,
-                 access: NodeAccess, registry: RegistryAccess, images: ImageIds,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    """The API servers behind their internal load balancer, the etcd clusters and their snapshot storage."""
+
+    load_balancer: azure.network.LoadBalancer
+    """The API servers' internal load balancer (and the break-glass frontend when the stack has one)."""
+    etcd_clusters: list[EtcdCluster]
+    """The main etcd cluster, and the events cluster when the plan splits one off."""
+    api_servers: azure.compute.VirtualMachineScaleSet
+    """The API servers' scale set (azure-native's typed class: no autoscaler)."""
+
+    def __init__(self, name: str, args: ControlPlaneArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:ControlPlane", name, None, opts)
+        plan, network, pki, access, registry, images = (args.plan, args.network, args.pki, args.access, args.registry,
+                                                        args.images)
         spec, cp = plan.spec, plan.control_plane
         child = pulumi.ResourceOptions(parent=self)
-        rg, location = network.resource_group_name, network.location
-        tags = base_tags(spec.name, spec.tags)
-        subscription = azure.authorization.get_client_config_output().subscription_id
+        rg, location, tags = args.scope.resource_group_name, args.scope.location, dict(args.scope.tags)
+        subscription = pulumi.Output.from_input(args.scope.subscription_id)
 
         def lb_id(kind: str, child_name: str) -> pulumi.Output[str]:
             return _lb_child_id(subscription, rg, kind, child_name)
@@ -88,10 +117,10 @@ class ControlPlane(pulumi.ComponentResource):
             container_name=SNAPSHOT_CONTAINER, public_access=azure.storage.PublicAccess.NONE, opts=kept)
         snapshot_url = pulumi.Output.concat("https://", storage.name, f".blob.core.windows.net/{SNAPSHOT_CONTAINER}")
 
-        addresses = {k: str(v) for k, v in etcd_member_ips(plan.ip, cp).items()}
         self.etcd_clusters = [
-            EtcdCluster(f"{name}-{etcd.role}", plan, etcd, rg, location,
-                        network.subnet_ids[ETCD_BLOCK], pki, snapshot_url, access, images, child)
+            EtcdCluster(f"{name}-{etcd.role}", EtcdClusterArgs(
+                scope=args.scope, cluster_plan=plan, plan=etcd, subnet_id=network.subnet_ids[ETCD_BLOCK], pki=pki,
+                snapshot_url=snapshot_url, access=access, images=images), child)
             for etcd in (cp.etcd, cp.events) if etcd is not None
         ]
         role = subscription.apply(lambda sub: role_definition_id(sub, STORAGE_BLOB_DATA_CONTRIBUTOR))
@@ -101,8 +130,11 @@ class ControlPlane(pulumi.ComponentResource):
                     f"{vm._name}-snapshot-writer", principal_id=principal, principal_type="ServicePrincipal",
                     role_definition_id=role, scope=container.id, opts=child)
         self.api_servers = api_server_scale_set(
-            f"{name}-apiserver", plan, addresses, network.subnet_ids[CONTROL_PLANE_BLOCK], self.api_backend_pool_id,
-            lb_id("probes", "readyz"), rg, pki, access, registry, images,
+            f"{name}-apiserver", ApiServersArgs(
+                scope=args.scope, plan=plan, subnet_id=network.subnet_ids[CONTROL_PLANE_BLOCK],
+                backend_pool_id=self.api_backend_pool_id, probe_id=lb_id("probes", "readyz"), pki=pki, access=access,
+                registry=registry, images=images),
             # The scale set references the load balancer's pool and probe by id: create the load balancer first.
             pulumi.ResourceOptions(parent=self, depends_on=[self.load_balancer, *self.etcd_clusters]))
-        self.register_outputs({"apiServerEndpoint": plan.ip.api_server_endpoint})
+        self.register_outputs({"apiServerEndpoint": plan.ip.api_server_endpoint,
+                               "loadBalancerId": self.load_balancer.id, "apiServersId": self.api_servers.id})

@@ -6,12 +6,14 @@ run on it through a managed Run Command (components/planning/runner_step2.py, do
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.network import NetworkRefs
-from components.azure.node_pool import NodeAccess, linux_configuration
+from components.azure.scale_set.body import NodeAccess, linux_configuration
+from components.azure.scope import AzureScope
 from components.bootstrap.deploy_runner import render_runner_cloud_init
 from components.catalog.azure_roles import role_definition_id
 from components.catalog.deploy_runner import CONDITION_VERSION, PRIVILEGED_ROLES, delegation_condition
@@ -23,27 +25,48 @@ PRINCIPAL_TYPE = "ServicePrincipal"
 """Every identity the stack assigns roles to is a managed identity, a service principal."""
 
 
+@dataclass(frozen=True)
+class DeployRunnerArgs:
+    """The inputs of DeployRunner."""
+
+    scope: AzureScope
+    """Where the runner, its NIC and identity go; its roles are assigned on the scope's resource group."""
+    plan: DeployRunnerPlan
+    """The runner's plan (`plan.deploy_runner`): VM name, size, zone, image and the roles its identity holds."""
+    network: NetworkRefs
+    """The control-plane subnet its NIC joins."""
+    access: NodeAccess
+    """The admin user and SSH keys."""
+
+
 class DeployRunner(pulumi.ComponentResource):
-    def __init__(self, name: str, cluster: str, plan: DeployRunnerPlan, network: NetworkRefs, access: NodeAccess,
-                 extra_tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
+    """The VM inside the VNet that step 2 of the first `pulumi up` and every later update run on."""
+
+    vm: azure.compute.VirtualMachine
+    """The runner (its OS profile and image fixed at creation)."""
+    client_id: pulumi.Output[str]
+    """Its identity's client id: step 2's Run Command signs in as it."""
+
+    def __init__(self, name: str, args: DeployRunnerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:DeployRunner", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        rg = network.resource_group_name
-        tags = machine_tags(cluster, "deploy-runner", "deploy-runner", extra_tags)
-        client = azure.authorization.get_client_config_output()
+        plan, network, access, where = args.plan, args.network, args.access, args.scope
+        rg = where.resource_group_name
+        tags = machine_tags(where.cluster, "deploy-runner", "deploy-runner", dict(where.tags))
+        subscription_id = pulumi.Output.from_input(where.subscription_id)
         self.identity = azure.managedidentity.UserAssignedIdentity(
-            f"{name}-identity", resource_group_name=rg, location=network.location, tags=tags, opts=child)
-        scope = pulumi.Output.concat("/subscriptions/", client.subscription_id, "/resourceGroups/", rg)
+            f"{name}-identity", resource_group_name=rg, location=where.location, tags=tags, opts=child)
+        scope = pulumi.Output.concat("/subscriptions/", subscription_id, "/resourceGroups/", rg)
         self.role_assignments = [
             azure.authorization.RoleAssignment(
                 f"{name}-{index}-role", principal_id=self.identity.principal_id, principal_type=PRINCIPAL_TYPE,
-                role_definition_id=client.subscription_id.apply(lambda sub, role=role.role: role_definition_id(sub, role)),
+                role_definition_id=subscription_id.apply(lambda sub, role=role.role: role_definition_id(sub, role)),
                 scope=scope, description=f"gpucluster deployment runner: {role.why}"[:1024],
                 condition=delegation_condition(PRIVILEGED_ROLES, PRINCIPAL_TYPE) if role.conditional else None,
                 condition_version=CONDITION_VERSION if role.conditional else None, opts=child)
             for index, role in enumerate(plan.roles)]
         nic = azure.network.NetworkInterface(
-            f"{name}-nic", resource_group_name=rg, location=network.location, tags=tags,
+            f"{name}-nic", resource_group_name=rg, location=where.location, tags=tags,
             network_interface_name=f"{plan.vm_name}-nic",
             enable_accelerated_networking=plan.size.accelerated_networking,
             ip_configurations=[azure.network.NetworkInterfaceIPConfigurationArgs(
@@ -52,7 +75,7 @@ class DeployRunner(pulumi.ComponentResource):
             opts=child)
         image = plan.image
         self.vm = azure.compute.VirtualMachine(
-            name, vm_name=plan.vm_name, resource_group_name=rg, location=network.location, zones=[plan.zone],
+            name, vm_name=plan.vm_name, resource_group_name=rg, location=where.location, zones=[plan.zone],
             tags=tags, hardware_profile=azure.compute.HardwareProfileArgs(vm_size=plan.size.name),
             identity=azure.compute.VirtualMachineIdentityArgs(
                 type=azure.compute.ResourceIdentityType.USER_ASSIGNED, user_assigned_identities=[self.identity.id]),

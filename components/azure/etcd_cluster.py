@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.node_images import ImageIds
-from components.azure.node_pool import NodeAccess, gallery_image, linux_configuration
 from components.azure.pki import ClusterPki
+from components.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
+from components.azure.scope import AzureScope
 from components.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
 from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import ClusterPlan
@@ -37,19 +39,46 @@ def _custom_data(cluster: ClusterPlan, plan: EtcdPlan, member: Member, pki: Clus
         certs["client"].key.private_key_pem, snapshot_url, etcd_ca_key.private_key_pem).apply(render))
 
 
+@dataclass(frozen=True)
+class EtcdClusterArgs:
+    """The inputs of EtcdCluster."""
+
+    scope: AzureScope
+    """Where the members and their NICs go (they carry the machine tags, not the stack's)."""
+    cluster_plan: ClusterPlan
+    """The cluster plan: the members' addresses and boot facts, the images they boot."""
+    plan: EtcdPlan
+    """This etcd cluster's plan (`control_plane.etcd` or `control_plane.events`): members, zones, size."""
+    subnet_id: pulumi.Input[str]
+    """The etcd subnet."""
+    pki: ClusterPki
+    """The etcd CA and the members' certificates."""
+    snapshot_url: pulumi.Output[str]
+    """The blob container the members write snapshots to."""
+    access: NodeAccess
+    """The admin user and SSH keys."""
+    images: ImageIds
+    """The cluster's node image versions (NodeImages.ids)."""
+
+
 class EtcdCluster(pulumi.ComponentResource):
     """Stateful members: plain VMs (nothing may replace them behind etcd's back), `protect`ed."""
 
-    def __init__(self, name: str, cluster_plan: ClusterPlan, plan: EtcdPlan,
-                 resource_group_name: pulumi.Input[str], location: str, subnet_id: pulumi.Input[str],
-                 pki: ClusterPki, snapshot_url: pulumi.Output[str], access: NodeAccess, images: ImageIds,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    vms: list[azure.compute.VirtualMachine]
+    """The members, in plan order (each depends on the one before)."""
+    principal_ids: list[pulumi.Output[str]]
+    """Each member's system-assigned identity (it writes snapshots to the account)."""
+
+    def __init__(self, name: str, args: EtcdClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:EtcdCluster", name, None, opts)
+        cluster_plan, plan, subnet_id, pki = args.cluster_plan, args.plan, args.subnet_id, args.pki
+        snapshot_url, access, images = args.snapshot_url, args.access, args.images
+        resource_group_name, location = args.scope.resource_group_name, args.scope.location
         cluster = cluster_plan.spec.name
         addresses = cluster_plan.boot.etcd_addresses
         peers = tuple(EtcdMember(m.name, addresses[m.name]) for m in plan.members)
         tags = machine_tags(cluster, "etcd-events" if plan.role == "etcd-events" else "etcd", plan.role, {})
-        self.vms: list[azure.compute.VirtualMachine] = []
+        self.vms = []
         for member, peer in zip(plan.members, peers, strict=True):
             stateful = pulumi.ResourceOptions(parent=self, protect=True)
             nic = azure.network.NetworkInterface(

@@ -9,7 +9,7 @@ import pulumi
 import pulumi.dynamic
 
 from components.azure.interconnect_block_provider import InterconnectBlockProvider
-from components.catalog.arm_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_BLOCK_ARM_TYPE
+from components.azure.interconnect_block_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_BLOCK_ARM_TYPE
 
 
 class InterconnectBlock(pulumi.dynamic.Resource):

@@ -3,14 +3,14 @@
 An interconnect block (`Microsoft.Compute/interconnectBlocks`) pre-allocates VMs of one size in one zone for an
 interconnect group; the rack scale sets name it in `interconnectBlockProfile`. azure-native 3.29 has no typed
 class for it (its compute module has no InterconnectBlock), so it takes the route the node scale sets take
-(components/azure/scale_set_provider.py):
+(components/azure/scale_set/provider.py):
 
 - create: a PUT of the full body with `If-None-Match: *`; a name clash adopts a Failed block tagged for this cluster
   (left by a create that failed after ARM accepted it) and refuses any other with the fix;
 - update: a PATCH of what Azure updates in place, `sku.capacity` and tags (InterconnectBlockUpdate);
 - read: a GET; delete: a DELETE, waited for (Azure refuses it while VMs are in the block); a block already gone
   counts as deleted;
-- diff: anything else replaces (components/catalog/arm_routes.py INTERCONNECT_BLOCK_REPLACES), delete first.
+- diff: anything else replaces (components/azure/interconnect_block_routes.py INTERCONNECT_BLOCK_REPLACES), delete first.
 
 The declared inputs are the ARM body with its `properties` envelope (the SDK's model keeps it: no field of it is
 flattened), plus `armType`, `apiVersion`, `subscriptionId`, `resourceGroupName` and `interconnectBlockName`.
@@ -24,17 +24,16 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.arm_body import UnknownFieldError, from_wire, model, to_wire
-from components.azure.compute_provider import ComputeProvider, check_owned, create_failed
-from components.azure.scale_set_provider import project
-from components.catalog.arm_routes import (
+from components.azure.interconnect_block_routes import (
     INTERCONNECT_BLOCK_API_VERSION,
     INTERCONNECT_BLOCK_ARM_TYPE,
     INTERCONNECT_COMPUTE_API,
-    PROVIDER_INPUT,
-    api_version_at_least,
     interconnect_block_diff,
 )
+from components.azure.scale_set.arm_client import ComputeProvider, check_owned, create_failed
+from components.azure.scale_set.provider import project
+from components.azure.scale_set.routes import PROVIDER_INPUT, api_version_at_least
+from components.azure.scale_set.wire import UnknownFieldError, from_wire, model, to_wire
 from components.vocabulary import CLUSTER_TAG
 
 BLOCK_MODEL = "InterconnectBlock"

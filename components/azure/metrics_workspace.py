@@ -9,9 +9,12 @@ the system pool's scale sets, where the shards run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_azure_native as azure
 
+from components.azure.scope import AzureScope
 from components.catalog.azure_roles import role_definition_id
 from components.catalog.metrics import MONITORING_METRICS_PUBLISHER, REMOTE_WRITE_PATH
 from components.planning import azure_names as names
@@ -39,12 +42,36 @@ def _parts(resource_id: str) -> tuple[str, str]:
     return segments[segments.index("resourceGroups") + 1], segments[-1]
 
 
+@dataclass(frozen=True)
+class MetricsWorkspaceArgs:
+    """The inputs of MetricsWorkspace."""
+
+    scope: AzureScope
+    """Where the workspace, its writer identity and rule groups go."""
+    plan: MetricsPlan
+    """The metrics plan (`plan.metrics`): the rule groups' evaluation interval."""
+    inflight_limit: int
+    """The API servers' max-requests-inflight plus max-mutating-requests-inflight: the saturation alerts' limit."""
+
+
 class MetricsWorkspace(pulumi.ComponentResource):
-    def __init__(self, name: str, cluster: str, plan: MetricsPlan, inflight_limit: int,
-                 resource_group_name: pulumi.Input[str], location: str, tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    """The Azure Monitor workspace the edge Prometheus shards write aggregates to, its writer identity, the
+    workspace's recording rules and alerts (docs/metrics.md)."""
+
+    workspace: azure.monitor.AzureMonitorWorkspace
+    """The workspace."""
+    remote_write_url: pulumi.Output[str]
+    """Where the shards remote-write: the ingestion endpoint and the default data collection rule."""
+    client_id: pulumi.Output[str]
+    """The writer identity's client id (Monitoring Metrics Publisher on the rule)."""
+
+    def __init__(self, name: str, args: MetricsWorkspaceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:MetricsWorkspace", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        where, plan, inflight_limit = args.scope, args.plan, args.inflight_limit
+        cluster, resource_group_name, location, tags = where.cluster, where.resource_group_name, where.location, \
+            dict(where.tags)
+        subscription_id = pulumi.Output.from_input(where.subscription_id)
         self.workspace = azure.monitor.AzureMonitorWorkspace(
             f"{name}-workspace", resource_group_name=resource_group_name, location=location, tags=tags, opts=child)
         ingestion = self.workspace.default_ingestion_settings
@@ -54,18 +81,17 @@ class MetricsWorkspace(pulumi.ComponentResource):
             resource_group_name=p[0], data_collection_rule_name=p[1]))
         endpoint = endpoint_id.apply(_parts).apply(lambda p: azure.monitor.get_data_collection_endpoint_output(
             resource_group_name=p[0], data_collection_endpoint_name=p[1]))
-        self.remote_write_url: pulumi.Output[str] = pulumi.Output.all(
+        self.remote_write_url = pulumi.Output.all(
             endpoint.apply(lambda e: e.metrics_ingestion.endpoint if e.metrics_ingestion else ""),
             rule.apply(lambda r: r.immutable_id)).apply(
             lambda parts: f"{parts[0]}/dataCollectionRules/{parts[1]}{REMOTE_WRITE_PATH}")
         self.identity = azure.managedidentity.UserAssignedIdentity(
             f"{name}-writer", resource_group_name=resource_group_name, location=location, tags=tags, opts=child)
-        client = azure.authorization.get_client_config_output()
         azure.authorization.RoleAssignment(
             f"{name}-writer-publisher", principal_id=self.identity.principal_id, principal_type="ServicePrincipal",
-            role_definition_id=client.subscription_id.apply(lambda sub: role_definition_id(
+            role_definition_id=subscription_id.apply(lambda sub: role_definition_id(
                 sub, MONITORING_METRICS_PUBLISHER)),
-            role_assignment_name=client.subscription_id.apply(
+            role_assignment_name=subscription_id.apply(
                 lambda sub: names.deterministic_guid(sub, names.resource_group_name(cluster), "metrics-publisher")),
             scope=rule_id, opts=child)
         # Domain and team aggregates over every shard's series, then the alerts, at most 20 rules a group.
@@ -78,5 +104,6 @@ class MetricsWorkspace(pulumi.ComponentResource):
             f"{name}-{group}", resource_group_name=resource_group_name, location=location, tags=tags,
             scopes=[self.workspace.id], cluster_name=cluster, enabled=True,
             interval=f"PT{plan.rule_interval_seconds // 60}M", rules=rules, opts=child) for group, rules in groups]
-        self.client_id: pulumi.Output[str] = self.identity.client_id
-        self.register_outputs({"workspaceId": self.workspace.id, "remoteWriteUrl": self.remote_write_url})
+        self.client_id = self.identity.client_id
+        self.register_outputs({"workspaceId": self.workspace.id, "remoteWriteUrl": self.remote_write_url,
+                               "clientId": self.client_id})

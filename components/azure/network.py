@@ -44,11 +44,29 @@ def _security_rule(rule: SecurityRule) -> azure.network.SecurityRuleArgs:
     )
 
 
-class Network(pulumi.ComponentResource):
-    """The cluster's VNet and everything attached to it. No public IP but the NAT gateway's prefix."""
+@dataclass(frozen=True)
+class NetworkArgs:
+    """The inputs of Network."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    plan: ClusterPlan
+    """The cluster plan: the IP plan's blocks (`plan.ip`), the NSG rules, egress; the stack's name, region and
+    tags (`plan.spec`), from which the resource group is created."""
+
+
+class Network(pulumi.ComponentResource):
+    """The cluster's resource group, VNet and everything attached to it. No public IP but the NAT gateway's
+    prefix."""
+
+    resource_group: azure.resources.ResourceGroup
+    """The cluster's resource group (`<cluster>-rg`): every other resource of the cluster goes in it."""
+    vnet: azure.network.VirtualNetwork
+    """The VNet."""
+    refs: NetworkRefs
+    """What other components need from it: resource group name, region, VNet and subnet ids."""
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:Network", name, None, opts)
+        plan = args.plan
         spec = plan.spec
         tags = base_tags(spec.name, spec.tags)
         child = pulumi.ResourceOptions(parent=self)

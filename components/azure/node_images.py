@@ -26,6 +26,7 @@ import pulumi
 import pulumi_azure_native as azure
 import pulumi_command as command
 
+from components.azure.scope import AzureScope
 from components.catalog.azure_roles import role_definition_id
 from components.catalog.node_images import GALLERY_OFFER, GALLERY_PUBLISHER, NODE_IMAGES
 from components.catalog.registries import parse_image
@@ -110,13 +111,31 @@ class ImageIds:
         return self.ids[image]
 
 
+@dataclass(frozen=True)
+class NodeImagesArgs:
+    """The inputs of NodeImages."""
+
+    scope: AzureScope
+    """Where the gallery, its image definitions and the builder identity go."""
+    plan: ClusterPlan
+    """The images to define and the versions to build (`plan.images`)."""
+
+
 class NodeImages(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, resource_group_name: pulumi.Input[str], location: str,
-                 tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
+    """The cluster's Compute Gallery, one image definition per machine role, and the versions this stack builds."""
+
+    gallery: azure.compute.Gallery
+    """The gallery (protected: its versions outlive a template)."""
+    ids: ImageIds
+    """The gallery image version id each node image boots from, once it is built."""
+
+    def __init__(self, name: str, args: NodeImagesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:NodeImages", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        cluster = plan.spec.name
-        client = azure.authorization.get_client_config_output()
+        plan, where = args.plan, args.scope
+        cluster, resource_group_name, location, tags = where.cluster, where.resource_group_name, where.location, \
+            dict(where.tags)
+        subscription_id = pulumi.Output.from_input(where.subscription_id)
         self.gallery = azure.compute.Gallery(
             f"{name}-gallery", gallery_name=gallery_name(cluster), resource_group_name=resource_group_name,
             location=location, description=f"Node images of cluster {cluster} (docs/images.md)", tags=tags,
@@ -144,25 +163,25 @@ class NodeImages(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.definitions[definition]]))
         self.identity = azure.managedidentity.UserAssignedIdentity(
             f"{name}-builder", resource_group_name=resource_group_name, location=location, tags=tags, opts=child)
-        scope = pulumi.Output.concat("/subscriptions/", client.subscription_id, "/resourceGroups/", resource_group_name)
+        scope = pulumi.Output.concat("/subscriptions/", subscription_id, "/resourceGroups/", resource_group_name)
         rg_name = names.resource_group_name(cluster)
-        role_guid = client.subscription_id.apply(lambda sub: names.deterministic_guid(sub, rg_name, "image-builder"))
+        role_guid = subscription_id.apply(lambda sub: names.deterministic_guid(sub, rg_name, "image-builder"))
         role = azure.authorization.RoleDefinition(
             f"{name}-builder-role", scope=scope, role_definition_id=role_guid,
-            role_name=client.subscription_id.apply(
+            role_name=subscription_id.apply(
                 lambda sub: f"gpucluster-{cluster}-image-builder-{names.stack_hash(sub, rg_name)}"),
             description=f"What Azure VM Image Builder needs to distribute cluster {cluster}'s node images",
             role_type="CustomRole", permissions=[azure.authorization.PermissionArgs(actions=list(IMAGE_BUILDER_ACTIONS))],
             assignable_scopes=[scope], opts=child)
         assignment = azure.authorization.RoleAssignment(
             f"{name}-builder-role-assignment", principal_id=self.identity.principal_id, principal_type="ServicePrincipal",
-            role_definition_id=pulumi.Output.all(client.subscription_id, role_guid).apply(
+            role_definition_id=pulumi.Output.all(subscription_id, role_guid).apply(
                 lambda ids: role_definition_id(ids[0], ids[1])),
             scope=scope, opts=pulumi.ResourceOptions(parent=self, depends_on=[role]))
         ids: dict[NodeImage, pulumi.Output[str]] = {}
         for version in plan.images.versions:
             image = version.image
-            plain = pulumi.Output.all(client.subscription_id, resource_group_name).apply(
+            plain = pulumi.Output.all(subscription_id, resource_group_name).apply(
                 lambda args, image=image: version_id(args[0], args[1], cluster, image))
             if not version.built_here:
                 # Built by an earlier template; the gallery keeps it (docs/images.md, "Rolling out a new version").
@@ -172,7 +191,7 @@ class NodeImages(pulumi.ComponentResource):
                                 [assignment, self.versions[image.definition]])
             ids[image] = pulumi.Output.all(plain, ready.id).apply(lambda a: a[0])
         self.ids = ImageIds(ids)
-        self.register_outputs({"gallery": self.gallery.name})
+        self.register_outputs({"gallery": self.gallery.name, "imageIds": {str(i): v for i, v in ids.items()}})
 
     def _build(self, name: str, plan: ClusterPlan, version: ImageVersionPlan, resource_group_name: pulumi.Input[str],
                location: str, tags: dict[str, str], version_resource_id: pulumi.Output[str],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pulumi
@@ -42,10 +43,29 @@ class Certificate:
         self.cert = cert
 
 
+@dataclass(frozen=True)
+class ClusterPkiArgs:
+    """The inputs of ClusterPki."""
+
+    cluster: str
+    """The cluster's name: the CAs' organization."""
+    certificates: tuple[CertPlan, ...]
+    """The leaf certificates to issue (components/planning/pki.py `plan_certificates`)."""
+
+
 class ClusterPki(pulumi.ComponentResource):
-    def __init__(self, name: str, cluster: str, certificates: tuple[CertPlan, ...],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    """Three CAs (cluster, etcd, front proxy), the service-account key and the planned leaf certificates."""
+
+    ca_cert_pem: pulumi.Output[str]
+    """The cluster CA's certificate."""
+    ca_cert_hash: pulumi.Output[str]
+    """`sha256:<hex>` of the cluster CA's public key: what `kubeadm join --discovery-token-ca-cert-hash` takes."""
+    certificates: dict[str, Certificate]
+    """Leaf certificates and their keys by plan name (`admin`, `apiserver`, ...)."""
+
+    def __init__(self, name: str, args: ClusterPkiArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:ClusterPki", name, None, opts)
+        cluster, certificates = args.cluster, args.certificates
         child = pulumi.ResourceOptions(parent=self)
         self.cas: dict[str, tuple[tls.PrivateKey, tls.SelfSignedCert]] = {}
         for ca, common_name in ((CLUSTER_CA, "kubernetes"), (ETCD_CA, "etcd-ca"), (FRONT_PROXY_CA, "front-proxy-ca")):

@@ -25,12 +25,13 @@ import pulumi_azure_native as azure
 import pulumi_command as command
 
 from components.azure.network import NetworkRefs
+from components.azure.scope import AzureScope
 from components.catalog.acr_tasks import AGENT_POOL_COUNT, AGENT_POOL_NAME, AGENT_POOL_TIER
 from components.catalog.azure_roles import ACR_PULL, KEY_VAULT_SECRETS_USER, role_definition_id
 from components.planning import agents_image
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
 from components.planning.registry import DOCKER_HUB_CREDENTIALS, RegistryPlan
-from components.spec import ClusterSpec
+from components.spec.registry import DockerHubCredentials
 
 PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
 PRIVATE_LINK_GROUP = "registry"
@@ -64,15 +65,39 @@ az acr run --registry "$REGISTRY_NAME" --agent-pool "$AGENT_POOL" --platform lin
 """
 
 
+@dataclass(frozen=True)
+class ContainerRegistryArgs:
+    """The inputs of ContainerRegistry."""
+
+    scope: AzureScope
+    """Where the registry, its private DNS zone, endpoint, pull identity and agent pool go."""
+    plan: RegistryPlan
+    """The registry's name, cache rules and the agents image to build (`plan.registry`)."""
+    network: NetworkRefs
+    """The VNet the private DNS zone links to; the control-plane subnet holds the endpoint and the agent pool."""
+    docker_hub: DockerHubCredentials | None = None
+    """The Key Vault secrets of a Docker Hub login for the cache rules that need one (`registry.dockerHub`); None:
+    no credential set (anonymous pulls through the cache)."""
+
+
 class ContainerRegistry(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: ClusterSpec, plan: RegistryPlan, network: NetworkRefs, tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    """The cluster's private Azure Container Registry: every image a machine or pod pulls comes from it."""
+
+    registry: azure.containerregistry.Registry
+    """The registry (protected; Premium, zone-redundant, no public access)."""
+    access: RegistryAccess
+    """The pull identity every machine carries, and its tenant."""
+    agents_image: command.local.Command
+    """The build of the project's agents image (ACR Tasks in the VNet); the in-cluster layer waits for it."""
+
+    def __init__(self, name: str, args: ContainerRegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:ContainerRegistry", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        rg = network.resource_group_name
-        client = azure.authorization.get_client_config_output()
+        plan, network, scope, tags = args.plan, args.network, args.scope, dict(args.scope.tags)
+        rg = scope.resource_group_name
+        subscription_id = pulumi.Output.from_input(scope.subscription_id)
         self.registry = azure.containerregistry.Registry(
-            name, registry_name=plan.name, resource_group_name=rg, location=network.location,
+            name, registry_name=plan.name, resource_group_name=rg, location=scope.location,
             sku=azure.containerregistry.SkuArgs(name="Premium"), zone_redundancy="Enabled",
             public_network_access="Disabled", network_rule_bypass_options="AzureServices",
             data_endpoint_enabled=True, admin_user_enabled=False, anonymous_pull_enabled=False, tags=tags,
@@ -85,7 +110,7 @@ class ContainerRegistry(pulumi.ComponentResource):
             virtual_network=azure.privatedns.SubResourceArgs(id=network.vnet_id), registration_enabled=False,
             tags=tags, opts=child)
         endpoint = azure.network.PrivateEndpoint(
-            f"{name}-endpoint", resource_group_name=rg, location=network.location,
+            f"{name}-endpoint", resource_group_name=rg, location=scope.location,
             subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]),
             private_link_service_connections=[azure.network.PrivateLinkServiceConnectionArgs(
                 name=f"{name}-registry", private_link_service_id=registry_id, group_ids=[PRIVATE_LINK_GROUP])],
@@ -98,14 +123,14 @@ class ContainerRegistry(pulumi.ComponentResource):
             opts=child)
         # Nodes and API servers pull with this identity (kubelet's acr-credential-provider): AcrPull only.
         self.pull_identity = azure.managedidentity.UserAssignedIdentity(
-            f"{name}-pull", resource_group_name=rg, location=network.location, tags=tags, opts=child)
+            f"{name}-pull", resource_group_name=rg, location=scope.location, tags=tags, opts=child)
         azure.authorization.RoleAssignment(
             f"{name}-pull-role", principal_id=self.pull_identity.principal_id, principal_type="ServicePrincipal",
-            role_definition_id=client.subscription_id.apply(lambda sub: role_definition_id(sub, ACR_PULL)),
+            role_definition_id=subscription_id.apply(lambda sub: role_definition_id(sub, ACR_PULL)),
             scope=registry_id, opts=child)
         credential_set_id: pulumi.Output[str] | None = None
         waits: list[pulumi.Resource] = [self.dns_records, self.dns_link]
-        docker_hub = spec.registry.docker_hub
+        docker_hub = args.docker_hub
         if any(rule.credential_set for rule in plan.cache_rules) and docker_hub is not None:
             credentials = azure.containerregistry.CredentialSet(
                 f"{name}-{DOCKER_HUB_CREDENTIALS}", credential_set_name=DOCKER_HUB_CREDENTIALS,
@@ -122,7 +147,7 @@ class ContainerRegistry(pulumi.ComponentResource):
             secrets_reader = azure.authorization.RoleAssignment(
                 f"{name}-{DOCKER_HUB_CREDENTIALS}-secrets", principal_type="ServicePrincipal",
                 principal_id=credentials.identity.apply(lambda i: i.principal_id if i and i.principal_id else ""),
-                role_definition_id=client.subscription_id.apply(
+                role_definition_id=subscription_id.apply(
                     lambda sub: role_definition_id(sub, KEY_VAULT_SECRETS_USER)),
                 scope=docker_hub.key_vault_id, opts=child)
             credential_set_id = credentials.id
@@ -137,7 +162,7 @@ class ContainerRegistry(pulumi.ComponentResource):
         # Build agents in the VNet: the registry is private, so the build runs where its endpoint is reachable.
         self.agent_pool = azure.containerregistry.AgentPool(
             f"{name}-{AGENT_POOL_NAME}", agent_pool_name=AGENT_POOL_NAME, registry_name=self.registry.name,
-            resource_group_name=rg, location=network.location, os=azure.containerregistry.OS.LINUX,
+            resource_group_name=rg, location=scope.location, os=azure.containerregistry.OS.LINUX,
             tier=AGENT_POOL_TIER, count=AGENT_POOL_COUNT,
             virtual_network_subnet_resource_id=network.subnet_ids[CONTROL_PLANE_BLOCK], tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits))
@@ -150,5 +175,7 @@ class ContainerRegistry(pulumi.ComponentResource):
                          "TASK": agents_image.task_yaml(agents_image.REPOSITORY, plan.agents_tag,
                                                         plan.agents_base_image, plan.agents_platforms)},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.cache_rules, self.agent_pool]))
-        self.access = RegistryAccess(self.pull_identity.id, self.pull_identity.client_id, client.tenant_id)
-        self.register_outputs({"loginServer": self.registry.login_server})
+        self.access = RegistryAccess(self.pull_identity.id, self.pull_identity.client_id,
+                                     pulumi.Output.from_input(scope.tenant_id))
+        self.register_outputs({"registryId": self.registry.id, "loginServer": self.registry.login_server,
+                               "pullIdentityId": self.access.identity_id})

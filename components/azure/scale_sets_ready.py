@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.azure.node_scale_set import NodeScaleSet
+from components.azure.scale_set.resource import NodeScaleSet
 from components.azure.scale_sets_ready_provider import CONCURRENCY, DEADLINE, SCALE_SETS, ScaleSetsReadyProvider
 from components.planning.placement import PoolPlan, ScaleSetPlan
 

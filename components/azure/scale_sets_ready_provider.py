@@ -2,7 +2,7 @@
 
 Pulumi's dynamic-provider host serves every RPC from `ThreadPoolExecutor(max_workers=4)` (pulumi 3.272
 `pulumi/dynamic/__main__.py` main()). The scale sets' create and update return once ARM accepted the write
-(components/azure/scale_set_provider.py), and this resource's create and update wait for all of them inside one
+(components/azure/scale_set/provider.py), and this resource's create and update wait for all of them inside one
 RPC, polling each one's operation on a thread of its own (at most `concurrency` at once): one worker for the length
 of the slowest allocation, instead of one worker per scale set.
 
@@ -37,10 +37,10 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.compute_provider import ComputeProvider
-from components.azure.scale_set_provider import PROVISIONING_STATE, parse_id, resource_id
+from components.azure.scale_set.arm_client import ComputeProvider
+from components.azure.scale_set.provider import PROVISIONING_STATE, parse_id, resource_id
+from components.azure.scale_set.routes import PROVIDER_INPUT, SCALE_SET_API_VERSION
 from components.catalog.allocation_failures import fix
-from components.catalog.arm_routes import PROVIDER_INPUT, SCALE_SET_API_VERSION
 
 SCALE_SETS = "scaleSets"
 DEADLINE = "deadlineSeconds"

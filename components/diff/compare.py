@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from components.catalog.arm_routes import PROVIDER_INPUT, REPLACEMENT_ACK_INPUT
+from components.azure.scale_set.routes import PROVIDER_INPUT, REPLACEMENT_ACK_INPUT
 from components.diff.capacity import capacity_delta
 from components.diff.cost import cost_delta
 from components.diff.replacement import refused, replacements
@@ -445,7 +445,7 @@ def _boot_files(base: Side, head: Side, result: PlanDiff) -> None:
 
 def _moved(base: Side, head: Side) -> dict[str, str]:
     """head URN -> base URN for node scale sets that moved from azure-native's typed class to the dynamic route:
-    NodeScaleSet declares `aliases` with the typed type (components/azure/node_scale_set.py), so the engine takes
+    NodeScaleSet declares `aliases` with the typed type (components/azure/scale_set/resource.py), so the engine takes
     the old resource as this one."""
     moved = {}
     for urn, state in head.resources.items():

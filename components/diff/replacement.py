@@ -15,8 +15,8 @@ The providers decide, not this file; each rule names where its provider says so:
   command").
 - tls and random are bridged Terraform providers whose arguments are RequiresReplace
   (hashicorp/terraform-provider-tls `internal/provider/resource_*.go`; only `early_renewal_hours` updates).
-- node scale sets' dynamic provider (components/azure/scale_set_provider.py) decides by
-  `components/catalog/arm_routes.py` scale_set_diff: what the update model lacks, the resource id, zones and sku
+- node scale sets' dynamic provider (components/azure/scale_set/provider.py) decides by
+  `components/azure/scale_set/routes.py` scale_set_diff: what the update model lacks, the resource id, zones and sku
   replace; capacity never changes anything.
 
 "Refused" changes are ones the provider sends as an in-place update that Azure rejects on an existing
@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog.arm_routes import scale_set_diff
+from components.azure.scale_set.routes import scale_set_diff
 from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
 
 _AZ_DIFF = "pulumi-azure-native provider/pkg/provider/diff.go (PUT path parameters replace)"
@@ -178,7 +178,7 @@ def replacing(resource_type: str, path: str) -> str | None:
     return None
 
 
-_ROUTE = "NodeScaleSet provider, components/catalog/arm_routes.py"
+_ROUTE = "NodeScaleSet provider, components/azure/scale_set/routes.py"
 
 
 def replacements(resource_type: str, paths: list[str], old_inputs: dict[str, Any],

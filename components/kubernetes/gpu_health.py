@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.catalog.in_cluster import GPU_OPERATOR_CHART, GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION
 from components.kubernetes.declare import declare_staged
@@ -16,13 +18,26 @@ from components.kubernetes.objects.releases import GPU_OPERATOR_RELEASE
 from components.planning.cluster_plan import ClusterPlan
 
 
+@dataclass(frozen=True)
+class GpuHealthArgs:
+    """The inputs of GpuHealth."""
+
+    plan: ClusterPlan
+    """The cluster plan: GPU pools (rack pools change the operator's values), the registry."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the operator and the checks wait for (pod networking)."""
+
+
 class GpuHealth(pulumi.ComponentResource):
     """The GPU operator after `after`; the health checks' namespace and service accounts at once, their pods after
     the operator."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None,
-                 after: Sequence[pulumi.Resource] = ()) -> None:
+    operator: k8s.helm.v3.Release
+    """The GPU operator's Helm release."""
+
+    def __init__(self, name: str, args: GpuHealthArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:GpuHealth", name, None, opts)
+        plan, after = args.plan, args.after
         child = pulumi.ResourceOptions(parent=self)
         values = serve_chart_values("gpu-operator", gpu_operator_values(racks=any(p.racks for p in plan.pools)),
                                     plan.registry)
@@ -33,4 +48,4 @@ class GpuHealth(pulumi.ComponentResource):
         self.checks = declare_staged(gpu_health_objects(plan), child, [*after, self.operator])
         # InfiniBand HCAs as the extended resource rdma/ib, for NCCL in pods (objects/rdma.py).
         self.rdma = declare_staged(device_objects(plan), child, after)
-        self.register_outputs({})
+        self.register_outputs({"gpuOperator": self.operator.name})

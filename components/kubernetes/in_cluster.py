@@ -18,16 +18,16 @@ import yaml
 
 from components.azure.addon_identities import AddonAzureRefs
 from components.catalog.in_cluster import CILIUM_VERSION
-from components.kubernetes.capacity import Capacity
+from components.kubernetes.capacity import Capacity, CapacityArgs
 from components.kubernetes.declare import declare_all, declare_staged
-from components.kubernetes.gpu_health import GpuHealth
-from components.kubernetes.networking import Networking
+from components.kubernetes.gpu_health import GpuHealth, GpuHealthArgs
+from components.kubernetes.networking import Networking, NetworkingArgs
 from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
 from components.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
 from components.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
-from components.kubernetes.rack_devices import RackDevices
+from components.kubernetes.rack_devices import RackDevices, RackDevicesArgs
 from components.kubernetes.rollout_gate import CILIUM_GATE
-from components.kubernetes.scheduling import Scheduling
+from components.kubernetes.scheduling import Scheduling, SchedulingArgs
 from components.planning.cluster_plan import ClusterPlan
 
 
@@ -55,11 +55,34 @@ class TelemetryRefs:
     client_id: pulumi.Output[str]
 
 
+@dataclass(frozen=True)
+class InClusterArgs:
+    """The inputs of InCluster."""
+
+    plan: ClusterPlan
+    """The cluster plan: scheduling, add-ons, versions, the first-up path to the API servers."""
+    kubeconfig: pulumi.Output[str]
+    """The admin kubeconfig the Kubernetes provider uses (secret)."""
+    ca_pem: pulumi.Input[str]
+    """The cluster CA's certificate (the readiness wait trusts it)."""
+    addon_refs: AddonAzureRefs
+    """The add-ons' Azure identities and where the cluster lives (AddonIdentities.refs)."""
+    telemetry: TelemetryRefs | None = None
+    """Where the edge Prometheus shards write; None: no metrics pipeline (`metrics` off)."""
+
+
 class InCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, kubeconfig: pulumi.Output[str], ca_pem: pulumi.Input[str],
-                 azure: AddonAzureRefs, opts: pulumi.ResourceOptions | None = None,
-                 telemetry: TelemetryRefs | None = None) -> None:
+    """The in-cluster layer: flow control, scheduling and Kueue, pod networking, capacity, health, metrics."""
+
+    provider: k8s.Provider
+    """The Kubernetes provider every object goes through (it waits for the API servers)."""
+    scheduling: Scheduling
+    """Priority classes, Kueue and its queues."""
+
+    def __init__(self, name: str, args: InClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:InCluster", name, None, opts)
+        plan, kubeconfig, ca_pem, addon_refs, telemetry = (args.plan, args.kubeconfig, args.ca_pem, args.addon_refs,
+                                                            args.telemetry)
         first_up = plan.first_up
         assert first_up is not None, "the in-cluster layer is planned with its first-up path"
         # Runs where `pulumi up` runs, after the control plane and node pools exist: blocks until /readyz answers.
@@ -79,10 +102,12 @@ class InCluster(pulumi.ComponentResource):
         # Then what admission needs before the pods that use it, behind no gate: the priority classes (the prefix IPAM
         # controller and CoreDNS run at gpucluster-system, and Cilium's agents wait for the controller's addresses).
         # Each component's namespaces and service accounts come first within it (declare.py declare_staged).
-        self.scheduling = Scheduling(f"{name}-scheduling", plan.scheduling, plan.spec.in_cluster, plan.registry,
-                                     plan.versions.minor, child)
+        self.scheduling = Scheduling(f"{name}-scheduling", SchedulingArgs(
+            plan=plan.scheduling, settings=plan.spec.in_cluster, registry=plan.registry, minor=plan.versions.minor),
+            child)
         classes = self.scheduling.priority_classes
-        self.networking = Networking(f"{name}-networking", plan, azure, child, after=classes)
+        self.networking = Networking(f"{name}-networking", NetworkingArgs(plan=plan, addon_refs=addon_refs, after=classes),
+                                     child)
         # What the gate watches stays visible in the plan; the endpoint and the admin credentials are secret.
         gate_env = kubeconfig.apply(lambda text: CILIUM_GATE.environment(text, first_up.proxy_url))
         # Cilium's release does not wait (objects/releases.py): this gate does, for most of the nodes, and what needs
@@ -97,10 +122,10 @@ class InCluster(pulumi.ComponentResource):
         after_cni = [self.cni_ready, *classes]
         self.scheduling.install_kueue(after_cni)
         # The autoscaler watches ProvisioningRequests from its start.
-        self.capacity = Capacity(f"{name}-capacity", plan, azure, child,
-                                 after=[*after_cni, self.scheduling.provisioning_crd])
+        self.capacity = Capacity(f"{name}-capacity", CapacityArgs(
+            plan=plan, addon_refs=addon_refs, after=[*after_cni, self.scheduling.provisioning_crd]), child)
         self.csr_approver = declare_staged(csr_objects(plan), child, after_cni)
-        self.gpu_health = GpuHealth(f"{name}-gpu-health", plan, child, after=after_cni)
+        self.gpu_health = GpuHealth(f"{name}-gpu-health", GpuHealthArgs(plan=plan, after=after_cni), child)
         # Cilium's agents are Ready past the gate, so cilium-operator has registered its policy CRDs (the agent waits
         # for them at start; cilium `pkg/k8s/apis/cilium.io/client` RegisterCRDs is the operator's).
         self.imds_guard = declare_staged(imds_objects(plan), child, after_cni)
@@ -109,6 +134,6 @@ class InCluster(pulumi.ComponentResource):
                                                           render_yaml), child, after_cni) \
             if telemetry is not None else []
         # NVLink racks: ComputeDomains and InfiniBand NICs through DRA, on rack nodes only.
-        self.rack_devices = RackDevices(f"{name}-rack-devices", plan, child, after=after_cni) \
+        self.rack_devices = RackDevices(f"{name}-rack-devices", RackDevicesArgs(plan=plan, after=after_cni), child) \
             if has_rack_pools(plan) else None
         self.register_outputs({})

@@ -8,6 +8,8 @@ even with the layer off, since nodes cannot join without a token.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
@@ -28,10 +30,30 @@ from components.planning.pki import api_server_endpoint
 from components.vocabulary import LABEL_PART_OF
 
 
+@dataclass(frozen=True)
+class JoinAccessArgs:
+    """The inputs of JoinAccess."""
+
+    plan: ClusterPlan
+    """The cluster plan: the token slots (`plan.tokens`), the first-up path to the API servers (`plan.first_up`)."""
+    tokens: BootstrapTokens
+    """The bootstrap tokens whose Secrets it writes."""
+    kubeconfig: pulumi.Output[str]
+    """The admin kubeconfig the Kubernetes provider uses (secret)."""
+    ca_pem: pulumi.Output[str]
+    """The cluster CA's certificate: cluster-info carries it, the readiness wait trusts it."""
+
+
 class JoinAccess(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, tokens: BootstrapTokens, kubeconfig: pulumi.Output[str],
-                 ca_pem: pulumi.Output[str], opts: pulumi.ResourceOptions | None = None) -> None:
+    """What kubeadm join needs in the cluster before the first node boots: the bootstrap tokens' Secrets,
+    cluster-info and kubeadm's join RBAC."""
+
+    secrets: list[k8s.core.v1.Secret]
+    """The two token slots' Secrets in kube-system."""
+
+    def __init__(self, name: str, args: JoinAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:JoinAccess", name, None, opts)
+        plan, tokens, kubeconfig, ca_pem = args.plan, args.tokens, args.kubeconfig, args.ca_pem
         first_up = plan.first_up
         assert first_up is not None, "the plan carries the path pulumi reaches the API servers by"
         self.api_ready = command.local.Command(

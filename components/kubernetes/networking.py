@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.azure.addon_identities import AddonAzureRefs
 from components.catalog.in_cluster import CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION
@@ -20,12 +22,27 @@ from components.planning.ip_plan import API_SERVER_PORT
 from components.planning.pki import api_server_host
 
 
+@dataclass(frozen=True)
+class NetworkingArgs:
+    """The inputs of Networking."""
+
+    plan: ClusterPlan
+    """The cluster plan: the address space, the prefix mode, Cilium's rollout budget, the registry."""
+    addon_refs: AddonAzureRefs
+    """The add-ons' Azure identities: Cilium's Azure IPAM or the prefix IPAM controller signs in as one."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the objects wait for (the priority classes they use)."""
+
+
 class Networking(pulumi.ComponentResource):
     """Cilium, the prefix IPAM controller and DNS; their objects after `after` (the priority classes they use)."""
 
-    def __init__(self, name: str, plan: ClusterPlan, azure: AddonAzureRefs,
-                 opts: pulumi.ResourceOptions | None = None, after: Sequence[pulumi.Resource] = ()) -> None:
+    cni: k8s.helm.v3.Release
+    """Cilium's Helm release."""
+
+    def __init__(self, name: str, args: NetworkingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Networking", name, None, opts)
+        plan, azure, after = args.plan, args.addon_refs, args.after
         child = pulumi.ResourceOptions(parent=self)
         prefix_mode = plan.prefix_mode
         host = api_server_host(plan.spec.name)
@@ -40,4 +57,4 @@ class Networking(pulumi.ComponentResource):
         self.prefix_ipam = declare_staged([o for o in objects if o["metadata"]["name"] == PREFIX_IPAM_APP], child,
                                           after)
         self.dns = declare_staged([o for o in objects if o["metadata"]["name"] != PREFIX_IPAM_APP], child, after)
-        self.register_outputs({})
+        self.register_outputs({"cilium": self.cni.name})

@@ -4,6 +4,7 @@ DRANET's DeviceClass (objects/rack_dra.py). Declared only on clusters with rack 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -30,10 +31,27 @@ from components.kubernetes.objects.releases import DRA_DRIVER_RELEASE, DRANET_RE
 from components.planning.cluster_plan import ClusterPlan
 
 
+@dataclass(frozen=True)
+class RackDevicesArgs:
+    """The inputs of RackDevices."""
+
+    plan: ClusterPlan
+    """The cluster plan: its rack pools (the drivers' values) and registry."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the drivers wait for (pod networking: Cilium's gate)."""
+
+
 class RackDevices(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None,
-                 after: Sequence[pulumi.Resource] = ()) -> None:
+    """NVLink racks' devices through DRA: NVIDIA's DRA driver (ComputeDomains) and DRANET (InfiniBand NICs)."""
+
+    dra_driver: k8s.helm.v3.Release
+    """NVIDIA's DRA driver release."""
+    dranet: k8s.helm.v3.Release
+    """DRANET's release."""
+
+    def __init__(self, name: str, args: RackDevicesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:RackDevices", name, None, opts)
+        plan, after = args.plan, args.after
         child = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(parent=self),
                                              pulumi.ResourceOptions(depends_on=list(after)))
         self.dra_driver = release(
@@ -48,4 +66,4 @@ class RackDevices(pulumi.ComponentResource):
             f"{name}-dranet-db", metadata=patch["metadata"], spec=patch["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.dranet]))
         self.device_class = declare_all([dranet_device_class()], child)
-        self.register_outputs({})
+        self.register_outputs({"draDriverRelease": self.dra_driver.name, "dranetRelease": self.dranet.name})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -19,13 +20,32 @@ from components.planning.scheduling import SchedulingPlan
 from components.spec import InClusterSpec
 
 
+@dataclass(frozen=True)
+class SchedulingArgs:
+    """The inputs of Scheduling."""
+
+    plan: SchedulingPlan
+    """Teams, queues, flavors and balloons (`plan.scheduling`)."""
+    settings: InClusterSpec
+    """The stack's in-cluster settings (`inCluster`): Kueue's pods-ready timeout."""
+    registry: RegistryPlan
+    """The cluster's registry: Kueue's chart pulls its images through it."""
+    minor: str
+    """The Kubernetes minor version (`1.36`): the ProvisioningRequest CRD's release follows it."""
+
+
 class Scheduling(pulumi.ComponentResource):
     """Priority classes and the ProvisioningRequest CRD at once (nothing gates them: the layer's pods need the
     classes, components/simulation/pulumi_order.py); Kueue once `install_kueue` is given what it waits for."""
 
-    def __init__(self, name: str, plan: SchedulingPlan, settings: InClusterSpec, registry: RegistryPlan, minor: str,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    priority_classes: list[pulumi.CustomResource]
+    """The cluster's priority classes."""
+    provisioning_crd: k8s.yaml.v2.ConfigFile
+    """The ProvisioningRequest CRD (Kueue's admission check and the autoscaler watch it)."""
+
+    def __init__(self, name: str, args: SchedulingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:kubernetes:Scheduling", name, None, opts)
+        plan, settings, registry, minor = args.plan, args.settings, args.registry, args.minor
         self._name, self._plan, self._settings, self._registry, self._minor = name, plan, settings, registry, minor
         child = pulumi.ResourceOptions(parent=self)
         self.priority_classes = declare_all(priority_classes(), child)
@@ -46,4 +66,4 @@ class Scheduling(pulumi.ComponentResource):
                 depends_on=[*after, *self.priority_classes, self.provisioning_crd])))
         # Kueue's CRDs and webhooks come with the chart: its objects wait for the release.
         self.queues = declare_staged(kueue_objects(self._plan), child, [self.kueue])
-        self.register_outputs({})
+        self.register_outputs({"kueueRelease": self.kueue.name})

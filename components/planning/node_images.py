@@ -73,7 +73,7 @@ def gallery_name(cluster: str) -> str:
 
 
 def version_id(subscription: str, resource_group: str, cluster: str, image: NodeImage) -> str:
-    """The image version id a machine boots (components/azure/node_pool.py `gallery_image`); `gpucluster verify`
+    """The image version id a machine boots (components/azure/scale_set/body.py `gallery_image`); `gpucluster verify`
     expects it on each scale set."""
     return (f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Compute/galleries/"
             f"{gallery_name(cluster)}/images/{image.definition}/versions/{image.version}")

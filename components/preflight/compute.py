@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.arm_routes import PREFIX_ON_NIC_COMPUTE_API, api_version_at_least
+from components.azure.scale_set.routes import PREFIX_ON_NIC_COMPUTE_API, api_version_at_least
 from components.catalog.vm_sizes import VmSize
 from components.preflight.model import Context, Finding, Resource, dig, listed
 from components.vocabulary import INFINIBAND_TAG
@@ -200,7 +200,7 @@ def _prefix_on_nic(resource: Resource) -> list[Finding]:
                 f"{len(blocks)} IP configurations ask for /28 blocks (privateIPAddressPrefixLength), which scale sets "
                 f"take from Microsoft.Compute {PREFIX_ON_NIC_COMPUTE_API}; this one is declared through {route}: "
                 "Azure would allocate single addresses. Declare it through NodeScaleSet "
-                "(components/azure/node_scale_set.py), or set the pool's podAddresses to secondaryIps"))
+                "(components/azure/scale_set/resource.py), or set the pool's podAddresses to secondaryIps"))
     return findings
 
 

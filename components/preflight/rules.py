@@ -98,7 +98,7 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "api-version 2026-07-02. Azure accepts the scale set and allocates single addresses: the plan's pod "
          "capacity is not what deploys",
          "azure-rest-api-specs Microsoft.Compute/Compute/stable/2026-07-02/ComputeRP.json (first version with the "
-         "field; components/catalog/arm_routes.py); pulumi-azure-native provider/pkg/convert/sdkInputsToRequestBody.go",
+         "field; components/azure/scale_set/routes.py); pulumi-azure-native provider/pkg/convert/sdkInputsToRequestBody.go",
          "accepts, deploys wrong"),
     Rule("interconnect-single-placement-group", "an interconnect (NVLink rack) scale set with "
          "singlePlacementGroup true: its interconnect group places the VMs",

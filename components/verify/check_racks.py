@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from components.azure.node_pool import interconnect_name
+from components.azure.scale_set.body import interconnect_name
 from components.planning.cluster_plan import ClusterPlan
 from components.verify.arm import Arm
 from components.verify.kube import Kube

@@ -30,7 +30,7 @@ class Placement:
 
 def machine_image_id(plan: ClusterPlan, subscription: str, machine: str) -> str:
     """The gallery image version id a scale set or VM boots: its NodeImage in the plan, named as
-    components/azure/node_images.py distributes it and components/azure/node_pool.py `gallery_image` boots it."""
+    components/azure/node_images.py distributes it and components/azure/scale_set/body.py `gallery_image` boots it."""
     return version_id(subscription, resource_group_name(plan.spec.name), plan.spec.name, plan.images.machines[machine])
 
 

@@ -61,7 +61,7 @@ def no_overprovision(args: ResourceValidationArgs, report: ReportViolation, _: C
                 "sku (a dynamic resource with armType Microsoft.Compute/virtualMachineScaleSets): azure-native's typed "
                 "class updates with a full-body PUT, and ignore_changes=['sku.capacity'] puts the stored old capacity "
                 "in it, not the live one (pulumi/pulumi#2657), so every later update resizes the pool.",
-    remediation="Declare node scale sets through components/azure/node_pool.py (NodeScaleSet), whose update is a "
+    remediation="Declare node scale sets through components/azure/scale_set/body.py (NodeScaleSet), whose update is a "
                 "PATCH without sku (docs/capacity.md).")
 def capacity_left_to_autoscaler(args: ResourceValidationArgs, report: ReportViolation, _: Config) -> None:
     if tags(args.props).get(AUTOSCALER_ENABLED_TAG) == "true" and args.resource_type != DYNAMIC_RESOURCE:

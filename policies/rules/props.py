@@ -51,7 +51,7 @@ class Resource(Protocol):
 
 def resource_kind(resource_type: str, props: Any) -> str:
     """The type rules judge a resource as: a dynamic resource declaring a known `armType` is read as the
-    azure-native type it mirrors (node scale sets, components/catalog/arm_routes.py); anything else is its own type."""
+    azure-native type it mirrors (node scale sets, components/azure/scale_set/routes.py); anything else is its own type."""
     if resource_type == DYNAMIC_RESOURCE and isinstance(props, Mapping):
         return ARM_TYPES.get(str(props.get("armType")), resource_type)
     return resource_type

@@ -12,7 +12,7 @@ urn, name, opts, provider; no old state; tests/test_policy_sight.py), so no pack
 create. This rule runs where both states are known: `gpucluster diff` / `plan --base` (two plans) and `gpucluster
 check` over a real `pulumi preview --json` (its `replace` steps carry `oldState` and `newState`). In `pulumi preview`
 and `pulumi up` themselves the node scale sets' provider refuses the second unacknowledged domain of a pool in its
-Diff (components/azure/replacement_guard.py, which spells ACK_KEY the same: the pack runs without `components/`).
+Diff (components/azure/scale_set/replacement_guard.py, which spells ACK_KEY the same: the pack runs without `components/`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult
 
-from components.azure.scale_set_provider import ScaleSetProvider, resource_id
+from components.azure.scale_set.provider import ScaleSetProvider, resource_id
 from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 
 

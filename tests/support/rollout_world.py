@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from components.catalog.arm_routes import SCALE_SET_API_VERSION
+from components.azure.scale_set.routes import SCALE_SET_API_VERSION
 from components.kubernetes.scripts import kube_client as kc
 from components.kubernetes.scripts import rollout as ro
 from components.kubernetes.scripts.prefix_ipam import Leader

@@ -1,5 +1,5 @@
 """Recognising scale sets in recorded states whichever way they are declared: node scale sets are dynamic
-resources naming their ARM type (components/catalog/arm_routes.py), the API-server set is azure-native's typed class."""
+resources naming their ARM type (components/azure/scale_set/routes.py), the API-server set is azure-native's typed class."""
 
 from __future__ import annotations
 

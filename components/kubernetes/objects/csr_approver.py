@@ -90,7 +90,7 @@ API_SERVER_COMPUTER_NAME_PREFIX = "apiserver"
 
 
 def csr_approver_from_plan(plan: ClusterPlan) -> list[Object]:
-    """Node names from the scale sets' computer name prefixes (their names, components/azure/node_pool.py), and
+    """Node names from the scale sets' computer name prefixes (their names, components/azure/scale_set/body.py), and
     the subnets machines take their addresses from: every pool's block and the control plane's."""
     prefixes = [API_SERVER_COMPUTER_NAME_PREFIX, *(s.name for p in plan.pools for s in p.scale_sets)]
     blocks = [CONTROL_PLANE_BLOCK, *(pool_block_name(p.name) for p in plan.pools)]

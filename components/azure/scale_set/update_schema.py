@@ -9,7 +9,7 @@ a model the create and update bodies share (ImageReference, LinuxConfiguration, 
 `x-ms-client-flatten` (`properties`) are merged into their parent, as the declared inputs flatten them.
 `tags` comes from `allOf: UpdateResource`.
 
-components/catalog/arm_routes.py derives CREATE_ONLY_PATHS from this table and the create model, so the replace
+components/azure/scale_set/routes.py derives CREATE_ONLY_PATHS from this table and the create model, so the replace
 table follows the version we send, not azure-mgmt-compute 39.0.0's update model (its operations default to
 2026-04-01).
 """

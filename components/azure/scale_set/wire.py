@@ -8,7 +8,7 @@ each field's wire name and type, and which of a model's fields live in its `prop
 A key the model does not carry is refused (UnknownFieldError), never dropped: that silent drop is what kept the
 /28 field from reaching ARM through azure-native 3.29 (its request body is built from its own schema,
 pulumi-azure-native provider/pkg/convert/sdkInputsToRequestBody.go). The PATCH body is built from the update
-model, which leaves out what Azure cannot change in place (components/catalog/arm_routes.py CREATE_ONLY_PATHS).
+model, which leaves out what Azure cannot change in place (components/azure/scale_set/routes.py CREATE_ONLY_PATHS).
 
 The SDK is imported on first use only: planning never builds a body.
 """
@@ -219,7 +219,7 @@ def _create_only(create: type, update: type, path: str) -> list[str]:
 def create_only_paths_at(definitions: dict[str, dict[str, str | None]], root: str,
                          create: str = SCALE_SET_MODEL) -> list[str]:
     """Writable fields of the SDK's create model that the REST update definitions (`definitions`, read from the spec
-    at the api-version we send: components/catalog/scale_set_update_schema.py) do not carry, as dotted paths in the
+    at the api-version we send: components/azure/scale_set/update_schema.py) do not carry, as dotted paths in the
     declared shape (`[]` after a list)."""
     return _create_only_at(model(create), definitions, root, "")
 

@@ -1,7 +1,7 @@
 """How node scale sets reach ARM: the API version they are declared at, and what an update may not change.
 
 Node scale sets are not azure-native's typed `VirtualMachineScaleSet` but a Pulumi dynamic resource
-(components/azure/scale_set_provider.py) built on Microsoft's Python SDK. Its inputs keep azure-native's
+(components/azure/scale_set/provider.py) built on Microsoft's Python SDK. Its inputs keep azure-native's
 camelCase shape (the `properties` envelopes flattened away), plus `armType` and `apiVersion`, so the
 preflight, the policy pack and `gpucluster diff` read it as they read the typed class
 (policies/rules/props.py `resource_kind`). docs/architecture.md, "Node scale sets", has the trade-offs.
@@ -30,7 +30,7 @@ SCALE_SET_API_VERSION = PREFIX_ON_NIC_COMPUTE_API
 
 AZURE_MGMT_COMPUTE = "39.0.0"
 """The azure-mgmt-compute release whose models build the request bodies (pyproject pins >=39.0.0,<40:
-the body builder reads the models' field metadata, components/azure/arm_body.py)."""
+the body builder reads the models' field metadata, components/azure/scale_set/wire.py)."""
 
 CREATE_ONLY_PATHS: tuple[str, ...] = (
     "location",
@@ -67,7 +67,7 @@ CREATE_ONLY_PATHS: tuple[str, ...] = (
 """What a PUT may set and the PATCH body (`VirtualMachineScaleSetUpdate`) does not carry at the api-version we send,
 so Azure cannot change it on an existing scale set: azure-mgmt-compute's `VirtualMachineScaleSet` model (the shape of
 our bodies) walked field by field against the 2026-07-02 REST update definitions
-(components/catalog/scale_set_update_schema.py; `[]` marks list items), not against the SDK's own update model
+(components/azure/scale_set/update_schema.py; `[]` marks list items), not against the SDK's own update model
 (azure-mgmt-compute 39.0.0, whose operations default to 2026-04-01: it has `storageProfile.diskApiVersion`, which the
 2026-07-02 update model does not). tests/test_arm_body.py derives it and fails when the table, the version we send
 or the schema's version disagree."""
@@ -98,7 +98,7 @@ PROVIDER_INPUT = "__provider"
 
 REPLACEMENT_ACK_INPUT = "replacementAcknowledged"
 """Set (true) on a node scale set the stack's `cluster.acknowledgeDeletions.infinibandDomains` covers, so the provider's
-diff may replace it alongside other domains of its pool (components/azure/replacement_guard.py). Declared only where
+diff may replace it alongside other domains of its pool (components/azure/scale_set/replacement_guard.py). Declared only where
 it is true; never sent to ARM, never a change."""
 
 
@@ -116,21 +116,21 @@ def path_pattern(path: str) -> str:
     return "".join(out)
 
 
-def _under(path: str, prefix: str) -> bool:
+def under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
 
 def scale_set_replacement(path: str) -> str | None:
     """Why a change at `path` (dotted, `[i]` for list items) replaces a node scale set, or None when the
     provider updates it in place (or ignores it: sku.capacity, the serialized provider)."""
-    if _under(path, CAPACITY_PATH) or _under(path, PROVIDER_INPUT) or _under(path, REPLACEMENT_ACK_INPUT):
+    if under(path, CAPACITY_PATH) or under(path, PROVIDER_INPUT) or under(path, REPLACEMENT_ACK_INPUT):
         return None
     for key, why in ROUTE_REPLACES:
-        if _under(path, key):
+        if under(path, key):
             return why
     pattern = path_pattern(path)
     for create_only in CREATE_ONLY_PATHS:
-        if _under(pattern, create_only):
+        if under(pattern, create_only):
             return (f"{create_only} is not in Microsoft.Compute's VirtualMachineScaleSetUpdate at "
                     f"{SCALE_SET_API_VERSION} (azure-rest-api-specs stable/{SCALE_SET_API_VERSION}/ComputeRP.json)")
     return None
@@ -166,53 +166,7 @@ def scale_set_diff(olds: dict[str, Any], news: dict[str, Any]) -> tuple[list[str
     an `aliases` move) is set by the update, never a reason to delete the scale set."""
     before, after = leaves(olds), leaves(news)
     changed = sorted(p for p in set(before) | set(after) if before.get(p, ...) != after.get(p, ...)
-                     and not _under(p, CAPACITY_PATH) and not _under(p, PROVIDER_INPUT)
-                     and not _under(p, REPLACEMENT_ACK_INPUT))
+                     and not under(p, CAPACITY_PATH) and not under(p, PROVIDER_INPUT)
+                     and not under(p, REPLACEMENT_ACK_INPUT))
     replaces = {p: why for p in changed if p in before and p in after and (why := scale_set_replacement(p))}
-    return changed, replaces
-
-
-# --- Interconnect blocks (NVLink racks, docs/rack-scale.md) ---------------------------------------------------------
-
-INTERCONNECT_BLOCK_ARM_TYPE = "Microsoft.Compute/interconnectBlocks"
-
-INTERCONNECT_COMPUTE_API = "2026-03-01"
-"""The earliest stable Microsoft.Compute API version with interconnect blocks and the scale-set profiles that name
-them: `InterconnectBlock` is `@added(Versions.v2026_03_01)` (Azure/azure-rest-api-specs specification/compute/
-resource-manager/Microsoft.Compute/Compute/Compute/InterconnectBlock.tsp), Microsoft's .NET reference gives
-`VirtualMachineScaleSetNetworkProfile.InterconnectGroupProfile` "Minimum api-version: 2026-03-01", and the
-example of a scale set with both profiles is stable 2026-03-01 (virtualMachineScaleSetExamples/
-VirtualMachineScaleSet_Create_WithInterconnectBlock.json). Stable 2026-07-02, which the node scale sets already
-send, carries the block too (its interconnectBlockExamples/InterconnectBlocks_CreateOrUpdate.json is at
-api-version 2026-07-02), so rack scale sets and blocks are sent at SCALE_SET_API_VERSION."""
-
-INTERCONNECT_BLOCK_API_VERSION = SCALE_SET_API_VERSION
-"""The api-version every interconnect-block request is sent at. azure-mgmt-compute 39.0.0's
-`interconnect_blocks` operations default to 2026-04-01 (operations/_operations.py
-`build_interconnect_blocks_*_request`); the provider passes this one."""
-
-INTERCONNECT_BLOCK_REPLACES: tuple[tuple[str, str], ...] = (
-    ("armType", "the resource's ARM type"),
-    ("subscriptionId", "the block's resource id (PUT path)"),
-    ("resourceGroupName", "the block's resource id (PUT path)"),
-    ("interconnectBlockName", "the block's resource id (PUT path)"),
-    ("location", "a tracked resource's location is fixed"),
-    ("zones", "the block's placement: \"This property cannot be changed once Interconnect Block is provisioned\" "
-              "(InterconnectBlock.tsp, placement and zones)"),
-    ("sku.name", "\"After create, only `sku.capacity` can be updated\" (InterconnectBlock.tsp, sku)"),
-    ("properties.interconnectGroup", "\"Required at create and immutable thereafter\" (azure-mgmt-compute 39.0.0 "
-                                     "InterconnectBlockProperties.interconnect_group, visibility read/create)"),
-)
-"""What an interconnect block cannot change in place: "When updating an Interconnect Block, only tags and
-sku.capacity may be modified" (InterconnectBlock.tsp, createOrUpdate and update)."""
-
-
-def interconnect_block_diff(olds: dict[str, Any], news: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """(changed leaf paths, {path: why} for those that replace) of an interconnect block: only tags and
-    sku.capacity update in place; the serialized provider is never a change."""
-    before, after = leaves(olds), leaves(news)
-    changed = sorted(p for p in set(before) | set(after) if before.get(p, ...) != after.get(p, ...)
-                     and not _under(p, PROVIDER_INPUT))
-    replaces = {p: why for p in changed if p in before and p in after
-                for key, why in INTERCONNECT_BLOCK_REPLACES if _under(p, key)}
     return changed, replaces

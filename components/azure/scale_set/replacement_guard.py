@@ -1,5 +1,5 @@
 """At most one InfiniBand domain of a pool replaced per deployment, refused where the engine asks for it: the node
-scale sets' provider `diff` (components/azure/scale_set_provider.py).
+scale sets' provider `diff` (components/azure/scale_set/provider.py).
 
 A CrossGuard rule is handed only the new inputs, before the provider is asked what changes (docs/architecture.md,
 "What a policy can see"), so `pulumi preview --policy-pack policies` and a plain `pulumi up` cannot tell a one-line

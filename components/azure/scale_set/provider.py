@@ -14,7 +14,7 @@
   counts as deleted;
 - diff: sku.capacity and the serialized provider are never changes; CREATE_ONLY_PATHS, the resource id, zones and
   sku replace (delete first: the name is fixed), at most one unacknowledged InfiniBand domain of a pool per
-  deployment (components/azure/replacement_guard.py); a live provisioningState of Failed is a change (the update
+  deployment (components/azure/scale_set/replacement_guard.py); a live provisioningState of Failed is a change (the update
   retries).
 
 Besides the declared values, the outputs hold `provisioningState` (ARM's answer: Creating or Updating after a write,
@@ -28,7 +28,8 @@ ARM poller. Credentials are azure-identity's DefaultAzureCredential at run time 
 AZURE_* variables), never stored in the state.
 
 The SDK is imported inside the methods: a plan never loads it. Pulumi pickles this provider into each scale
-set's state by reference to this module (pulumi.dynamic serialize_provider): keep the module path stable.
+set's state by reference (pulumi.dynamic serialize_provider), under the path it had before it moved here,
+components.azure.scale_set_provider, an alias of this module (components/azure/__init__.py): keep that path stable.
 """
 
 from __future__ import annotations
@@ -38,10 +39,9 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.arm_body import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
-from components.azure.compute_provider import ComputeProvider, check_owned
-from components.azure.replacement_guard import LEDGER
-from components.catalog.arm_routes import (
+from components.azure.scale_set.arm_client import ComputeProvider, check_owned
+from components.azure.scale_set.replacement_guard import LEDGER
+from components.azure.scale_set.routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
     REPLACEMENT_ACK_INPUT,
@@ -53,6 +53,7 @@ from components.catalog.arm_routes import (
     path_pattern,
     scale_set_diff,
 )
+from components.azure.scale_set.wire import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
 from components.vocabulary import CLUSTER_TAG, POOL_TAG
 
 ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT,
@@ -146,7 +147,7 @@ def _api_version(props: dict[str, Any]) -> str:
 
 def _admit_replacement(id_: str, olds: dict[str, Any], news: dict[str, Any], replacing: dict[str, str]) -> None:
     """Record this replacement in the host's ledger, which refuses a second unacknowledged InfiniBand domain of the
-    same pool in one deployment (components/azure/replacement_guard.py)."""
+    same pool in one deployment (components/azure/scale_set/replacement_guard.py)."""
     before, after = leaves(olds), leaves(news)
     why = "; ".join(f"{p} {before.get(p)} -> {after.get(p)}" for p in sorted(replacing)[:3])
     name = str(news.get("vmScaleSetName") or olds.get("vmScaleSetName") or id_)
@@ -156,6 +157,9 @@ def _admit_replacement(id_: str, olds: dict[str, Any], news: dict[str, Any], rep
 
 class ScaleSetProvider(ComputeProvider):
     """CRUD for a Microsoft.Compute/virtualMachineScaleSets resource through azure-mgmt-compute."""
+
+    # The reference Pulumi pickles into the state: the path deployed stacks already name (see the module docstring).
+    __module__ = "components.azure.scale_set_provider"
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
@@ -187,7 +191,7 @@ class ScaleSetProvider(ComputeProvider):
         tags name this cluster and pool is this stack's own, left by a create that ARM accepted and that then failed
         (pulumi.dynamic's create is "transactional", but ARM keeps a scale set whose allocation failed), and is
         adopted: the same PUT again, with `If-Match` on the etag just read. Anything else is refused with the one-line
-        fix (components/azure/compute_provider.py check_owned); never a retry loop.
+        fix (components/azure/scale_set/arm_client.py check_owned); never a retry loop.
 
         Returns once ARM accepted the PUT (200/201 with the resource, provisioningState Creating): the scale set is
         in the state exactly when it is in Azure. Whether its allocation then succeeds is the wait's to say

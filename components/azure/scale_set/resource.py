@@ -1,4 +1,4 @@
-"""NodeScaleSet: one node scale set, declared through the capacity-free route (components/azure/scale_set_provider.py).
+"""NodeScaleSet: one node scale set, declared through the capacity-free route (components/azure/scale_set/provider.py).
 
 Its inputs are azure-native's `VirtualMachineScaleSet` inputs (same camelCase names and shapes), plus `armType`,
 `apiVersion` and `subscriptionId`. Going back to azure-native's typed class once a release carries
@@ -13,8 +13,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.azure.scale_set_provider import OPERATION, ScaleSetProvider
-from components.catalog.arm_routes import REPLACEMENT_ACK_INPUT, SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
+from components.azure.scale_set.provider import OPERATION, ScaleSetProvider
+from components.azure.scale_set.routes import REPLACEMENT_ACK_INPUT, SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
 
 TYPED_SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 
@@ -32,7 +32,7 @@ class NodeScaleSet(pulumi.dynamic.Resource):
                                  "subscriptionId": subscription_id, **inputs,
                                  OPERATION: None}  # an output only: a None input is not sent
         if replacement_acknowledged:  # the stack's acknowledgeDeletions covers it: the provider may replace it
-            props[REPLACEMENT_ACK_INPUT] = True  # alongside other domains of its pool (azure/replacement_guard.py)
+            props[REPLACEMENT_ACK_INPUT] = True  # alongside other domains of its pool (azure/scale_set/replacement_guard.py)
         # A stack whose scale sets were created through the typed class keeps them: the engine matches the old
         # URN, this provider diffs the old state (pulumi/pulumi step_generator.go providerChanged: a provider
         # without DiffConfig asks for no replacement) and the first `up` is a PATCH, never a re-create.

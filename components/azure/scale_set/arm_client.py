@@ -1,4 +1,4 @@
-"""What the dynamic providers on Microsoft's SDK share: how they reach ARM (components/azure/scale_set_provider.py,
+"""What the dynamic providers on Microsoft's SDK share: how they reach ARM (components/azure/scale_set/provider.py,
 interconnect_block_provider.py).
 
 Pulumi pickles the provider object into every resource's state (pulumi.dynamic `serialize_provider`, dill), in

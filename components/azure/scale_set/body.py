@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.confidential_key import ConfidentialDiskKey
-from components.azure.interconnect_block import InterconnectBlock
-from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
-from components.azure.node_scale_set import NodeScaleSet
-from components.azure.replacement_guard import acknowledged
+from components.azure.scale_set.replacement_guard import acknowledged
+from components.azure.scale_set.resource import NodeScaleSet
+from components.azure.scope import AzureScope
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
 from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_template import scale_set_tags, split_min
+from components.planning.node_template import scale_set_tags
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
-from components.planning.tags import base_tags
 
 
 @dataclass(frozen=True)
@@ -99,7 +95,7 @@ def _ip_configurations(pool: PoolPlan, subnet_id: pulumi.Input[str]) -> list[Any
     addressing = node_addressing(pool.spec)
     if addressing.prefix_mode:
         # Microsoft.Compute carries privateIPAddressPrefixLength on scale-set IP configurations from API
-        # 2026-07-02 (components/catalog/arm_routes.py); NodeScaleSet sends it at that version, so it is written
+        # 2026-07-02 (components/azure/scale_set/routes.py); NodeScaleSet sends it at that version, so it is written
         # in the declared (flattened) shape by its wire name.
         configs += [{"name": f"podblock{i:02d}", "primary": False, "privateIPAddressVersion": "IPv4",
                      "privateIPAddressPrefixLength": PREFIX_LENGTH, "subnet": {"id": subnet_id}}
@@ -150,16 +146,46 @@ def _rack_profile(vm: dict[str, Any], nics: list[Any], plan: ScaleSetPlan, rack:
     }
 
 
-def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, network: NetworkRefs,
-              subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess, images: ImageIds,
-              opts: pulumi.ResourceOptions, subscription_id: pulumi.Input[str],
-              disk_encryption_set_id: pulumi.Input[str] | None = None,
-              identity_ids: list[pulumi.Input[str]] | None = None, rack: RackRefs | None = None,
-              acknowledged_domains: Sequence[str] = ()) -> NodeScaleSet:
+@dataclass(frozen=True)
+class ScaleSetArgs:
+    """What one node scale set is built from."""
+
+    scope: AzureScope
+    """Where it goes (resource group, region, subscription) and the cluster its tags name."""
+    pool: PoolPlan
+    """The pool it belongs to: size, priority, disks, NICs, confidential and rack settings."""
+    plan: ScaleSetPlan
+    """This scale set's name, zone, first capacity and placement (one InfiniBand domain or rack)."""
+    minimum: int
+    """Its share of the pool's minimum node count (the autoscaler's min-size tag)."""
+    subnet_id: pulumi.Input[str]
+    """The pool's subnet: the node address and every pod address or /28 block come from it."""
+    join: NodeJoin
+    """Where and how its nodes join the cluster (the boot document's inputs)."""
+    access: NodeAccess
+    """The admin user and SSH keys of its machines."""
+    images: ImageIds
+    """The cluster's gallery image versions; it boots the one the plan names for it."""
+    disk_encryption_set_id: pulumi.Input[str] | None = None
+    """A confidential pool's customer-key disk encryption set; None: platform-managed keys."""
+    identity_ids: tuple[pulumi.Input[str], ...] = ()
+    """User-assigned identities its VMs carry (the registry pull identity, add-on identities on the system pool);
+    empty: a system-assigned identity only."""
+    rack: RackRefs | None = None
+    """A rack scale set's interconnect group and block; None for every other pool."""
+    acknowledged_domains: tuple[str, ...] = ()
+    """The stack's acknowledgeDeletions.infinibandDomains (names or patterns): a scale set they name may be replaced
+    alongside other domains of its pool (components/azure/scale_set/replacement_guard.py)."""
+
+
+def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
     """One zonal node scale set through the capacity-free route: its inputs are azure-native's
     VirtualMachineScaleSet inputs, sent by Microsoft's SDK at Microsoft.Compute SCALE_SET_API_VERSION."""
+    scope, pool, plan, minimum, subnet_id = args.scope, args.pool, args.plan, args.minimum, args.subnet_id
+    join, access, images, rack = args.join, args.access, args.images, args.rack
+    disk_encryption_set_id, identity_ids = args.disk_encryption_set_id, list(args.identity_ids)
     spec = pool.spec
-    tags = scale_set_tags(cluster, pool, plan, minimum, network.location)
+    tags = scale_set_tags(scope.cluster, pool, plan, minimum, scope.location)
     spot = spec.priority == "spot"
     nics = [azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
         name="nic0", primary=True, enable_accelerated_networking=pool.accelerated_networking,
@@ -172,8 +198,8 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
         os_disk=_os_disk(pool, disk_encryption_set_id))
     inputs: dict[str, Any] = {
         "vmScaleSetName": plan.name,
-        "resourceGroupName": network.resource_group_name,
-        "location": network.location,
+        "resourceGroupName": scope.resource_group_name,
+        "location": scope.location,
         "zones": [plan.zone],
         # The first size: the create sends it; an update never sends sku (capacity is the autoscaler's).
         "sku": {"name": pool.size.name, "tier": "Standard", "capacity": plan.capacity},
@@ -204,71 +230,11 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
         inputs["virtualMachineProfile"] = _rack_profile(
             {"priority": "Regular", "osProfile": os_profile, "storageProfile": storage_profile}, nics, plan, rack)
         assert spec.racks is not None
-        # Create-only (absent from the SDK's update model: catalog/arm_routes.py CREATE_ONLY_PATHS), so a change
+        # Create-only (absent from the SDK's update model: azure/scale_set/routes.py CREATE_ONLY_PATHS), so a change
         # replaces the rack's scale set; Trunk by default, as Microsoft's interconnect-block example sends.
         inputs["highSpeedInterconnectPlacement"] = spec.racks.high_speed_interconnect_placement
     # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
     # the engine's diff (the value in the state stays the create's).
-    return NodeScaleSet(plan.name, subscription_id, inputs,
+    return NodeScaleSet(plan.name, scope.subscription_id, inputs,
                         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])),
-                        replacement_acknowledged=acknowledged(plan.name, acknowledged_domains))
-
-
-class NodePool(pulumi.ComponentResource):
-    """One logical pool: a scale set per InfiniBand domain (or large scale set), spread over zones."""
-
-    def __init__(self, name: str, cluster: str, plan: PoolPlan, network: NetworkRefs, subnet_id: pulumi.Input[str],
-                 join: NodeJoin, access: NodeAccess, images: ImageIds, opts: pulumi.ResourceOptions | None = None,
-                 identity_ids: list[pulumi.Input[str]] | None = None, acknowledged_domains: Sequence[str] = ()) -> None:
-        """`acknowledged_domains`: the stack's acknowledgeDeletions.infinibandDomains (names or patterns)."""
-        super().__init__("gpucluster:azure:NodePool", name, None, opts)
-        # The scale sets wait for what the pool waits for (the bootstrap tokens in the cluster).
-        child = pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None)
-        self.disk_key: ConfidentialDiskKey | None = None
-        des_id: pulumi.Input[str] | None = None
-        key_plan = plan.confidential.customer_key if plan.confidential else None
-        if key_plan is not None:
-            self.disk_key = ConfidentialDiskKey(f"{name}-cmk", key_plan, network.resource_group_name, network.location,
-                                                base_tags(cluster, {}), child, cluster=cluster, pool=plan.name)
-            des_id = self.disk_key.disk_encryption_set.id
-            # The encryption set must hold its role on the key before a VM's disk is created.
-            child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.disk_key]))
-        subscription_id = azure.authorization.get_client_config_output().subscription_id
-        racks = self._interconnect(cluster, plan, network, subscription_id, child)
-        self.scale_sets = [
-            scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, images, child, subscription_id,
-                      des_id, identity_ids, racks[s.rack.group] if s.rack else None, acknowledged_domains)
-            for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
-        ]
-        self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})
-
-    def _interconnect(self, cluster: str, plan: PoolPlan, network: NetworkRefs, subscription_id: pulumi.Input[str],
-                      child: pulumi.ResourceOptions) -> dict[str, RackRefs]:
-        """A rack pool's interconnect groups (azure-native's typed class) and one block per group holding every
-        rack's VMs (the explicit-API route: azure-native has no typed interconnect block)."""
-        refs: dict[str, RackRefs] = {}
-        self.interconnect_groups: list[azure.network.InterconnectGroup] = []
-        self.interconnect_blocks: list[InterconnectBlock] = []
-        if plan.racks is None:
-            return refs
-        tags = base_tags(cluster, {})
-        for group in plan.racks.groups:
-            name = interconnect_name(plan.name, group.name)
-            icg = azure.network.InterconnectGroup(
-                f"{plan.name}-{group.name}-icg", interconnect_group_name=name,
-                resource_group_name=network.resource_group_name, location=network.location,
-                scope=azure.network.InterconnectGroupScope.INFINI_BAND,
-                subgroup_profile=azure.network.SubgroupProfileArgs(
-                    vm_size=group.vm_size, scope=azure.network.SubgroupProfileScope.VERTICAL_CONNECT,
-                    size=group.subgroup_size),
-                tags=tags, opts=child)
-            block = InterconnectBlock(f"{plan.name}-{group.name}-icb", subscription_id, {
-                "interconnectBlockName": name, "resourceGroupName": network.resource_group_name,
-                "location": network.location, "zones": [group.zone],
-                "sku": {"name": group.vm_size, "capacity": group.block_capacity},
-                "properties": {"interconnectGroup": {"id": icg.id}}, "tags": tags,
-            }, opts=child)
-            self.interconnect_groups.append(icg)
-            self.interconnect_blocks.append(block)
-            refs[group.name] = RackRefs(icg.id, block.id)
-        return refs
+                        replacement_acknowledged=acknowledged(plan.name, args.acknowledged_domains))
