@@ -1,6 +1,6 @@
 """The YAML a plan reads and writes on its own paths goes through libyaml (PyYAML's `CSafeLoader`/`CSafeDumper`):
-the pure-Python reader and emitter cost `plan` most of a second in prod (docs/performance.md), and the values and
-bytes are the same as `yaml.safe_load` / `yaml.safe_dump` give (checked here on the shipped stacks)."""
+the pure-Python reader and emitter cost `plan` about half a second of CPU in prod (docs/performance.md), and the
+values and bytes are the same as `yaml.safe_load` / `yaml.safe_dump` give (checked here on the shipped stacks)."""
 
 from __future__ import annotations
 
