@@ -28,3 +28,6 @@ pulumi.export("adminKubeconfig", cluster.admin_kubeconfig)
 pulumi.export("breakGlassKubeconfig", cluster.break_glass_kubeconfig)
 if cluster.break_glass_key is not None:
     pulumi.export("breakGlassSshPrivateKey", pulumi.Output.secret(cluster.break_glass_key.private_key_openssh))
+if cluster.deploy_runner is not None:
+    # Step 2's command reads it (docs/operations.md, "First bootstrap").
+    pulumi.export("deployRunnerClientId", cluster.deploy_runner.client_id)

@@ -40,7 +40,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.diff.render import print_diff
     from components.offline.boot_docs import boot_documents, missing_image_files, write_boot_documents
     from components.offline.engine import run_program
-    from components.offline.first_up import first_up
+    from components.offline.first_up import first_up, write_runner_files
     from components.offline.html_report import render_report
     from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from components.offline.output import check_output_folder, output_path, write_output
@@ -116,7 +116,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     data[REMOVALS_KEY] = removals_data(uses, plan.versions.kubernetes_version)
     pack = "--policy-pack policies" + (f" --policy-pack-config {config_path.relative_to(root)}"
                                        if config_path and config_path.is_relative_to(root) else "")
-    data["firstUp"] = first_up(run.registrations, stack.spec, pack)
+    relative_config = str(config_path.relative_to(root)) if config_path and config_path.is_relative_to(root) else ""
+    data["firstUp"] = first_up(run.registrations, stack.spec, pack, name, relative_config)
     try:  # --base: what this plan changes against the base plan; what Azure would refuse stops here
         base_diff = diff_against_base(args.base, document, data, documents)
         if base_diff is not None and (refused := refusals(base_diff)) is not None:
@@ -129,6 +130,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         write_manifests(objects, folder / "manifests")
         write_charts(releases, folder / "charts")
         write_boot_documents(plan, folder, documents)
+        write_runner_files(plan, folder)
         (folder / "summary.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 

@@ -10,12 +10,14 @@ import pulumi_tls as tls
 from components.azure.addon_identities import AddonIdentities
 from components.azure.bootstrap_token import BootstrapTokens
 from components.azure.control_plane import ControlPlane
+from components.azure.deploy_runner import DeployRunner
 from components.azure.metrics_workspace import MetricsWorkspace
 from components.azure.network import Network
 from components.azure.node_images import NodeImages
 from components.azure.node_pool import NodeAccess, NodeJoin, NodePool
 from components.azure.pki import ClusterPki
 from components.azure.registry import ContainerRegistry
+from components.azure.scale_sets_ready import ScaleSetsReady, ready_entry
 from components.bootstrap.kubeconfig import render_kubeconfig
 from components.kubernetes.in_cluster import InCluster, TelemetryRefs
 from components.kubernetes.join_access import JoinAccess
@@ -54,6 +56,11 @@ class GpuCluster(pulumi.ComponentResource):
             self.break_glass_key = tls.PrivateKey(f"{name}-break-glass-ssh", algorithm="ED25519", opts=child)
             keys = [self.break_glass_key.public_key_openssh]
         access = NodeAccess(spec.access.admin_username, keys)
+        # The machine inside the VNet that step 2 of the first `pulumi up` runs on: step 1 creates it, so nothing
+        # here may depend on the join access (docs/operations.md, "First bootstrap").
+        self.deploy_runner = (DeployRunner(f"{name}-deploy-runner", spec.name, plan.deploy_runner, self.network.refs,
+                                           access, spec.tags, child)
+                              if plan.deploy_runner is not None else None)
         self.control_plane = ControlPlane(f"{name}-cp", plan, self.network.refs, self.pki, access, pull, images, child)
         self.addon_identities = AddonIdentities(f"{name}-addons", self.network.refs.resource_group_name,
                                                 self.network.refs.location, base_tags(spec.name, spec.tags), child,
@@ -92,16 +99,23 @@ class GpuCluster(pulumi.ComponentResource):
             NodePool(f"{name}-{pool.name}", spec.name, pool, self.network.refs,
                      self.network.refs.subnet_ids[pool_block_name(pool.name)], join, access, images, pools,
                      identity_ids=[pull.identity_id, *(system_identities
-                                                       if pool.spec.kind is PoolKind.SYSTEM else [])])
+                                                       if pool.spec.kind is PoolKind.SYSTEM else [])],
+                     acknowledged_domains=spec.acknowledge_deletions.infiniband_domains)
             for pool in plan.pools
         ]
+        # The scale sets' creates return once ARM accepted them; this one resource waits for all their allocations
+        # (one dynamic-provider worker, not one per scale set: docs/performance.md). What needs nodes waits on it.
+        self.nodes_ready = ScaleSetsReady(f"{name}-nodes-ready", [
+            ready_entry(scale_set, pool, scale_set_plan)
+            for pool, node_pool in zip(plan.pools, self.node_pools, strict=True)
+            for scale_set, scale_set_plan in zip(node_pool.scale_sets, pool.scale_sets, strict=True)], child)
         self.in_cluster: InCluster | None = None
         if spec.in_cluster.enabled:
-            # Waits for the control plane and node pools, so the API server exists before it is called.
+            # Waits for the control plane and the nodes, so the API server exists before it is called.
             self.in_cluster = InCluster(f"{name}-in-cluster", plan, self.admin_kubeconfig, self.pki.ca_cert_pem,
                                         self.addon_identities.refs,
                                         pulumi.ResourceOptions(
-                parent=self, depends_on=[self.control_plane, *self.node_pools, self.registry.agents_image]),
+                parent=self, depends_on=[self.control_plane, self.nodes_ready, self.registry.agents_image]),
                                         telemetry=TelemetryRefs(self.metrics.remote_write_url, self.metrics.client_id)
                                         if self.metrics is not None else None)
         self.register_outputs({"vnetId": self.network.refs.vnet_id})

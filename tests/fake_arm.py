@@ -5,14 +5,17 @@ It serves the resource types our dynamic providers manage (scale sets and interc
 Microsoft.Compute does (azure-rest-api-specs Compute/stable/2026-07-02/ComputeRP.json, *_CreateOrUpdate / _Update /
 _Delete / _Get; ARM's async-operation guidelines, azure-resource-manager-rpc async-api-reference.md):
 - PUT: 201 with `Azure-AsyncOperation`; the operation reports InProgress, then Succeeded (or Failed, with the
-  resource left behind in provisioningState Failed: `fail_next_create`); `If-None-Match: *` on an existing resource
-  and an `If-Match` etag that is not the current one are 412; a PUT on an existing resource merges into it (what
-  cluster-autoscaler's sparse {name, sku, location} capacity PUT relies on);
+  resource left behind in provisioningState Failed: `fail_next_create`). An operation runs on its own, as ARM's do:
+  once `operation_seconds` have passed, a GET of the resource shows where it ended whether or not anyone polled.
+  `If-None-Match: *` on an existing resource and an `If-Match` etag that is not the current one are 412; a PUT on
+  an existing resource merges into it (what cluster-autoscaler's sparse {name, sku, location} capacity PUT relies
+  on);
 - PATCH: 200 with `Azure-AsyncOperation`; the body is merged into the stored one (objects merge, lists replace);
 - DELETE: 202 with `Location`, which answers 202 until the resource is gone, then 200;
 - GET: the stored resource with provisioningState and etag, or 404 ResourceNotFound;
 - `throttle(n)`: the next n requests get 429 with `Retry-After: 1`;
-- `operation_seconds`: how long a long-running operation stays InProgress (0: one poll).
+- `operation_seconds`: how long a long-running operation stays InProgress (0: one poll);
+- `retry_after`: the `Retry-After` (seconds) an InProgress operation answers with, as ARM's do (none by default).
 
 Authorization: a bearer token named in `identities` is an add-on identity holding those grants (action, scope);
 any other token is the deployer, allowed everything. A request needs its RBAC action at a scope that contains its
@@ -86,6 +89,7 @@ class FakeArm:
     failing_creates: list[str] = field(default_factory=list)
     """Error codes the next creates' long-running operations end with (AllocationFailed, ...)."""
     operation_seconds: float = 0.0
+    retry_after: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def throttle(self, count: int) -> None:
@@ -130,10 +134,15 @@ class FakeArm:
             return copy.deepcopy(found) if found is not None else None
 
     def most_in_flight(self) -> int:
-        """The most long-running operations that were running at one moment (from acceptance to completion)."""
+        """The most long-running operations that were running in ARM at one moment: each from its acceptance until
+        it ended, `operation_seconds` later (whether or not anyone polled it then)."""
         with self.lock:
-            spans = [(o["started"], o.get("finished", float("inf"))) for o in self.operations.values()]
+            spans = [(o["started"], o["started"] + self.operation_seconds) for o in self.operations.values()]
         return max((sum(1 for s, f in spans if s <= start < f) for start, _ in spans), default=0)
+
+    def polls(self) -> list[Request]:
+        """The requests that polled a long-running operation."""
+        return [r for r in self.requests if "/operations/" in r.path or "/operationResults/" in r.path]
 
     def calls(self, method: str) -> list[Request]:
         return [r for r in self.requests if r.method == method and "/operations/" not in r.path
@@ -208,6 +217,24 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
     key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return cert_file, key_file
+
+
+def _finish(arm: FakeArm, operation: dict[str, Any]) -> None:
+    """A write's operation ends: its resource's provisioningState says how (called under the lock)."""
+    if "finished" in operation:
+        return
+    operation["finished"] = time.monotonic()
+    stored = arm.resources.get(operation["path"])
+    if stored is not None:
+        stored["properties"]["provisioningState"] = "Failed" if operation["failure"] else "Succeeded"
+
+
+def _settle(arm: FakeArm, key: str) -> None:
+    """Ends the writes on `key` whose time has come, polled or not (called under the lock)."""
+    for operation in arm.operations.values():
+        if operation["path"] == key and operation["kind"] != "delete" \
+                and time.monotonic() - operation["started"] >= arm.operation_seconds:
+            _finish(arm, operation)
 
 
 def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
@@ -286,6 +313,8 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
                 self._error(400, "InvalidResourceType", f"{path}: not a resource this fake serves")
                 return
             key = path.lower()
+            if self.command == "GET":
+                _settle(arm, key)
             stored = arm.resources.get(key)
             if self.command == "GET":
                 if self._denied(path, None):
@@ -344,13 +373,12 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
                         arm.resources.pop(operation["path"], None)
                     self._reply(200 if done else 202, None, {} if done else {"Location": arm.base_url + self.path})
                     return
-                if not done:
-                    self._reply(200, {"status": "InProgress"})
+                if not done and "finished" not in operation:
+                    self._reply(200, {"status": "InProgress"},
+                                {"Retry-After": str(arm.retry_after)} if arm.retry_after is not None else None)
                     return
-                operation.setdefault("finished", time.monotonic())
+                _finish(arm, operation)
                 failure = operation["failure"]
-                stored = arm.resources[operation["path"]]
-                stored["properties"]["provisioningState"] = "Failed" if failure else "Succeeded"
                 if failure:
                     self._reply(200, {"status": "Failed", "error": {
                         "code": failure, "message": "Allocation failed. We do not have sufficient capacity for the "

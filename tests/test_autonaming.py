@@ -47,7 +47,7 @@ def test_preview_carries_effective_names(prod_run: ProgramRun) -> None:
     assert {re.sub(r"[0-9a-f]{8}$", "", n) for n in every} == {"prod-addons-autoscaler", "prod-addons-prefix-ipam",
                                                                "prod-addons-node-lifecycle", "prod-images-builder",
                                                                "prod-registry-pull", "prod-metrics-writer",
-                                                               "prod-addons-rollout"}
+                                                               "prod-addons-rollout", "prod-deploy-runner-identity"}
     # the system pool's
     identities = {n for n in every if n.startswith(("prod-addons-", "prod-registry-pull", "prod-metrics-writer"))}
     # What depends on an autonamed resource sees the effective name, as it would after `pulumi up`.

@@ -36,7 +36,7 @@ from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.spec import parse_cluster
 from tests.conftest import ROOT
 from tests.plan_sides import plan_document, stack_raw
-from tools.refresh_prices import refresh
+from tools.refresh_prices import ANSWERS, kind_and_sku, manifest_answers, refresh, refresh_many, rows_of_answer
 
 DATA = ROOT / "tests" / "data" / "prices"
 DEV_QUOTE = "tests/data/prices/dev-quote.yaml"
@@ -70,8 +70,78 @@ def test_every_catalogue_row_is_sourced_dated_and_readable() -> None:
         assert not str(row["productName"] or "").endswith("Windows"), where
         assert row["kind"] != "vm" or row["armRegionName"], f"{where}: a VM price holds in one region"
         assert rates_of_row(row), where
+        assert row["answer"] is None or (ANSWERS.parent / row["answer"]).is_file(), where
     for entry in document["unpriced"]:
         assert entry["kind"] in KINDS and len(entry["reason"]) > 20
+
+
+def test_rows_read_from_a_saved_answer_are_what_the_tool_makes_of_it(tmp_path: Path) -> None:
+    """Every row naming a saved answer is reproduced from that answer by tools/refresh_prices.py --manifest: no
+    figure in the catalogue was typed by hand, and each answer's source and date are the rows'."""
+    answers = manifest_answers(ANSWERS / "answers.json")
+    assert answers and all(a.path.is_file() and a.as_of <= TODAY and len(a.source) > 40 for a in answers)
+    document = catalogue_document()
+    from_answers = [r for r in document["rows"] if r["answer"]]
+    saved_as = {a.saved_as: a for a in answers}
+    for row in from_answers:
+        answer = saved_as[row["answer"]]
+        assert (row["source"], row["asOf"]) == (answer.source, answer.as_of.isoformat()), row["answer"]
+    catalogue, copy = tmp_path / "prices.json", tmp_path / "vm_prices.json"
+    shutil.copy(ROOT / "components" / "catalog" / "data" / "prices.json", catalogue)
+    assert refresh_many(answers, catalogue, copy) >= len(from_answers)
+    assert json.loads(catalogue.read_text("utf-8")) == document
+    assert json.loads(copy.read_text("utf-8")) == json.loads((ROOT / "policies" / "rules" / "vm_prices.json").read_text())
+
+
+def test_the_saved_answers_are_retail_prices_api_items_of_eastus2() -> None:
+    """The committed answers keep the API's items verbatim: each has the fields a Retail Prices answer has."""
+    for answer in manifest_answers(ANSWERS / "answers.json"):
+        items = json.loads(answer.path.read_text("utf-8"))["Items"]
+        assert items, answer.path.name
+        for item in items:
+            assert {"meterId", "skuId", "productName", "meterName", "armRegionName", "retailPrice", "unitOfMeasure",
+                    "type", "serviceName", "effectiveStartDate"} <= set(item), answer.path.name
+            assert item["armRegionName"] == "eastus2" and item["currencyCode"] == "USD"
+
+
+def test_the_tool_keeps_the_network_registry_and_disk_meters_the_plan_prices() -> None:
+    answer = json.loads((ANSWERS / "eastus2-network-storage-2026-08-14.json").read_text("utf-8"))
+    rows = rows_of_answer(answer, "s", TODAY)
+    assert sorted((r["kind"], r["armSkuName"], r["retailPrice"], r["unitOfMeasure"]) for r in rows) == [
+        ("disk", "Premium_LRS 128 GiB", 17.92, "1/Month"), ("disk", "Premium_LRS 64 GiB", 9.2801, "1/Month"),
+        ("publicIp", "Standard", 0.005, "1 Hour"), ("publicIpPrefixAddress", "Standard", 0.006, "1 Hour"),
+        ("registry", "Premium", 1.6666, "1/Day")]  # the "Disk Mount" meters are not the disk's own price
+    assert kind_and_sku({"serviceName": "Storage", "productName": "Premium SSD Managed Disks",
+                         "meterName": "P30 ZRS Disk"}) == ("disk", "Premium_ZRS 1024 GiB")
+    assert kind_and_sku({"serviceName": "Storage", "productName": "Blob Storage", "meterName": "LRS Data Stored"}) is None
+    # A monthly price is per 730-hour month, a daily one per 24 hours.
+    rates = {r.sku: r.usd_per_hour for row in rows for r in rates_of_row(row)}
+    assert rates["Premium_LRS 128 GiB"] == pytest.approx(17.92 / 730)
+    assert rates["Premium"] == pytest.approx(1.6666 / 24)
+
+
+def test_shipped_stacks_price_the_vms_the_catalogue_has_rows_for() -> None:
+    """Every shipped stack's pools are priced from the eastus2 answers (the newest answer wins a row it shares with
+    an older one); prod's H100 fleet at the row Microsoft's answer gives, never carried from another region."""
+    dev = _plan(stack_raw("dev")).cost
+    assert dev is not None
+    lines = {line.key: line for line in dev.lines}
+    t4 = lines["pool:t4"]
+    assert t4.rate is not None and t4.rate.region == "eastus2" and t4.rate.answer == "price_answers/eastus2-vm-2026-09-01.json"
+    assert t4.hourly == pytest.approx(2 * 0.526)
+    assert lines["disk:Premium_LRS 128 GiB"].hourly == pytest.approx(4 * 17.92 / 730)
+    assert lines["publicIpPrefix"].hourly == pytest.approx(2 * 0.006)
+    assert not [u for u in dev.unpriced if u.what.startswith("pool ")]
+    gb300 = _plan(stack_raw("gb300")).cost
+    assert gb300 is not None
+    system = next(x for x in gb300.lines if x.key == "pool:system")
+    assert system.rate is not None and system.rate.usd_per_hour == 0.384 and system.rate.as_of == date(2026, 9, 1)
+    prod = _plan(stack_raw("prod")).cost
+    assert prod is not None
+    h100 = next(x for x in prod.lines if x.key == "pool:h100")
+    assert h100.rate is not None and h100.rate.region == "eastus2" and h100.rate.usd_per_hour == 98.32
+    assert h100.hourly == pytest.approx(h100.quantity * 98.32)
+    assert not [u for u in prod.unpriced if u.what.startswith("pool ")]
 
 
 def test_gb300_is_listed_as_quote_only_never_priced() -> None:
@@ -113,8 +183,13 @@ def test_refresh_rebuilds_the_vm_rows_from_a_saved_api_answer(tmp_path: Path) ->
     before = json.loads(catalogue.read_text("utf-8"))
     assert refresh([DATA / "retail_answer.json"], "test answer", date(2026, 11, 25), catalogue, copy) == 4
     after = json.loads(catalogue.read_text("utf-8"))
-    assert len(after["rows"]) == len(before["rows"]) + 4  # payg (with savings plan), Spot, 1y and 3y reservations
-    assert all(row in after["rows"] for row in before["rows"])
+    # payg (with savings plan), Spot, 1y and 3y reservations: the catalogue's own payg and Spot rows of that size and
+    # region are replaced, every other row stays.
+    replaced = [row for row in before["rows"] if row["armSkuName"] == "Standard_D4s_v5"
+                and row["armRegionName"] == "eastus2" and row["type"] == "Consumption"]
+    assert len(replaced) == 2
+    assert len(after["rows"]) == len(before["rows"]) + 4 - len(replaced)
+    assert all(row in after["rows"] for row in before["rows"] if row not in replaced)
     rates = {r.option: r.usd_per_hour for r in catalogue_from_document(after).rates
              if r.sku == "Standard_D4s_v5" and r.region == "eastus2"}
     assert rates == pytest.approx({"payg": 0.2, "spot": 0.04, "savingsPlan1y": 0.15, "savingsPlan3y": 0.1,
@@ -141,21 +216,24 @@ def test_dev_with_a_price_file_adds_up_by_hand() -> None:
     cost = _plan(_dev(priceFile=DEV_QUOTE)).cost
     assert cost is not None
     hourly = {line.key: line.hourly for line in cost.lines}
-    # Hand-computed from tests/data/prices/dev-quote.yaml and the catalogue's region-less network rows:
+    # Hand-computed from tests/data/prices/dev-quote.yaml, the catalogue's eastus2 registry row (1.6666 USD a day,
+    # components/catalog/data/price_answers/eastus2-network-storage-2026-08-14.json) and its region-less NAT gateway
+    # and load balancer rows:
     assert hourly["pool:system"] == pytest.approx(2 * 0.25)
     assert hourly["pool:t4"] == pytest.approx(2 * 0.5)
     assert hourly["pool:confidential"] == pytest.approx(1 * 7)
     assert hourly["controlPlane:apiServers"] == pytest.approx(1 * 0.25)
     assert hourly["controlPlane:etcd"] == pytest.approx(3 * 0.75)
-    assert hourly["registry"] == pytest.approx(1.667 / 24)
+    assert hourly["registry"] == pytest.approx(1.6666 / 24)
     assert hourly["natGateway"] == pytest.approx(0.045)
     assert hourly["publicIpPrefix"] == pytest.approx(2 * 0.01)  # a /31
     assert hourly["loadBalancer:apiserver"] == pytest.approx(0.025)
+    assert hourly["deployRunner"] == pytest.approx(1 * 0.25)  # one D4s_v5
     # Managed OS disks: system 2 + confidential 1 + API server 1 at 128 GiB (the T4s' fit the resource disk), the
-    # three etcd members' at 64 GiB; 73 and 36.5 USD per 730-hour month.
+    # three etcd members' and the deployment runner's at 64 GiB; 73 and 36.5 USD per 730-hour month.
     assert hourly["disk:Premium_LRS 128 GiB"] == pytest.approx(4 * 73 / 730)
-    assert hourly["disk:Premium_LRS 64 GiB"] == pytest.approx(3 * 36.5 / 730)
-    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 1.667 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.15
+    assert hourly["disk:Premium_LRS 64 GiB"] == pytest.approx(4 * 36.5 / 730)
+    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 0.25 + 1.6666 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.2
     assert cost.hourly_total == pytest.approx(total)
     assert [u.what for u in cost.unpriced] == ["etcd snapshots' storage account (Standard_ZRS)"]
     by_key = {line.key: line for line in cost.lines}
@@ -233,12 +311,14 @@ def test_team_borrowing_and_lending_are_shown_apart_from_quota() -> None:
 
 
 def test_stale_prices_warn_past_the_stated_age() -> None:
-    raw = _dev(priceFile=DEV_QUOTE, maxPriceAgeDays=30)
+    # The oldest rate dev uses with its price file is the catalogue's eastus2 network rows' (2026-08-14): 109 days old
+    # on 2026-12-01, 140 days on 2027-01-01.
+    raw = _dev(priceFile=DEV_QUOTE, maxPriceAgeDays=120)
     fresh = _plan(raw, date(2026, 12, 1)).cost
     assert fresh is not None and not fresh.warnings
     late = _plan(raw, date(2027, 1, 1)).cost
     assert late is not None and len(late.warnings) == 1
-    assert "more than 30 days before 2027-01-01" in late.warnings[0]
+    assert "more than 120 days before 2027-01-01" in late.warnings[0]
 
 
 def test_spot_is_refused_on_infiniband_gang_pools() -> None:
@@ -292,7 +372,7 @@ def test_the_terminal_shows_a_short_cost_block() -> None:
     console = Console(record=True, width=200)
     print_cost(console, {"cost": cost_data(_plan(_dev(priceFile=DEV_QUOTE)))})
     lines = console.export_text().splitlines()
-    assert lines[0].startswith("Cost in eastus2: 11.71 USD/h, 8,547.90 USD/month at 730 h (priced rows only; 1 "
+    assert lines[0].startswith("Cost in eastus2: 12.01 USD/h, 8,766.89 USD/month at 730 h (priced rows only; 1 "
                                "unpriced); price file tests/data/prices/dev-quote.yaml")
     assert lines[1] == "  pools USD/h: system 0.50, t4 1.00, confidential 7.00"
     assert len(lines) == 4 and lines[3].startswith("  unpriced (why: summary.json cost.unpriced")
@@ -364,14 +444,18 @@ COST_POLICY_MUTATIONS: list[tuple[Callable[[list[dict[str, Any]]], dict[str, Any
 def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Path) -> None:
     steps = json.loads((dev_out / "preview.json").read_text("utf-8"))["steps"]
     assert _budget(steps) == []
-    # Machines by hand: 3 x D4s_v5 (two system, one API server) + 2 T4 + 1 NCC40ads + 3 etcd L8s_v3 = 11.00 USD/h.
-    assert _budget(steps, maxHourlyUsd=11.0, usdPerHour=DEV_RATES) == []
+    # Machines by hand: 4 x D4s_v5 (two system, one API server, the deployment runner) + 2 T4 + 1 NCC40ads + 3 etcd
+    # L8s_v3 = 11.25 USD/h.
+    assert _budget(steps, maxHourlyUsd=11.25, usdPerHour=DEV_RATES) == []
     (message,) = _budget(steps, maxHourlyUsd=10.5, usdPerHour=DEV_RATES)
-    assert "cost 11.00 USD/h" in message and "budget of 10.50 USD/h" in message
-    (unpriced,) = _budget(steps, maxHourlyUsd=10.5)
-    assert "cannot be checked" in unpriced and "Standard_D4s_v5" in unpriced
+    assert "cost 11.25 USD/h" in message and "budget of 10.50 USD/h" in message
+    quoted = copy.deepcopy(steps)
+    next(s["newState"] for s in quoted if s["newState"]["urn"].endswith("::t4-z1-00"))["inputs"]["sku"]["name"] = (
+        "Standard_ND128isr_GB300_v6")
+    (unpriced,) = _budget(quoted, maxHourlyUsd=10.5)
+    assert "cannot be checked" in unpriced and "Standard_ND128isr_GB300_v6" in unpriced
     for mutate, _ in COST_POLICY_MUTATIONS:
         grown = copy.deepcopy(steps)
         mutate(grown)
-        (over,) = _budget(grown, maxHourlyUsd=11.0, usdPerHour=DEV_RATES)
-        assert "cost 11.50 USD/h" in over and "by 0.50 USD/h, 365 USD per 730-hour month" in over
+        (over,) = _budget(grown, maxHourlyUsd=11.25, usdPerHour=DEV_RATES)
+        assert "cost 11.75 USD/h" in over and "by 0.50 USD/h, 365 USD per 730-hour month" in over

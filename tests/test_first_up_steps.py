@@ -55,7 +55,8 @@ def test_step_one_needs_only_arm_and_step_two_has_everything_that_needs_the_api(
     names = {r.name for r in first}
     assert {"prod-registry-agents-image", "prod-registry-agents", "prod-images-gpu-built"} <= names
     assert any(r.inputs.get("vmScaleSetName") == "apiserver" for r in first)
-    assert sum(r.type == "azure-native:compute:VirtualMachine" for r in first) == 8  # 5 etcd + 3 events-etcd
+    # 5 etcd + 3 events-etcd members and the deployment runner step 2 runs on (tests/test_deploy_runner.py)
+    assert sum(r.type == "azure-native:compute:VirtualMachine" for r in first) == 9
     node_sets = [r for r in prod_run.registrations if is_scale_set({"type": r.type, "inputs": r.inputs})
                  and r.type.startswith("pulumi-python:dynamic")]
     assert node_sets and all(r.urn in left_out for r in node_sets)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from components.catalog.autonaming import default_name
-from components.catalog.availability import AVAILABILITY
+from components.catalog.availability import AVAILABILITY, availability_rows, priced_availability
+from components.catalog.prices import price_catalogue
 from components.offline.engine import ProgramRun
 from components.offline.preview import preview_document
 from components.planning.cluster_plan import plan_cluster
@@ -282,8 +283,14 @@ def test_unsettled_availability_is_a_warning_row(prod_steps: Steps, prod_context
     warnings = preflight(prod_steps, prod_context).warnings
     rules = {(w.rule, w.message.split(" ")[3] if w.rule == "size-zones-unknown" else "") for w in warnings}
     assert ("size-zones-unknown", "eastus2") in rules
-    assert any(w.rule == "size-region-secondary" and "Standard_ND96isr_H100_v5" in w.message for w in warnings)
-    assert any(w.rule == "size-region-uncatalogued" and "Standard_D64ds_v5" in w.message for w in warnings)
+    # Every prod size has a row now (docs/azure-preflight.md): nothing uncatalogued, nothing resting on a third party.
+    assert not [w for w in warnings if w.rule in ("size-region-uncatalogued", "size-region-secondary")]
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "cpu-z1-00")["inputs"]["sku"]["name"] = "Standard_ND128isr_GB300_v6"
+    _state(steps, "system-z1-00")["inputs"]["sku"]["name"] = "Standard_F8s_v2"
+    warnings = preflight(steps, prod_context).warnings
+    assert any(w.rule == "size-region-secondary" and "Standard_ND128isr_GB300_v6" in w.message for w in warnings)
+    assert any(w.rule == "size-region-uncatalogued" and "Standard_F8s_v2" in w.message for w in warnings)
 
 
 def test_docs_list_every_rule_with_its_source() -> None:
@@ -297,16 +304,19 @@ def test_docs_list_every_rule_with_its_source() -> None:
         assert f"| `{rule.id}` | {rule.what} | {rule.source} |" in text, rule.id
     for row in AVAILABILITY.values():
         assert f"| `{row.size}` | {', '.join(row.regions)} | {row.source} | {row.as_of} |" in text, row.size
+    for row in priced_availability(price_catalogue().rates).values():
+        assert f"| `{row.size}` | {', '.join(row.regions)} | {row.source} | {row.as_of} |\n" in text, row.size
 
 
 def test_an_unconfirmed_availability_row_refuses_no_region(prod_steps: Steps, prod_context: Context) -> None:
-    """The ND H100 v5 row rests on no Microsoft source: a region it leaves out is a warning, not a plan error."""
+    """The ND H100 v5 hand row rests on no Microsoft source and the price answer covers eastus2 only: a region
+    neither confirms is a warning, not a plan error."""
     assert not AVAILABILITY["Standard_ND96isr_H100_v5"].primary
     steps = copy.deepcopy(prod_steps)
     _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
     result = preflight(steps, prod_context)
     assert not [f for f in result.errors if f.rule == "size-region" and f.resource == "h100-z1-00"]
-    assert any(w.rule == "size-region-secondary" and "does not list southcentralus" in w.message
+    assert any(w.rule == "size-region-uncatalogued" and "in southcentralus (its row confirms eastus2" in w.message
                for w in result.warnings)
 
 def test_rules_azure_accepts_are_labelled_so() -> None:
@@ -332,3 +342,39 @@ def test_infiniband_sets_keep_one_placement_group_over_five_fault_domains(prod_s
     assert len(infiniband) == 32
     assert {(i["singlePlacementGroup"], i["platformFaultDomainCount"]) for i in infiniband} == {(True, 5)}
     assert {(i["singlePlacementGroup"], i["platformFaultDomainCount"]) for i in sets if i not in infiniband} == {(False, 1)}
+
+
+def test_a_priced_linux_meter_confirms_its_region_and_refuses_no_other(prod_steps: Steps,
+                                                                        prod_context: Context) -> None:
+    """The price catalogue's saved eastus2 answer has a Linux pay-as-you-go D8s_v5 meter: eastus2 is confirmed (no
+    uncatalogued warning); another region is a warning naming what the row confirms, never a plan error. A
+    third-party price row (ND H100 v5 in eastus) confirms nothing."""
+    row = availability_rows(price_catalogue().rates)["Standard_D8s_v5"]
+    assert row.primary and not row.exhaustive and row.regions == ("eastus2",)
+    assert "price_answers/eastus2-vm-2026-09-01.json" in row.source
+    assert [r.region for r in price_catalogue().rates if r.sku == "Standard_ND96isr_H100_v5" and r.option == "payg"
+            and r.answer is None] == ["eastus"]
+    assert availability_rows(price_catalogue().rates)["Standard_ND96isr_H100_v5"].regions == ("eastus2",)
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "system-z1-00")["inputs"]["sku"]["name"] = "Standard_D8s_v5"
+    result = preflight(steps, prod_context)
+    # The region is settled; which of its zones offer the size is not (logical zones differ per subscription).
+    assert [w.rule for w in result.warnings if "Standard_D8s_v5" in w.message] == ["size-zones-unknown"]
+    _state(steps, "system-z1-00")["inputs"]["location"] = "westus2"
+    result = preflight(steps, prod_context)
+    assert not [f for f in result.errors if f.resource == "system-z1-00" and f.rule == "size-region"]
+    (warning,) = [w for w in result.warnings if w.rule == "size-region-uncatalogued" and "Standard_D8s_v5" in w.message]
+    assert "in westus2 (its row confirms eastus2" in warning.message
+
+
+def test_a_warning_row_points_to_its_source_instead_of_quoting_it(prod_steps: Steps, prod_context: Context) -> None:
+    """An unconfirmed row's whole citation in the message was a ten-line cell in prod's terminal table (the ND H100
+    v5 row's, before its price answer confirmed eastus2): the message names where the source is
+    (docs/azure-preflight.md) and stays short."""
+    steps = copy.deepcopy(prod_steps)
+    _state(steps, "h100-z1-00")["inputs"]["location"] = "southcentralus"
+    _state(steps, "cpu-z1-00")["inputs"]["sku"]["name"] = "Standard_ND128isr_GB300_v6"
+    warnings = preflight(steps, prod_context).warnings
+    (secondary,) = {w.message for w in warnings if w.rule == "size-region-secondary"}
+    assert "docs/azure-preflight.md" in secondary and "theneuralbase" not in secondary
+    assert max(len(w.message) for w in warnings) <= 400  # the quoted citation made it 700

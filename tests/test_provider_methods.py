@@ -32,6 +32,7 @@ import components
 from components.azure.compute_provider import NotOursError
 from components.azure.interconnect_block_provider import InterconnectBlockProvider
 from components.azure.scale_set_provider import ScaleSetProvider
+from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
 from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
 
@@ -149,12 +150,53 @@ def lifecycle(provider_class: type, props: dict[str, Any], change: Callable[[dic
     return recorder.called
 
 
+def _connected(provider_class: type, arm: FakeArm) -> Any:
+    return as_the_host_loads_it(provider_class(endpoint=arm.base_url, credential=DEPLOYER, connection_verify=arm.ca_file,
+                                               polling_interval=0))
+
+
+def wait_lifecycle(prod: ProgramRun, arm: FakeArm) -> set[str]:
+    """ScaleSetsReady over prod's first scale set as the program declares the wait: check, create (the scale set's
+    accepted create waited for), diff and update after the scale set is written again (only that write polled),
+    read, delete (nothing in Azure to delete: the scale set stays)."""
+    scale_sets = _connected(ScaleSetProvider, arm)
+    created = scale_sets.create(_scale_set(prod))
+    declared = next(r for r in prod.registrations if r.custom and r.name == "prod-nodes-ready").inputs
+    first = next(e for e in declared["scaleSets"] if e["name"] == "h100-z1-00")
+    props = {k: v for k, v in declared.items() if k != "__provider"}
+
+    def waiting_on(outs: dict[str, Any]) -> dict[str, Any]:
+        return {**props, "scaleSets": [{**first, "id": created.id, "operation": outs["operation"]}]}
+
+    provider = _connected(ScaleSetsReadyProvider, arm)
+    recorder = Recorder(provider)
+    provider.configure(ConfigureRequest(Config(raw_config={}, project_name="gpucluster")))
+    checked = provider.check({}, waiting_on(created.outs))
+    assert checked.failures == []
+    ready = provider.create(checked.inputs)
+    assert ready.outs is not None and [r.path for r in arm.polls()] == [created.outs["operation"].split("?")[0]
+                                                                         .removeprefix(arm.base_url)] * 2
+    rewritten = scale_sets.update(created.id, created.outs, _grow_scale_set(created.outs))
+    news = waiting_on(rewritten.outs)
+    assert provider.diff(ready.id, ready.outs, news).changes
+    before = len(arm.polls())
+    updated = provider.update(ready.id, ready.outs, news)
+    assert updated.outs is not None and {r.path for r in arm.polls()[before:]} == {
+        rewritten.outs["operation"].split("?")[0].removeprefix(arm.base_url)}
+    read = provider.read(ready.id, updated.outs)
+    assert read.outs == updated.outs and not provider.diff(ready.id, read.outs, news).changes
+    provider.delete(ready.id, read.outs)
+    assert arm.stored(created.id) is not None
+    return recorder.called
+
+
 def test_every_provider_and_dynamic_resource_type_has_an_exercise() -> None:
     providers = concrete_providers()
-    assert {ScaleSetProvider, InterconnectBlockProvider} <= providers
-    assert providers == set(EXERCISED), f"providers without an exercise: {providers - set(EXERCISED)}"
+    assert {ScaleSetProvider, InterconnectBlockProvider, ScaleSetsReadyProvider} <= providers
+    exercised = set(EXERCISED) | {ScaleSetsReadyProvider}
+    assert providers == exercised, f"providers without an exercise: {providers - exercised}"
     resources = dynamic_resource_providers()
-    assert len(resources) >= 2 and set(resources.values()) <= set(EXERCISED)
+    assert len(resources) >= 3 and set(resources.values()) <= exercised
     assert METHODS == ["check", "configure", "create", "delete", "diff", "read", "update"]
 
 
@@ -168,6 +210,12 @@ def test_every_method_runs_against_the_fake_arm(provider_class: type, tmp_path: 
     with fake_arm(tmp_path) as arm:
         called = lifecycle(provider_class, inputs(prod_run, gb300_program), change, arm)
     assert called == set(METHODS), f"{provider_class.__name__}: not run: {set(METHODS) - called}"
+
+
+def test_every_method_of_the_wait_runs_against_the_fake_arm(tmp_path: Path, prod_run: ProgramRun) -> None:
+    with fake_arm(tmp_path) as arm:
+        called = wait_lifecycle(prod_run, arm)
+    assert called == set(METHODS), f"ScaleSetsReadyProvider: not run: {set(METHODS) - called}"
 
 
 def test_an_sdk_keyword_the_operation_does_not_take_fails_the_exercise(tmp_path: Path,

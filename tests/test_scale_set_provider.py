@@ -3,12 +3,15 @@ SDK (azure-mgmt-compute 39, azure-core's pipeline, retry policy and ARM pollers)
 
 What it pins, with the consumer's rule:
 - create PUTs the full body at Microsoft.Compute 2026-07-02, zones and the /28 field included (the field exists
-  from that version: azure-rest-api-specs Compute/stable/2026-07-02/ComputeRP.json), with `If-None-Match: *`;
+  from that version: azure-rest-api-specs Compute/stable/2026-07-02/ComputeRP.json), with `If-None-Match: *`, and
+  returns on ARM's 201 (provisioningState Creating, the operation's URL in the outputs): nothing polled, so the
+  dynamic-provider host's worker is free again (the wait is ScaleSetsReady's, tests/test_scale_sets_ready.py);
 - an update after the autoscaler resized the set sends no `sku`, so the live capacity stays (cluster-autoscaler
   owns it: kubernetes/autoscaler cloudprovider/azure/azure_scale_set.go writes {name, sku, location});
-- read returns the live capacity, import reads the same shape as the declaration, delete waits until it is gone;
-- 429 with Retry-After is retried (azure-core RetryPolicy), Azure-AsyncOperation and Location are polled
-  (azure-mgmt-core ARMPolling).
+- read returns the live capacity and provisioningState, import reads the same shape as the declaration, delete
+  waits until it is gone;
+- 429 with Retry-After is retried (azure-core RetryPolicy), the delete's Location is polled (azure-mgmt-core
+  ARMPolling).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from pulumi.dynamic.dynamic import serialize_provider
 
 from components.azure.compute_provider import NotOursError
 from components.azure.scale_set_provider import ScaleSetProvider, patch_body
+from components.azure.scale_set_provider import resource_id as scale_set_id
+from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 from components.offline.engine import ProgramRun
 from components.vocabulary import CLUSTER_TAG
 from tests.fake_arm import DEPLOYER, FakeArm, fake_arm
@@ -39,6 +44,15 @@ def h100_inputs(prod_run: ProgramRun) -> dict[str, Any]:
     """prod's first InfiniBand scale set as the program declares it (its /28 blocks included)."""
     reg = next(r for r in prod_run.registrations if r.name == "h100-z1-00" and r.custom)
     return {k: v for k, v in copy.deepcopy(reg.inputs).items() if k != "__provider"}
+
+
+def _wait(arm: FakeArm, outs: dict[str, Any]) -> None:
+    """What ScaleSetsReady does for this one scale set: its operation polled until it ended Succeeded."""
+    ScaleSetsReadyProvider(endpoint=arm.base_url, credential=DEPLOYER, connection_verify=arm.ca_file,
+                           polling_interval=0).create({
+        "scaleSets": [{"name": outs["vmScaleSetName"], "id": scale_set_id(outs), "operation": outs["operation"],
+                       "vmSize": outs["sku"]["name"], "zone": outs["zones"][0]}],
+        "deadlineSeconds": 30, "concurrency": 1})
 
 
 def _ip_configurations(wire: dict[str, Any]) -> list[dict[str, Any]]:
@@ -63,15 +77,17 @@ def test_the_provider_lifecycle_against_arm(tmp_path: Path, h100_inputs: dict[st
         configs = _ip_configurations(put.body)
         assert len(configs) > 1 and "privateIPAddressPrefixLength" not in configs[0]["properties"]
         assert all(c["properties"]["privateIPAddressPrefixLength"] == 28 for c in configs[1:])
-        # the long-running create: polled InProgress -> Succeeded, then the final GET of the resource
-        polls = [r for r in arm.requests if "/operations/" in r.path]
-        assert len(polls) == 2 and arm.calls("GET")
+        # returned on ARM's answer: no poll, no GET; the scale set is in Azure and in the outputs as Creating
+        assert not arm.polls() and not arm.calls("GET")
         path = created.id
         assert path == ("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/gpucluster-prod/providers/"
                         "Microsoft.Compute/virtualMachineScaleSets/h100-z1-00")
         stored = arm.stored(path)
-        assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
+        assert stored is not None and stored["properties"]["provisioningState"] == "Creating"
         assert created.outs is not None and created.outs["zones"] == ["1"]
+        assert created.outs["provisioningState"] == "Creating"
+        assert created.outs["operation"].startswith(f"{arm.base_url}/subscriptions/s/providers/Microsoft.Compute/")
+        _wait(arm, created.outs)
 
         # the autoscaler grows the set; then a change of image version, tags and boot text goes out
         arm.set_capacity(path, 77)
@@ -83,6 +99,9 @@ def test_the_provider_lifecycle_against_arm(tmp_path: Path, h100_inputs: dict[st
         diff = provider.diff(path, created.outs, news)
         assert diff.changes and not diff.replaces
         updated = provider.update(path, created.outs, news)
+        assert updated.outs is not None and updated.outs["provisioningState"] == "Updating"
+        assert updated.outs["operation"] != created.outs["operation"]
+        _wait(arm, updated.outs)
         [patch] = arm.calls("PATCH")
         assert patch.api_version == "2026-07-02" and "sku" not in patch.body
         assert patch.body["tags"]["gpucluster-note"] == "changed"
@@ -96,6 +115,7 @@ def test_the_provider_lifecycle_against_arm(tmp_path: Path, h100_inputs: dict[st
         # refresh reads the live state: capacity is the autoscaler's, customData (never returned) is kept
         read = provider.read(path, updated.outs)
         assert read.id == path and read.outs is not None and read.outs["sku"]["capacity"] == 77
+        assert read.outs["provisioningState"] == "Succeeded" and read.outs["operation"] == updated.outs["operation"]
         assert read.outs["virtualMachineProfile"]["osProfile"]["customData"] == \
             news["virtualMachineProfile"]["osProfile"]["customData"]
         assert not provider.diff(path, read.outs, news).changes
@@ -140,29 +160,30 @@ def test_create_never_takes_over_a_scale_set_it_cannot_prove_its_own(tmp_path: P
         assert len(arm.calls("PUT")) == 3 and len(arm.calls("PATCH")) == 0
 
 
-def test_a_create_that_failed_after_arm_accepted_it_is_adopted_by_the_next_up(tmp_path: Path,
-                                                                              h100_inputs: dict[str, Any]) -> None:
-    """AllocationFailed after ARM accepted the PUT: the scale set stays in Azure (state Failed) and Pulumi records
-    nothing. The next `up`'s create gets 412, finds the stack's own tags, and retries the same PUT with If-Match on
-    the etag it read: one adoption, no 412 loop."""
+def test_a_failed_scale_set_the_state_never_recorded_is_adopted_by_the_next_up(tmp_path: Path,
+                                                                               h100_inputs: dict[str, Any]) -> None:
+    """ARM accepted the PUT, but its answer never reached the engine (the host stopped, the connection dropped), and
+    the allocation then failed: the scale set is in Azure (Failed), not in the state. The next `up`'s create gets
+    412, finds the stack's own tags, and PUTs the same body again with If-Match on the etag it read: one adoption,
+    no 412 loop."""
     with fake_arm(tmp_path) as arm:
         provider = _provider(arm)
         arm.fail_next_create("AllocationFailed")
-        with pytest.raises(RuntimeError) as failed:
-            provider.create(copy.deepcopy(h100_inputs))
-        assert "AllocationFailed" in str(failed.value) and "the next `pulumi up` adopts it" in str(failed.value)
-        path = failed.value.args[0].split()[2].rstrip(":")
+        path = provider.create(copy.deepcopy(h100_inputs)).id  # an answer the engine never got
         left = arm.stored(path)
-        assert left is not None and left["properties"]["provisioningState"] == "Failed"
+        assert left is not None
 
         created = provider.create(copy.deepcopy(h100_inputs))
-        assert created.id == path
-        stored = arm.stored(path)
-        assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
+        assert created.id == path and created.outs is not None
         first, refused, adopted = arm.calls("PUT")
         assert first.headers.get("if-none-match") == refused.headers.get("if-none-match") == "*"
         assert adopted.headers.get("if-match") == left["etag"] and "if-none-match" not in adopted.headers
         assert adopted.body == refused.body  # the same declared body, the plan's capacity included
+        [get] = arm.calls("GET")  # the look that found it Failed and ours
+        assert get.path == path
+        _wait(arm, created.outs)
+        stored = arm.stored(path)
+        assert stored is not None and stored["properties"]["provisioningState"] == "Succeeded"
 
 
 def test_diff_leaves_capacity_to_the_autoscaler_and_replaces_what_azure_cannot_change(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from components.azure.interconnect_block import InterconnectBlock
 from components.azure.network import NetworkRefs
 from components.azure.node_images import ImageIds
 from components.azure.node_scale_set import NodeScaleSet
+from components.azure.replacement_guard import acknowledged
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
 from components.bootstrap.node import render_cloud_init
 from components.planning.cluster_plan import ClusterPlan
@@ -158,7 +160,8 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
               subnet_id: pulumi.Input[str], join: NodeJoin, access: NodeAccess, images: ImageIds,
               opts: pulumi.ResourceOptions, subscription_id: pulumi.Input[str],
               disk_encryption_set_id: pulumi.Input[str] | None = None,
-              identity_ids: list[pulumi.Input[str]] | None = None, rack: RackRefs | None = None) -> NodeScaleSet:
+              identity_ids: list[pulumi.Input[str]] | None = None, rack: RackRefs | None = None,
+              acknowledged_domains: Sequence[str] = ()) -> NodeScaleSet:
     """One zonal node scale set through the capacity-free route: its inputs are azure-native's
     VirtualMachineScaleSet inputs, sent by Microsoft's SDK at Microsoft.Compute SCALE_SET_API_VERSION."""
     spec = pool.spec
@@ -205,7 +208,8 @@ def scale_set(cluster: str, pool: PoolPlan, plan: ScaleSetPlan, minimum: int, ne
     # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
     # the engine's diff (the value in the state stays the create's).
     return NodeScaleSet(plan.name, subscription_id, inputs,
-                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])))
+                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])),
+                        replacement_acknowledged=acknowledged(plan.name, acknowledged_domains))
 
 
 class NodePool(pulumi.ComponentResource):
@@ -213,7 +217,8 @@ class NodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, cluster: str, plan: PoolPlan, network: NetworkRefs, subnet_id: pulumi.Input[str],
                  join: NodeJoin, access: NodeAccess, images: ImageIds, opts: pulumi.ResourceOptions | None = None,
-                 identity_ids: list[pulumi.Input[str]] | None = None) -> None:
+                 identity_ids: list[pulumi.Input[str]] | None = None, acknowledged_domains: Sequence[str] = ()) -> None:
+        """`acknowledged_domains`: the stack's acknowledgeDeletions.infinibandDomains (names or patterns)."""
         super().__init__("gpucluster:azure:NodePool", name, None, opts)
         # The scale sets wait for what the pool waits for (the bootstrap tokens in the cluster).
         child = pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None)
@@ -230,7 +235,7 @@ class NodePool(pulumi.ComponentResource):
         racks = self._interconnect(cluster, plan, network, subscription_id, child)
         self.scale_sets = [
             scale_set(cluster, plan, s, minimum, network, subnet_id, join, access, images, child, subscription_id,
-                      des_id, identity_ids, racks[s.rack.group] if s.rack else None)
+                      des_id, identity_ids, racks[s.rack.group] if s.rack else None, acknowledged_domains)
             for s, minimum in zip(plan.scale_sets, split_min(plan), strict=True)
         ]
         self.register_outputs({"scaleSetIds": [s.id for s in self.scale_sets]})

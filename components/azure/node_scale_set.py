@@ -13,8 +13,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.azure.scale_set_provider import ScaleSetProvider
-from components.catalog.arm_routes import SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
+from components.azure.scale_set_provider import OPERATION, ScaleSetProvider
+from components.catalog.arm_routes import REPLACEMENT_ACK_INPUT, SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
 
 TYPED_SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 
@@ -22,10 +22,17 @@ TYPED_SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 class NodeScaleSet(pulumi.dynamic.Resource):
     """A Microsoft.Compute/virtualMachineScaleSets resource whose update never sends sku."""
 
+    operation: pulumi.Output[str | None]
+    """The URL of the last write's long-running operation (an output: ScaleSetsReady waits on it)."""
+
     def __init__(self, name: str, subscription_id: pulumi.Input[str], inputs: dict[str, Any],
-                 opts: pulumi.ResourceOptions | None = None, provider: ScaleSetProvider | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, provider: ScaleSetProvider | None = None,
+                 replacement_acknowledged: bool = False) -> None:
         props: dict[str, Any] = {"armType": SCALE_SET_ARM_TYPE, "apiVersion": SCALE_SET_API_VERSION,
-                                 "subscriptionId": subscription_id, **inputs}
+                                 "subscriptionId": subscription_id, **inputs,
+                                 OPERATION: None}  # an output only: a None input is not sent
+        if replacement_acknowledged:  # the stack's acknowledgeDeletions covers it: the provider may replace it
+            props[REPLACEMENT_ACK_INPUT] = True  # alongside other domains of its pool (azure/replacement_guard.py)
         # A stack whose scale sets were created through the typed class keeps them: the engine matches the old
         # URN, this provider diffs the old state (pulumi/pulumi step_generator.go providerChanged: a provider
         # without DiffConfig asks for no replacement) and the first `up` is a PATCH, never a re-create.

@@ -96,6 +96,11 @@ CAPACITY_PATH = "sku.capacity"
 PROVIDER_INPUT = "__provider"
 """The serialized dynamic provider (pulumi.dynamic PROVIDER_KEY): code, not state; diffs skip it."""
 
+REPLACEMENT_ACK_INPUT = "replacementAcknowledged"
+"""Set (true) on a node scale set the stack's `cluster.acknowledgeDeletions.infinibandDomains` covers, so the provider's
+diff may replace it alongside other domains of its pool (components/azure/replacement_guard.py). Declared only where
+it is true; never sent to ARM, never a change."""
+
 
 def path_pattern(path: str) -> str:
     """`a[3].b[0].c` -> `a[].b[].c`: list indices do not matter to the table."""
@@ -118,7 +123,7 @@ def _under(path: str, prefix: str) -> bool:
 def scale_set_replacement(path: str) -> str | None:
     """Why a change at `path` (dotted, `[i]` for list items) replaces a node scale set, or None when the
     provider updates it in place (or ignores it: sku.capacity, the serialized provider)."""
-    if _under(path, CAPACITY_PATH) or _under(path, PROVIDER_INPUT):
+    if _under(path, CAPACITY_PATH) or _under(path, PROVIDER_INPUT) or _under(path, REPLACEMENT_ACK_INPUT):
         return None
     for key, why in ROUTE_REPLACES:
         if _under(path, key):
@@ -156,12 +161,13 @@ def leaves(value: Any) -> dict[str, Any]:
 
 def scale_set_diff(olds: dict[str, Any], news: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     """(changed leaf paths, {path: why} for those that replace) between a node scale set's old state and new
-    inputs. Capacity and the serialized provider are never changes. Only a value that exists on both sides and
-    differs replaces: a key the old state lacks (a state written by another provider, after an `aliases` move)
-    is set by the update, never a reason to delete the scale set."""
+    inputs. Capacity, the serialized provider and the replacement acknowledgement are never changes. Only a value that
+    exists on both sides and differs replaces: a key the old state lacks (a state written by another provider, after
+    an `aliases` move) is set by the update, never a reason to delete the scale set."""
     before, after = leaves(olds), leaves(news)
     changed = sorted(p for p in set(before) | set(after) if before.get(p, ...) != after.get(p, ...)
-                     and not _under(p, CAPACITY_PATH) and not _under(p, PROVIDER_INPUT))
+                     and not _under(p, CAPACITY_PATH) and not _under(p, PROVIDER_INPUT)
+                     and not _under(p, REPLACEMENT_ACK_INPUT))
     replaces = {p: why for p in changed if p in before and p in after and (why := scale_set_replacement(p))}
     return changed, replaces
 

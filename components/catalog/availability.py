@@ -8,7 +8,9 @@ so no public page settles a size's zones: every row leaves them unknown and the 
 A size placed in a region its row does not list fails the plan, naming the regions that do, when the row rests on
 Microsoft's own word (docs, Azure's repositories, an API capture). A row no Microsoft source confirms is kept as the
 claim it is: the plan neither refuses a region it leaves out nor vouches for one it lists, and warns either way. A
-size without a row and unknown zones are warnings too. A stack that has
+size without a row and unknown zones are warnings too. The price catalogue's saved Retail Prices API answers add
+rows of their own (`priced_availability`): a size with a Linux pay-as-you-go meter in a region is sold there; those
+rows confirm the regions they list and refuse none. A stack that has
 confirmed availability itself (list-skus, a capacity reservation) declares it under
 `cluster.sizeRegions.<size>` with its source; that row replaces the catalogue's.
 """
@@ -16,6 +18,8 @@ confirmed availability itself (list-skus, a capacity reservation) declares it un
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from components.catalog.prices import Rate
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,9 @@ class Availability:
     reports (it refuses nothing on it)."""
     zones: dict[str, tuple[str, ...]] | None = None
     """Region -> zones offering the size, where a source settles it; None: not established."""
+    exhaustive: bool = True
+    """The source lists every region offering the size, so a region it leaves out is refused (when primary). False:
+    it confirms the regions it lists and says nothing of others (a price answer of one region)."""
 
 
 _ROWS: tuple[Availability, ...] = (
@@ -58,3 +65,32 @@ _ROWS += (
 )
 
 AVAILABILITY: dict[str, Availability] = {row.size: row for row in _ROWS}
+
+
+def priced_availability(rates: tuple[Rate, ...]) -> dict[str, Availability]:
+    """Where the price catalogue's own Retail Prices API answers sell a size: a Linux pay-as-you-go meter for a size
+    in a region is Microsoft's word that the size is sold there (Azure publishes prices of what it sells), so such a
+    row confirms the region. It says nothing of the regions its answers did not cover, so the row is not exhaustive:
+    another region is a warning, never refused. Third-party price rows (no saved answer) confirm nothing."""
+    found: dict[str, dict[str, Rate]] = {}
+    for rate in rates:
+        if rate.kind == "vm" and rate.option == "payg" and rate.region and rate.answer and not rate.from_price_file:
+            found.setdefault(rate.sku, {}).setdefault(rate.region, rate)
+    out = {}
+    for size, by_region in sorted(found.items()):
+        regions = tuple(sorted(by_region))
+        source = "; ".join(f"{region}: a Linux pay-as-you-go meter in the Azure Retail Prices API answer saved as "
+                           f"components/catalog/data/{by_region[region].answer}" for region in regions)
+        as_of = max(by_region[region].as_of for region in regions).isoformat()
+        out[size] = Availability(size, regions, source, as_of, primary=True, exhaustive=False)
+    return out
+
+
+def availability_rows(rates: tuple[Rate, ...]) -> dict[str, Availability]:
+    """The catalogue's rows: a row from Microsoft's word first, then the price answers' evidence, then an
+    unconfirmed claim."""
+    rows = dict(AVAILABILITY)
+    for size, row in priced_availability(rates).items():
+        if size not in rows or not rows[size].primary:
+            rows[size] = row
+    return rows

@@ -23,7 +23,8 @@ HOURS_PER_MONTH = 730
 pages: "c3x assumes 730 hours/month")."""
 TERM_HOURS = {"1 Year": 365 * 24, "3 Years": 3 * 365 * 24}
 """A Reservation row's retailPrice is the whole term's price; per hour it is divided by the term's hours."""
-UNIT_HOURS = {"1 Hour": 1, "1 Day": 24}
+UNIT_HOURS = {"1 Hour": 1, "1 Day": 24, "1/Day": 24, "1/Month": HOURS_PER_MONTH}
+"""The API's units a row may carry (it writes both "1 Day" and "1/Day"); a monthly price is per 730-hour month."""
 OPTIONS: tuple[str, ...] = get_args(PricingOption)
 """Pricing options: pay-as-you-go, Spot, 1- and 3-year reservations, 1- and 3-year savings plans."""
 KINDS: tuple[str, ...] = get_args(PriceKind)
@@ -46,6 +47,8 @@ class Rate:
     as_of: date
     from_price_file: bool = False
     """A rate the stack's price file gave (negotiated or quoted), not a list price."""
+    answer: str | None = None
+    """The saved Retail Prices API answer the rate was read from (a file under components/catalog/data/), if any."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +90,10 @@ def rates_of_row(row: dict[str, Any]) -> list[Rate]:
     kind, sku, region = str(row.get("kind", "vm")), str(row["armSkuName"]), str(row.get("armRegionName") or "")
     source, as_of = str(row["source"]), date.fromisoformat(str(row["asOf"]))
     price = float(row["retailPrice"])
+    answer = str(row["answer"]) if row.get("answer") else None
 
     def rate(option: str, per_hour: float) -> Rate:
-        return Rate(kind, sku, region, option, per_hour, source, as_of)
+        return Rate(kind, sku, region, option, per_hour, source, as_of, answer=answer)
 
     if row["type"] == "Reservation":
         term = str(row.get("reservationTerm"))

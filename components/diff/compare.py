@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from components.catalog.arm_routes import PROVIDER_INPUT
+from components.catalog.arm_routes import PROVIDER_INPUT, REPLACEMENT_ACK_INPUT
 from components.diff.capacity import capacity_delta
 from components.diff.cost import cost_delta
 from components.diff.replacement import refused, replacements
@@ -225,8 +225,9 @@ def _kind(state: dict[str, Any]) -> str:
 
 def _compare(urn: str, old: dict[str, Any], new: dict[str, Any], base: Side, head: Side,
              result: PlanDiff, old_urn: str | None = None) -> Change | None:
-    # The serialized dynamic provider is code, not the resource: never a change.
-    ignored = [str(i) for i in new.get("ignoreChanges") or []] + [PROVIDER_INPUT]
+    # The serialized dynamic provider is code, not the resource, and the replacement acknowledgement is the stack's
+    # word to the provider (the diff reads it from acknowledgeDeletions): never a change.
+    ignored = [str(i) for i in new.get("ignoreChanges") or []] + [PROVIDER_INPUT, REPLACEMENT_ACK_INPUT]
     changed = changed_values(old.get("inputs") or {}, new.get("inputs") or {}, ignored)
     paths = sorted(changed)
     old_digests, new_digests = base.secret_digests.get(old_urn or urn, {}), head.secret_digests.get(urn, {})

@@ -10,7 +10,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.cost import CostLine, CostPlan
 
 Data = dict[str, Any]
-GROUPS = ("controlPlane", "registry", "natGateway", "publicIps", "loadBalancers", "disks", "snapshotStorage")
+GROUPS = ("controlPlane", "deployRunner", "registry", "natGateway", "publicIps", "loadBalancers", "disks", "snapshotStorage")
 
 
 def usd(value: float | None) -> float | None:
@@ -21,7 +21,8 @@ def _line(line: CostLine, hours: int) -> Data:
     rate = line.rate
     basis = None if rate is None else (
         f"{line.quantity:,} x {rate.usd_per_hour:g} USD/h ({line.option}"
-        f"{', ' + rate.region if rate.region else ', no region stated'}): {rate.source}, as of {rate.as_of.isoformat()}")
+        f"{', ' + rate.region if rate.region else ', no region stated'}): {rate.source}, as of {rate.as_of.isoformat()}"
+        f"{'; saved as components/catalog/data/' + rate.answer if rate.answer else ''}")
     return {"key": line.key, "group": line.group, "what": line.what, "quantity": line.quantity, "kind": line.kind,
             "sku": line.sku, "option": line.option, "usdPerUnitHour": usd(rate.usd_per_hour) if rate else None,
             "hourly": usd(line.hourly), "monthly": usd(None if line.hourly is None else line.hourly * hours),

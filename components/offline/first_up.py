@@ -10,7 +10,10 @@ workstation or a hosted CI runner reaches only ARM. The first `up` therefore run
    the API server) and, as its dependents, the node scale sets and the in-cluster layer.
 2. From a machine that reaches the API servers' internal load balancer (`cluster.inCluster.apiAccess`: in the VNet,
    a peered network, or a proxy through a jump host): a plain `pulumi up`, which creates the rest. Every later
-   update runs from there too, as the Kubernetes provider reads the cluster on each preview.
+   update runs from there too, as the Kubernetes provider reads the cluster on each preview. With the deployment
+   runner (`cluster.deployRunner`, on by default for `vnet`), step 1 creates that machine in the VNet and step 2 is
+   one `az vm run-command create` from anywhere with ARM access, which runs the plan's script there
+   (components/planning/runner_step2.py).
 
 The exclusion follows the Pulumi engine (pulumi/pulumi commit 1b5949891b3c): a URN glob's `**` matches anything and
 `*` anything but `:` (pkg/resource/deploy/deployment.go, UrnTargets.getMatcher), and with `--exclude-dependents` a
@@ -23,13 +26,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from components.bootstrap.deploy_runner import render_runner_cloud_init
 from components.offline.engine import Registration
+from components.planning.azure_names import resource_group_name
+from components.planning.cluster_plan import ClusterPlan
+from components.planning.deploy_runner import plan_deploy_runner
+from components.planning.runner_step2 import LOG_FILE, SCRIPT_FILE, STEP2_SCRIPT, step2_command
 from components.spec import ClusterSpec
 
 FIRST_EXCLUDE = "**:kubernetes:JoinAccess**"
 """Every resource under the join access component, its own URN included (its type is in each child's URN)."""
+RUNNER_BOOT_FILE = "runner-cloud-init.yaml"
 NEEDS_THE_API = ("kubernetes:", "pulumi:providers:kubernetes")
 """Resources the Kubernetes provider applies: they need the API server."""
 
@@ -56,8 +66,22 @@ def _short(type_: str) -> str:
     return type_.split(":", 1)[-1] if type_.startswith(("azure-native:", "kubernetes:", "command:")) else type_
 
 
-def first_up(registrations: list[Registration], spec: ClusterSpec, policy_args: str) -> dict[str, Any]:
-    """The two steps of a first `pulumi up`: the command, where it runs, and what it creates (custom resources)."""
+def write_runner_files(plan: ClusterPlan, out: Path) -> None:
+    """`first-up/step2.sh`, the script step 2's Run Command sends, and the runner's boot text beside it."""
+    if plan.deploy_runner is None:
+        return
+    folder = out / Path(SCRIPT_FILE).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    (out / SCRIPT_FILE).write_text(STEP2_SCRIPT, encoding="utf-8")
+    (folder / RUNNER_BOOT_FILE).write_text(render_runner_cloud_init(), encoding="utf-8")
+
+
+def first_up(registrations: list[Registration], spec: ClusterSpec, policy_args: str, stack: str = "",
+             policy_config: str = "") -> dict[str, Any]:
+    """The two steps of a first `pulumi up`: the command, where it runs, and what it creates (custom resources).
+    With the deployment runner, step 2's command is the Run Command that runs the script `make plan STACK=<stack>`
+    writes (out/<stack>/first-up/step2.sh) on it, for `stack` with the pack config `policy_config` (paths as the
+    user's shell at the project's root sees them)."""
     left_out = excluded(registrations, (FIRST_EXCLUDE,))
     custom = [r for r in registrations if r.custom]
     first = [r for r in custom if r.urn not in left_out]
@@ -66,15 +90,27 @@ def first_up(registrations: list[Registration], spec: ClusterSpec, policy_args: 
     where = {"vnet": "a machine in the cluster's VNet (e.g. a self-hosted CI runner in the system subnet)",
              "peered": "a machine in the network peered with the cluster's VNet (network.hubVnetId)",
              "proxy": f"anywhere, through the jump host's proxy ({access.proxy_url or 'apiAccess.proxyUrl'})"}
+    second_step: dict[str, Any] = {"step": 2, "runsFrom": where[access.path], "apiAccess": access.path,
+                                   "command": f"pulumi up {policy_args}".strip()}
+    runner = plan_deploy_runner(spec)
+    if runner is not None:
+        command = step2_command(runner, resource_group_name(spec.name), stack or spec.name,
+                                policy_config or f"policies/config/{stack or spec.name}.json", f"out/{stack or spec.name}")
+        second_step.update({
+            "runsFrom": f"anywhere with ARM access: a managed Run Command runs it on the deployment runner "
+                        f"{runner.vm_name} in the VNet, which step 1 creates",
+            "command": command.text(), "runs": second_step["command"], "script": SCRIPT_FILE, "log": LOG_FILE,
+            "runner": {"vmName": runner.vm_name, "vmSize": runner.size.name, "zone": runner.zone,
+                       "timeoutSeconds": runner.run_timeout_seconds}})
     return {
         "steps": [
             {"step": 1, "runsFrom": "anywhere with ARM access (a workstation, a hosted CI runner)",
              "command": f"pulumi up --exclude '{FIRST_EXCLUDE}' --exclude-dependents {policy_args}".strip(),
              "resources": len(first), "byType": dict(sorted(Counter(_short(r.type) for r in first).items())),
              "needsTheApi": sorted({r.name for r in first if r.type.startswith(NEEDS_THE_API)})},
-            {"step": 2, "runsFrom": where[access.path], "apiAccess": access.path,
-             "command": f"pulumi up {policy_args}".strip(),
-             "resources": len(second), "byType": dict(sorted(Counter(_short(r.type) for r in second).items()))},
+            {**second_step, "resources": len(second),
+             "byType": dict(sorted(Counter(_short(r.type) for r in second).items()))},
         ],
-        "laterUpdates": f"step 2's command, from {where[access.path]}",
+        "laterUpdates": "step 2's command (the Run Command), from anywhere with ARM access" if runner is not None
+        else f"step 2's command, from {where[access.path]}",
     }

@@ -246,6 +246,9 @@ def print_summary(console: Console, data: Data, violations: list[Violation], det
     for step in data.get("firstUp", {}).get("steps", []):
         console.print(f"First up, step {step['step']} ({step['resources']} resources), from {step['runsFrom']}: "
                       f"{step['command']}", markup=False, highlight=False, soft_wrap=True)
+        if "runs" in step:
+            console.print(f"  which runs there (out/<stack>/{step['script']}, log {step['log']}): {step['runs']}",
+                          markup=False, highlight=False, soft_wrap=True)
     if "bootstrapTokens" in data:
         print_tokens(console, data["bootstrapTokens"])
     print_cost(console, data)

@@ -19,6 +19,7 @@ from components.planning.clock import today as clock_today
 from components.planning.cni_rollout import CniRolloutPlan, plan_cni_rollout
 from components.planning.control_plane import ControlPlanePlan, plan_control_plane
 from components.planning.cost import CostPlan, plan_cost, spot_problems
+from components.planning.deploy_runner import DeployRunnerPlan, plan_deploy_runner
 from components.planning.egress import EgressPlan, plan_egress
 from components.planning.first_boot import FirstBoot
 from components.planning.first_up import FirstUpPlan, plan_first_up
@@ -78,6 +79,8 @@ class ClusterPlan:
     """The telemetry budget: raw series at the edge, what the workspace receives, its limits (docs/metrics.md)."""
     rollout: RolloutPlan | None = None
     """The order in which every machine is re-imaged after a change to what it boots (planning/rollout.py)."""
+    deploy_runner: DeployRunnerPlan | None = None
+    """The VM in the VNet that step 2 of the first `pulumi up` runs on, where the stack has one (planning/deploy_runner.py)."""
 
     @property
     def nodes(self) -> int:
@@ -154,6 +157,7 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
               if pools is not None and control_plane is not None else None)
     # The stack declares the bootstrap tokens through the API servers, in-cluster layer or not.
     first_up = _attempt(lambda: plan_first_up(spec, ip.api_server_endpoint), problems) if ip is not None else None
+    runner = _attempt(lambda: plan_deploy_runner(spec), problems)
     if pools is not None:
         problems.extend(tag_count_problems(spec, pools))
         problems.extend(spot_problems(pools))
@@ -164,8 +168,11 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     metrics = plan_metrics(spec, pools, control_plane)
     if over := metrics_problems(metrics):
         raise SpecError(over)
-    quota = plan_quota(pools, control_plane.vcpus_by_family(), spec.vcpu_quota)
-    counts = plan_counts(pools, control_plane, egress, spec.resource_quota)
+    extra = control_plane.vcpus_by_family()
+    if runner is not None:
+        extra[runner.size.quota_family] = extra.get(runner.size.quota_family, 0) + runner.size.vcpus
+    quota = plan_quota(pools, extra, spec.vcpu_quota)
+    counts = plan_counts(pools, control_plane, egress, spec.resource_quota, extra_nics=1 if runner else 0)
     if shortfall := quota_problems(quota, spec.location) + count_problems(counts, spec.location):
         raise SpecError(shortfall)
     day = today or clock_today()
@@ -174,9 +181,10 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
     if spec.cost.price_file:
         prices = read_price_file(spec.cost.price_file, project_root())
         catalogue = catalogue.overlaid(rates_of_price_file(prices, spec.cost.price_file))
-    cost = plan_cost(spec, pools, control_plane, egress, balloons, scheduling, catalogue, day, spec.cost.price_file)
+    cost = plan_cost(spec, pools, control_plane, egress, balloons, scheduling, catalogue, day, spec.cost.price_file,
+                     runner)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
                        registry, images, tokens, plan_boot(spec, ip, pools, control_plane), first_up=first_up,
                        counts=counts, cost=cost, metrics=metrics,
-                       rollout=plan_rollout(pools, control_plane, scheduling, spec.rollout))
+                       rollout=plan_rollout(pools, control_plane, scheduling, spec.rollout), deploy_runner=runner)
     return plan

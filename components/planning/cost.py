@@ -20,6 +20,8 @@ from components.planning.control_plane import (
     ETCD_OS_DISK_GIB,
     ControlPlanePlan,
 )
+from components.planning.deploy_runner import OS_DISK_GIB as RUNNER_OS_DISK_GIB
+from components.planning.deploy_runner import DeployRunnerPlan
 from components.planning.egress import EgressPlan
 from components.planning.placement import PoolPlan
 from components.planning.scheduling import FlavorPlan, SchedulingPlan
@@ -178,8 +180,10 @@ class _Lines:
         return line
 
 
-def _disks(add: _Lines, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan) -> None:
+def _disks(add: _Lines, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, runner: DeployRunnerPlan | None) -> None:
     counts: dict[str, int] = {}
+    if runner is not None:
+        counts[f"{OS_DISK_TYPE} {RUNNER_OS_DISK_GIB} GiB"] = 1
     for pool in pools:
         if not pool.ephemeral_os_disk:
             sku = f"{OS_DISK_TYPE} {pool.spec.os_disk_gib} GiB"
@@ -224,9 +228,9 @@ def _teams(scheduling: SchedulingPlan, pool_hourly: dict[str, float | None]) -> 
 
 def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, egress: EgressPlan,
               balloons: tuple[BalloonPlan, ...], scheduling: SchedulingPlan, catalogue: PriceCatalogue, today: date,
-              price_file: str | None = None) -> CostPlan:
+              price_file: str | None = None, runner: DeployRunnerPlan | None = None) -> CostPlan:
     """The cost at `catalogue`'s prices (already overlaid with the stack's price file, named `price_file`); `today`
-    dates the staleness warning."""
+    dates the staleness warning; `runner` is the deployment runner where the stack has one."""
     if problems := spot_problems(pools):
         raise SpecError(problems)
     region = spec.location
@@ -241,6 +245,8 @@ def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePl
         if etcd is not None:
             add.add("controlPlane", f"controlPlane:{etcd.role}",
                     f"{etcd.role}: {len(etcd.members)} x {etcd.size.name}", len(etcd.members), "vm", etcd.size.name)
+    if runner is not None:
+        add.add("deployRunner", "deployRunner", f"deployment runner: 1 x {runner.size.name}", 1, "vm", runner.size.name)
     add.add("registry", "registry", "container registry (Premium, zone-redundant)", 1, "registry", "Premium")
     add.add("natGateway", "natGateway", "NAT gateway (Standard)", 1, "natGateway", "Standard")
     add.add("publicIps", "publicIpPrefix", f"NAT gateway's public IP prefix: /{egress.prefix_length}, "
@@ -249,7 +255,7 @@ def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePl
     add.add("loadBalancers", "loadBalancer:apiserver",
             f"API servers' load balancer (Standard, {rules} of the {LB_RULES_INCLUDED} rules its base charge covers)",
             1, "loadBalancer", "Standard")
-    _disks(add, pools, cp)
+    _disks(add, pools, cp, runner)
     add.add("snapshotStorage", "snapshotStorage", f"etcd snapshots' storage account ({SNAPSHOT_STORAGE_SKU})", 1,
             "snapshotStorage", SNAPSHOT_STORAGE_SKU,
             reason="billed per GB stored; the snapshots' size (etcd's data times the copies kept) is not planned")

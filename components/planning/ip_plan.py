@@ -24,6 +24,7 @@ from ipaddress import IPv4Address, IPv4Network
 from components.catalog.acr_tasks import AGENT_POOL_COUNT
 from components.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET
 from components.errors import Problem, SpecError, pool_path
+from components.planning.deploy_runner import RUNNER_IPS, runner_enabled
 from components.planning.limits import Limits
 from components.planning.pod_addresses import BLOCK_SIZE, PREFIX_LENGTH, api_server_pod_addresses, node_addressing
 from components.planning.vnet_entries import VnetEntries, count_entries
@@ -217,13 +218,15 @@ def _requests(spec: ClusterSpec) -> list[_Request]:
     etcd_members = cp.etcd.members + (cp.events_etcd.members if cp.events_etcd else 0)
     frontends = 2 if spec.access.break_glass else 1
     api_ips = cp.api_servers.count * (1 + api_server_pod_addresses(spec))
+    runner = RUNNER_IPS if runner_enabled(spec) else 0
     requests = [
         # API servers (replaced side by side in a rolling upgrade) with their pod addresses in prefix mode, plus
         # the load balancer's frontends (the break-glass one when the stack has it).
         _Request(CONTROL_PLANE_BLOCK, "API servers, their internal load balancer, the registry's private endpoint and "
-                 "build agents",
-                 prefix_for(2 * api_ips + frontends + REGISTRY_ENDPOINT_IPS + BUILD_AGENT_IPS, INFRA_PREFIX, spare),
-                 api_ips + frontends + REGISTRY_ENDPOINT_IPS + BUILD_AGENT_IPS,
+                 "build agents" + (", the deployment runner" if runner else ""),
+                 prefix_for(2 * api_ips + frontends + REGISTRY_ENDPOINT_IPS + BUILD_AGENT_IPS + runner, INFRA_PREFIX,
+                            spare),
+                 api_ips + frontends + REGISTRY_ENDPOINT_IPS + BUILD_AGENT_IPS + runner,
                  "cluster.controlPlane.apiServers.count", 1 + api_server_pod_addresses(spec), "members"),
         _Request(ETCD_BLOCK, "etcd and events-etcd members", prefix_for(2 * etcd_members, INFRA_PREFIX, spare),
                  etcd_members, "cluster.controlPlane.etcd.members", 1, "members"),

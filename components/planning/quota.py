@@ -34,7 +34,7 @@ class QuotaNeed:
 
 
 def plan_quota(pools: tuple[PoolPlan, ...], extra: dict[str, int], declared: dict[str, int]) -> tuple[QuotaNeed, ...]:
-    """`extra` adds vCPUs outside the pools (the control plane's VMs) per family."""
+    """`extra` adds vCPUs outside the pools (the control plane's VMs, the deployment runner) per family."""
     need: dict[str, int] = defaultdict(int)
     for pool in pools:
         family = SPOT_FAMILY if pool.spec.priority == "spot" else pool.size.quota_family
@@ -83,13 +83,13 @@ class CountNeed:
 
 
 def plan_counts(pools: tuple[PoolPlan, ...], control_plane: ControlPlanePlan, egress: EgressPlan,
-                declared: ResourceQuotaSpec) -> tuple[CountNeed, ...]:
+                declared: ResourceQuotaSpec, extra_nics: int = 0) -> tuple[CountNeed, ...]:
     """What the cluster's resources consume: the egress prefix's addresses, one prefix and one NAT gateway, a scale
     set per InfiniBand domain or zone share plus the API servers' set, and one NIC per VM (nodes, API servers, etcd
-    members; a node NIC's IP configurations are one NIC)."""
+    members, and `extra_nics` such as the deployment runner's; a node NIC's IP configurations are one NIC)."""
     scale_sets = sum(len(p.scale_sets) for p in pools) + 1
     members = len(control_plane.etcd.members) + (len(control_plane.events.members) if control_plane.events else 0)
-    nics = sum(p.nodes for p in pools) + control_plane.api.count + members
+    nics = sum(p.nodes for p in pools) + control_plane.api.count + members + extra_nics
     counts = {"standardPublicIps": (egress.public_ips, "cluster.network.egress.snatPortsPerNode"),
               "publicIpPrefixes": (1, "cluster.network.egress"),
               "natGateways": (1, "cluster.network.egress"),

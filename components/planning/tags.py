@@ -6,7 +6,7 @@ from typing import Literal
 
 from components.vocabulary import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 
-Role = Literal["system", "cpu", "gpu", "confidential", "rack", "apiserver", "etcd", "etcd-events"]
+Role = Literal["system", "cpu", "gpu", "confidential", "rack", "apiserver", "etcd", "etcd-events", "deploy-runner"]
 REQUIRED_MACHINE_TAGS = (CLUSTER_TAG, ROLE_TAG, POOL_TAG)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.catalog.availability import AVAILABILITY, Availability
+from components.catalog.availability import Availability, availability_rows
+from components.catalog.prices import price_catalogue
 from components.errors import Problem
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.placement import region_zones
@@ -26,7 +27,7 @@ __all__ = ["Context", "Finding", "Preflight", "context_for", "preflight", "probl
 
 def context_for(plan: ClusterPlan) -> Context:
     spec = plan.spec
-    availability = dict(AVAILABILITY)
+    availability = availability_rows(price_catalogue().rates)
     for size, confirmed in spec.size_regions.items():
         zones = {region: tuple(z) for region, z in confirmed.zones.items()} if confirmed.zones else None
         availability[size] = Availability(size, tuple(confirmed.regions), f"stack: {confirmed.source}",

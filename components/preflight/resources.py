@@ -122,8 +122,18 @@ def check_placement(resources: list[Resource], ctx: Context, warnings: list[Find
                 listed = "lists" if location in row.regions else "does not list"
                 warnings.append(Finding("size-region-secondary", resource.name, field,
                                         f"whether {location} offers {size} is not confirmed by Microsoft (its row "
-                                        f"{listed} {location}: {row.source}, {row.as_of}); confirm with `az vm list-skus "
-                                        f"-l {location} --size {size}` and record it under cluster.sizeRegions"))
+                                        f"{listed} {location} on a source that is not Microsoft's, as of {row.as_of}: "
+                                        "docs/azure-preflight.md \"Availability catalogue\"); confirm with `az vm "
+                                        f"list-skus -l {location} --size {size}` and record it under cluster.sizeRegions"))
+        elif location not in row.regions and not row.exhaustive:
+            if (size, f"unlisted {location}") not in warned:
+                warned.add((size, f"unlisted {location}"))
+                warnings.append(Finding("size-region-uncatalogued", resource.name, field,
+                                        f"no availability row for {size} in {location} (its row confirms "
+                                        f"{', '.join(row.regions)}: {row.source}, {row.as_of}); confirm `az vm "
+                                        f"list-skus -l {location} --size {size}` and declare it under "
+                                        "cluster.sizeRegions"))
+            continue
         elif location not in row.regions:
             findings.append(Finding("size-region", resource.name, field,
                                     f"{size} is not offered in {location}; it is in {', '.join(row.regions)} "

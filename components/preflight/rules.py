@@ -123,8 +123,9 @@ RULES: dict[str, Rule] = {r.id: r for r in (
 )}
 
 WARNINGS: dict[str, Rule] = {r.id: r for r in (
-    Rule("size-region-uncatalogued", "a size with no availability row: the plan cannot tell whether the region "
-         "offers it", "components/catalog/availability.py"),
+    Rule("size-region-uncatalogued", "a size with no availability row, or in a region its price-answer row does not "
+         "cover: the plan cannot tell whether the region offers it",
+         "components/catalog/availability.py (priced_availability: the price catalogue's saved answers)"),
     Rule("size-region-secondary", "a size whose availability row no Microsoft source confirms: the plan neither "
          "refuses a region nor vouches for one on it", "components/catalog/availability.py"),
     Rule("size-zones-unknown", "zones offering the size in the region not established by a public source "

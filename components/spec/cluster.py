@@ -9,6 +9,7 @@ from components.spec.base import Cidr, SpecModel, WholeNumber
 from components.spec.control_plane import ControlPlaneSpec
 from components.spec.cost import CostSpec
 from components.spec.day2 import AcknowledgedDeletions
+from components.spec.deploy_runner import DeployRunnerSpec
 from components.spec.images import ImagesSpec
 from components.spec.limits import LimitsSpec
 from components.spec.metrics import MetricsSpec
@@ -175,6 +176,8 @@ class ClusterSpec(SpecModel):
     """How the plan prices the cluster: the user's price file and the age past which prices are stale."""
     rollout: RolloutSpec = RolloutSpec()
     """How instances are re-imaged one wave at a time after a change to what they boot (docs/operations.md)."""
+    deploy_runner: DeployRunnerSpec = DeployRunnerSpec()
+    """The VM in the VNet that step 2 of the first `pulumi up` and later updates run on (docs/operations.md)."""
 
     @field_validator("zones")
     @classmethod

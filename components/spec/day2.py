@@ -18,6 +18,7 @@ class AcknowledgedDeletions(SpecModel):
     infiniband_domains: list[str] = Field(default_factory=list)
     """Scale sets (InfiniBand domains) this change deletes, or replaces (a new VM size or zone: the provider deletes
     the scale set and creates it again): names such as `h100-z3-10`, or shell patterns such as `h100-*`. Without it a
-    change may replace at most one domain of a pool (policies/rules/replacements.py)."""
+    change may replace at most one domain of a pool (policies/rules/replacements.py; at `pulumi up`, the node scale
+    sets' provider refuses the second: components/azure/replacement_guard.py)."""
     note: str | None = None
     """Why, for the reviewer (a ticket, the drain that was done)."""

@@ -25,7 +25,7 @@ from .props import (
 )
 
 REQUIRED_TAGS = (CLUSTER_TAG, ROLE_TAG, POOL_TAG)
-ROLES = ("system", "cpu", "gpu", "confidential", "rack", "apiserver", *ETCD_ROLES)
+ROLES = ("system", "cpu", "gpu", "confidential", "rack", "apiserver", *ETCD_ROLES, "deploy-runner")
 NODE_ROLES_WITH_AN = ("system", "cpu", "gpu")
 ENCRYPTION_TYPES = ["VMGuestStateOnly", "DiskWithVMGuestState"]
 # What `pulumi preview --json` and the offline engine print in place of a secret value.

@@ -8,9 +8,11 @@ purpose in the stack: `cluster.acknowledgeDeletions.infinibandDomains` names the
 whose VMs this change deletes, by replacement or deletion alike.
 
 CrossGuard gives a rule only the new inputs of a resource (pulumi_policy 1.21 `ResourceValidationArgs`: type, props,
-urn, name, opts, provider; no old state), so no pack rule can tell a replacement from a create. This rule runs where
-both states are known: `gpucluster diff` / `plan --base` (two plans) and `gpucluster check` over a real
-`pulumi preview --json` (its `replace` steps carry `oldState` and `newState`).
+urn, name, opts, provider; no old state; tests/test_policy_sight.py), so no pack rule can tell a replacement from a
+create. This rule runs where both states are known: `gpucluster diff` / `plan --base` (two plans) and `gpucluster
+check` over a real `pulumi preview --json` (its `replace` steps carry `oldState` and `newState`). In `pulumi preview`
+and `pulumi up` themselves the node scale sets' provider refuses the second unacknowledged domain of a pool in its
+Diff (components/azure/replacement_guard.py, which spells ACK_KEY the same: the pack runs without `components/`).
 """
 
 from __future__ import annotations
