@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
 from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
 from components.bootstrap.boot_unit import boot_unit as make_unit
 from components.bootstrap.cert_renewal import TIMER, apiserver_renew_script, renewal_files
-from components.bootstrap.cloud_config import dump_cloud_config
+from components.bootstrap.cloud_config import dump_cloud_config, safe_yaml, safe_yaml_all
 from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
 from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
 from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
@@ -191,11 +189,11 @@ def render_apiserver_cloud_init(b: ApiServerBootstrap) -> str:
               "content": pem} for path, pem in sorted(b.pki_files.items())]
     files += [
         {"path": KUBEADM_CONFIG, "permissions": "0600",
-         "content": yaml.safe_dump_all(kubeadm_config(b), sort_keys=False)},
+         "content": safe_yaml_all(kubeadm_config(b))},
         {"path": "/etc/kubernetes/audit-policy.yaml", "permissions": "0644",
-         "content": yaml.safe_dump(AUDIT_POLICY, sort_keys=False)},
+         "content": safe_yaml(AUDIT_POLICY)},
         {"path": SCHEDULER_CONFIG_PATH, "permissions": "0644",
-         "content": yaml.safe_dump(scheduler_configuration(), sort_keys=False)},
+         "content": safe_yaml(scheduler_configuration())},
         {"path": BOOT_SCRIPT, "permissions": "0755", "content": boot_script(b)},
         {"path": f"/etc/systemd/system/{BOOT_UNIT}", "permissions": "0644", "content": boot_unit()},
     ]

@@ -10,6 +10,7 @@ documents) at a tenth of the time, which a plan spends once per scale set and ag
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
@@ -39,3 +40,8 @@ def dump_cloud_config(document: dict[str, Any]) -> str:
 def safe_yaml(document: Any) -> str:
     """`yaml.safe_dump(document, sort_keys=False)`, on the same emitter."""
     return yaml.dump(document, Dumper=EMITTER, sort_keys=False)
+
+
+def safe_yaml_all(documents: Iterable[Any]) -> str:
+    """`yaml.safe_dump_all(documents, sort_keys=False)`, on the same emitter."""
+    return yaml.dump_all(documents, Dumper=EMITTER, sort_keys=False)

@@ -23,6 +23,9 @@ import yaml
 from components.catalog.node_images import ACR_CREDENTIAL_PROVIDER, MERGED_USR, NODE_IMAGES, package_files
 from components.images.content import image_files
 
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's reader (the same values as `yaml.safe_load`): every boot document of a plan is read here."""
+
 BIN_DIR_FLAG = "image-credential-provider-bin-dir"
 CONFIG_FLAG = "image-credential-provider-config"
 EXEC_KEYS = ("ExecStart", "ExecStartPre", "ExecStartPost", "ExecStop", "ExecStopPost", "ExecReload",
@@ -65,7 +68,7 @@ def _exec_paths(unit: str) -> set[str]:
 def _kubelet_args(kubeadm: str) -> dict[str, str]:
     """kubeadm v1beta4 `nodeRegistration.kubeletExtraArgs` of every document in a kubeadm config file."""
     args: dict[str, str] = {}
-    for document in yaml.safe_load_all(kubeadm):
+    for document in yaml.load_all(kubeadm, Loader=_LOADER):
         registration = (document or {}).get("nodeRegistration") or {}
         for arg in registration.get("kubeletExtraArgs") or []:
             args[str(arg["name"])] = str(arg["value"])
@@ -83,7 +86,7 @@ def named_files(document: dict[str, Any], image_units: Iterable[str] = ()) -> se
             args = _kubelet_args(content)
             found |= {v for v in args.values() if v.startswith("/")} - {args.get(BIN_DIR_FLAG, "")}
             if BIN_DIR_FLAG in args:
-                config = yaml.safe_load(written.get(args.get(CONFIG_FLAG, ""), "") or "{}") or {}
+                config = yaml.load(written.get(args.get(CONFIG_FLAG, ""), "") or "{}", Loader=_LOADER) or {}
                 found |= {f"{args[BIN_DIR_FLAG]}/{p['name']}" for p in config.get("providers") or []}
     for unit in image_units:
         found |= _exec_paths(unit)
@@ -96,7 +99,7 @@ def named_files(document: dict[str, Any], image_units: Iterable[str] = ()) -> se
 
 def missing_files(document_text: str, definition: str) -> list[str]:
     """The files a boot document names that neither it writes nor `definition`'s image holds, sorted."""
-    document = yaml.safe_load(document_text) or {}
+    document = yaml.load(document_text, Loader=_LOADER) or {}
     written = {str(f["path"]) for f in document.get("write_files") or []}
     units = [f.content for f in image_files(definition) if f.path.endswith((".service", ".conf"))]
     return sorted(named_files(document, units) - written - image_manifest(definition))

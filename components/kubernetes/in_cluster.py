@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.azure.addon_identities import AddonAzureRefs
+from components.bootstrap.cloud_config import safe_yaml
 from components.catalog.in_cluster import CILIUM_VERSION
 from components.kubernetes.capacity import Capacity, CapacityArgs
 from components.kubernetes.declare import declare_all, declare_staged
@@ -44,7 +45,7 @@ def with_proxy(kubeconfig: str, proxy_url: str | None) -> str:
 
 def render_yaml(value: Any) -> pulumi.Output[str]:
     """YAML text of a value holding Pulumi outputs (the shards' remote-write URL and identity), once they resolve."""
-    return pulumi.Output.from_input(value).apply(lambda resolved: yaml.safe_dump(resolved, sort_keys=False))
+    return pulumi.Output.from_input(value).apply(safe_yaml)
 
 
 @dataclass(frozen=True)

@@ -64,56 +64,62 @@ def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin) -> pul
                                                   join.tenant_id).apply(render))
 
 
-def _os_disk(pool: PoolPlan,
-             disk_encryption_set_id: pulumi.Input[str] | None) -> azure.compute.VirtualMachineScaleSetOSDiskArgs:
+# A node scale set's inputs are written as plain dicts under azure-native's wire names (the `pulumi.getter` names
+# of its `*Args` classes, e.g. `diskSizeGB`, `privateIPAddressVersion`, `vTpmEnabled`), absent where the typed
+# class would leave a field unset, enums as their values: the provider receives the same dict either way
+# (tests/test_scale_set_inputs.py), and pulumi's serializer does not walk the classes' type annotations for
+# each of them (docs/performance.md).
+
+
+def _linux_configuration(access: NodeAccess) -> dict[str, Any]:
+    """`linux_configuration` as the provider receives it."""
+    return {"disablePasswordAuthentication": True, "ssh": {"publicKeys": [
+        {"path": f"/home/{access.admin_username}/.ssh/authorized_keys", "keyData": key}
+        for key in access.ssh_public_keys]}}
+
+
+def _os_disk(pool: PoolPlan, disk_encryption_set_id: pulumi.Input[str] | None) -> dict[str, Any]:
+    size = {"createOption": "FromImage", "diskSizeGB": pool.spec.os_disk_gib}
     if pool.confidential is not None:
         # The managed disk's security profile holds the VM guest state (vTPM, firmware), encrypted.
-        des = azure.compute.DiskEncryptionSetParametersArgs(id=disk_encryption_set_id) if disk_encryption_set_id else None
-        return azure.compute.VirtualMachineScaleSetOSDiskArgs(
-            create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=pool.spec.os_disk_gib,
-            managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(
-                storage_account_type="Premium_LRS",
-                security_profile=azure.compute.VMDiskSecurityProfileArgs(
-                    security_encryption_type=pool.confidential.os_disk_encryption, disk_encryption_set=des)))
+        security: dict[str, Any] = {"securityEncryptionType": pool.confidential.os_disk_encryption}
+        if disk_encryption_set_id:
+            security["diskEncryptionSet"] = {"id": disk_encryption_set_id}
+        return {**size, "caching": "ReadWrite",
+                "managedDisk": {"storageAccountType": "Premium_LRS", "securityProfile": security}}
     if pool.ephemeral_os_disk:
         # Ephemeral OS disk on the resource disk: no remote OS-disk IO, reimage is fast.
-        return azure.compute.VirtualMachineScaleSetOSDiskArgs(
-            create_option="FromImage", caching=azure.compute.CachingTypes.READ_ONLY, disk_size_gb=pool.spec.os_disk_gib,
-            diff_disk_settings=azure.compute.DiffDiskSettingsArgs(option="Local", placement="ResourceDisk"))
-    return azure.compute.VirtualMachineScaleSetOSDiskArgs(
-        create_option="FromImage", caching=azure.compute.CachingTypes.READ_WRITE, disk_size_gb=pool.spec.os_disk_gib,
-        managed_disk=azure.compute.VirtualMachineScaleSetManagedDiskParametersArgs(
-            storage_account_type="Premium_LRS"))
+        return {**size, "caching": "ReadOnly", "diffDiskSettings": {"option": "Local", "placement": "ResourceDisk"}}
+    return {**size, "caching": "ReadWrite", "managedDisk": {"storageAccountType": "Premium_LRS"}}
 
 
-def _ip_configurations(pool: PoolPlan, subnet_id: pulumi.Input[str]) -> list[Any]:
+def _ip_configurations(pool: PoolPlan, subnet_id: pulumi.Input[str]) -> list[dict[str, Any]]:
     """Primary address for the node, then one secondary per pod ("alias-based" pod IPs, no overlay), or in
     prefix mode one IP configuration per /28 block (components/planning/pod_addresses.py)."""
-    subnet = azure.compute.ApiEntityReferenceArgs(id=subnet_id)
-    configs: list[Any] = [azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
-        name="node", primary=True, private_ip_address_version="IPv4", subnet=subnet)]
+    def config(name: str, primary: bool) -> dict[str, Any]:
+        return {"name": name, "primary": primary, "privateIPAddressVersion": "IPv4", "subnet": {"id": subnet_id}}
+
+    configs = [config("node", True)]
     addressing = node_addressing(pool.spec)
     if addressing.prefix_mode:
         # Microsoft.Compute carries privateIPAddressPrefixLength on scale-set IP configurations from API
-        # 2026-07-02 (components/azure/scale_set/routes.py); NodeScaleSet sends it at that version, so it is written
-        # in the declared (flattened) shape by its wire name.
-        configs += [{"name": f"podblock{i:02d}", "primary": False, "privateIPAddressVersion": "IPv4",
-                     "privateIPAddressPrefixLength": PREFIX_LENGTH, "subnet": {"id": subnet_id}}
-                    for i in range(1, addressing.blocks + 1)]
-        return configs
-    configs += [azure.compute.VirtualMachineScaleSetIPConfigurationArgs(
-        name=f"pod{i:03d}", primary=False, private_ip_address_version="IPv4", subnet=subnet)
-        for i in range(1, pool.spec.pods_per_node + 1)]
-    return configs
+        # 2026-07-02 (components/azure/scale_set/routes.py); NodeScaleSet sends it at that version.
+        return configs + [{**config(f"podblock{i:02d}", False), "privateIPAddressPrefixLength": PREFIX_LENGTH}
+                          for i in range(1, addressing.blocks + 1)]
+    return configs + [config(f"pod{i:03d}", False) for i in range(1, pool.spec.pods_per_node + 1)]
 
 
-def _security_profile(pool: PoolPlan) -> azure.compute.SecurityProfileArgs | None:
+def _security_profile(pool: PoolPlan) -> dict[str, Any] | None:
     if pool.confidential is None:
         return None
-    return azure.compute.SecurityProfileArgs(
-        security_type=pool.confidential.security_type,
-        uefi_settings=azure.compute.UefiSettingsArgs(secure_boot_enabled=pool.confidential.secure_boot,
-                                                     v_tpm_enabled=pool.confidential.vtpm))
+    return {"securityType": pool.confidential.security_type,
+            "uefiSettings": {"secureBootEnabled": pool.confidential.secure_boot, "vTpmEnabled": pool.confidential.vtpm}}
+
+
+def _identity(identity_ids: list[pulumi.Input[str]] | None) -> dict[str, Any]:
+    if identity_ids:
+        return {"type": "SystemAssigned, UserAssigned", "userAssignedIdentities": identity_ids}
+    return {"type": "SystemAssigned"}
 
 
 @dataclass(frozen=True)
@@ -187,15 +193,19 @@ def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
     spec = pool.spec
     tags = scale_set_tags(scope.cluster, pool, plan, minimum, scope.location)
     spot = spec.priority == "spot"
-    nics = [azure.compute.VirtualMachineScaleSetNetworkConfigurationArgs(
-        name="nic0", primary=True, enable_accelerated_networking=pool.accelerated_networking,
-        ip_configurations=_ip_configurations(pool, subnet_id))]
-    os_profile = azure.compute.VirtualMachineScaleSetOSProfileArgs(
-        computer_name_prefix=plan.name, admin_username=access.admin_username,
-        custom_data=_custom_data(pool, plan, join), linux_configuration=linux_configuration(access))
-    storage_profile = azure.compute.VirtualMachineScaleSetStorageProfileArgs(
-        image_reference=gallery_image(images.of(join.plan.images.machines[plan.name])),
-        os_disk=_os_disk(pool, disk_encryption_set_id))
+    nics = [{"name": "nic0", "primary": True, "enableAcceleratedNetworking": pool.accelerated_networking,
+             "ipConfigurations": _ip_configurations(pool, subnet_id)}]
+    os_profile = {"computerNamePrefix": plan.name, "adminUsername": access.admin_username,
+                  "customData": _custom_data(pool, plan, join), "linuxConfiguration": _linux_configuration(access)}
+    storage_profile = {"imageReference": {"id": images.of(join.plan.images.machines[plan.name])},
+                       "osDisk": _os_disk(pool, disk_encryption_set_id)}
+    vm_profile: dict[str, Any] = {"priority": "Spot" if spot else "Regular"}
+    if spot:
+        vm_profile |= {"evictionPolicy": "Delete", "billingProfile": {"maxPrice": -1}}
+    if (security := _security_profile(pool)) is not None:
+        vm_profile["securityProfile"] = security
+    vm_profile |= {"osProfile": os_profile, "storageProfile": storage_profile,
+                   "networkProfile": {"networkInterfaceConfigurations": nics}}
     inputs: dict[str, Any] = {
         "vmScaleSetName": plan.name,
         "resourceGroupName": scope.resource_group_name,
@@ -207,21 +217,9 @@ def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
         "singlePlacementGroup": plan.single_placement_group,
         "platformFaultDomainCount": plan.platform_fault_domain_count,
         "overprovision": False,
-        "upgradePolicy": azure.compute.UpgradePolicyArgs(mode=azure.compute.UpgradeMode.MANUAL),
-        "identity": azure.compute.VirtualMachineScaleSetIdentityArgs(
-            type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED_USER_ASSIGNED,
-            user_assigned_identities=identity_ids) if identity_ids else azure.compute.VirtualMachineScaleSetIdentityArgs(
-            type=azure.compute.ResourceIdentityType.SYSTEM_ASSIGNED),
-        "virtualMachineProfile": azure.compute.VirtualMachineScaleSetVMProfileArgs(
-            priority="Spot" if spot else "Regular",
-            eviction_policy="Delete" if spot else None,
-            billing_profile=azure.compute.BillingProfileArgs(max_price=-1) if spot else None,
-            security_profile=_security_profile(pool),
-            os_profile=os_profile,
-            storage_profile=storage_profile,
-            network_profile=azure.compute.VirtualMachineScaleSetNetworkProfileArgs(
-                network_interface_configurations=nics),
-        ),
+        "upgradePolicy": {"mode": "Manual"},
+        "identity": _identity(identity_ids),
+        "virtualMachineProfile": vm_profile,
         "tags": tags,
     }
     if rack is not None:

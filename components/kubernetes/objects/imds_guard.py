@@ -17,6 +17,7 @@ pods (the prefix IPAM controller, cilium-operator) are not endpoints: this polic
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -30,6 +31,7 @@ NAME = "gpucluster-imds"
 NAMESPACE_LABEL = "k8s:io.kubernetes.pod.namespace"
 ACCOUNT_LABEL = "k8s:io.cilium.k8s.policy.serviceaccount"
 _OFF = {"ingress": False, "egress": False}
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _config_maps(objects: list[Object]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -59,11 +61,13 @@ def uses_managed_identity(pod: dict[str, Any], namespace: str, config_maps: dict
     return False
 
 
+@lru_cache(maxsize=256)
 def _prometheus_signs_in(text: str) -> bool:
     """A mounted Prometheus config whose remote write signs in with a managed identity (`azuread.managed_identity`,
-    prometheus storage/remote/azuread/azuread.go)."""
+    prometheus storage/remote/azuread/azuread.go). Read by libyaml, once per text: a plan asks for the layer's
+    objects several times (the program, the first-boot simulation, the architecture check)."""
     try:
-        config = yaml.safe_load(text)
+        config = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError:
         return False
     writes = config.get("remote_write") if isinstance(config, dict) else None

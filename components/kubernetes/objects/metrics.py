@@ -14,8 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import yaml
-
+from components.bootstrap.cloud_config import safe_yaml
 from components.catalog.metrics import (
     EDGE_REPLICAS,
     HEAD_BYTES_PER_SERIES,
@@ -184,8 +183,8 @@ def prometheus_objects(plan: MetricsPlan, cluster: str, etcd: list[str], remote_
     """One Deployment per shard, of `EDGE_REPLICAS` replicas spread over zones, with its own prometheus.yml. The
     account lists and watches what discovery reads (pods with their nodes; endpoint slices with their services) and
     reads the API servers' /metrics. `render_yaml` turns a config holding Pulumi outputs into text (default:
-    yaml.safe_dump of plain values)."""
-    dump = render_yaml or (lambda value: yaml.safe_dump(value, sort_keys=False))
+    yaml.safe_dump of plain values, emitted by libyaml: components/bootstrap/cloud_config.py)."""
+    dump = render_yaml or safe_yaml
     account = [{"kind": "ServiceAccount", "name": PROMETHEUS, "namespace": NAMESPACE}]
     objects: list[Object] = [
         obj("v1", "ServiceAccount", PROMETHEUS, NAMESPACE),
@@ -198,7 +197,7 @@ def prometheus_objects(plan: MetricsPlan, cluster: str, etcd: list[str], remote_
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                      "name": f"gpucluster:{PROMETHEUS}"}, subjects=account),
         obj("v1", "ConfigMap", f"{PROMETHEUS}-rules", NAMESPACE,
-            data={"edge.yml": yaml.safe_dump(edge_rules(), sort_keys=False)}),
+            data={"edge.yml": safe_yaml(edge_rules())}),
     ]
     # Memory for the raw series each shard holds (targets are split evenly by node hash), not the cap.
     per_shard = math.ceil(plan.raw_series / plan.shards)
