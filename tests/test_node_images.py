@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from components.azure.node_images import served_name
+from components.catalog.deploy_runner import RUNNER_IMAGE
 from components.catalog.in_cluster import PAUSE_IMAGE
 from components.catalog.node_images import CONTAINERD, NODE_IMAGES, POOL_KIND_IMAGE, prepull_images
 from components.catalog.registries import OWN_NAMESPACE
@@ -207,9 +208,18 @@ def test_the_stack_declares_the_gallery_and_one_template_per_built_version(prod_
 
 
 def test_every_scale_set_and_vm_boots_its_gallery_version_after_the_build(prod_run: ProgramRun) -> None:
+    """Every cluster machine boots its baked gallery version; the deployment runner alone, which runs before and
+    beside the cluster, boots its pinned marketplace image (components/catalog/deploy_runner.py) and no gallery one."""
     plan = plan_cluster(stack_spec("prod"))
+    assert plan.deploy_runner is not None
+    vms = _of(prod_run, "azure-native:compute:VirtualMachine")
+    (runner,) = [r for r in vms if r.inputs["vmName"] == plan.deploy_runner.vm_name]
+    assert runner.inputs["storageProfile"]["imageReference"] == {
+        "publisher": RUNNER_IMAGE.publisher, "offer": RUNNER_IMAGE.offer, "sku": RUNNER_IMAGE.sku,
+        "version": RUNNER_IMAGE.version}
+    assert plan.deploy_runner.vm_name not in plan.images.machines
     machines = [*(r for r in prod_run.registrations if r.custom and is_scale_set({"type": r.type, "inputs": r.inputs})),
-                *_of(prod_run, "azure-native:compute:VirtualMachine")]
+                *(r for r in vms if r is not runner)]
     assert len(machines) == len(plan.images.machines)
     for machine in machines:
         name = machine.inputs.get("vmScaleSetName") or machine.inputs["vmName"]
