@@ -1,0 +1,11 @@
+"""Scripts run by hand or by make, never by the plan: what they write is committed and checked by tests.
+
+- Extracting consumers' facts from their sources at the pinned tags (`fetch`ed repositories, wheels):
+  extract_consumer_facts.py and consumer_facts/ (flags, chart values keys, RBAC), extract_metrics_facts.py and
+  extract_metrics_consumers.py (exporters, Prometheus), dcgm_output.py (DCGM's JSON), acr_task_keys.py (ACR Tasks
+  YAML), az_cli_args.py (the azure-cli options the plan renders), pulumi_engine_facts.py (pulumi's engine lines).
+- Regenerating checked outputs: golden.py (tests/golden/stacks.json), config_reference.py (docs/configuration.md's
+  key reference), metrics_doc.py (docs/metrics.md's budget), render_report.py (docs/report-prod.png).
+- Data: refresh_prices.py (the price catalogue from saved Retail Prices API answers).
+- Day two: etcd_certs.py (push an etcd member's certificates to its VM).
+"""
