@@ -129,6 +129,14 @@ def _zone_restricted(w: World) -> None:
                             "restrictionInfo": {"locations": ["eastus2"], "zones": ["3"]}}]
 
 
+def _runner_zone_restricted(w: World) -> None:
+    runner = w.plan.deploy_runner
+    assert runner is not None
+    sku = next(s for s in _arm(w, "/providers/Microsoft.Compute/skus")["value"] if s["name"] == runner.size.name)
+    sku["restrictions"] = [{"type": "Zone", "values": ["eastus2"], "reasonCode": "NotAvailableForSubscription",
+                            "restrictionInfo": {"locations": ["eastus2"], "zones": [runner.zone]}}]
+
+
 def _quota_short(w: World) -> None:
     row = next(u for u in _arm(w, "/locations/eastus2/usages")["value"] if u["name"]["value"] == "standardNDSH100v5Family")
     row["limit"] = 100
@@ -222,6 +230,7 @@ FAILURES: list[tuple[str, Callable[[World], None], str, str]] = [
     ("azure.features", _feature_missing, "Microsoft.Network/FixturePrefixOnNic", "NotFound"),
     ("azure.sizes", _zone_not_offered, "Standard_ND96isr_H100_v5 in eastus2 zone 1", "not offered in zone 1"),
     ("azure.sizes", _zone_restricted, "Standard_NCC40ads_H100_v5 in eastus2 zone 3", "NotAvailableForSubscription"),
+    ("azure.sizes", _runner_zone_restricted, "deployment runner", "NotAvailableForSubscription"),
     ("azure.quota", _quota_short, "standardNDSH100v5Family", "limit 100 vCPUs, the plan needs 576"),
     ("azure.scale-sets", _placement_group_changed, "h100-z1-00", "singlePlacementGroup False (planned True)"),
     ("azure.nics", _nic_without_blocks, "h100-z1-00", "instance 0: podblock01 10."),

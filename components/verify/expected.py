@@ -35,7 +35,8 @@ def machine_image_id(plan: ClusterPlan, subscription: str, machine: str) -> str:
 
 
 def placements(plan: ClusterPlan) -> list[Placement]:
-    """Every (size, zone) the plan places a VM in: pools' scale sets, API servers, etcd and events-etcd members."""
+    """Every (size, zone) the plan places a VM in: pools' scale sets, API servers, etcd and events-etcd members, and
+    the deployment runner (components/planning/deploy_runner.py), whose zone the plan cannot settle either."""
     found: dict[tuple[str, str], list[str]] = {}
     for pool in plan.pools:
         for scale_set in pool.scale_sets:
@@ -46,6 +47,8 @@ def placements(plan: ClusterPlan) -> list[Placement]:
     for etcd in (e for e in (cp.etcd, cp.events) if e is not None):
         for member in etcd.members:
             found.setdefault((etcd.size.name, member.zone), []).append(etcd.role)
+    if plan.deploy_runner is not None:
+        found.setdefault((plan.deploy_runner.size.name, plan.deploy_runner.zone), []).append("deployment runner")
     return [Placement(size, zone, ", ".join(dict.fromkeys(users))) for (size, zone), users in sorted(found.items())]
 
 
