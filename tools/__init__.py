@@ -6,6 +6,7 @@
   YAML), az_cli_args.py (the azure-cli options the plan renders), pulumi_engine_facts.py (pulumi's engine lines).
 - Regenerating checked outputs: golden.py (tests/golden/stacks.json), config_reference.py (docs/configuration.md's
   key reference), metrics_doc.py (docs/metrics.md's budget), render_report.py (docs/report-prod.png).
+  config_reference.py and metrics_doc.py share generated_section.py (replace the text between two markers).
 - Data: refresh_prices.py (the price catalogue from saved Retail Prices API answers).
 - Day two: etcd_certs.py (push an etcd member's certificates to its VM).
 """

@@ -11,6 +11,7 @@ from pathlib import Path
 from components.catalog.metrics import EDGE_REPLICAS
 from components.planning.cluster_plan import plan_cluster
 from components.spec import load_stack_file
+from tools.generated_section import with_section
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "metrics.md"
@@ -33,9 +34,7 @@ def figures_table() -> str:
 
 
 def rendered(text: str) -> str:
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{figures_table()}\n{END}{tail}"
+    return with_section(text, BEGIN, END, figures_table())
 
 
 def main() -> None:

@@ -191,31 +191,6 @@ def from_wire(wire: dict[str, Any], model_name: str = SCALE_SET_MODEL) -> dict[s
     return _model_from_wire(wire, model(model_name))
 
 
-def create_only_paths(create: str = SCALE_SET_MODEL, update: str = SCALE_SET_UPDATE_MODEL) -> list[str]:
-    """Writable fields of the create model that the update model does not carry, as dotted paths in the
-    declared shape (`[]` after a list): what Azure cannot change on an existing resource."""
-    return _create_only(model(create), model(update), "")
-
-
-def _create_only(create: type, update: type, path: str) -> list[str]:
-    found: list[str] = []
-    update_fields = fields(update)
-    for key, field in fields(create).items():
-        if field.readonly:
-            continue
-        where = f"{path}.{key}" if path else key
-        if key not in update_fields:
-            found.append(where)
-            continue
-        left, right = field.kind, update_fields[key].kind
-        while left.shape == right.shape == "list" and left.item is not None and right.item is not None:
-            left, right, where = left.item, right.item, where + "[]"
-        if left.shape == right.shape == "model" and left.model is not None and right.model is not None \
-                and left.model is not right.model:
-            found += _create_only(left.model, right.model, where)
-    return found
-
-
 def create_only_paths_at(definitions: dict[str, dict[str, str | None]], root: str,
                          create: str = SCALE_SET_MODEL) -> list[str]:
     """Writable fields of the SDK's create model that the REST update definitions (`definitions`, read from the spec
