@@ -4,18 +4,22 @@ tools/extract_metrics_consumers.py), and the references between them."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from components.catalog import metrics_consumers as consumers
+from components.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
 from components.catalog.metrics import TRAINING_COUNTERS
+from components.catalog.versions import GPU_OPERATOR
 from components.kubernetes.objects.charts import DCGM_COUNTERS_CONFIG, gpu_operator_values
 from components.kubernetes.objects.imds_guard import identity_accounts
 from components.kubernetes.objects.layer import layer_objects, telemetry_objects
-from components.kubernetes.objects.metrics import NAMESPACE, PROMETHEUS, prometheus_config
+from components.kubernetes.objects.metrics import DCGM_EXPORTER_PORT, NAMESPACE, PROMETHEUS, prometheus_config
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
 from components.planning.metrics_rules import RECORDING_RULES
 from tests.support.stacks import small_spec, stack_spec
@@ -119,3 +123,50 @@ def test_prod_nodes_spread_evenly_over_the_shards() -> None:
     load = Counter(hashmod(n, shards) for n in names)
     assert set(load) == set(range(shards))
     assert max(load.values()) <= 1.1 * len(names) / shards
+
+
+OPERANDS = json.loads((Path(__file__).parent / "data" / "consumers" / "operands-gpu-operator.json").read_text("utf-8"))
+"""The GPU operator's operand DaemonSets' pod labels and ports at the pinned tag (tools/gpu_operator_operands.py)."""
+
+
+def _selected(selector: str, labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in (term.split("=", 1) for term in selector.split(",")))
+
+
+def test_every_pod_discovery_selects_pods_that_carry_its_labels_and_port(plan: ClusterPlan) -> None:
+    """A shard finds its targets by pod labels: in the GPU operator's namespace, the operand's own labels (read from
+    its DaemonSet asset: `app: nvidia-dcgm-exporter`, not app.kubernetes.io/name); in the pipeline's namespace, the
+    pod templates rendered beside it. A selector no pod carries scrapes nothing and every rule on it reads empty."""
+    objs = objects(plan)
+    templates = [(o["metadata"]["namespace"], o["spec"]["template"]) for o in objs
+                 if o["kind"] in ("DaemonSet", "Deployment", "StatefulSet")]
+    operator_pods = [(op["podLabels"], op["containerPorts"]) for op in OPERANDS["operands"].values()]
+    metrics = plan.metrics
+    assert metrics is not None
+    jobs = [j for shard in range(metrics.shards)
+            for j in prometheus_config(metrics, shard, plan.spec.name, [], "https://example.invalid/w", "c")[
+                "scrape_configs"]]
+    checked = 0
+    for job in jobs:
+        for sd in job.get("kubernetes_sd_configs", []):
+            if sd["role"] != "pod":
+                continue
+            (namespace,) = sd["namespaces"]["names"]
+            (selector,) = [s["label"] for s in sd["selectors"]]
+            ports = [int(r["regex"]) for r in job.get("relabel_configs", [])
+                     if r.get("source_labels") == ["__meta_kubernetes_pod_container_port_number"]]
+            if namespace == GPU_OPERATOR_NAMESPACE:
+                matches = [p for labels, p in operator_pods if _selected(selector, labels)]
+                assert matches and all(port in matches[0] for port in ports), (job["job_name"], selector)
+            else:
+                pods = [t for ns, t in templates if ns == namespace and _selected(selector, t["metadata"]["labels"])]
+                assert pods, (job["job_name"], selector)
+                declared = {p["containerPort"] for c in pods[0]["spec"]["containers"] for p in c.get("ports", [])}
+                assert set(ports) <= declared, (job["job_name"], ports, declared)
+            checked += 1
+    assert checked >= 2 * metrics.shards
+
+
+def test_the_operand_catalogue_is_read_at_the_operator_version_the_cluster_runs() -> None:
+    assert OPERANDS["tag"] == GPU_OPERATOR.version and len(OPERANDS["commit"]) == 40
+    assert OPERANDS["operands"]["nvidia-dcgm-exporter"]["containerPorts"] == [DCGM_EXPORTER_PORT]

@@ -3,7 +3,8 @@
 - Extracting consumers' facts from their sources at the pinned tags (`fetch`ed repositories, wheels):
   extract_consumer_facts.py and consumer_facts/ (flags, chart values keys, RBAC), extract_metrics_facts.py and
   extract_metrics_consumers.py (exporters, Prometheus), dcgm_output.py (DCGM's JSON), acr_task_keys.py (ACR Tasks
-  YAML), az_cli_args.py (the azure-cli options the plan renders), pulumi_engine_facts.py (pulumi's engine lines).
+  YAML), az_cli_args.py (the azure-cli options the plan renders), pulumi_engine_facts.py (pulumi's engine lines),
+  gpu_operator_operands.py (the GPU operator's operand pod labels and ports).
 - Regenerating checked outputs: golden.py (tests/golden/stacks.json), config_reference.py (docs/configuration.md's
   key reference), metrics_doc.py (docs/metrics.md's budget), render_report.py (docs/report-prod.png).
   config_reference.py and metrics_doc.py share generated_section.py (replace the text between two markers).

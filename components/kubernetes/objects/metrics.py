@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from components.bootstrap.cloud_config import safe_yaml
+from components.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
 from components.catalog.metrics import (
     EDGE_REPLICAS,
     HEAD_BYTES_PER_SERIES,
@@ -34,9 +35,10 @@ from components.vocabulary import LABEL_APP, LABEL_IB_DOMAIN, LABEL_ZONE
 NAMESPACE = "gpucluster-metrics"
 NODE_EXPORTER, KSM, PROMETHEUS = "node-exporter", "kube-state-metrics", "prometheus"
 NODE_EXPORTER_PORT, KSM_PORT, PROMETHEUS_PORT, DCGM_EXPORTER_PORT = 9100, 8080, 9090, 9400
-GPU_OPERATOR_NAMESPACE, DCGM_EXPORTER_APP = "gpu-operator", "nvidia-dcgm-exporter"
-"""Where the GPU operator runs dcgm-exporter and its pods' label (gpu-operator v26.3.3
-assets/state-dcgm-exporter/0800_daemonset.yaml: `app: nvidia-dcgm-exporter`, containerPort 9400)."""
+DCGM_EXPORTER_POD_LABEL = "app=nvidia-dcgm-exporter"
+"""The label the GPU operator's dcgm-exporter pods carry (its own `app` key, not app.kubernetes.io/name), beside
+containerPort 9400: tests/data/consumers/operands-gpu-operator.json, read from gpu-operator's
+assets/state-dcgm-exporter/0800_daemonset.yaml by tools/gpu_operator_operands.py."""
 RETENTION = "2h"
 """The shards keep two hours: everything that matters is remote-written, and a short head keeps WAL replay after a
 restart to minutes."""
@@ -49,12 +51,12 @@ def _meta_label(label: str) -> str:
     return "__meta_kubernetes_node_label_" + "".join(c if c.isalnum() else "_" for c in label)
 
 
-def _pods(namespace: str, app: str, port: int, shard: int, shards: int) -> dict[str, Any]:
-    """Pods of one app, split between shards by node so that a node's series are whole in one shard, with the node,
-    its InfiniBand domain and its zone as labels."""
+def _pods(namespace: str, selector: str, port: int, shard: int, shards: int) -> dict[str, Any]:
+    """Pods matching a label selector, split between shards by node so that a node's series are whole in one shard,
+    with the node, its InfiniBand domain and its zone as labels."""
     return {
         "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [namespace]},
-                                   "selectors": [{"role": "pod", "label": f"{LABEL_APP}={app}"}],
+                                   "selectors": [{"role": "pod", "label": selector}],
                                    "attach_metadata": {"node": True}}],
         "relabel_configs": [
             {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(port), "action": "keep"},
@@ -77,10 +79,10 @@ def prometheus_config(plan: MetricsPlan, shard: int, cluster: str, etcd: list[st
     """One shard's prometheus.yml. Shard 0 also scrapes what has one target for the cluster: kube-state-metrics,
     the API servers (through the `kubernetes` Service's endpoints) and etcd (`etcd`: member address:port)."""
     jobs: list[dict[str, Any]] = [
-        {"job_name": "dcgm-exporter", **_pods(GPU_OPERATOR_NAMESPACE, DCGM_EXPORTER_APP, DCGM_EXPORTER_PORT, shard,
+        {"job_name": "dcgm-exporter", **_pods(GPU_OPERATOR_NAMESPACE, DCGM_EXPORTER_POD_LABEL, DCGM_EXPORTER_PORT, shard,
                                               plan.shards),
          "metric_relabel_configs": _keep(*(c.field for c in TRAINING_COUNTERS))},
-        {"job_name": NODE_EXPORTER, **_pods(NAMESPACE, NODE_EXPORTER, NODE_EXPORTER_PORT, shard, plan.shards),
+        {"job_name": NODE_EXPORTER, **_pods(NAMESPACE, f"{LABEL_APP}={NODE_EXPORTER}", NODE_EXPORTER_PORT, shard, plan.shards),
          "metric_relabel_configs": _keep("node_cpu_seconds_total", "node_infiniband_.+")},
     ]
     if shard == 0:
