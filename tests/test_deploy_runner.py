@@ -279,6 +279,16 @@ def test_step_two_logs_in_as_the_runner_fetches_the_ref_installs_and_runs_the_se
     assert not list(tmp_path.glob("tmp.*"))  # the checkout is removed
 
 
+def test_a_stack_without_a_pack_config_runs_the_pack_with_its_defaults(tmp_path: Path, dev_spec: ClusterSpec) -> None:
+    """A stack with no policies/config/<stack>.json (a user's new stack) must not be sent a file that is not there:
+    Pulumi stops on a --policy-pack-config it cannot read (pulumi/pulumi pkg/resource/analyzer/config.go)."""
+    result, calls = _step2(tmp_path, POLICY_CONFIG="")
+    assert result.returncode == 0, result.stderr
+    assert calls[-1].split(" token=")[0] == "pulumi up --refresh --yes --non-interactive --policy-pack policies"
+    steps = first_up([], dev_spec, "--policy-pack policies", "newstack", "")
+    assert "POLICY_CONFIG=''" in steps["steps"][1]["command"]
+
+
 def test_step_two_refuses_before_the_runner_is_ready_and_fails_with_a_failing_up(tmp_path: Path) -> None:
     result, calls = _step2(tmp_path, ready=False)
     assert result.returncode == 1 and calls == [] and "still installing its tools" in result.stdout + result.stderr
@@ -324,7 +334,9 @@ def test_the_command_sends_the_script_and_every_parameter_az_knows(tmp_path: Pat
     assert secret == {"REPOSITORY": "https://example.invalid/g.git", "PULUMI_ACCESS_TOKEN": "tok",
                       "PULUMI_CONFIG_PASSPHRASE": ""}
     assert tuple(public) == PARAMETERS and tuple(secret) == PROTECTED
-    assert all(f'"${{{name}:?}}"' in STEP2_SCRIPT for name in (*PARAMETERS, "REPOSITORY"))
+    # Every parameter the script needs is required; POLICY_CONFIG may be empty (the pack's defaults).
+    assert all(f'"${{{name}:?}}"' in STEP2_SCRIPT for name in (*PARAMETERS, "REPOSITORY") if name != "POLICY_CONFIG")
+    assert '${POLICY_CONFIG:+--policy-pack-config "$POLICY_CONFIG"}' in STEP2_SCRIPT
 
 
 def test_the_az_arguments_catalogue_is_read_from_the_wheel() -> None:

@@ -81,7 +81,7 @@ def first_up(registrations: list[Registration], spec: ClusterSpec, policy_args: 
     """The two steps of a first `pulumi up`: the command, where it runs, and what it creates (custom resources).
     With the deployment runner, step 2's command is the Run Command that runs the script `make plan STACK=<stack>`
     writes (out/<stack>/first-up/step2.sh) on it, for `stack` with the pack config `policy_config` (paths as the
-    user's shell at the project's root sees them)."""
+    user's shell at the project's root sees them; "" when the stack has none: the pack's defaults)."""
     left_out = excluded(registrations, (FIRST_EXCLUDE,))
     custom = [r for r in registrations if r.custom]
     first = [r for r in custom if r.urn not in left_out]
@@ -95,7 +95,7 @@ def first_up(registrations: list[Registration], spec: ClusterSpec, policy_args: 
     runner = plan_deploy_runner(spec)
     if runner is not None:
         command = step2_command(runner, resource_group_name(spec.name), stack or spec.name,
-                                policy_config or f"policies/config/{stack or spec.name}.json", f"out/{stack or spec.name}")
+                                policy_config, f"out/{stack or spec.name}")
         second_step.update({
             "runsFrom": f"anywhere with ARM access: a managed Run Command runs it on the deployment runner "
                         f"{runner.vm_name} in the VNet, which step 1 creates",

@@ -37,7 +37,7 @@ STEP2_SCRIPT = r"""#!/bin/bash
 # Parameters (environment): STACK, POLICY_CONFIG, REF, CLIENT_ID, BACKEND_URL; protected: REPOSITORY,
 # PULUMI_ACCESS_TOKEN, PULUMI_CONFIG_PASSPHRASE (empty when the backend or the stack does not use them).
 set -euo pipefail
-: "${STACK:?}" "${POLICY_CONFIG:?}" "${REF:?}" "${CLIENT_ID:?}" "${BACKEND_URL:?}" "${REPOSITORY:?}"
+: "${STACK:?}" "${REF:?}" "${CLIENT_ID:?}" "${BACKEND_URL:?}" "${REPOSITORY:?}"
 export HOME="${HOME:-/root}"
 export PATH="${TOOLS:-@TOOLS@}/pulumi:${TOOLS:-@TOOLS@}/az/bin:$PATH"
 log="${LOG_FILE:-@LOG_FILE@}"
@@ -65,7 +65,8 @@ pulumi config set azure-native:useMsi true
 pulumi config set azure-native:clientId "$CLIENT_ID"
 pulumi config set azure-native:subscriptionId "$subscription"
 # --refresh: a scale set whose allocation ended Failed reads Failed and is written again (docs/operations.md).
-pulumi up --refresh --yes --non-interactive --policy-pack policies --policy-pack-config "$POLICY_CONFIG"
+# POLICY_CONFIG empty: the stack has no pack config of its own and the pack runs with its defaults.
+pulumi up --refresh --yes --non-interactive --policy-pack policies ${POLICY_CONFIG:+--policy-pack-config "$POLICY_CONFIG"}
 echo "step 2 done at $REF; the whole log is $log on the runner"
 """.replace("@TOOLS@", TOOLS).replace("@LOG_FILE@", LOG_FILE).replace("@READY_FILE@", READY_FILE)
 
