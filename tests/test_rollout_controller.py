@@ -16,7 +16,53 @@ from components.azure.scale_set.routes import SCALE_SET_API_VERSION
 from components.kubernetes.scripts import kube_client as kc
 from components.kubernetes.scripts import rollout as ro
 from tests.support.fake_kube import FakeKube, Fault
-from tests.support.rollout_world import NS, SETS, WORKLOADS, Cluster
+from tests.support.rollout_world import NS, SETS, WORKLOADS, Cluster, rollout_plan
+
+ROLLED = "idle: every wave of this plan is rolled"
+CONFIGMAPS = f"/api/v1/namespaces/{NS}/configmaps"
+
+
+def _state(cluster: Cluster) -> dict[str, Any]:
+    return json.loads(cluster.kube.store[CONFIGMAPS][ro.STATE_CONFIGMAP]["data"]["state.json"])
+
+
+def _new_plan(cluster: Cluster, plan: dict[str, Any]) -> None:
+    """What a `pulumi up` that changes the machines' model does: a new plan.json in the plan ConfigMap."""
+    plan_map = cluster.kube.store[CONFIGMAPS][ro.PLAN_CONFIGMAP]
+    cluster.kube.put_object(CONFIGMAPS, {**plan_map, "data": {"plan.json": json.dumps(plan)}})
+
+
+def test_a_new_cluster_is_not_rolled_the_plan_it_was_created_from(cluster: Cluster) -> None:
+    """No state yet: the machines were created from this plan's model, so nothing is fenced or re-imaged, and the
+    controller idles instead of exiting (an exiting Deployment pod is restarted and backs off)."""
+    del cluster.kube.store[CONFIGMAPS][ro.STATE_CONFIGMAP]
+    controller = cluster.controller()
+    said = ro.run(controller, iter(range(3)), sleep=lambda s: None)
+    assert said == ROLLED and cluster.arm.reimaged == [] and cluster.fenced() == set()
+    assert _state(cluster)["plan"] and cluster.kube.requests("PATCH", r"^/api/v1/nodes/") == []
+
+
+def test_a_second_change_is_rolled_again_from_the_first_wave(cluster: Cluster) -> None:
+    cluster.no_deadline()
+    assert cluster.steps(cluster.controller(), 40)[-1] == ROLLED
+    assert cluster.arm.reimaged == list(SETS)
+    _new_plan(cluster, rollout_plan(deadline_minutes=30))
+    assert cluster.steps(cluster.controller(), 40)[-1] == ROLLED
+    assert cluster.arm.reimaged == [*SETS, *SETS]
+
+
+def test_a_plan_changed_mid_wave_finishes_that_wave_then_starts_over(cluster: Cluster) -> None:
+    """The wave in progress keeps the scale sets it recorded; the new plan starts at its first wave after the lift."""
+    cluster.no_deadline()
+    cluster.steps(cluster.controller(), 3)
+    assert _state(cluster)["phase"] != "fence" and _state(cluster)["current"]["scaleSets"] == [SETS[0]]
+    changed = rollout_plan()
+    changed["waves"] = [w for w in changed["waves"] if w["kind"] != "pool" or w["scaleSets"] != [SETS[0]]][::-1]
+    _new_plan(cluster, changed)
+    said = cluster.steps(cluster.controller(), 60)
+    assert said[-1] == ROLLED, said
+    assert cluster.arm.reimaged[0] == SETS[0] and sorted(cluster.arm.reimaged[1:]) == sorted(SETS[1:])
+    assert cluster.fenced() == set()
 
 
 def _gang(cluster: Cluster) -> dict[str, Any]:
@@ -43,7 +89,7 @@ def test_a_running_gang_is_not_evicted_before_its_deadline(cluster: Cluster) -> 
 def test_two_domains_of_a_pool_are_never_out_at_once_and_the_rollout_finishes(cluster: Cluster) -> None:
     cluster.no_deadline()
     said = cluster.steps(cluster.controller(), 40)
-    assert said[-1] == "done", said
+    assert said[-1] == ROLLED, said
     assert cluster.arm.reimaged == list(SETS)
     for fenced in cluster.fenced_history:
         assert len({name.rsplit("-", 1)[0] for name in fenced}) <= 1, fenced
@@ -59,7 +105,7 @@ def test_a_controller_replaced_mid_wave_resumes_where_it_was(cluster: Cluster) -
     state = json.loads(cluster.kube.store[f"/api/v1/namespaces/{NS}/configmaps"][ro.STATE_CONFIGMAP]["data"]["state.json"])
     assert (state["wave"], state["phase"]) == (1, "reimaging")
     said = cluster.steps(cluster.controller(), 40)  # a new process, nothing in memory
-    assert said[-1] == "done"
+    assert said[-1] == ROLLED
     assert cluster.arm.reimaged == list(SETS), "the first domain is not asked to re-image again"
 
 
@@ -93,9 +139,9 @@ def test_arm_429s_and_api_410s_and_failed_reads_are_survived(cluster: Cluster) -
         cluster.fenced_history.append(cluster.fenced())
         cluster.kueue()
         cluster.health()
-        if said == "done":
+        if said == ROLLED:
             break
-    assert said == "done"
+    assert said == ROLLED
     assert cluster.arm.reimaged == list(SETS)
     assert len(cluster.arm.requests("POST", reimage)) == 4, "three 429s, then the reimage"
     assert len(cluster.kube.requests("GET", r"^/api/v1/nodes$")) > 2, "the 410s were asked again"
@@ -139,7 +185,7 @@ def test_the_controller_sends_only_the_arm_requests_its_role_grants(cluster: Clu
     from components.catalog.arm_operations import rbac_action, rollout_operations
 
     cluster.no_deadline()
-    assert cluster.steps(cluster.controller(), 40)[-1] == "done"
+    assert cluster.steps(cluster.controller(), 40)[-1] == ROLLED
     templates = [re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(op.path)) + "$")
                  for op in rollout_operations()]
     sent = [s for s in cluster.arm.seen if s.path != "/metadata/identity/oauth2/token"]

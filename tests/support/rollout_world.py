@@ -115,7 +115,7 @@ class Cluster:
             self.fenced_history.append(self.fenced())
             self.kueue()
             self.health(sick)
-            if done[-1] == "done" or done[-1].startswith("stopped"):
+            if done[-1].startswith(("idle", "stopped")):
                 break
         return done
 
@@ -140,6 +140,9 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster
                                                   "spec": {"providerID": PROVIDER.format(s, i), "taints": []}})
         kube.put_object(f"/api/v1/namespaces/{NS}/configmaps", {"metadata": {"name": ro.PLAN_CONFIGMAP},
                                                                  "data": {"plan.json": json.dumps(rollout_plan())}})
+        # the state of a cluster that rolled an earlier plan: this plan is a change to roll
+        kube.put_object(f"/api/v1/namespaces/{NS}/configmaps", {"metadata": {"name": ro.STATE_CONFIGMAP}, "data": {
+            "state.json": json.dumps({"wave": len(rollout_plan()["waves"]), "phase": "fence", "plan": "earlier"})}})
         # a running gang on the first domain, one pod per node
         kube.put_object(WORKLOADS, {"metadata": {"name": "gang", "namespace": "team-a"}, "spec": {}, "status": {
             "conditions": [{"type": "QuotaReserved", "status": "True"}],

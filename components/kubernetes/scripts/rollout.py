@@ -20,6 +20,13 @@ it and a stale writer gets 409. A wave goes through:
            stops the rollout (phase `stopped`) with the wave still fenced
   lift     sets the admission label back to `open`; next wave
 
+What is rolled is tied to the plan it came from: the state records the digest of `plan.json` it rolls. A controller
+that finds no state (a new cluster, whose machines were created from this very plan) records the plan as rolled and
+rolls nothing; a plan whose digest differs from the recorded one (a `pulumi up` changed the machines' model) starts
+again at the first wave, at a wave boundary: a wave already fenced finishes on the scale sets it recorded when it
+started. With nothing to roll the controller idles and keeps polling; it never exits (a Deployment's pod that exits
+is restarted, and would back off for ever).
+
 Only the holder of the Lease `gpucluster-rollout` steps (prefix_ipam.py's `Leader`, renewed between steps), and it
 writes the state only while its lease is valid. Control-plane waves are not the controller's: it passes over them
 (docs/operations.md). The annotation
@@ -29,6 +36,7 @@ writes the state only while its lease is valid. Control-plane waves are not the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -184,7 +192,9 @@ class Controller:
         plan_map = self._configmap(PLAN_CONFIGMAP)
         if plan_map is None:
             raise StopError(f"no ConfigMap {NAMESPACE}/{PLAN_CONFIGMAP}")
-        plan = _dict(json.loads(str(_dict(plan_map.get("data")).get("plan.json") or "{}")))
+        text = str(_dict(plan_map.get("data")).get("plan.json") or "{}")
+        plan = _dict(json.loads(text))
+        plan["digest"] = hashlib.sha256(text.encode()).hexdigest()
         state_map = self._configmap(STATE_CONFIGMAP)
         state = _dict(json.loads(str(_dict(state_map.get("data")).get("state.json") or "{}"))) if state_map else {}
         state.setdefault("wave", 0)
@@ -247,19 +257,30 @@ class Controller:
             return f"stopped at wave {state['wave']}: {state.get('reason')}"
         if plan["paused"]:
             return "paused"
+        if state_map is None:  # a new cluster: its machines run this plan's model already
+            state.update(wave=len(waves), phase="fence", plan=plan["digest"])
+            return self._written(state, state_map, "idle: the machines were created from this plan")
+        if state.get("plan") != plan["digest"] and state["phase"] == "fence":  # a new plan, at a wave boundary
+            state.clear()
+            state.update(wave=0, phase="fence", plan=plan["digest"])
         index = int(state["wave"])
-        while index < len(waves) and waves[index].get("kind") != "pool":
+        while state["phase"] == "fence" and index < len(waves) and waves[index].get("kind") != "pool":
             index += 1  # control-plane waves are the runbook's
-        if index >= len(waves):
-            return "done"
+        if state["phase"] == "fence" and index >= len(waves):
+            return "idle: every wave of this plan is rolled"
         if index != state["wave"]:
             state.update(wave=index, phase="fence")
-        wave, fence = waves[index], _dict(plan.get("fence"))
+        if state["phase"] == "fence":
+            state["current"] = waves[index]  # the wave keeps its scale sets if the plan changes under it
+        wave, fence = _dict(state.get("current")) or waves[index], _dict(plan.get("fence"))
         try:
             did = self._advance(wave, fence, state, float(plan.get("drainDeadlineMinutes") or 0) * 60)
         except StopError as stop:
             state.update(phase="stopped", reason=str(stop))
             did = f"stopped: {stop}"
+        return self._written(state, state_map, did)
+
+    def _written(self, state: dict[str, Any], state_map: dict[str, Any] | None, did: str) -> str:
         if self.leader is not None and not self.leader.may_write():
             return "lost the lease: state not written"
         self.write(state, state_map)
@@ -353,14 +374,15 @@ class Controller:
         if phase == "lift":
             for node in nodes:
                 self._node_patch(node, {"metadata": {"labels": {label: fence.get("open")}}})
-            state.update(wave=int(state["wave"]) + 1, phase="fence", deadline=None)
+            state.update(wave=int(state["wave"]) + 1, phase="fence", deadline=None, current=None)
             return f"wave {int(state['wave']) - 1}: fence lifted"
         raise StopError(f"unknown phase {phase!r}")
 
 
 def run(controller: Controller, rounds: Iterator[int] | None = None, interval: float = 30.0,
         sleep: Callable[[float], None] = time.sleep) -> str:
-    """Steps until done or stopped; an API error is logged and the round repeated (after a fresh read)."""
+    """Steps for ever (or for `rounds`): idle or stopped, it keeps reading, so a new plan or a resumed rollout is
+    seen; an API error is logged and the round repeated (after a fresh read)."""
     did = ""
     for _ in rounds if rounds is not None else iter(int, 1):
         try:
@@ -368,8 +390,6 @@ def run(controller: Controller, rounds: Iterator[int] | None = None, interval: f
         except kc.ApiError as error:
             did = f"error: {error}"
         kc.log(f"rollout: {did}")
-        if did == "done" or did.startswith("stopped"):
-            return did
         waited = 0.0
         while waited < interval:  # renew the lease while waiting: a holder that stops renewing stops writing
             step = min(interval - waited, controller.leader.retry if controller.leader else interval)
