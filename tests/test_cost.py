@@ -233,9 +233,15 @@ def test_dev_with_a_price_file_adds_up_by_hand() -> None:
     # three etcd members' and the deployment runner's at 64 GiB; 73 and 36.5 USD per 730-hour month.
     assert hourly["disk:Premium_LRS 128 GiB"] == pytest.approx(4 * 73 / 730)
     assert hourly["disk:Premium_LRS 64 GiB"] == pytest.approx(4 * 36.5 / 730)
-    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 0.25 + 1.6666 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.2
+    # The registry's private endpoint and its ACR Tasks agent pool (one S1), priced by the file's kinds.
+    assert hourly["registry:privateEndpoint"] == pytest.approx(0.01)
+    assert hourly["registry:agentPool"] == pytest.approx(0.1)
+    total = 0.5 + 1 + 7 + 0.25 + 2.25 + 0.25 + 1.6666 / 24 + 0.045 + 0.02 + 0.025 + 0.4 + 0.2 + 0.01 + 0.1
     assert cost.hourly_total == pytest.approx(total)
-    assert [u.what for u in cost.unpriced] == ["etcd snapshots' storage account (Standard_ZRS)"]
+    # What has no rate is listed with why, never left out: the workspace's ingestion (billed per sample) and the
+    # snapshots' storage (billed per GB stored).
+    assert [u.what.split(":")[0] for u in cost.unpriced] == [
+        "Azure Monitor workspace", "etcd snapshots' storage account (Standard_ZRS)"]
     by_key = {line.key: line for line in cost.lines}
     assert by_key["pool:t4"].rate is not None and by_key["pool:t4"].rate.from_price_file
     assert by_key["natGateway"].rate is not None and not by_key["natGateway"].rate.from_price_file
@@ -372,7 +378,7 @@ def test_the_terminal_shows_a_short_cost_block() -> None:
     console = Console(record=True, width=200)
     print_cost(console, {"cost": cost_data(_plan(_dev(priceFile=DEV_QUOTE)))})
     lines = console.export_text().splitlines()
-    assert lines[0].startswith("Cost in eastus2: 12.01 USD/h, 8,766.89 USD/month at 730 h (priced rows only; 1 "
+    assert lines[0].startswith("Cost in eastus2: 12.12 USD/h, 8,847.19 USD/month at 730 h (priced rows only; 2 "
                                "unpriced); price file tests/data/prices/dev-quote.yaml")
     assert lines[1] == "  pools USD/h: system 0.50, t4 1.00, confidential 7.00"
     assert len(lines) == 4 and lines[3].startswith("  unpriced (why: summary.json cost.unpriced")

@@ -10,7 +10,8 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.cost import CostLine, CostPlan
 
 Data = dict[str, Any]
-GROUPS = ("controlPlane", "deployRunner", "registry", "natGateway", "publicIps", "loadBalancers", "disks", "snapshotStorage")
+GROUPS = ("controlPlane", "deployRunner", "registry", "natGateway", "publicIps", "loadBalancers", "disks", "snapshotStorage",
+          "metrics")
 
 
 def usd(value: float | None) -> float | None:

@@ -182,7 +182,7 @@ def plan_cluster(spec: ClusterSpec, today: date | None = None) -> ClusterPlan:
         prices = read_price_file(spec.cost.price_file, project_root())
         catalogue = catalogue.overlaid(rates_of_price_file(prices, spec.cost.price_file))
     cost = plan_cost(spec, pools, control_plane, egress, balloons, scheduling, catalogue, day, spec.cost.price_file,
-                     runner)
+                     runner, metrics)
     plan = ClusterPlan(spec, limits, ip, egress, pools, control_plane, quota, scheduling, balloons, versions,
                        registry, images, tokens, plan_boot(spec, ip, pools, control_plane), first_up=first_up,
                        counts=counts, cost=cost, metrics=metrics,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+from components.catalog.acr_tasks import AGENT_POOL_COUNT, AGENT_POOL_TIER
 from components.catalog.prices import HOURS_PER_MONTH, PriceCatalogue, Rate
 from components.errors import Problem, SpecError, pool_path
 from components.planning.balloons import BalloonPlan
@@ -23,6 +24,7 @@ from components.planning.control_plane import (
 from components.planning.deploy_runner import OS_DISK_GIB as RUNNER_OS_DISK_GIB
 from components.planning.deploy_runner import DeployRunnerPlan
 from components.planning.egress import EgressPlan
+from components.planning.metrics import MetricsPlan
 from components.planning.placement import PoolPlan
 from components.planning.scheduling import FlavorPlan, SchedulingPlan
 from components.spec import ClusterSpec, Quota
@@ -39,7 +41,8 @@ class CostLine:
     """`quantity` units of one priced thing. `rate` None: unpriced (see CostPlan.unpriced)."""
 
     group: str
-    """pools, controlPlane, registry, natGateway, publicIps, loadBalancers, disks, snapshotStorage."""
+    """pools, controlPlane, deployRunner, registry, natGateway, publicIps, loadBalancers, disks, snapshotStorage,
+    metrics."""
     key: str
     what: str
     quantity: int
@@ -228,9 +231,11 @@ def _teams(scheduling: SchedulingPlan, pool_hourly: dict[str, float | None]) -> 
 
 def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, egress: EgressPlan,
               balloons: tuple[BalloonPlan, ...], scheduling: SchedulingPlan, catalogue: PriceCatalogue, today: date,
-              price_file: str | None = None, runner: DeployRunnerPlan | None = None) -> CostPlan:
+              price_file: str | None = None, runner: DeployRunnerPlan | None = None,
+              metrics: MetricsPlan | None = None) -> CostPlan:
     """The cost at `catalogue`'s prices (already overlaid with the stack's price file, named `price_file`); `today`
-    dates the staleness warning; `runner` is the deployment runner where the stack has one."""
+    dates the staleness warning; `runner` is the deployment runner and `metrics` the metrics pipeline where the stack
+    has them. Every billed resource the stack declares has a line, priced or listed as unpriced with why."""
     if problems := spot_problems(pools):
         raise SpecError(problems)
     region = spec.location
@@ -248,6 +253,14 @@ def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePl
     if runner is not None:
         add.add("deployRunner", "deployRunner", f"deployment runner: 1 x {runner.size.name}", 1, "vm", runner.size.name)
     add.add("registry", "registry", "container registry (Premium, zone-redundant)", 1, "registry", "Premium")
+    add.add("registry", "registry:privateEndpoint", "container registry's private endpoint (per hour; data processed "
+            "not counted)", 1, "privateEndpoint", "Standard")
+    add.add("registry", "registry:agentPool", f"ACR Tasks agent pool ({AGENT_POOL_COUNT} x {AGENT_POOL_TIER})",
+            AGENT_POOL_COUNT, "acrAgentPool", AGENT_POOL_TIER)
+    if metrics is not None:
+        add.add("metrics", "metrics:ingestion", f"Azure Monitor workspace: managed Prometheus ingestion "
+                f"({metrics.ingested_samples_per_minute:,} samples/min) and queries", 1, "monitorIngestion",
+                "Prometheus", reason="billed per samples ingested and processed; no sourced row in the catalogue")
     add.add("natGateway", "natGateway", "NAT gateway (Standard)", 1, "natGateway", "Standard")
     add.add("publicIps", "publicIpPrefix", f"NAT gateway's public IP prefix: /{egress.prefix_length}, "
             f"{egress.public_ips} addresses", egress.public_ips, "publicIpPrefixAddress", "Standard")

@@ -16,7 +16,7 @@ from components.spec.yaml_text import load_yaml
 
 PricingOption = Literal["payg", "spot", "reservation1y", "reservation3y", "savingsPlan1y", "savingsPlan3y"]
 PriceKind = Literal["vm", "natGateway", "publicIp", "publicIpPrefixAddress", "loadBalancer", "registry", "disk",
-                    "snapshotStorage"]
+                    "snapshotStorage", "privateEndpoint", "acrAgentPool"]
 PRICE_FILE_KEY = "cluster.cost.priceFile"
 MAX_PRICE_FILE_BYTES = MIB
 
