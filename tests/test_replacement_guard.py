@@ -26,7 +26,7 @@ from components.diff.sides import side_from_document
 from components.offline.engine import ProgramRun, run_program
 from components.offline.first_up import urn_glob
 from components.offline.preview import preview_document
-from policies.rules import replacements
+from components.spec import ClusterSpec
 from tests.support.dynamic_host import dynamic_host, props
 from tests.support.stacks import ROOT, small_cluster
 
@@ -174,5 +174,9 @@ def test_acknowledging_is_no_change_in_the_diff() -> None:
     assert [c for c in result.changes if c.action != "same"] == []
 
 
-def test_the_acknowledgement_key_is_the_one_the_diff_and_the_stack_use() -> None:
-    assert ACK_KEY == replacements.ACK_KEY
+def test_the_acknowledgement_key_names_the_stack_field_that_acknowledges() -> None:
+    """The refusal tells the user which key to set: it must be a key the stack file takes."""
+    _, top, leaf = ACK_KEY.split(".")
+    (field,) = [f for f in ClusterSpec.model_fields.values() if f.alias == top]
+    model = field.annotation
+    assert isinstance(model, type) and leaf in {f.alias for f in model.model_fields.values()}

@@ -45,7 +45,6 @@ from components.catalog.allocation_failures import fix
 SCALE_SETS = "scaleSets"
 DEADLINE = "deadlineSeconds"
 CONCURRENCY = "concurrency"
-ENTRY_KEYS = ("name", "id", "operation", "vmSize", "zone")
 SDK_POLLING_SECONDS = 30.0
 """azure-mgmt-compute 39.0.0 `_configuration.py`: `polling_interval` defaults to 30 (seconds)."""
 TERMINAL = ("Succeeded", "Failed", "Canceled")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.metrics_facts import DCGM_EXPORTER_TAG, NODE_EXPORTER_TAG
+from components.catalog.metrics_facts import NODE_EXPORTER_TAG
 
 _AMW_LIMITS = ("Microsoft Learn, Azure Monitor service limits, Prometheus metrics (learn.microsoft.com/azure/"
                "azure-monitor/service-limits, include file 'Ingestion', 'Queries', 'Alert and recording rules' tables)")
@@ -85,8 +85,6 @@ zone loss leaves every shard writing); the workspace's rules and alerts take `ma
 RULE_INTERVAL_SECONDS = 60
 """Recording rules at the edge and alert rules in the workspace run once a minute (the workspace's default rule-group
 interval, and its minimum)."""
-
-VERSIONS = {"dcgm-exporter": DCGM_EXPORTER_TAG, "node_exporter": NODE_EXPORTER_TAG}
 
 PROMETHEUS_VERSION = "v3.14.0"
 """prometheus/prometheus v3.14.0 (d7598b7141418fa35be2b5ec5d0fefb634199610): remote write signs in with a managed

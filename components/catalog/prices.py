@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, get_args
 
-from components.spec.cost import PriceFile, PriceKind, PricingOption
+from components.spec.cost import PriceFile, PriceKind
 
 HOURS_PER_MONTH = 730
 """Monthly figures are hourly x 730, the month Azure's price pages and third-party estimators use (c3x.dev's Azure
@@ -25,14 +25,10 @@ TERM_HOURS = {"1 Year": 365 * 24, "3 Years": 3 * 365 * 24}
 """A Reservation row's retailPrice is the whole term's price; per hour it is divided by the term's hours."""
 UNIT_HOURS = {"1 Hour": 1, "1 Day": 24, "1/Day": 24, "1/Month": HOURS_PER_MONTH}
 """The API's units a row may carry (it writes both "1 Day" and "1/Day"); a monthly price is per 730-hour month."""
-OPTIONS: tuple[str, ...] = get_args(PricingOption)
-"""Pricing options: pay-as-you-go, Spot, 1- and 3-year reservations, 1- and 3-year savings plans."""
 KINDS: tuple[str, ...] = get_args(PriceKind)
 """What a row prices. `disk` SKUs read "<storage account type> <GiB> GiB" (e.g. "Premium_LRS 128 GiB") and
 `snapshotStorage` SKUs are storage account SKUs (e.g. "Standard_ZRS"), priced per GB-month."""
 _TERM_OPTION = {"1 Year": "1y", "3 Years": "3y"}
-STALE_AFTER_DAYS = 180
-"""The plan warns when a price it uses was read longer ago than this (Azure changes list prices without notice)."""
 
 
 @dataclass(frozen=True)

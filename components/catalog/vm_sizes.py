@@ -107,7 +107,3 @@ ARM64_SIZES = frozenset({"Standard_ND128isr_GB300_v6", "Standard_ND128isrG5_GB30
 """Sizes whose CPUs are arm64 (NVIDIA Grace: "Processor | 128 vCPUs | Nvidia Grace CPU", azure-compute-docs
 sizes/gpu-accelerated/includes/nd-gb300-v6-series-specs.md): their machines boot an Arm64 image."""
 
-NO_SERVICE_HEALING = frozenset({"Standard_ND128isr_GB300_v6", "Standard_ND128isrG5_GB300_v6"})
-"""Sizes whose feature table says "Service Healing | Not Supported" (nd-gb300-v6-series.md): a failed host is not
-moved for you; the plan keeps spare racks instead (docs/rack-scale.md). Neither GB size supports live migration
-or memory-preserving updates (both series pages)."""

@@ -12,7 +12,6 @@ import difflib
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any
 
 from components.azure.scale_set.routes import PROVIDER_INPUT, REPLACEMENT_ACK_INPUT
@@ -26,7 +25,7 @@ from components.diff.versions import version_flags
 from components.results import Severity
 from components.vocabulary import INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
 from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
-from policies.rules.replacements import Replaced, judge
+from policies.rules.replacements import Replaced, acknowledges, judge
 
 SUBNET = "azure-native:network:Subnet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -270,7 +269,7 @@ def _acknowledged(head: Side, kind: str) -> list[str] | None:
 
 
 def _deletion_flag(kind: str, resource: str, what: str, acknowledged: list[str] | None, key: str) -> Flag:
-    if acknowledged is not None and any(fnmatchcase(resource, pattern) for pattern in acknowledged):
+    if acknowledged is not None and acknowledges(acknowledged, resource):
         return Flag(Severity.WARNING, kind, resource, f"{what} (acknowledged in acknowledgeDeletions.{key})")
     if acknowledged is None:
         return Flag(Severity.WARNING, kind, resource, what, f"acknowledge it under cluster.acknowledgeDeletions.{key}")

@@ -12,7 +12,7 @@ urn, name, opts, provider; no old state; tests/test_policy_sight.py), so no pack
 create. This rule runs where both states are known: `gpucluster diff` / `plan --base` (two plans) and `gpucluster
 check` over a real `pulumi preview --json` (its `replace` steps carry `oldState` and `newState`). In `pulumi preview`
 and `pulumi up` themselves the node scale sets' provider refuses the second unacknowledged domain of a pool in its
-Diff (components/azure/scale_set/replacement_guard.py, which spells ACK_KEY the same: the pack runs without `components/`).
+Diff (components/azure/scale_set/replacement_guard.py, which reads ACK_KEY and `acknowledges` from here).
 """
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ class ReplacementFinding:
     source: str = POLICY
 
 
+def acknowledges(patterns: Iterable[str], name: str) -> bool:
+    """Whether the stack's acknowledgement (names or shell patterns, `h100-*`) covers the scale set `name`."""
+    return any(fnmatchcase(name, pattern) for pattern in patterns)
+
+
 def _pool(replaced: Replaced) -> str:
     return str(replaced.tags.get(POOL_TAG, "?"))
 
@@ -72,7 +77,7 @@ def judge(replaced: Iterable[Replaced], acknowledged: list[str] | None) -> list[
             by_pool[_pool(item)].append(item)
     findings = []
     for pool, items in sorted(by_pool.items()):
-        said = [i for i in items if acknowledged and any(fnmatchcase(i.name, p) for p in acknowledged)]
+        said = [i for i in items if acknowledged and acknowledges(acknowledged, i.name)]
         unsaid = sorted((i for i in items if i not in said), key=lambda i: i.name)
         for item in sorted(items, key=lambda i: i.name):
             what = (f"InfiniBand domain of pool {pool} replaced with its {item.capacity} VMs and the jobs on them "

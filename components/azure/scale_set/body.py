@@ -10,7 +10,6 @@ import pulumi
 import pulumi_azure_native as azure
 
 from components.azure.node_images import ImageIds
-from components.azure.scale_set.replacement_guard import acknowledged
 from components.azure.scale_set.resource import NodeScaleSet
 from components.azure.scope import AzureScope
 from components.bootstrap.from_plan import PullIdentity, node_bootstrap
@@ -19,6 +18,7 @@ from components.planning.cluster_plan import ClusterPlan
 from components.planning.node_template import scale_set_tags
 from components.planning.placement import PoolPlan, ScaleSetPlan
 from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
+from policies.rules.replacements import acknowledges
 
 
 @dataclass(frozen=True)
@@ -235,4 +235,4 @@ def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
     # the engine's diff (the value in the state stays the create's).
     return NodeScaleSet(plan.name, scope.subscription_id, inputs,
                         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])),
-                        replacement_acknowledged=acknowledged(plan.name, args.acknowledged_domains))
+                        replacement_acknowledged=acknowledges(args.acknowledged_domains, plan.name))

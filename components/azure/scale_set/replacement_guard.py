@@ -28,25 +28,16 @@ the first is the order the engine sends the Diffs; the refusal names both.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any
 
 from components.vocabulary import INFINIBAND_TAG, POOL_TAG
-
-ACK_KEY = "cluster.acknowledgeDeletions.infinibandDomains"
-"""The stack key that acknowledges a replaced domain (spelled the same in policies/rules/replacements.py)."""
+from policies.rules.replacements import ACK_KEY
 
 
 class ReplacementRefusedError(RuntimeError):
     """A second InfiniBand domain of one pool replaced in the same deployment without the stack's acknowledgement."""
-
-
-def acknowledged(scale_set: str, patterns: Sequence[str]) -> bool:
-    """Whether the stack's acknowledgement (names or shell patterns) covers this scale set, as the diff's rule
-    matches it (policies/rules/replacements.py `judge`)."""
-    return any(fnmatchcase(scale_set, pattern) for pattern in patterns)
 
 
 @dataclass

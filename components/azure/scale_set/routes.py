@@ -28,9 +28,6 @@ schema lacks it: the provider passes the version below on every call."""
 SCALE_SET_API_VERSION = PREFIX_ON_NIC_COMPUTE_API
 """The api-version every node scale-set request is sent at."""
 
-AZURE_MGMT_COMPUTE = "39.0.0"
-"""The azure-mgmt-compute release whose models build the request bodies (pyproject pins >=39.0.0,<40:
-the body builder reads the models' field metadata, components/azure/scale_set/wire.py)."""
 
 CREATE_ONLY_PATHS: tuple[str, ...] = (
     "location",
