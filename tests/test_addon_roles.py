@@ -38,13 +38,18 @@ def azure_operations() -> set[str]:
 
 def role_problems(granted: dict[str, tuple[Permission, ...]], operations: dict[str, tuple[ArmOperation, ...]],
                   known: set[str]) -> list[str]:
+    # A request path's casing is not always its action's: the SDK posts `.../manualupgrade` (azure-mgmt-compute
+    # 39.0.0 operations/_operations.py) for the action Microsoft's list spells `manualUpgrade/action`. A derived
+    # action is named as the list spells it; the grant must use that spelling.
+    spelled = {action.lower(): action for action in known}
     problems = []
     for addon, permissions in sorted(granted.items()):
         needed: dict[tuple[str, str], str] = {}
         for op in operations[addon]:
-            needed.setdefault((op.action, op.scope), f"{op.method} {op.path}")
+            needed.setdefault((spelled.get(op.action.lower(), op.action), op.scope), f"{op.method} {op.path}")
             for linked in op.linked:
-                needed.setdefault((linked.action, linked.scope), f"linked check of {op.method} {op.path}")
+                needed.setdefault((spelled.get(linked.action.lower(), linked.action), linked.scope),
+                                  f"linked check of {op.method} {op.path}")
         has = {(p.action, p.scope) for p in permissions}
         for (action, scope), why in sorted(needed.items()):
             if action not in known:

@@ -111,7 +111,10 @@ PREFIX_IPAM: tuple[Permission, ...] = (
 _ROLLOUT = "components/kubernetes/scripts/rollout.py"
 
 ROLLOUT: tuple[Permission, ...] = (
-    # Re-image a wave's scale sets and read their instance view; nothing that changes a model, capacity or network.
+    # Bring a wave's scale sets' instances to the model Pulumi wrote, re-image them and read their instance view;
+    # nothing that changes a model, capacity or network.
+    Permission("Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action", "resourceGroup",
+               f"VirtualMachineScaleSets.ManualUpgrade, once per scale set of a wave ({_ROLLOUT} Arm.upgrade)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/reimage/action", "resourceGroup",
                f"VirtualMachineScaleSets.Reimage, once per scale set of a wave ({_ROLLOUT} Arm.reimage)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/instanceView/read", "resourceGroup",

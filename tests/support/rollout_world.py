@@ -53,15 +53,21 @@ class Arm(FakeAzure):
         super().__init__()
         self.reimaged: list[str] = []
         self.failing: set[str] = set()
+        self.upgraded: list[str] = []
 
     def answer(self, method: str, path: str, query: dict[str, str], body: Any, who: str) -> tuple[int, Any, dict[str, str]]:
         match = re.match(r"^/subscriptions/sub/resourceGroups/rg/providers/Microsoft\.Compute/"
-                         r"virtualMachineScaleSets/([^/]+)/(reimage|instanceView)$", path)
+                         r"virtualMachineScaleSets/([^/]+)/(manualupgrade|reimage|instanceView)$", path)
         if match is None:
             return super().answer(method, path, query, body, who)
         assert query.get("api-version") == SCALE_SET_API_VERSION
         name, op = match[1], match[2]
+        if op == "manualupgrade" and method == "POST":
+            assert body == {"instanceIds": ["*"]}, body  # VirtualMachineScaleSetVMInstanceRequiredIDs
+            self.upgraded.append(name)
+            return 202, {}, {}
         if op == "reimage" and method == "POST":
+            assert name in self.upgraded, f"{name} re-imaged before it was brought to its latest model"
             self.reimaged.append(name)
             return 202, {}, {}
         code = "ProvisioningState/failed/InternalError" if name in self.failing else "ProvisioningState/succeeded"

@@ -13,8 +13,10 @@ it and a stale writer gets 409. A wave goes through:
   evict    deactivates each such Workload (spec.active=false: evicted whole, kueue v0.19.2
            pkg/controller/core/workload_controller.go lines 672-700), then, once it has no quota reserved, reactivates
            it (requeued whole, lines 640-646)
-  reimage  puts the preflight taint on the wave's nodes (they are empty), then asks ARM to re-image each scale set's
-           instances (POST .../reimage, the api-version the scale-set provider sends), once
+  reimage  puts the preflight taint on the wave's nodes (they are empty), then asks ARM to bring each scale set's
+           instances to its latest model (POST .../manualupgrade: the scale sets' upgrade policy is Manual), once
+  upgrading waits for the upgrade as below, then asks for a re-image of every instance (POST .../reimage, the
+           api-version the scale-set provider sends), once: a fresh OS disk, so the new boot document runs
   reimaging reads each scale set's instance view until none is updating; a failed one stops the rollout
   health   waits until no node of the wave carries the preflight taint; a node tainted unhealthy by the health agent
            stops the rollout (phase `stopped`) with the wave still fenced
@@ -143,8 +145,9 @@ class Arm:
         self.token, self.token_until = token, time.time() + 300
         return token
 
-    def _send(self, method: str, url: str) -> Any:
-        request = urllib.request.Request(url, data=b"{}" if method == "POST" else None, method=method,
+    def _send(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body or {}).encode() if method == "POST" else None
+        request = urllib.request.Request(url, data=data, method=method,
                                          headers={"Authorization": f"Bearer {self._token()}",
                                                   "Content-Type": "application/json"})
         return self.http.retrying(lambda: self.http.send(request), tries=6)
@@ -152,8 +155,20 @@ class Arm:
     def _names(self, scale_set: str) -> tuple[str, str, str]:
         return kc.segment(self.subscription), kc.segment(self.resource_group), kc.segment(scale_set)
 
+    def upgrade(self, scale_set: str) -> None:
+        """POST manualupgrade of every instance: under the Manual upgrade policy the node scale sets carry, a model
+        change (a new image version, boot document or size) reaches an instance only this way (MicrosoftDocs
+        virtual-machine-scale-sets-perform-manual-upgrades.md); `*` is every instance, as `az vmss update-instances`
+        sends it (azure-cli 2.91.0 vm/custom.py `update_vmss_instances(..., ['*'])`)."""
+        sub, rg, name = self._names(scale_set)
+        self._send("POST", f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
+                           f"virtualMachineScaleSets/{name}/manualupgrade?api-version={COMPUTE_API_VERSION}",
+                   {"instanceIds": ["*"]})
+
     def reimage(self, scale_set: str) -> None:
-        """POST reimage of every instance of the scale set (ApiError when ARM refuses it)."""
+        """POST reimage of every instance of the scale set (ApiError when ARM refuses it): a fresh OS disk from the
+        instance's (now latest) model, so the boot document runs again; without `exactVersion` a reimage alone keeps
+        the instance's image version (VirtualMachineScaleSetReimageParameters), hence the upgrade first."""
         sub, rg, name = self._names(scale_set)
         self._send("POST", f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
                            f"virtualMachineScaleSets/{name}/reimage?api-version={COMPUTE_API_VERSION}")
@@ -166,7 +181,7 @@ class Arm:
                                  f"virtualMachineScaleSets/{name}/instanceView?api-version={COMPUTE_API_VERSION}")
         codes = [str(_dict(s).get("code") or "") for s in _list(_dict(view).get("statuses"))]
         if any(c.startswith("ProvisioningState/failed") for c in codes):
-            raise ReimageFailedError(f"reimage of {scale_set} failed: {', '.join(codes)}")
+            raise ReimageFailedError(f"{scale_set}: an instance ended {', '.join(codes)}")
         return bool(codes) and not any(c.startswith("ProvisioningState/updating") for c in codes)
 
 
@@ -346,6 +361,20 @@ class Controller:
                     taints = [*_list(_dict(node.get("spec")).get("taints")),
                               {"key": PREFLIGHT, "value": "rollout", "effect": "NoSchedule"}]
                     self._node_patch(node, {"spec": {"taints": taints}}, guarded=True)
+            for scale_set in _list(wave.get("scaleSets")):
+                try:
+                    self.arm.upgrade(str(scale_set))
+                except kc.ApiError as error:
+                    raise StopError(f"upgrade of {scale_set} to its latest model: {error}") from None
+            state["phase"] = "upgrading"  # a restart from here polls; it never asks for a second upgrade
+            return f"wave {state['wave']}: upgrade asked for {', '.join(map(str, _list(wave.get('scaleSets'))))}"
+        if phase == "upgrading":
+            try:
+                waiting = [str(s) for s in _list(wave.get("scaleSets")) if not self.arm.settled(str(s))]
+            except ReimageFailedError as error:
+                raise StopError(str(error)) from None
+            if waiting:
+                return f"wave {state['wave']}: upgrading {', '.join(waiting)}"
             for scale_set in _list(wave.get("scaleSets")):
                 try:
                     self.arm.reimage(str(scale_set))
