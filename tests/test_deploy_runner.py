@@ -143,6 +143,8 @@ def test_the_plan_counts_the_runner_in_the_subnet_the_quota_the_nics_and_the_cos
     ({"deployRunner": {"vmSize": "Standard_ND96isr_H100_v5"}}, "cluster.deployRunner.vmSize: Standard_ND96isr_H100_v5 "
                                                               "is a GPU, InfiniBand or confidential size"),
     ({"deployRunner": {"zone": "4"}}, "cluster.deployRunner.zone: '4' is not one of the cluster's zones"),
+    ({"deployRunner": {"runTimeoutMinutes": 60}}, "cluster.deployRunner.runTimeoutMinutes: 60 minutes would stop "
+                                                  "step 2 inside its own waits"),
 ])
 def test_bad_runner_keys_are_one_line_naming_the_key(overrides: dict, expected: str) -> None:
     with pytest.raises(SpecError) as error:

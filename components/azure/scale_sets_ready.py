@@ -11,11 +11,9 @@ import pulumi.dynamic
 
 from components.azure.scale_set.resource import NodeScaleSet
 from components.azure.scale_sets_ready_provider import CONCURRENCY, DEADLINE, SCALE_SETS, ScaleSetsReadyProvider
+from components.planning.deploy_runner import ALLOCATION_WAIT_SECONDS
 from components.planning.placement import PoolPlan, ScaleSetPlan
 
-DEADLINE_SECONDS = 2 * 3600
-"""How long one `up` waits for the allocations before it reports the scale sets still in progress (they go on in
-Azure; the next `up` waits again)."""
 CONCURRENCY_LIMIT = 16
 """Scale sets polled at once inside the one RPC: prod's 43 take three turns of GETs, far below ARM's read limits."""
 
@@ -32,5 +30,5 @@ class ScaleSetsReady(pulumi.dynamic.Resource):
 
     def __init__(self, name: str, entries: list[dict[str, Any]], opts: pulumi.ResourceOptions | None = None,
                  provider: ScaleSetsReadyProvider | None = None) -> None:
-        props: dict[str, Any] = {SCALE_SETS: entries, DEADLINE: DEADLINE_SECONDS, CONCURRENCY: CONCURRENCY_LIMIT}
+        props: dict[str, Any] = {SCALE_SETS: entries, DEADLINE: ALLOCATION_WAIT_SECONDS, CONCURRENCY: CONCURRENCY_LIMIT}
         super().__init__(provider or ScaleSetsReadyProvider(), name, props, opts)

@@ -16,6 +16,10 @@ from components.planning.placement import ordered_zones
 from components.planning.sizes import size_table, unknown_size_message
 from components.spec import ClusterSpec, ImageRef
 
+ALLOCATION_WAIT_SECONDS = 2 * 3600
+"""How long one `up` waits for the node scale sets' allocations (components/azure/scale_sets_ready.py) before it
+reports those still in progress (they go on in Azure; the next `up` waits again)."""
+
 PATH = "cluster.deployRunner"
 RUNNER_IPS = 1
 """The runner's one NIC, in the control-plane subnet (components/planning/ip_plan.py counts it)."""
@@ -79,6 +83,14 @@ def plan_deploy_runner(spec: ClusterSpec) -> DeployRunnerPlan | None:
     if zone not in spec.zones:
         problems.append(Problem(f"{PATH}.zone", f"{zone!r} is not one of the cluster's zones "
                                 f"({', '.join(spec.zones)}): pick one of them or remove the key"))
+    # Step 2 on the runner waits for the API servers, then for every allocation: a Run Command stopped before
+    # that leaves the update half-done with pending operations in the state.
+    needed = ALLOCATION_WAIT_SECONDS // 60 + spec.in_cluster.api_access.ready_timeout_minutes
+    if runner.run_timeout_minutes <= needed:
+        problems.append(Problem(f"{PATH}.runTimeoutMinutes", f"{runner.run_timeout_minutes} minutes would stop step 2 "
+                                f"inside its own waits (the API servers' readiness, "
+                                f"{spec.in_cluster.api_access.ready_timeout_minutes} min, and the allocations', "
+                                f"{ALLOCATION_WAIT_SECONDS // 60} min): set more than {needed}"))
     if problems or size is None:
         raise SpecError(problems)
     return DeployRunnerPlan(f"{spec.name}-deploy-runner", size, zone, RUNNER_IMAGE, runner.run_timeout_minutes * 60)

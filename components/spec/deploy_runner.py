@@ -17,4 +17,5 @@ class DeployRunnerSpec(SpecModel):
     zone: str | None = Field(default=None, max_length=8)
     """One of the cluster's zones; by default the first in order (a reordered `zones` list moves nothing)."""
     run_timeout_minutes: WholeNumber = Field(default=240, ge=10, le=1440)
-    """How long the Run Command that drives step 2 may run before Azure stops it (`--timeout-in-seconds`)."""
+    """How long the Run Command that drives step 2 may run before Azure stops it (`--timeout-in-seconds`); more than
+    the allocations' wait (120 minutes) plus `inCluster.apiAccess.readyTimeoutMinutes`."""
