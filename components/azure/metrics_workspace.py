@@ -18,7 +18,7 @@ from components.azure.scope import AzureScope
 from components.catalog.azure_roles import role_definition_id
 from components.catalog.metrics import MONITORING_METRICS_PUBLISHER, REMOTE_WRITE_PATH
 from components.planning import azure_names as names
-from components.planning.metrics import ALERT_GROUP_SIZE, MetricsPlan
+from components.planning.metrics import MetricsPlan
 from components.planning.metrics_rules import WORKSPACE_RULES, AlertRule, alert_rules
 
 SEVERITY = {"critical": 1, "warning": 3}
@@ -37,9 +37,9 @@ def _alert(rule: AlertRule) -> azure.alertsmanagement.PrometheusRuleArgs:
 
 
 def _parts(resource_id: str) -> tuple[str, str]:
-    """(resource group, name) of an ARM id."""
-    segments = resource_id.split("/")
-    return segments[segments.index("resourceGroups") + 1], segments[-1]
+    """(resource group, name) of an ARM id (ARM may answer `resourcegroups` in any case)."""
+    segments = resource_id.strip("/").split("/")
+    return segments[[s.lower() for s in segments].index("resourcegroups") + 1], segments[-1]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class MetricsWorkspaceArgs:
     scope: AzureScope
     """Where the workspace, its writer identity and rule groups go."""
     plan: MetricsPlan
-    """The metrics plan (`plan.metrics`): the rule groups' evaluation interval."""
+    """The metrics plan (`plan.metrics`): the rule groups' sizes and evaluation interval."""
     inflight_limit: int
     """The API servers' max-requests-inflight plus max-mutating-requests-inflight: the saturation alerts' limit."""
 
@@ -97,9 +97,13 @@ class MetricsWorkspace(pulumi.ComponentResource):
         # Domain and team aggregates over every shard's series, then the alerts, at most 20 rules a group.
         groups: list[tuple[str, list[azure.alertsmanagement.PrometheusRuleArgs]]] = [("recording", [
             azure.alertsmanagement.PrometheusRuleArgs(record=r.record, expression=r.expr) for r in WORKSPACE_RULES])]
+        # Cut as the plan cut them (MetricsPlan.rule_groups: what the workspace's limits were checked against).
         alerts = [_alert(a) for a in alert_rules(inflight_limit)]
-        groups += [(f"alerts-{i // ALERT_GROUP_SIZE}", alerts[i:i + ALERT_GROUP_SIZE])
-                   for i in range(0, len(alerts), ALERT_GROUP_SIZE)]
+        recording, *alert_sizes = plan.rule_groups
+        assert recording == len(WORKSPACE_RULES) and sum(alert_sizes) == len(alerts), "the plan's rule groups"
+        starts = [sum(alert_sizes[:i]) for i in range(len(alert_sizes))]
+        groups += [(f"alerts-{i}", alerts[start:start + size])
+                   for i, (start, size) in enumerate(zip(starts, alert_sizes, strict=True))]
         self.rule_groups = [azure.alertsmanagement.PrometheusRuleGroup(
             f"{name}-{group}", resource_group_name=resource_group_name, location=location, tags=tags,
             scopes=[self.workspace.id], cluster_name=cluster, enabled=True,
