@@ -126,3 +126,11 @@ def test_plain_http_goes_only_to_the_metadata_endpoint_and_loopback(tmp_path: Pa
     with pytest.raises(kc.ApiError, match="https only"):
         http.call("GET", "http://management.azure.com/subscriptions")
     kc._check_transport("http://169.254.169.254/metadata/identity/oauth2/token")  # IMDS: plain http by design
+
+
+def test_a_managed_identity_token_is_reused_until_five_minutes_before_it_expires() -> None:
+    """Both ARM clients (prefix IPAM, the rollout controller) read IMDS's `expires_in` the same way: a number of
+    seconds as ASCII digits; anything else (missing, negative, non-ASCII digits) counts as 300, fetched again at once."""
+    assert kc.token_reused_until("3599", 1000.0) == 1000.0 + 3299
+    assert kc.token_reused_until(None, 1000.0) == kc.token_reused_until("-5", 1000.0) == 1000.0
+    assert kc.token_reused_until("３６００", 1000.0) == 1000.0

@@ -9,10 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from components.catalog.prices import HOURS_PER_MONTH
 from components.diff.sides import Side
-
-HOURS_PER_MONTH = 730
-"""The month summary.json's monthly figures use (components/catalog/prices.py); a side states its own."""
 
 
 def _usd(value: Any) -> float | None:

@@ -14,11 +14,8 @@ import math
 from typing import Any
 
 from components.diff.sides import Side
+from components.planning.node_images import API_SCALE_SET
 from components.vocabulary import POOL_TAG, ROLE_TAG
-
-API_SCALE_SET = "apiserver"
-"""The name the rollout's waves give the API servers' scale set (planning/node_images.py API_SCALE_SET; the diff
-layer reads the summary, not the planner)."""
 
 
 def _tags(state: dict[str, Any]) -> dict[str, Any]:

@@ -460,3 +460,10 @@ def managed_identity_token(http: Http, endpoint: str, resource: str, client_id: 
     if not isinstance(token, str) or not token:
         raise ApiError(0, "the identity endpoint returned no access_token")
     return token, answer.get("expires_in")
+
+
+def token_reused_until(expires_in: object, now: float) -> float:
+    """When a managed-identity token is fetched again: five minutes before the `expires_in` IMDS gave (seconds, an
+    ASCII number; 300 when it gave none), so a long step never sends an expired one."""
+    life = whole_number(expires_in, 0, 86_400 * 365) or 300
+    return now + max(0, life - 300)

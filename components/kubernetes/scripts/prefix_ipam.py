@@ -466,8 +466,7 @@ class Arm:
         if self.token and time.time() < self.token_until:
             return self.token
         token, expires = kc.managed_identity_token(self.http, IMDS_TOKEN, ARM_RESOURCE, self.client_id)
-        life = kc.whole_number(expires, 0, 86_400 * 365) or 300
-        self.token, self.token_until = token, time.time() + max(0, life - 300)
+        self.token, self.token_until = token, kc.token_reused_until(expires, time.time())
         return token
 
     def list_nics(self, sub: str, rg: str, scale_set: str) -> Iterator[dict[str, Any]]:

@@ -141,8 +141,8 @@ class Arm:
     def _token(self) -> str:
         if self.token and time.time() < self.token_until:
             return self.token
-        token, _ = kc.managed_identity_token(self.http, IMDS_TOKEN, ARM_RESOURCE, self.client_id)
-        self.token, self.token_until = token, time.time() + 300
+        token, expires_in = kc.managed_identity_token(self.http, IMDS_TOKEN, ARM_RESOURCE, self.client_id)
+        self.token, self.token_until = token, kc.token_reused_until(expires_in, time.time())
         return token
 
     def _send(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
