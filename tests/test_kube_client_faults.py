@@ -133,4 +133,4 @@ def test_a_managed_identity_token_is_reused_until_five_minutes_before_it_expires
     seconds as ASCII digits; anything else (missing, negative, non-ASCII digits) counts as 300, fetched again at once."""
     assert kc.token_reused_until("3599", 1000.0) == 1000.0 + 3299
     assert kc.token_reused_until(None, 1000.0) == kc.token_reused_until("-5", 1000.0) == 1000.0
-    assert kc.token_reused_until("３６００", 1000.0) == 1000.0
+    assert kc.token_reused_until("\uff13\uff16\uff10\uff10", 1000.0) == 1000.0
