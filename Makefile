@@ -11,7 +11,7 @@ RUNTIME := $(VENV)/.runtime
 DEV := $(VENV)/.dev
 PIP := $(BIN)/pip install --disable-pip-version-check --progress-bar on
 
-.PHONY: plan test lint typecheck unit golden consumer-facts install bench clean
+.PHONY: plan test e2e consumers lint typecheck unit golden consumer-facts install bench clean
 
 $(RUNTIME): pyproject.toml
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
@@ -45,6 +45,15 @@ unit: $(DEV)
 # ruff, pyright and pytest at once (pyright and ruff take a core-minute beside pytest's workers); fails if any fails.
 test: $(DEV)
 	@$(MAKE) --no-print-directory -j3 lint typecheck unit
+
+# The real programs (docs/consumer-checks.md): kube-apiserver, etcd, Kueue, kwok, promtool, helm, ... built once from
+# the Go module proxy at the pinned versions into .cache/consumers/<name>-<version>/ (e2e/build.py; needs Go 1.26),
+# then the scenarios in e2e/tests/ run against them, one control plane at a time; out/e2e/report.json says what ran.
+consumers: $(DEV)
+	$(BIN)/python -m e2e.build
+
+e2e: consumers
+	$(BIN)/pytest -q -p no:xdist e2e/tests
 
 # The shipped stacks' figures (tests/golden/stacks.json): regenerate after a deliberate change to a stack.
 golden: $(RUNTIME)

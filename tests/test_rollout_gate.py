@@ -34,6 +34,14 @@ def _pem(key: ec.EllipticCurvePrivateKey) -> str:
                              serialization.NoEncryption()).decode()
 
 
+def _encoding(user_agent: str | None) -> dict[str, Any]:
+    """As kube-apiserver encodes JSON (k8s.io/apiserver endpoints/handlers/negotiation isPrettyPrint): indented for a
+    User-Agent starting with curl, Wget or Mozilla/5.0, compact otherwise. e2e/tests/test_fake_conformance.py holds
+    this against the real server."""
+    pretty = (user_agent or "").startswith(("curl", "Wget", "Mozilla/5.0"))
+    return {"indent": 2} if pretty else {"separators": (",", ":")}
+
+
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
     """A local API server answering the DaemonSet with `state`'s counts, only to the admin client certificate."""
@@ -56,7 +64,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[st
                 return
             body = json.dumps({"kind": "DaemonSet", "status": {
                 "currentNumberScheduled": state["desired"], "desiredNumberScheduled": state["desired"],
-                "numberMisscheduled": 0, "numberReady": state["ready"]}}, separators=(",", ":")).encode()
+                "numberMisscheduled": 0, "numberReady": state["ready"]}}, **_encoding(self.headers["User-Agent"])).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()

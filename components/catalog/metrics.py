@@ -7,6 +7,8 @@ per-port InfiniBand metrics) are extracted from their sources by tools/extract_m
 
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass
 
 from components.catalog.metrics_facts import NODE_EXPORTER_TAG
@@ -112,6 +114,15 @@ endpoint (Microsoft Learn, Azure Monitor managed service for Prometheus remote w
 
 
 def training_counters_csv() -> str:
-    """dcgm-exporter's counter file (`FIELD, type, help` per line), as the GPU operator's chart takes it under
-    `dcgmExporter.config.data` (gpu-operator v26.3.3 templates/dcgm_exporter_config.yaml)."""
-    return "\n".join(f"{c.field}, {c.kind}, {c.help}" for c in TRAINING_COUNTERS) + "\n"
+    """dcgm-exporter's counter file (`FIELD,type,help` per line), as the GPU operator's chart takes it under
+    `dcgmExporter.config.data` (gpu-operator v26.3.3 templates/dcgm_exporter_config.yaml).
+
+    The exporter reads it with Go's encoding/csv (dcgm-exporter internal/pkg/counters/counter_config.go
+    ReadCSVFile: Comment '#', no lazy quotes) and refuses a record that is not 3 fields, so a help text with a comma
+    is quoted, as RFC 4180 quotes it: Go takes a quote only at a field's very start, hence no space after a comma
+    (the exporter trims spaces itself)."""
+    sink = io.StringIO()
+    writer = csv.writer(sink, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    for c in TRAINING_COUNTERS:
+        writer.writerow((c.field, c.kind, c.help))
+    return sink.getvalue()

@@ -37,8 +37,10 @@ proxy=()
 if [ -n "${PROXY:-}" ]; then
   proxy=(--proxy "$PROXY")
 fi
+# kube-apiserver pretty-prints JSON for a User-Agent that starts with curl (k8s.io/apiserver negotiation,
+# isPrettyPrint): a space may follow the colon.
 field() {
-  { grep -o "\"$1\":[0-9]*" <<< "$2" || true; } | head -n 1 | cut -d: -f2
+  { grep -oE "\"$1\": *[0-9]+" <<< "$2" || true; } | head -n 1 | sed -E 's/.*: *//'
 }
 url="https://$ENDPOINT/apis/apps/v1/namespaces/$NAMESPACE/daemonsets/$NAME"
 deadline=$((SECONDS + TIMEOUT))

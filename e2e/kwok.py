@@ -1,0 +1,95 @@
+"""kwok in place of kubelets: Nodes registered as the stack's machines register (the labels and taints their
+rendered boot documents give the kubelet, the capacity their VM size has) and pods that start and finish by kwok's
+own fast stages.
+
+A node's boot document (out/<stack>/boot/pool-<pool>-<scale set>.yaml) holds the kubelet's `node-labels` (the
+kubeadm JoinConfiguration) and `registerWithTaints` (the KubeletConfiguration patch); what the kubelet adds itself
+(hostname, os, arch) is added here as the kubelet adds it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
+from components.planning.cluster_plan import ClusterPlan
+from e2e.consumers import binary, by_name, install_dir
+from e2e.processes import Program
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+"""The annotation kwok manages nodes by (its --manage-nodes-with-annotation-selector)."""
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    pool: str
+    scale_set: str
+    labels: dict[str, str]
+    taints: tuple[dict[str, str], ...]
+    capacity: dict[str, str]
+
+    def node(self, index: int) -> dict[str, Any]:
+        name = f"{self.scale_set}-{index:06d}"
+        return {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {KWOK_ANNOTATION: "fake"},
+                         "labels": {**self.labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                    "kubernetes.io/arch": "amd64"}},
+            "spec": {"taints": [dict(t) for t in self.taints],
+                     "providerID": f"kwok://{name}"},
+            "status": {"capacity": self.capacity, "allocatable": self.capacity},
+        }
+
+
+def _boot_files(document: Path) -> dict[str, str]:
+    return {f["path"]: f.get("content", "") for f in yaml.safe_load(document.read_text())["write_files"]}
+
+
+def _join_labels(files: dict[str, str]) -> dict[str, str]:
+    join = next(d for p, c in files.items() if p.endswith("kubeadm-join.yaml") for d in yaml.safe_load_all(c)
+                if d and d.get("kind") == "JoinConfiguration")
+    value = next(a["value"] for a in join["nodeRegistration"]["kubeletExtraArgs"] if a["name"] == "node-labels")
+    return dict(pair.split("=", 1) for pair in value.split(",") if pair)
+
+
+def _kubelet_patch(files: dict[str, str]) -> dict[str, Any]:
+    return next(yaml.safe_load(c) for p, c in files.items() if "/patches/kubeletconfiguration" in p)
+
+
+def node_templates(plan: ClusterPlan, out: Path) -> Iterator[tuple[NodeTemplate, int]]:
+    """Each scale set's template and its planned node count."""
+    for pool in plan.pools:
+        for scale_set in pool.scale_sets:
+            files = _boot_files(out / "boot" / f"pool-{pool.name}-{scale_set.name}.yaml")
+            patch = _kubelet_patch(files)
+            capacity = {"cpu": str(pool.size.vcpus), "memory": f"{pool.size.memory_gib}Gi",
+                        "pods": str(patch["maxPods"]), "ephemeral-storage": "100Gi"}
+            if pool.size.gpus:
+                capacity["nvidia.com/gpu"] = str(pool.size.gpus)
+            if scale_set.infiniband:
+                capacity[RDMA_RESOURCE] = str(RDMA_HCA_MAX)
+            yield NodeTemplate(pool.name, scale_set.name, _join_labels(files),
+                               tuple({k: v for k, v in t.items() if v != ""} for t in patch.get("registerWithTaints", [])),
+                               capacity), scale_set.capacity
+
+
+def start_kwok(kubeconfig: Path, work: Path) -> Program:
+    assets = install_dir(by_name("kwok")) / "assets"
+    stages = sorted(p for folder in ("node-stages", "node-heartbeat", "pod-stages") for p in (assets / folder).glob("*.yaml")
+                    if p.name != "kustomization.yaml")
+    config = work / "kwok.yaml"
+    config.write_text("---\n".join(p.read_text() for p in stages))
+    return Program("kwok", [str(binary("kwok")), "--kubeconfig", str(kubeconfig), "--config", str(config),
+                            "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+                            "--cidr=10.240.0.1/16", "--node-ip=10.250.0.1"],
+                   work / "logs" / "kwok.log").start()
+
+
+def dumps(objects: list[dict[str, Any]]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})

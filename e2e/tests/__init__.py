@@ -1,0 +1,1 @@
+"""The scenarios make e2e runs against the real programs."""

@@ -1,0 +1,80 @@
+"""What the real server decides about our objects: the team-pod ValidatingAdmissionPolicy evaluated by kube-apiserver's
+own CEL, and the CNI readiness gate's script run with bash and curl against the real server, whose JSON for curl is
+pretty-printed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from typing import Any
+
+from components.kubernetes.rollout_gate import ROLLOUT_SCRIPT, RolloutGate
+from e2e import control_plane as cp
+from e2e.cluster import Stack, kubectl
+from e2e.report import E2EReport
+
+TEAM_NAMESPACE = "team-research"
+
+
+def _pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": TEAM_NAMESPACE},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1"}], **spec}}
+
+
+def test_a_team_pod_on_the_host_network_is_refused(dev_stack: Stack, report: E2EReport) -> None:
+    refused = kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-",
+                      stdin=json.dumps(_pod("host", hostNetwork=True)))
+    plain = kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-", stdin=json.dumps(_pod("plain")))
+    report.scenario("team pod with hostNetwork refused by the real ValidatingAdmissionPolicy",
+                    "passed" if refused.returncode != 0 and plain.returncode == 0 else "failed",
+                    refused=refused.stderr.strip(), plain=plain.stderr.strip())
+    assert refused.returncode != 0 and "gpucluster-team-pods-off-host" in refused.stderr, refused.stderr
+    assert plain.returncode == 0, plain.stderr
+
+
+def _failed_creates(plane: cp.ControlPlane) -> list[str]:
+    events = cp.json_get(plane, "/api/v1/events")["items"]
+    return [f"{e['involvedObject']['namespace']}/{e['involvedObject']['name']}: {e['message']}" for e in events
+            if e.get("reason") == "FailedCreate"]
+
+
+def test_every_platform_pod_is_admitted(dev_stack: Stack, report: E2EReport) -> None:
+    """The controllers create every platform workload's pods: no FailedCreate from admission (the health-nodes
+    policy, the team-pods policy, pod security) for any of them."""
+    workloads = [k for k in dev_stack.applied.applied if " Deployment/" in k or " DaemonSet/" in k]
+    cp.wait_until(lambda: bool(cp.json_get(dev_stack.plane, "/api/v1/pods")["items"]), 120, "the first pods")
+    failed = _failed_creates(dev_stack.plane)
+    report.scenario("every platform pod admitted", "failed" if failed else "passed", workloads=len(workloads),
+                    failed_creates=failed)
+    assert workloads and not failed
+
+
+def _gate(plane: cp.ControlPlane, namespace: str, name: str, timeout: int) -> subprocess.CompletedProcess[str]:
+    gate = RolloutGate(namespace, name, timeout_seconds=timeout)
+    env = gate.environment(plane.admin_kubeconfig.read_text())
+    return subprocess.run(["/bin/bash", "-c", ROLLOUT_SCRIPT], env={"PATH": "/usr/bin:/bin", **env},
+                          capture_output=True, text=True, timeout=timeout + 60)
+
+
+def test_the_cni_gate_reads_a_real_daemonsets_counts(dev_stack: Stack, report: E2EReport) -> None:
+    """node-exporter's DaemonSet as dev renders it, its pods run by kwok on every node: the gate must read the
+    counts from the server's answer to curl (pretty JSON) and pass."""
+    status = _daemonset_status(dev_stack.plane, "gpucluster-metrics", "node-exporter")
+    cp.wait_until(lambda: (s := _daemonset_status(dev_stack.plane, "gpucluster-metrics", "node-exporter"))
+                  .get("desiredNumberScheduled", 0) > 0 and s.get("numberReady") == s.get("desiredNumberScheduled"),
+                  300, "node-exporter ready on its nodes")
+    status = _daemonset_status(dev_stack.plane, "gpucluster-metrics", "node-exporter")
+    code, body = dev_stack.plane.get("/apis/apps/v1/namespaces/gpucluster-metrics/daemonsets/node-exporter",
+                                     user_agent="curl/7.88.1")
+    result = _gate(dev_stack.plane, "gpucluster-metrics", "node-exporter", 30)
+    report.scenario("CNI gate script (bash, curl) against the real API server", "passed" if result.returncode == 0
+                    else "failed", desired=status["desiredNumberScheduled"], ready=status["numberReady"],
+                    pretty_for_curl='"desiredNumberScheduled": ' in body, output=(result.stdout + result.stderr).strip())
+    assert code == 200 and '"desiredNumberScheduled": ' in body  # what the server answers curl
+    assert result.returncode == 0, result.stderr
+    assert f"ready on {status['numberReady']} of {status['desiredNumberScheduled']} nodes" in result.stdout
+
+
+def _daemonset_status(plane: cp.ControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    return cp.json_get(plane, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}").get("status", {})
