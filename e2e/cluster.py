@@ -114,6 +114,7 @@ def install_kueue(plane: ControlPlane, out: Path, work: Path, result: Applied) -
     apply_objects(plane, [o for o in kept if o["kind"] != "CustomResourceDefinition"], result, "kueue chart")
     kubeconfig = service_account_kubeconfig(plane, NAMESPACE, SERVICE_ACCOUNT, work / "kubeconfigs")
     result.kueue = start_kueue(localise_configuration(config, port, work / "kueue-certs"), kubeconfig, work)
+    plane.programs.append(result.kueue)  # stopped with the control plane
     # Kueue answers its webhooks once its controllers are set up: a server-side dry run of a ResourceFlavor passes
     # through the validating webhook (failurePolicy Fail).
     probe = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-probe"}}

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from components.catalog.metrics import PROMETHEUS_VERSION
 from components.catalog.metrics_consumers import PROMETHEUS_COMMIT
 from components.catalog.metrics_facts import DCGM_EXPORTER_COMMIT, DCGM_EXPORTER_TAG
-from components.catalog.versions import DEFAULT_MINOR, KUBERNETES_RELEASES, KUEUE, MINOR_COUPLED
+from components.catalog.versions import DEFAULT_MINOR, KUEUE, MINOR_COUPLED
 
 ROOT = Path(__file__).resolve().parent
 MODULES = ROOT / "consumers"
@@ -22,7 +24,19 @@ BUILD_DATE = "2026-08-20T11:51:43Z"
 """Stamped where a release build stamps its build date: the pinned Kubernetes tag's time in the module proxy, so a
 rebuild is byte-identical."""
 
-KUBERNETES = KUBERNETES_RELEASES[DEFAULT_MINOR].latest_patch
+
+
+def _stacks_kubernetes() -> str:
+    """The Kubernetes version the shipped stacks run (they agree; a stack on another version fails here)."""
+    versions = {yaml.safe_load(path.read_text())["config"]["gpucluster:cluster"]["kubernetesVersion"]
+                for path in sorted((ROOT.parent / "stacks").glob("Pulumi.*.yaml"))
+                if "gpucluster:cluster" in yaml.safe_load(path.read_text()).get("config", {})}
+    if len(versions) != 1:
+        raise ValueError(f"the shipped stacks run {sorted(versions)}: make e2e builds one Kubernetes version")
+    return versions.pop()
+
+
+KUBERNETES = _stacks_kubernetes()
 ETCD = MINOR_COUPLED[DEFAULT_MINOR].etcd.version
 COREDNS = MINOR_COUPLED[DEFAULT_MINOR].coredns.version
 KWOK = "v0.8.0"
@@ -65,8 +79,7 @@ class Consumer:
 
 CONSUMERS: tuple[Consumer, ...] = (
     Consumer(
-        "kubernetes", KUBERNETES, f"components/catalog/versions.py KUBERNETES_RELEASES[{DEFAULT_MINOR!r}] (stacks' "
-        "kubernetesVersion)", "",
+        "kubernetes", KUBERNETES, "stacks/Pulumi.*.yaml cluster.kubernetesVersion", "",
         tuple((c, f"k8s.io/kubernetes/cmd/{c}") for c in ("kube-apiserver", "kube-controller-manager",
                                                          "kube-scheduler", "kubeadm", "kubectl")),
         ("kube-apiserver", "--version"), _kube_ldflags(KUBERNETES)),
@@ -148,4 +161,7 @@ def install_dir(consumer: Consumer) -> Path:
 
 def binary(name: str, program: str | None = None) -> Path:
     consumer = by_name(name)
-    return install_dir(consumer) / "bin" / (program or consumer.binaries[0][0])
+    path = install_dir(consumer) / "bin" / (program or consumer.binaries[0][0])
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is not built: run `python -m e2e.build {name}` (make e2e does)")
+    return path

@@ -87,7 +87,8 @@ RECORDING_RULES: tuple[RecordingRule, ...] = (
     RecordingRule("node:ib_link_error_recovery:increase1h",
                   "sum by (node, domain, zone) (increase(node_infiniband_link_error_recovery_total[1h]))", "ibNode",
                   GROUP_NODE),
-    RecordingRule("node:ib_ports_active:count", "count by (node, domain, zone) (node_infiniband_state_id == 4)",
+    # `== bool` keeps a series per node at 0 when every port is down (a count over no series is no series).
+    RecordingRule("node:ib_ports_active:count", "sum by (node, domain, zone) (node_infiniband_state_id == bool 4)",
                   "ibNode", GROUP_NODE),
     RecordingRule("node:ready:bool", 'max by (node) (kube_node_status_condition{condition="Ready",status="true"})',
                   "node", GROUP_NODE),
@@ -141,15 +142,18 @@ def alert_rules(inflight_limit: int) -> tuple[AlertRule, ...]:
                   "warning", "an API server holds over 80% of its in-flight request limit"),
         AlertRule("ApiServerFlowControlRejecting", f"{one('priority_level:apiserver_flowcontrol_rejected:rate5m')} > 0", "5m",
                   "warning", "API Priority and Fairness is rejecting requests at a priority level"),
-        AlertRule("GpuXidError", f"{one('node:gpu_xid_errors:max')} > 0", "0m", "warning",
-                  "a GPU reported an XID error: check the node's health agent and dmesg"),
+        # DCGM_FI_DEV_XID_ERRORS is the last XID a GPU reported and is never reset (NVIDIA/dcgm-exporter#500): a new
+        # XID is a change to a non-zero code. Not seen: the same code again, or a code under the node's max.
+        AlertRule("GpuXidError", f"{one('changes(node:gpu_xid_errors:max[10m])')} > 0 and {one('node:gpu_xid_errors:max')} > 0",
+                  "0m", "warning", "a GPU reported an XID error: check the node's health agent and dmesg"),
         AlertRule("GpuEccUncorrectable", f"increase({one('node:gpu_ecc_dbe_volatile:sum')}[10m:1m]) > 0", "0m", "critical",
                   "a GPU reported uncorrectable (double-bit) ECC errors"),
         AlertRule("GpuRowRemapFailure", f"{one('node:gpu_row_remap_failure:max')} > 0", "0m", "critical",
                   "a GPU failed to remap a row: the GPU needs replacing"),
         AlertRule("GpuNvlinkErrors", f"{one('node:gpu_nvlink_crc_errors:rate5m')} > 1", "15m", "warning",
                   "NVLink CRC errors on a node's GPUs"),
-        AlertRule("InfinibandLinkFlapping", f"{one('node:ib_link_downed:increase1h')} > 2", "0m", "warning",
+        # increase() extrapolates to the window's ends (two downs read about 2.02): compare whole downs.
+        AlertRule("InfinibandLinkFlapping", f"round({one('node:ib_link_downed:increase1h')}) > 2", "0m", "warning",
                   "an InfiniBand port went down more than twice in an hour"),
         AlertRule("InfinibandPortsDown", f"{one('node:ib_ports_active:count')} < on (node) group_left () "
                   f"({one('node:ib_ports_active:count offset 1h')})", "15m", "warning",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,19 +14,24 @@ import pytest
 from components.planning.cluster_plan import plan_cluster
 from e2e import control_plane as cp
 from e2e.cluster import Stack, apply_stack, kubectl
-from e2e.consumers import CONSUMERS, install_dir
 from e2e.kwok import dumps, node_templates, start_kwok
 from e2e.report import E2EReport
 from tests.support.stacks import stack_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 _REPORT = E2EReport()
+_RUNNING: list[Callable[[], None]] = []
+"""Stops for what the session fixtures started, for a scenario that needs the machine to itself."""
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    missing = [c.name for c in CONSUMERS if not (install_dir(c) / "build.json").exists()]
-    if missing:
-        raise pytest.UsageError(f"not built: {', '.join(missing)}; run `python -m e2e.build` first (make e2e does)")
+def stop_running() -> None:
+    while _RUNNING:
+        _RUNNING.pop()()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """prod's full-size scenario last: it stops dev's control plane first."""
+    items.sort(key=lambda item: item.path.name == "test_prod_scale.py")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -55,6 +60,7 @@ def dev_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def control_plane(dev_out: Path, tmp_path_factory: pytest.TempPathFactory, report: E2EReport) -> Iterator[cp.ControlPlane]:
     plane = cp.start(dev_out / "boot" / "apiserver.yaml", tmp_path_factory.mktemp("control-plane"))
+    _RUNNING.append(plane.stop)
     report.measured["control_plane"] = {"kubeadm": plane.kubeadm_log,
                                         "programs": [p.name for p in plane.programs]}
     try:
@@ -68,6 +74,7 @@ def dev_stack(control_plane: cp.ControlPlane, dev_out: Path, tmp_path_factory: p
               report: E2EReport) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("dev-stack")
     kwok_program = start_kwok(control_plane.admin_kubeconfig, work)
+    _RUNNING.append(kwok_program.stop)
     try:
         plan = plan_cluster(stack_spec("dev"))
         nodes = [t.node(i) for t, count in node_templates(plan, dev_out) for i in range(count)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from typing import Any
 
 from components.kubernetes.rollout_gate import ROLLOUT_SCRIPT, RolloutGate

@@ -10,7 +10,6 @@ kube-scheduler binds, kwok runs and finishes the pods, the Job controller comple
 from __future__ import annotations
 
 import json
-
 from collections.abc import Iterator
 from typing import Any
 
