@@ -8,6 +8,7 @@ What is not applied here, and why, is recorded beside what was (`Applied.skipped
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,17 +18,9 @@ import yaml
 
 from e2e import helm
 from e2e.consumers import binary, by_name, install_dir
-from e2e.control_plane import ControlPlane, service_account_kubeconfig, wait_until
-from e2e.kueue import (
-    NAMESPACE,
-    SERVICE_ACCOUNT,
-    chart_configuration,
-    localise_configuration,
-    point_webhooks,
-    serving_certificate,
-    start_kueue,
-)
-from e2e.processes import Program, free_ports
+from e2e.control_plane import ControlPlane, json_get, service_account_kubeconfig, wait_until
+from e2e.kueue import NAMESPACE, SecretVolume, chart_configuration, localise_configuration, routes, start_kueue
+from e2e.processes import Program
 
 FIRST = ("00-", "01-", "02-")
 """Rank prefixes applied and settled before anything else (README: priority classes, namespaces, CRDs)."""
@@ -84,42 +77,44 @@ def _chart(charts: Path, chart_name: str) -> dict[str, Any]:
     return next(d for p in sorted(charts.glob("*.yaml")) if (d := yaml.safe_load(p.read_text()))["name"] == chart_name)
 
 
+def cp_services(plane: ControlPlane, namespace: str) -> list[dict[str, Any]]:
+    return json_get(plane, f"/api/v1/namespaces/{namespace}/services")["items"]
+
+
 def install_kueue(plane: ControlPlane, out: Path, work: Path, result: Applied) -> None:
     release = _chart(out / "charts", "kueue")
     chart_version = yaml.safe_load((install_dir(by_name("kueue")) / "assets" / "chart" / "Chart.yaml").read_text())
     if str(chart_version["version"]).lstrip("v") != str(release["version"]).lstrip("v"):
         raise AssertionError(f"the chart in the module is {chart_version['version']}, the stack installs "
                              f"{release['version']}")
-    objects = helm.template(release["release"], release["namespace"], install_dir(by_name("kueue")) / "assets" / "chart",
+    objects = helm.template(release["name"], release["namespace"], install_dir(by_name("kueue")) / "assets" / "chart",
                             release["values"], work / "helm")
-    config = chart_configuration(objects)
-    (port,) = free_ports(1)
-    ca = serving_certificate(work / "kueue-certs")
-    kept = []
-    for o in point_webhooks(objects, port, ca):
-        if o["kind"] == "APIService":
-            result.skipped[f"kueue chart: {_object_name(o)}"] = (
-                "the visibility API is served by Kueue's pod through its Service, which no kubelet runs here")
-        elif o["kind"] == "Namespace":
-            kept.insert(0, o)
-        else:
-            kept.append(o)
-    if not any(o["kind"] == "Namespace" for o in kept):
+    config, ports = localise_configuration(chart_configuration(objects), work)
+    namespaces = [o for o in objects if o["kind"] == "Namespace"]
+    if not namespaces:
         kubectl(plane, "create", "namespace", release["namespace"])
-    crds = [o for o in kept if o["kind"] == "CustomResourceDefinition"]
-    apply_objects(plane, crds, result, "kueue chart")
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    apply_objects(plane, [*namespaces, *crds], result, "kueue chart")
     wait = kubectl(plane, "wait", "--for", "condition=Established", "crd", "--all", "--timeout=180s")
     if wait.returncode != 0:
         raise RuntimeError(f"CRDs not established: {wait.stderr}")
-    apply_objects(plane, [o for o in kept if o["kind"] != "CustomResourceDefinition"], result, "kueue chart")
-    kubeconfig = service_account_kubeconfig(plane, NAMESPACE, SERVICE_ACCOUNT, work / "kubeconfigs")
-    result.kueue = start_kueue(localise_configuration(config, port, work / "kueue-certs"), kubeconfig, work)
+    rest = [o for o in objects if o["kind"] not in ("Namespace", "CustomResourceDefinition")]
+    apply_objects(plane, rest, result, "kueue chart")
+    services = cp_services(plane, release["namespace"])
+    plane.egress.routes.update(routes(services, ports))
+    account = next(o["metadata"]["name"] for o in rest if o["kind"] == "ServiceAccount")  # the chart's one account
+    kubeconfig = service_account_kubeconfig(plane, NAMESPACE, account, work / "kubeconfigs")
+    secret = next(o["metadata"]["name"] for o in rest if o["kind"] == "Secret" and "webhook" in o["metadata"]["name"])
+    volume = SecretVolume(lambda: json_get(plane, f"/api/v1/namespaces/{NAMESPACE}/secrets/{secret}").get("data"),
+                          Path(config["webhook"]["certDir"])).start()
+    plane.stoppers.append(volume.stop)
+    result.kueue = start_kueue(config, kubeconfig, work)
     plane.programs.append(result.kueue)  # stopped with the control plane
     # Kueue answers its webhooks once its controllers are set up: a server-side dry run of a ResourceFlavor passes
     # through the validating webhook (failurePolicy Fail).
     probe = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-probe"}}
     wait_until(lambda: kubectl(plane, "create", "--dry-run=server", "-f", "-", stdin=json.dumps(probe)).returncode == 0,
-               300, "Kueue's webhooks answer", result.kueue)
+               int(os.environ.get("E2E_KUEUE_WAIT", "300")), "Kueue's webhooks answer", result.kueue)
 
 
 def apply_stack(plane: ControlPlane, out: Path, work: Path) -> Applied:

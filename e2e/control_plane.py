@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from e2e.consumers import binary
+from e2e.egress import Egress
 from e2e.pki import etcd_pki
 from e2e.processes import Program, free_ports
 
@@ -105,6 +106,9 @@ class ControlPlane:
     api_port: int
     programs: list[Program] = field(default_factory=list)
     kubeadm_log: list[str] = field(default_factory=list)
+    egress: Egress = field(default_factory=Egress)
+    stoppers: list[Callable[[], None]] = field(default_factory=list)
+    """What else runs for this control plane (a Secret volume kept in step), stopped with it."""
 
     @property
     def server(self) -> str:
@@ -122,8 +126,11 @@ class ControlPlane:
         return next(p for p in self.programs if p.name == name)
 
     def stop(self) -> None:
+        for stop in self.stoppers:
+            stop()
         for program in reversed(self.programs):
             program.stop()
+        self.egress.stop()
 
     def admin_context(self) -> tuple[ssl.SSLContext, str]:
         """A TLS context with the admin client certificate, and the server URL."""
@@ -199,7 +206,9 @@ def start(boot_document: Path, work: Path) -> ControlPlane:
     etcd_url = f"https://127.0.0.1:{etcd_port}"
     documents = list(yaml.safe_load_all(files[KUBEADM_CONFIG]))
     config = Path(local.path(KUBEADM_CONFIG))
-    config.write_text(yaml.safe_dump_all(localise_kubeadm(documents, local, api_port, etcd_url, etcd_files)))
+    localised = localise_kubeadm(documents, local, api_port, etcd_url, etcd_files)
+    config.write_text(yaml.safe_dump_all(localised))
+    advertised = next(d for d in localised if d["kind"] == "InitConfiguration")["localAPIEndpoint"]["advertiseAddress"]
 
     try:
         etcd = Program("etcd", [
@@ -215,13 +224,20 @@ def start(boot_document: Path, work: Path) -> ControlPlane:
 
         _kubeadm(plane, config, "init", "phase", "certs", "all")
         _kubeadm(plane, config, "init", "phase", "kubeconfig", "all", "--kubeconfig-dir", local.path("/etc/kubernetes"))
+        # The controller-manager's and scheduler's kubeconfigs name the advertise address (kubeadm's
+        # getKubeConfigSpecsBase: localAPIEndpoint), which is the VM's NIC there and no interface here.
+        for conf in ("controller-manager.conf", "scheduler.conf"):
+            path = Path(local.path(f"/etc/kubernetes/{conf}"))
+            path.write_text(path.read_text().replace(f"https://{advertised}:{api_port}", plane.server))
         manifests = work / "static-pods"
         _kubeadm(plane, config, "init", "phase", "control-plane", "all", "--dry-run",
                  env={"KUBEADM_INIT_DRYRUN_DIR": str(manifests)})
 
         apiserver = _static_pod_command(manifests / "kube-apiserver.yaml", local)
+        egress = plane.egress.start(work / "egress.sock").configuration(work / "egress-selector.yaml")
         plane.programs.append(Program("kube-apiserver", [str(binary("kubernetes", "kube-apiserver")), *apiserver[1:],
-                                                         "--bind-address=127.0.0.1"],
+                                                         "--bind-address=127.0.0.1",
+                                                         f"--egress-selector-config-file={egress}"],
                                       work / "logs" / "kube-apiserver.log").start())
         wait_until(lambda: plane.get("/readyz")[0] == 200, 240, "kube-apiserver /readyz", plane.program("kube-apiserver"))
         # The first phase of the VM's `kubeadm init` that talks to the API server uploads the configuration; on the VM

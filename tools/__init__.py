@@ -9,5 +9,7 @@
   key reference), metrics_doc.py (docs/metrics.md's budget), render_report.py (docs/report-prod.png).
   config_reference.py and metrics_doc.py share generated_section.py (replace the text between two markers).
 - Data: refresh_prices.py (the price catalogue from saved Retail Prices API answers).
+- Checking pins: pin_versions.py (is each pinned consumer version the newest patch of its line, asked of the Go
+  module proxy; tests/data/pin_versions.json).
 - Day two: etcd_certs.py (push an etcd member's certificates to its VM).
 """

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-RELEASES_SOURCE = "kubernetes.io/releases/<minor>/ (release status, maintenance mode start, end of life date)"
+RELEASES_SOURCE = ("kubernetes.io/releases/<minor>/ (release status, maintenance mode start, end of life date); the newest "
+                   "patch as the Go module proxy serves k8s.io/kubernetes (tools/pin_versions.py, 2026-11-29)")
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,11 @@ class KubernetesRelease:
 
 
 KUBERNETES_RELEASES: dict[str, KubernetesRelease] = {r.minor: r for r in (
-    KubernetesRelease("1.33", "1.33.10", date(2026, 4, 28), date(2026, 6, 28)),
-    KubernetesRelease("1.34", "1.34.6", date(2026, 8, 27), date(2026, 10, 27)),
+    KubernetesRelease("1.33", "1.33.13", date(2026, 4, 28), date(2026, 6, 28)),
+    KubernetesRelease("1.34", "1.34.12", date(2026, 8, 27), date(2026, 10, 27)),
     KubernetesRelease("1.35", "1.35.9", date(2026, 12, 28), date(2027, 2, 28)),
-    KubernetesRelease("1.36", "1.36.4", date(2027, 4, 28), date(2027, 6, 28)),
-    KubernetesRelease("1.37", "1.37.1", date(2027, 8, 28), date(2027, 10, 28)),
+    KubernetesRelease("1.36", "1.36.5", date(2027, 4, 28), date(2027, 6, 28)),
+    KubernetesRelease("1.37", "1.37.2", date(2027, 8, 28), date(2027, 10, 28)),
 )}
 DEFAULT_MINOR = "1.36"
 """The minor the shipped stacks run: supported until 2027-06-28, and the newest minor for which

@@ -5,7 +5,11 @@ Kubernetes semantics followed (kubernetes.io/docs/reference/using-api/api-concep
 `continue`; a PUT or a merge patch carrying a stale `metadata.resourceVersion` is 409 Conflict; a JSON patch whose
 `test` op fails is 422 (k8s.io/apiserver `pkg/endpoints/handlers/patch.go` answers a failed patch application as
 StatusUnprocessableEntity); POST of an existing name is 409 AlreadyExists; selectors `labelSelector=k=v` and
-`fieldSelector=spec.nodeName=N`. Azure: `NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces` pages with
+`fieldSelector=spec.nodeName=N`. Answers are shaped as kube-apiserver 1.36.4 shapes them, checked against the real
+server by e2e/tests/test_fake_conformance.py: JSON as Go encodes it (compact with a newline, or indented when
+`isPrettyPrint` says so; `<`, `>`, `&` escaped), objects with their kind and apiVersion, lists as `<Kind>List` whose
+items carry neither, Status bodies with apimachinery's messages and details, and a path nothing serves answered
+`404 page not found` in plain text. Azure: `NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces` pages with
 `value` and `nextLink` (azure-rest-api-specs network `examples/VmssNetworkInterfaceList.json`).
 """
 
@@ -16,6 +20,7 @@ import json
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support.fake_rbac import Rbac, forbidden, request_info
+from tests.support.fake_rbac import ANONYMOUS, Rbac, forbidden, request_info
 
 
 @dataclass
@@ -85,6 +90,13 @@ class FakeHttp:
         """An authentication or authorization failure to answer instead, or None to go on."""
         return None
 
+    def encode(self, path: str, payload: Any, pretty: bool) -> bytes:
+        """The body of an answer to `path`; `pretty` is whether the client asked for indented JSON."""
+        return json.dumps(payload).encode()
+
+    def pretty(self, raw_query: str, user_agent: str) -> bool:
+        return False
+
     @contextmanager
     def running(self) -> Iterator[FakeHttp]:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -123,7 +135,8 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
-            self.send_header("Content-Type", "application/json")
+            if "Content-Type" not in headers:
+                self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             if truncate:
                 self.send_header("Connection", "close")
@@ -156,16 +169,17 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
                     return
                 self._send(status, data, fault.headers, fault.truncate)
                 return
+            pretty = fake.pretty(url.query, self.headers.get("User-Agent") or "")
             refused = fake.refuse(self.command, url.path, query, who)
             if refused is not None:
-                self._send(refused[0], json.dumps(refused[1]).encode(), {})
+                self._send(refused[0], fake.encode(url.path, refused[1], pretty), {})
                 return
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = None
             status, payload, headers = fake.answer(self.command, url.path, query, body, who)
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            data = payload if isinstance(payload, bytes) else fake.encode(url.path, payload, pretty)
             self._send(status, data, headers, fault is not None and fault.truncate)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815 (http.server names them)
@@ -173,9 +187,67 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,
-            "message": message}
+NOT_FOUND_PAGE = b"404 page not found\n"
+"""What kube-apiserver answers for a path no handler serves (Go's http.NotFoundHandler), in plain text."""
+KINDS = {"nodes": "Node", "pods": "Pod", "leases": "Lease", "ciliumnodes": "CiliumNode", "configmaps": "ConfigMap",
+         "workloads": "Workload"}
+CONFLICT = "the object has been modified; please apply your changes to the latest version and try again"
+"""apiserver's storage answer to a stale resourceVersion (k8s.io/apiserver pkg/registry/generic/registry/store.go)."""
+_GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def pretty_print(raw_query: str, user_agent: str) -> bool:
+    """k8s.io/apiserver pkg/endpoints/handlers/negotiation isPrettyPrint: a non-empty `pretty` parameter decides
+    (Go's strconv.ParseBool, anything else false); without one, a User-Agent starting with curl, Wget or
+    Mozilla/5.0 gets indented JSON."""
+    value = (parse_qs(raw_query).get("pretty") or [""])[0] if "pretty" in raw_query else ""
+    if value:
+        return value in ("1", "t", "T", "TRUE", "true", "True")
+    return user_agent.startswith(("curl", "Wget", "Mozilla/5.0"))
+
+
+def go_json(payload: Any, pretty: bool = False) -> bytes:
+    """As apimachinery's JSON serializer writes: json.Encoder (compact, one newline after) or json.MarshalIndent
+    (two spaces, no newline); both escape <, > and & and the line separators U+2028/U+2029, and leave other
+    non-ASCII characters as UTF-8."""
+    text = json.dumps(payload, indent=2, ensure_ascii=False) if pretty else (
+        json.dumps(payload, separators=(",", ":"), ensure_ascii=False) + "\n")
+    return re.sub("[<>&\u2028\u2029]", lambda m: _GO_ESCAPES[m[0]], text).encode()
+
+
+def resource_of(path: str) -> tuple[str, str, str] | None:
+    """(group, version, resource) of a resource path, `/api/v1/...` or `/apis/<group>/<version>/...`."""
+    parts = [p for p in path.strip("/").split("/") if p]
+    if len(parts) >= 3 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        rest = rest[2:]
+    return group, version, rest[0]
+
+
+def _qualified(collection: str) -> tuple[str, dict[str, str]]:
+    """apimachinery's GroupResource string (`leases.coordination.k8s.io`, `nodes`) and the Status details' group and
+    kind, the empty group left out (omitempty)."""
+    group, _, resource = resource_of(collection) or ("", "", collection)
+    return (f"{resource}.{group}" if group else resource), ({"group": group} if group else {}) | {"kind": resource}
+
+
+def _status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A failure Status as kube-apiserver writes it; `details` only where apimachinery sets them."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, **({"details": details} if details is not None else {}), "code": code}
+
+
+def _object_status(collection: str, name: str, code: int, reason: str, message: str) -> dict[str, Any]:
+    """apimachinery's NewNotFound / NewAlreadyExists / NewConflict for `name` in `collection`."""
+    qualified, details = _qualified(collection)
+    text = {"NotFound": f'{qualified} "{name}" not found', "AlreadyExists": f'{qualified} "{name}" already exists',
+            "Conflict": f'Operation cannot be fulfilled on {qualified} "{name}": {message}'}[reason]
+    return _status(code, reason, text, {"name": name, **details})
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -230,20 +302,32 @@ class FakeKube(FakeHttp):
         with self.lock:
             if self.rbac is None:
                 return None
-            if who not in self.users:
+            if not who:  # the stacks' API servers keep kube-apiserver's default --anonymous-auth=true
+                user, groups = ANONYMOUS
+            elif who not in self.users:
                 return 401, _status(401, "Unauthorized", "Unauthorized")
-            user, groups = self.users[who]
+            else:
+                user, groups = self.users[who]
             info = request_info(method, path, query)
             if self.rbac.allows(user, groups, info):
                 return None
             self.denied.append((user, info.verb, path))
             return 403, forbidden(user, info)
 
+    def pretty(self, raw_query: str, user_agent: str) -> bool:
+        return pretty_print(raw_query, user_agent)
+
+    def encode(self, path: str, payload: Any, pretty: bool) -> bytes:
+        return go_json(typed(path, payload), pretty)
+
     def put_object(self, collection: str, obj: dict[str, Any]) -> None:
         with self.lock:
             self.version += 1
             obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
-            kind = "MODIFIED" if obj["metadata"]["name"] in self.store.get(collection, {}) else "ADDED"
+            before = self.store.get(collection, {}).get(obj["metadata"]["name"])
+            # The server keeps an object's uid across writes and gives a new object one (DELETE's details name it).
+            obj["metadata"].setdefault("uid", (before or {}).get("metadata", {}).get("uid") or str(uuid.uuid4()))
+            kind = "MODIFIED" if before is not None else "ADDED"
             self.store.setdefault(collection, {})[obj["metadata"]["name"]] = obj
             self.events.setdefault(collection, []).append((self.version, kind, obj))  # stored objects are replaced, never edited
             if collection.endswith("/pods"):
@@ -267,7 +351,7 @@ class FakeKube(FakeHttp):
                 return 200, self._list_pods(query), {}
             match = self.COLLECTIONS.match(path)
             if match is None:
-                return 404, _status(404, "NotFound", path), {}
+                return 404, NOT_FOUND_PAGE, {"Content-Type": "text/plain; charset=utf-8"}
             collection, name = match[1], match[2]
             objects = self.store.setdefault(collection, {})
             if name is None and method == "GET" and query.get("watch") in ("1", "true"):
@@ -277,13 +361,13 @@ class FakeKube(FakeHttp):
             if name is None and method == "POST":
                 name = body["metadata"]["name"]
                 if name in objects:
-                    return 409, _status(409, "AlreadyExists", f"{name} already exists"), {}
+                    return 409, _object_status(collection, name, 409, "AlreadyExists", ""), {}
                 return self._write(collection, name, body, who, 201)
             if name is None:
                 return 405, _status(405, "MethodNotAllowed", method), {}
             current = objects.get(name)
             if current is None:
-                return 404, _status(404, "NotFound", name), {}
+                return 404, _object_status(collection, name, 404, "NotFound", ""), {}
             if method == "GET":
                 return 200, current, {}
             if method == "DELETE":
@@ -292,27 +376,32 @@ class FakeKube(FakeHttp):
                 gone = copy.deepcopy(current)
                 gone["metadata"]["resourceVersion"] = str(self.version)
                 self.events.setdefault(collection, []).append((self.version, "DELETED", gone))
-                return 200, _status(200, "Success", "deleted"), {}
+                # registry/generic/registry/store.go Delete: a Success Status naming the object, without a code
+                details = {"name": name, **_qualified(collection)[1], "uid": current["metadata"].get("uid")}
+                return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                             "details": {k: v for k, v in details.items() if v}}, {}
             if self.before_write is not None:
                 self.before_write(method, path, self)
                 current = objects[name]
             version = current["metadata"]["resourceVersion"]
             if method == "PUT":
                 if (body.get("metadata") or {}).get("resourceVersion") != version:
-                    return 409, _status(409, "Conflict", "the object has been modified"), {}
+                    return 409, _object_status(collection, name, 409, "Conflict", CONFLICT), {}
                 return self._write(collection, name, body, who)
             if method == "PATCH" and isinstance(body, list):
                 updated = copy.deepcopy(current)
                 for op in body:
                     if op["op"] == "test" and _pointer(updated, op["path"]) != op["value"]:
-                        return 422, _status(422, "Invalid", f"testing value {op['path']} failed"), {}
+                        # NewGenericServerResponse(422, ...) with no resource: its fixed message, empty details
+                        return 422, _status(422, "Invalid", "the server rejected our request due to an error in our "
+                                                            "request", {}), {}
                     if op["op"] in ("add", "replace"):
                         _set_pointer(updated, op["path"], op["value"])
                 return self._write(collection, name, updated, who)
             if method == "PATCH":
                 wanted = ((body or {}).get("metadata") or {}).get("resourceVersion")
                 if wanted is not None and wanted != version:
-                    return 409, _status(409, "Conflict", "the object has been modified"), {}
+                    return 409, _object_status(collection, name, 409, "Conflict", CONFLICT), {}
                 return self._write(collection, name, merge_patch(current, body), who)
             return 405, _status(405, "MethodNotAllowed", method), {}
 
@@ -330,43 +419,86 @@ class FakeKube(FakeHttp):
         return status, obj, {}
 
     def _watch(self, collection: str, query: dict[str, str]) -> bytes:
-        """The events after `resourceVersion`, one JSON object per line, then a bookmark at the current version; the
-        watch then ends as one whose timeoutSeconds ran out. An expired version is an ERROR event with 410."""
+        """The events after `resourceVersion`, one compact JSON object per line whatever the client asked for, each
+        object with its kind; then, when the client allows bookmarks, a bookmark at the current version; the watch then
+        ends as one whose timeoutSeconds ran out. An expired version is an ERROR event with 410. The real watch cache
+        sends bookmarks on a timer instead, when the resource moved during the watch and 2 s before its timeout
+        (k8s.io/apiserver pkg/storage/cacher), so when one comes is not compared (e2e/tests/test_fake_conformance.py)."""
         since = int(query.get("resourceVersion") or 0)
         if since < self.compacted:
-            return (json.dumps({"type": "ERROR", "object": _status(410, "Expired", "too old resource version")})
-                    + "\n").encode()
-        lines = [json.dumps({"type": kind, "object": obj}) for version, kind, obj in self.events.get(collection, [])
-                 if version > since]
-        lines.append(json.dumps({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": str(self.version)}}}))
-        return "".join(f"{line}\n" for line in lines).encode()
+            return go_json({"type": "ERROR", "object": _status(410, "Expired", "too old resource version")})
+        events = [{"type": kind, "object": typed(collection, obj)} for version, kind, obj in self.events.get(collection, [])
+                  if version > since]
+        bookmarks = query.get("allowWatchBookmarks")  # Convert_Slice_string_To_bool: all but "0" and "false" is true
+        if bookmarks is not None and bookmarks != "0" and bookmarks.lower() != "false":
+            events.append({"type": "BOOKMARK",
+                           "object": typed(collection, {"metadata": {"resourceVersion": str(self.version)}})})
+        return b"".join(go_json(event) for event in events)
 
-    def _page(self, items: list[dict[str, Any]], query: dict[str, str]) -> dict[str, Any]:
+    def _page(self, items: list[dict[str, Any]], query: dict[str, str], last: tuple[str, str] | None = None
+              ) -> dict[str, Any]:
+        """A page as etcd serves a range (k8s.io/apiserver pkg/storage/etcd3 store.go GetList): objects in key order
+        (namespace, name), selectors applied while walking, `limit` matching objects, and `continue` when any object,
+        matching or not, lies after the page's last, so a page can carry `continue` and the next be empty. `last`: the
+        collection's last key, when `items` were narrowed by an index first."""
         label = query.get("labelSelector")
-        if label:
-            key, _, value = label.partition("=")
-            items = [o for o in items if (o["metadata"].get("labels") or {}).get(key) == value]
+        key, _, value = (label or "").partition("=")
         fields = query.get("fieldSelector")
-        if fields:
-            key, _, value = fields.partition("=")
-            assert key == "spec.nodeName", fields
-            items = [o for o in items if (o.get("spec") or {}).get("nodeName") == value]
-        start = int(query.get("continue") or 0)
-        limit = int(query.get("limit") or 0) or len(items) or 1
-        page = items[start:start + limit]
-        more = start + limit < len(items)
+        field, _, node = (fields or "").partition("=")
+        assert not fields or field == "spec.nodeName", fields
+
+        def matches(o: dict[str, Any]) -> bool:
+            return ((not label or (o["metadata"].get("labels") or {}).get(key) == value)
+                    and (not fields or (o.get("spec") or {}).get("nodeName") == node))
+
+        token = query.get("continue") or ""
+        namespace, _, name = token.rpartition("/")  # the token is the last key served: "<namespace>/<name>"
+        after = (namespace, name)
+        limit = int(query.get("limit") or 0)
+        page: list[dict[str, Any]] = []
+        more = False
+        for o in sorted((o for o in items if not token or _key(o) > after), key=_key):
+            if limit and len(page) >= limit:
+                more = True
+                break
+            if matches(o):
+                page.append(o)
+        if limit and len(page) >= limit and not more and last is not None:
+            more = _key(page[-1]) < last
         return {"kind": "List", "metadata": {"resourceVersion": str(self.version),
-                                             **({"continue": str(start + limit)} if more else {})},
+                                             **({"continue": "/".join(_key(page[-1]))} if more else {})},
                 "items": page}
 
     def _list_pods(self, query: dict[str, str]) -> dict[str, Any]:
         fields = query.get("fieldSelector") or ""
-        if fields.startswith("spec.nodeName="):
+        pods = [objs for c, objs in self.store.items() if c.endswith("/pods")]
+        if fields.startswith("spec.nodeName="):  # the index keeps a per-node list from reading every pod
             keys = sorted(self.pods_by_node.get(fields.partition("=")[2], set()))
             items = [self.store[c][n] for c, n in keys if n in self.store.get(c, {})]
-        else:
-            items = [o for c, objs in self.store.items() if c.endswith("/pods") for o in objs.values()]
-        return self._page(items, {k: v for k, v in query.items() if k != "fieldSelector"})
+            last = max((_key(o) for objs in pods for o in objs.values()), default=("", ""))
+            return self._page(items, query, last)
+        return self._page([o for objs in pods for o in objs.values()], query)
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    """Where etcd keeps an object, as far as order goes: its namespace (none for a cluster-scoped one), then its name."""
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or "", meta.get("name") or ""
+
+
+def typed(path: str, payload: Any) -> Any:
+    """An object answered with its kind and apiVersion, a list as `<Kind>List` whose items carry neither, as the
+    server writes them whatever the stored object holds; Status bodies and other answers unchanged."""
+    found = resource_of(path)
+    if not isinstance(payload, dict) or payload.get("kind") == "Status" or found is None or found[2] not in KINDS:
+        return payload
+    group, version, resource = found
+    header = {"kind": KINDS[resource], "apiVersion": f"{group}/{version}" if group else version}
+    rest = {k: v for k, v in payload.items() if k not in header}
+    if "items" in payload and "metadata" in payload and "name" not in (payload.get("metadata") or {}):
+        rest["items"] = [{k: v for k, v in item.items() if k not in header} for item in payload["items"]]
+        return {"kind": header["kind"] + "List", "apiVersion": header["apiVersion"], **rest}
+    return {**header, **rest}
 
 
 def _pointer(doc: Any, pointer: str) -> Any:

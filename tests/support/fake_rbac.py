@@ -15,6 +15,10 @@ then RBAC against the ClusterRoles, Roles and bindings the plan renders. Sources
   binding's namespace (kubernetes.io/docs/reference/access-authn-authz/rbac/, "RoleBinding and ClusterRoleBinding").
   A service account's user is `system:serviceaccount:<ns>:<name>` with groups `system:serviceaccounts`,
   `system:serviceaccounts:<ns>` and `system:authenticated` (same page, "Referring to subjects").
+- The default ClusterRoles and bindings every server holds whatever is applied (`BOOTSTRAP`, as kube-apiserver 1.36.4
+  serves them: kubernetes/kubernetes `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`), and a request
+  without a token is `system:anonymous` in `system:unauthenticated` (kube-apiserver's default --anonymous-auth=true);
+  e2e/tests/test_fake_conformance.py holds both against the real server.
 """
 
 from __future__ import annotations
@@ -25,6 +29,35 @@ from typing import Any
 
 API_PREFIXES = ("api", "apis")
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
+ANONYMOUS = ("system:anonymous", ("system:unauthenticated",))
+
+
+def _default_role(name: str, rules: list[dict[str, Any]], *groups: str) -> list[dict[str, Any]]:
+    subjects = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups]
+    return [{"kind": "ClusterRole", "metadata": {"name": name}, "rules": rules},
+            {"kind": "ClusterRoleBinding", "metadata": {"name": name}, "subjects": subjects,
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}}]
+
+
+_HEALTH = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+BOOTSTRAP: list[dict[str, Any]] = [
+    *_default_role("system:basic-user", [
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+         "verbs": ["create"]},
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]}],
+        "system:authenticated"),
+    *_default_role("system:discovery", [{"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
+                                                             "/openapi", "/openapi/*", "/readyz", "/version", "/version/"],
+                                         "verbs": ["get"]}], "system:authenticated"),
+    *_default_role("system:public-info-viewer", [{"nonResourceURLs": _HEALTH, "verbs": ["get"]}],
+                   "system:authenticated", "system:unauthenticated"),
+    *_default_role("system:service-account-issuer-discovery", [{"nonResourceURLs": [
+        "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"],
+        "verbs": ["get"]}], "system:serviceaccounts"),
+]
+"""The default roles a service account or an anonymous request reaches on any cluster (read from kube-apiserver
+1.36.4 with `kubectl get clusterrole,clusterrolebinding <name>`); the others name users and groups of the control
+plane itself."""
 
 
 @dataclass(frozen=True)
@@ -101,13 +134,13 @@ def _rule_allows(info: RequestInfo, rule: Mapping[str, Any]) -> bool:
 
 
 class Rbac:
-    """The RBAC authorizer over a set of rendered objects (other kinds are ignored)."""
+    """The RBAC authorizer over a set of rendered objects (other kinds are ignored) and the server's defaults."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]]) -> None:
         self.cluster_roles: dict[str, list[Mapping[str, Any]]] = {}
         self.roles: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         self.bindings: list[Mapping[str, Any]] = []
-        for o in objects:
+        for o in [*BOOTSTRAP, *objects]:
             kind, meta = o.get("kind"), o.get("metadata") or {}
             if kind == "ClusterRole":
                 self.cluster_roles[meta["name"]] = list(o.get("rules") or [])
@@ -144,16 +177,18 @@ class Rbac:
 
 def forbidden(user: str, info: RequestInfo) -> dict[str, Any]:
     """The Status body of the 403: responsewriters/errors.go's message, passed to apierrors.NewForbidden with the
-    group, resource and name of the request."""
+    group, resource and name of the request; without a resource NewForbidden's message is `forbidden: <reason>`, and
+    empty detail fields are left out (omitempty)."""
     if not info.resource_request:
-        message = f'User "{user}" cannot {info.verb} path "{info.path}"'
-        what = "forbidden"
+        message = f'forbidden: User "{user}" cannot {info.verb} path "{info.path}"'
     else:
         resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
         scope = f'in the namespace "{info.namespace}"' if info.namespace else "at the cluster scope"
-        message = f'User "{user}" cannot {info.verb} resource "{resource}" in API group "{info.api_group}" {scope}'
         qualified = f"{info.resource}.{info.api_group}" if info.api_group else info.resource
         what = f'{qualified} "{info.name}"' if info.name else qualified
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": f"{what} is forbidden: {message}", "reason": "Forbidden",
-            "details": {"name": info.name, "group": info.api_group, "kind": info.resource}, "code": 403}
+        message = (f'{what} is forbidden: User "{user}" cannot {info.verb} resource "{resource}" in API group '
+                   f'"{info.api_group}" {scope}')
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": "Forbidden",
+            "details": {k: v for k, v in (("name", info.name), ("group", info.api_group), ("kind", info.resource)) if v},
+            "code": 403}
