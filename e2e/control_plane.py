@@ -15,6 +15,7 @@ import ipaddress
 import json
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -109,6 +110,8 @@ class ControlPlane:
     egress: Egress = field(default_factory=Egress)
     stoppers: list[Callable[[], None]] = field(default_factory=list)
     """What else runs for this control plane (a Secret volume kept in step), stopped with it."""
+    _context: ssl.SSLContext | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def server(self) -> str:
@@ -133,7 +136,13 @@ class ControlPlane:
         self.egress.stop()
 
     def admin_context(self) -> tuple[ssl.SSLContext, str]:
-        """A TLS context with the admin client certificate, and the server URL."""
+        """A TLS context with the admin client certificate, and the server URL (made once: threads share it)."""
+        with self._lock:
+            if self._context is None:
+                self._context = self._make_admin_context()
+        return self._context, self.server
+
+    def _make_admin_context(self) -> ssl.SSLContext:
         config = yaml.safe_load(self.admin_kubeconfig.read_text())
         user = config["users"][0]["user"]
         folder = self.work / "admin-client"
@@ -142,7 +151,7 @@ class ControlPlane:
             (folder / name).write_bytes(base64.b64decode(user[key]))
         context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
         context.load_cert_chain(str(folder / "cert"), str(folder / "key"))
-        return context, self.server
+        return context
 
     def get(self, path: str, user_agent: str = "gpucluster-e2e") -> tuple[int, str]:
         context, server = self.admin_context()

@@ -86,8 +86,8 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
             for s in readable:
                 try:
                     data = s.recv(65536)
-                except OSError:
+                    if not data:
+                        return
+                    (b if s is a else a).sendall(data)
+                except OSError:  # either side went away: the other sees the connection close
                     return
-                if not data:
-                    return
-                (b if s is a else a).sendall(data)

@@ -27,6 +27,13 @@ from e2e.consumers import binary, by_name, install_dir
 from e2e.control_plane import ControlPlane
 from e2e.processes import Program
 
+
+def complete_after(duration: str) -> dict[str, str]:
+    """Pod annotations that make kwok's general pod-complete stage finish the pod after `duration`: the stage waits
+    its delay plus a jitter up to its jitter-delay (kwok's stage delay fields), so both are set."""
+    return {"pod-complete.stage.kwok.x-k8s.io/delay": duration, "pod-complete.stage.kwok.x-k8s.io/jitter-delay": duration}
+
+
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 """The annotation kwok manages nodes by (its --manage-nodes-with-annotation-selector)."""
 

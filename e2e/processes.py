@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -12,17 +13,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def free_ports(count: int) -> list[int]:
-    sockets = []
+def _ephemeral_range() -> tuple[int, int]:
     try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free now and outside the kernel's ephemeral range: a port bind(0) hands out may be taken by any
+    client's outgoing connection before the program that was given it listens."""
+    low, high = _ephemeral_range()
+    candidates = [p for p in range(10000, 30000) if not low <= p <= high]
+    found: list[int] = []
+    for port in random.sample(candidates, len(candidates)):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise RuntimeError(f"no {count} free ports below the ephemeral range")
 
 
 @dataclass

@@ -22,8 +22,16 @@ def _pod(name: str, **spec: Any) -> dict[str, Any]:
 
 
 def test_a_team_pod_on_the_host_network_is_refused(dev_stack: Stack, report: E2EReport) -> None:
-    refused = kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-",
-                      stdin=json.dumps(_pod("host", hostNetwork=True)))
+    def attempt() -> subprocess.CompletedProcess[str]:
+        return kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-",
+                       stdin=json.dumps(_pod("host", hostNetwork=True)))
+
+    # A new policy is enforced once the API server's admission plugin has loaded it, a moment after its creation
+    # (seen here: the first request after the stack was applied was admitted): the refusal is awaited for up to a
+    # minute, and a policy that never refuses fails.
+    results: list[subprocess.CompletedProcess[str]] = []
+    cp.wait_until(lambda: results.append(attempt()) or results[-1].returncode != 0, 60, "the policy refusing")
+    refused = results[-1]
     plain = kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-", stdin=json.dumps(_pod("plain")))
     report.scenario("team pod with hostNetwork refused by the real ValidatingAdmissionPolicy",
                     "passed" if refused.returncode != 0 and plain.returncode == 0 else "failed",
@@ -62,7 +70,8 @@ def test_the_cni_gate_reads_a_real_daemonsets_counts(dev_stack: Stack, report: E
     status = _daemonset_status(dev_stack.plane, "gpucluster-metrics", "node-exporter")
     cp.wait_until(lambda: (s := _daemonset_status(dev_stack.plane, "gpucluster-metrics", "node-exporter"))
                   .get("desiredNumberScheduled", 0) > 0 and s.get("numberReady") == s.get("desiredNumberScheduled"),
-                  300, "node-exporter ready on its nodes")
+                  300, "node-exporter ready on its nodes (status: "
+                  f"{_daemonset_status(dev_stack.plane, 'gpucluster-metrics', 'node-exporter')})")
     status = _daemonset_status(dev_stack.plane, "gpucluster-metrics", "node-exporter")
     code, body = dev_stack.plane.get("/apis/apps/v1/namespaces/gpucluster-metrics/daemonsets/node-exporter",
                                      user_agent="curl/7.88.1")

@@ -19,6 +19,7 @@ from components.planning.fence import FENCE
 from components.vocabulary import LABEL_POOL, TAINT_PREFLIGHT
 from e2e import control_plane as cp
 from e2e.cluster import Stack, kubectl
+from e2e.kwok import complete_after
 from e2e.report import E2EReport
 
 NAMESPACE = "team-research"
@@ -43,11 +44,11 @@ def _cluster_queue(stack: Stack) -> dict[str, Any]:
     return cp.json_get(stack.plane, f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{QUEUE}")
 
 
-def _job(name: str, pods: int, gpus: int, complete_after: str) -> dict[str, Any]:
+def _job(name: str, pods: int, gpus: int, after: str) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": QUEUE}},
             "spec": {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
-                     "template": {"metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": complete_after}},
+                     "template": {"metadata": {"annotations": complete_after(after)},
                                   "spec": {"restartPolicy": "Never", "containers": [{
                                       "name": "train", "image": "registry.k8s.io/pause:3.10.1",
                                       "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)},
@@ -81,9 +82,9 @@ def _wait_condition(stack: Stack, job: str, kind: str, status: str = "True", sec
 
 
 def test_a_gang_within_quota_is_admitted_and_runs(queues: Stack, report: E2EReport) -> None:
-    _submit(queues, _job("gang-a", 2, 1, "1h"))
+    _submit(queues, _job("gang-a", 1, 1, "1h"))
     workload = _wait_condition(queues, "gang-a", "Admitted")
-    cp.wait_until(lambda: sum(p["status"].get("phase") == "Running" for p in _pods(queues, "gang-a")) == 2, 180,
+    cp.wait_until(lambda: sum(p["status"].get("phase") == "Running" for p in _pods(queues, "gang-a")) == 1, 180,
                   "gang-a's pods running")
     pods = _pods(queues, "gang-a")
     selectors = [p["spec"].get("nodeSelector", {}) for p in pods]
@@ -127,7 +128,8 @@ def test_the_fence_stops_new_placement_and_leaves_the_running_gang(queues: Stack
                         new_pod_node=[p["spec"].get("nodeName") for p in _pods(queues, "gang-b")],
                         running_gang=[p["status"].get("phase") for p in running], running_admitted=admitted)
         assert all(not p["spec"].get("nodeName") for p in _pods(queues, "gang-b"))
-        assert admitted == "True" and all(p["status"].get("phase") == "Running" for p in running)
+        assert admitted == "True" and all(p["status"].get("phase") == "Running" for p in running), \
+            [(p["metadata"]["name"], p["status"].get("phase"), p["metadata"].get("deletionTimestamp")) for p in running]
     finally:
         _fence(queues, FENCE.open)
     cp.wait_until(lambda: all(p["spec"].get("nodeName") for p in _pods(queues, "gang-b")), 180,

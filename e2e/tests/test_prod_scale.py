@@ -28,7 +28,7 @@ from components.planning.cluster_plan import plan_cluster
 from components.vocabulary import ANNOTATION_REQUIRED_TOPOLOGY, LABEL_IB_DOMAIN, LABEL_POOL, TAINT_PREFLIGHT
 from e2e import control_plane as cp
 from e2e.cluster import Applied, apply_files, install_kueue, kubectl
-from e2e.kwok import node_templates, register, start_kwok
+from e2e.kwok import complete_after, node_templates, register, start_kwok
 from e2e.processes import Program
 from e2e.report import E2EReport
 from e2e.tests.conftest import plan_stack, stop_running
@@ -154,7 +154,7 @@ def _gang(name: str, pods: int, gpus: int) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": f"team-{TEAM}", "labels": {"kueue.x-k8s.io/queue-name": TEAM}},
             "spec": {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
                      "template": {"metadata": {"annotations": {ANNOTATION_REQUIRED_TOPOLOGY: LABEL_IB_DOMAIN,
-                                                               "pod-complete.stage.kwok.x-k8s.io/delay": "1h"}},
+                                                               **complete_after("1h")}},
                                   "spec": {"restartPolicy": "Never", "containers": [{
                                       "name": "train", "image": "registry.k8s.io/pause:3.10.1",
                                       "resources": {"requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": str(gpus)},
