@@ -86,6 +86,17 @@ def test_a_running_gang_is_not_evicted_before_its_deadline(cluster: Cluster) -> 
     assert cluster.arm.reimaged == [SETS[0]]
 
 
+def test_a_finished_gang_does_not_hold_its_wave(cluster: Cluster) -> None:
+    """The gang checkpointed and exited: its Workload is Finished but keeps its admission and quota (as the real Kueue
+    leaves it); the wave goes on without waiting for the deadline or deactivating it."""
+    gang = _gang(cluster)
+    cluster.kube.put_object(WORKLOADS, {**gang, "status": {**gang["status"], "conditions": [
+        *gang["status"]["conditions"], {"type": "Finished", "status": "True"}]}})
+    cluster.steps(cluster.controller(), 8)
+    assert cluster.arm.reimaged[:1] == [SETS[0]], "re-imaged before the drain deadline"
+    assert _gang(cluster)["spec"].get("active") is not False, "a finished workload is not deactivated"
+
+
 def test_two_domains_of_a_pool_are_never_out_at_once_and_the_rollout_finishes(cluster: Cluster) -> None:
     cluster.no_deadline()
     said = cluster.steps(cluster.controller(), 40)

@@ -99,9 +99,12 @@ class Cluster:
         return {n["metadata"]["name"] for n in nodes if n["metadata"]["labels"][FENCE.label] == FENCE.fenced}
 
     def kueue(self) -> None:
-        """Kueue: a deactivated workload is evicted (no quota, no admission); a reactivated one waits in its queue."""
+        """Kueue: a deactivated workload is evicted (no quota, no admission); a reactivated one waits in its queue. A
+        finished one keeps its admission and quota whatever `active` says (kueue v0.19.2, held by make e2e's
+        e2e/tests/test_kueue_dev.py against the real controller)."""
         for w in list(self.kube.store.get(WORKLOADS, {}).values()):
-            if w["spec"].get("active") is False and w["status"].get("admission"):
+            done = any(c["type"] == "Finished" and c["status"] == "True" for c in w["status"].get("conditions", []))
+            if w["spec"].get("active") is False and w["status"].get("admission") and not done:
                 self.kube.put_object(WORKLOADS, {**w, "status": {"conditions": [
                     {"type": "QuotaReserved", "status": "False"}, {"type": "Evicted", "status": "True"}]}})
 

@@ -118,6 +118,13 @@ def assigned_values(workload: dict[str, Any]) -> set[str]:
     return found
 
 
+def finished(workload: dict[str, Any]) -> bool:
+    """A Workload whose job ended: Kueue keeps its admission and QuotaReserved and ignores `spec.active` on it
+    (seen with kueue v0.19.2 in make e2e, e2e/tests/test_kueue_dev.py), so nothing of it runs on the wave's nodes."""
+    return any(_dict(c).get("type") == "Finished" and _dict(c).get("status") == "True"
+               for c in _list(_dict(workload.get("status")).get("conditions")))
+
+
 def reserved(workload: dict[str, Any]) -> bool:
     return any(_dict(c).get("type") == "QuotaReserved" and _dict(c).get("status") == "True"
                for c in _list(_dict(workload.get("status")).get("conditions")))
@@ -244,7 +251,8 @@ class Controller:
         return [found[name] for name in sorted(found)]
 
     def workloads(self, names: set[str]) -> list[dict[str, Any]]:
-        return [w for w in self.kube.list_items(f"{WORKLOADS}/workloads") if assigned_values(_dict(w)) & names]
+        return [w for w in self.kube.list_items(f"{WORKLOADS}/workloads")
+                if assigned_values(_dict(w)) & names and not finished(_dict(w))]
 
     def _node_patch(self, node: dict[str, Any], patch: dict[str, Any], guarded: bool = False) -> None:
         """A merge patch; `guarded` carries the resourceVersion read (a taint list is replaced whole, so a change since
