@@ -200,7 +200,17 @@ def wait_until(condition: Callable[[], bool], seconds: float, what: str, program
     raise TimeoutError(f"{what} not reached in {seconds:.0f}s" + (f":\n{program.tail()}" if program else ""))
 
 
-def start(boot_document: Path, work: Path) -> ControlPlane:
+def _without_controllers(command: list[str], disabled: tuple[str, ...]) -> list[str]:
+    """kube-controller-manager's `--controllers` with some turned off (`-name`), the rest as rendered."""
+    if not disabled:
+        return command
+    off = ",".join(f"-{name}" for name in disabled)
+    changed = [f"{a},{off}" if a.startswith("--controllers=") else a for a in command]
+    return changed if changed != command else [*command, f"--controllers=*,{off}"]
+
+
+def start(boot_document: Path, work: Path, disabled_controllers: tuple[str, ...] = ()) -> ControlPlane:
+    """`disabled_controllers`: kube-controller-manager controllers a scenario turns off, and says why."""
     api_port, etcd_port, etcd_peer, kcm_port, scheduler_port = free_ports(5)
     local = Localiser(work)
     plane = ControlPlane(work, api_port)
@@ -261,6 +271,8 @@ def start(boot_document: Path, work: Path) -> ControlPlane:
             raise RuntimeError(f"kubeadm:cluster-admins: {bind.stderr}")
         for name, port in (("kube-controller-manager", kcm_port), ("kube-scheduler", scheduler_port)):
             command = _static_pod_command(manifests / f"{name}.yaml", local)
+            if name == "kube-controller-manager":
+                command = _without_controllers(command, disabled_controllers)
             plane.programs.append(Program(name, [str(binary("kubernetes", name)), *command[1:], f"--secure-port={port}"],
                                           work / "logs" / f"{name}.log").start())
         return plane

@@ -107,25 +107,38 @@ def dumps(objects: list[dict[str, Any]]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
 
 
-def register(plane: ControlPlane, nodes: list[dict[str, Any]], threads: int = 8) -> float:
-    """POSTs the Nodes as kubelets do at registration, `threads` at a time; returns the seconds it took. A refusal
-    raises with the server's answer."""
+def send(plane: ControlPlane, requests: list[tuple[str, str, dict[str, Any], str]], threads: int = 8) -> float:
+    """(method, path, body, content type) requests, `threads` at a time, each thread on one kept connection; the
+    seconds they took. A refusal raises with the server's answer."""
     context, server = plane.admin_context()
     host, port = server.removeprefix("https://").rsplit(":", 1)
     local = threading.local()
 
-    def post(node: dict[str, Any]) -> None:
+    def one(request: tuple[str, str, dict[str, Any], str]) -> None:
+        method, path, body, content_type = request
         connection = getattr(local, "connection", None)
         if connection is None:
             connection = local.connection = http.client.HTTPSConnection(host, int(port), context=context, timeout=60)
-        connection.request("POST", "/api/v1/nodes", json.dumps(node), {"Content-Type": "application/json"})
+        connection.request(method, path, json.dumps(body), {"Content-Type": content_type})
         response = connection.getresponse()
-        body = response.read()
-        if response.status != 201:
-            raise RuntimeError(f"POST node {node['metadata']['name']}: {response.status} {body[:300]!r}")
+        answer = response.read()
+        if response.status >= 300:
+            raise RuntimeError(f"{method} {path}: {response.status} {answer[:300]!r}")
 
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        for _ in pool.map(post, nodes):
+        for _ in pool.map(one, requests):
             pass
     return time.monotonic() - started
+
+
+def register(plane: ControlPlane, nodes: list[dict[str, Any]], threads: int = 8) -> float:
+    """POSTs the Nodes as kubelets do at registration."""
+    return send(plane, [("POST", "/api/v1/nodes", n, "application/json") for n in nodes], threads)
+
+
+def set_taints(plane: ControlPlane, nodes: list[dict[str, Any]], drop: str, threads: int = 8) -> float:
+    """Removes the taint `drop` from every node (as the health agent does once a node passes its checks)."""
+    return send(plane, [("PATCH", f"/api/v1/nodes/{n['metadata']['name']}",
+                         {"spec": {"taints": [t for t in n["spec"]["taints"] if t["key"] != drop]}},
+                         "application/merge-patch+json") for n in nodes], threads)

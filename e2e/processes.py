@@ -4,6 +4,7 @@ behind."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import random
 import signal
@@ -39,6 +40,13 @@ def free_ports(count: int) -> list[int]:
     raise RuntimeError(f"no {count} free ports below the ephemeral range")
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies, however it dies (prctl PR_SET_PDEATHSIG), so a
+    killed run leaves no server behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
 @dataclass
 class Program:
     name: str
@@ -51,7 +59,7 @@ class Program:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as sink:
             self.process = subprocess.Popen(self.args, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-                                            env={**os.environ, **(self.env or {})})
+                                            env={**os.environ, **(self.env or {})}, preexec_fn=_die_with_parent)
         return self
 
     def running(self) -> bool:

@@ -19,6 +19,7 @@ from components.planning.fence import FENCE
 from components.vocabulary import LABEL_POOL, TAINT_PREFLIGHT
 from e2e import control_plane as cp
 from e2e.cluster import Stack, kubectl
+from e2e.consumers import by_name
 from e2e.kwok import complete_after
 from e2e.report import E2EReport
 
@@ -161,3 +162,14 @@ def test_what_a_finished_workload_keeps(queues: Stack, report: E2EReport) -> Non
     report.scenario("a finished Workload: what it keeps", "passed", finished=_condition(workload, "Finished"), kept=kept)
     assert _condition(workload, "Finished")["status"] == "True"
     assert kept["admission"] and kept["QuotaReserved"] == "True", kept
+
+
+def test_kueue_reports_its_pinned_version(queues: Stack, report: E2EReport) -> None:
+    """Kueue has no --version: it logs the version its build stamped when it starts (cmd/kueue/main.go)."""
+    kueue = queues.applied.kueue
+    assert kueue is not None
+    started = next(json.loads(line) for line in kueue.log.read_text().splitlines()
+                   if line.startswith("{") and json.loads(line).get("msg") == "Initializing")
+    report.scenario("Kueue logs its stamped version", "passed", gitVersion=started["gitVersion"],
+                    gitCommit=started["gitCommit"])
+    assert started["gitVersion"] == by_name("kueue").version and started["gitCommit"] == by_name("kueue").commit

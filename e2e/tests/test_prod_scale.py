@@ -13,7 +13,6 @@ is there: the autoscaler cannot be built here, e2e/consumers.py NOT_BUILT).
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import time
 from collections.abc import Iterator
@@ -25,10 +24,16 @@ import pytest
 import yaml
 
 from components.planning.cluster_plan import plan_cluster
-from components.vocabulary import ANNOTATION_REQUIRED_TOPOLOGY, LABEL_IB_DOMAIN, LABEL_POOL, TAINT_PREFLIGHT
+from components.vocabulary import (
+    ANNOTATION_REQUIRED_TOPOLOGY,
+    LABEL_HOSTNAME,
+    LABEL_IB_DOMAIN,
+    LABEL_POOL,
+    TAINT_PREFLIGHT,
+)
 from e2e import control_plane as cp
 from e2e.cluster import Applied, apply_files, install_kueue, kubectl
-from e2e.kwok import complete_after, node_templates, register, start_kwok
+from e2e.kwok import complete_after, node_templates, register, set_taints, start_kwok
 from e2e.processes import Program
 from e2e.report import E2EReport
 from e2e.tests.conftest import plan_stack, stop_running
@@ -38,6 +43,11 @@ PROVISIONING_CRD = Path(__file__).resolve().parents[1] / "data" / "provisioningr
 KUEUE_KINDS = ("Topology", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "AdmissionCheck",
                "ProvisioningRequestConfig")
 TEAM = "pretraining"
+NODE_LIFECYCLE_OFF = ("node-lifecycle-controller",)
+"""kwok renews every node's Lease every 10 s (its default 40 s lease); for 7,500 nodes on 2 cores it falls behind
+(seen here: 840 of 7,500 nodes NotReady within two minutes), and the node lifecycle controller would then taint them
+unreachable, which Kueue's topology-aware placement avoids. What this scenario measures is registration and
+admission, so that one controller is off here; dev's control plane runs it."""
 
 
 @dataclass
@@ -63,33 +73,12 @@ def _cpu_seconds(program: Program) -> float:
     return round((int(fields[11]) + int(fields[12])) / 100, 1)  # utime, stime in clock ticks (USER_HZ 100)
 
 
-def _patch_nodes(plane: cp.ControlPlane, nodes: list[dict[str, Any]]) -> float:
-    """Removes the preflight taint from every node, as the health agent does once a node passes its checks."""
-    context, server = plane.admin_context()
-
-    def patch(node: dict[str, Any]) -> None:
-        import urllib.request
-
-        taints = [t for t in node["spec"]["taints"] if t["key"] != TAINT_PREFLIGHT]
-        request = urllib.request.Request(f"{server}/api/v1/nodes/{node['metadata']['name']}", method="PATCH",
-                                         data=json.dumps({"spec": {"taints": taints}}).encode(),
-                                         headers={"Content-Type": "application/merge-patch+json"})
-        with urllib.request.urlopen(request, context=context, timeout=60) as response:
-            response.read()
-
-    started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        for _ in pool.map(patch, nodes):
-            pass
-    return time.monotonic() - started
-
-
 @pytest.fixture(scope="module")
 def prod(tmp_path_factory: pytest.TempPathFactory, report: E2EReport) -> Iterator[Prod]:
     stop_running()
     out = plan_stack("prod", tmp_path_factory.mktemp("plan") / "prod")
     work = tmp_path_factory.mktemp("prod")
-    plane = cp.start(out / "boot" / "apiserver.yaml", work)
+    plane = cp.start(out / "boot" / "apiserver.yaml", work, disabled_controllers=NODE_LIFECYCLE_OFF)
     kwok = start_kwok(plane.admin_kubeconfig, work)
     try:
         plan = plan_cluster(stack_spec("prod"))
@@ -98,7 +87,7 @@ def prod(tmp_path_factory: pytest.TempPathFactory, report: E2EReport) -> Iterato
         registered_at = time.monotonic()
         cp.wait_until(lambda: _ready(plane) >= len(nodes), 900, f"{len(nodes)} nodes Ready", kwok)
         ready_at = time.monotonic()
-        untainted = _patch_nodes(plane, nodes)
+        untainted = set_taints(plane, nodes, TAINT_PREFLIGHT)
         applied = Applied()
         manifests = sorted((out / "manifests").glob("*.yaml"))
         apply_files(plane, [p for p in manifests if p.name.startswith(("00-", "01-", "02-"))], applied)
@@ -109,6 +98,7 @@ def prod(tmp_path_factory: pytest.TempPathFactory, report: E2EReport) -> Iterato
         kueue_objects = [p for p in manifests if yaml.safe_load(p.read_text())["kind"] in KUEUE_KINDS]
         apply_files(plane, kueue_objects, applied)
         report.measured["prod"] = {
+            "kube_controller_manager_disabled": list(NODE_LIFECYCLE_OFF),
             "nodes": len(nodes), "register_seconds": round(seconds, 1),
             "ready_seconds_after_register": round(ready_at - registered_at, 1),
             "preflight_untaint_seconds": round(untainted, 1)}
@@ -189,9 +179,11 @@ def test_every_prod_node_registers_and_kueue_admits_a_gang_inside_one_domain(pro
     workload = _workload(prod.plane, "scale-gang")
     assert workload is not None
     assignment = workload["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    # Kueue records the lowest level it placed at (the hostname); each node's own label names its domain.
     levels = assignment["levels"]
-    domain_level = levels.index(LABEL_IB_DOMAIN)
-    domains = _assigned_values(assignment, domain_level)
+    hosts = _assigned_values(assignment, levels.index(LABEL_HOSTNAME))
+    domain_of = {n["metadata"]["name"]: n["metadata"]["labels"][LABEL_IB_DOMAIN] for n in prod.nodes}
+    domains = {domain_of[h] for h in hosts}
     report.measured["prod_kueue"] = {
         "gang_pods": pods, "admitted_seconds": round(admitted_in, 1),
         "kueue_cpu_seconds_for_the_admission": round(_cpu_seconds(kueue) - cpu_before, 1),
@@ -201,6 +193,7 @@ def test_every_prod_node_registers_and_kueue_admits_a_gang_inside_one_domain(pro
         "etcd_peak_rss_mib": _rss_mib(prod.plane.program("etcd"))}
     report.scenario("prod: every node registered, a gang admitted by Kueue inside one InfiniBand domain",
                     "passed" if len(domains) == 1 else "failed", nodes=len(prod.nodes), domains=sorted(domains),
+                    gang_nodes=len(hosts), levels=levels,
                     refused=sorted(prod.applied.refused))
     assert len(domains) == 1, domains
     assert not prod.applied.refused, prod.applied.refused
