@@ -25,7 +25,7 @@ pytest_plugins = ("tests.support.rollout_world", "tests.support.verify_world")
 
 SLOW_FIRST = (
     "test_determinism.py", "test_dev_growth.py", "test_cli.py", "test_diff.py", "test_confidential.py",
-    "test_components.py", "test_real_etcd.py", "test_policy_mutations.py", "test_diff_trust.py", "test_versions.py",
+    "test_components.py", "test_policy_mutations.py", "test_diff_trust.py", "test_versions.py",
     "test_hostile_input.py", "test_output_folder.py", "test_output_faults.py", "test_preview_fuzz.py",
     "test_stack_fuzz.py", "test_break_glass.py", "test_tls_matrix.py", "test_cert_renewal.py", "test_etcd_bootstrap.py",
     "test_node_images.py", "test_verify.py", "test_racks.py", "test_rack_dra.py", "test_preflight_cli.py",
