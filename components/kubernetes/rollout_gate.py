@@ -37,7 +37,7 @@ proxy=()
 if [ -n "${PROXY:-}" ]; then
   proxy=(--proxy "$PROXY")
 fi
-# kube-apiserver pretty-prints JSON for a User-Agent that starts with curl (k8s.io/apiserver negotiation,
+# kube-apiserver pretty-prints JSON for a User-Agent that starts with curl (the API server's negotiation,
 # isPrettyPrint): a space may follow the colon.
 field() {
   { grep -oE "\"$1\": *[0-9]+" <<< "$2" || true; } | head -n 1 | sed -E 's/.*: *//'

@@ -477,11 +477,10 @@ def test_a_member_that_lost_its_data_rejoins(cluster: list[Member]) -> None:
     assert len(listed) == 3 and all(", started, " in line for line in listed)
     assert {line.split(", ")[0] for line in listed} != before  # a new member id replaced the old one
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        got = lost.etcdctl("get", "/registry/gpucluster-rejoin", "--print-value-only", "--consistency=s")
-        if got.stdout.strip() == "kept":
-            break
+    got = lost.etcdctl("get", "/registry/gpucluster-rejoin", "--print-value-only", "--consistency=s")
+    while got.stdout.strip() != "kept" and time.monotonic() < deadline:
         time.sleep(0.5)
+        got = lost.etcdctl("get", "/registry/gpucluster-rejoin", "--print-value-only", "--consistency=s")
     assert got.stdout.strip() == "kept"
 
 
