@@ -286,7 +286,8 @@ def world(control_plane: cp.ControlPlane, tmp_path_factory: pytest.TempPathFacto
 
 def test_reads_of_nodes(world: World, report: E2EReport) -> None:
     differences, _, _ = both(world, report, "GET an existing node", "GET", f"/api/v1/nodes/{NODES[0]}",
-                             fields=(("metadata", "labels"), ("metadata", "annotations")))
+                             # the annotation the test set: kube-controller-manager's TTL controller adds its own
+                             fields=(("metadata", "labels"), ("metadata", "annotations", "gpucluster.io/note")))
     differences += both(world, report, "GET a missing node", "GET", "/api/v1/nodes/zz-conformance-missing")[0]
     found, real, fake = both(world, report, "LIST nodes, limit 1 of 2", "GET", f"/api/v1/nodes?limit=1&labelSelector={SELECTOR}")
     differences += found
