@@ -8,7 +8,6 @@ What is not applied here, and why, is recorded beside what was (`Applied.skipped
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +76,7 @@ def _chart(charts: Path, chart_name: str) -> dict[str, Any]:
     return next(d for p in sorted(charts.glob("*.yaml")) if (d := yaml.safe_load(p.read_text()))["name"] == chart_name)
 
 
-def cp_services(plane: ControlPlane, namespace: str) -> list[dict[str, Any]]:
+def services_in(plane: ControlPlane, namespace: str) -> list[dict[str, Any]]:
     return json_get(plane, f"/api/v1/namespaces/{namespace}/services")["items"]
 
 
@@ -100,7 +99,7 @@ def install_kueue(plane: ControlPlane, out: Path, work: Path, result: Applied) -
         raise RuntimeError(f"CRDs not established: {wait.stderr}")
     rest = [o for o in objects if o["kind"] not in ("Namespace", "CustomResourceDefinition")]
     apply_objects(plane, rest, result, "kueue chart")
-    services = cp_services(plane, release["namespace"])
+    services = services_in(plane, release["namespace"])
     plane.egress.routes.update(routes(services, ports))
     account = next(o["metadata"]["name"] for o in rest if o["kind"] == "ServiceAccount")  # the chart's one account
     kubeconfig = service_account_kubeconfig(plane, NAMESPACE, account, work / "kubeconfigs")
@@ -114,7 +113,7 @@ def install_kueue(plane: ControlPlane, out: Path, work: Path, result: Applied) -
     # through the validating webhook (failurePolicy Fail).
     probe = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-probe"}}
     wait_until(lambda: kubectl(plane, "create", "--dry-run=server", "-f", "-", stdin=json.dumps(probe)).returncode == 0,
-               int(os.environ.get("E2E_KUEUE_WAIT", "300")), "Kueue's webhooks answer", result.kueue)
+               300, "Kueue's webhooks answer", result.kueue)
 
 
 def apply_stack(plane: ControlPlane, out: Path, work: Path) -> Applied:
