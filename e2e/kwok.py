@@ -29,8 +29,9 @@ from e2e.processes import Program
 
 
 def complete_after(duration: str) -> dict[str, str]:
-    """Pod annotations that make kwok's general pod-complete stage finish the pod after `duration`: the stage waits
-    its delay plus a jitter up to its jitter-delay (kwok's stage delay fields), so both are set."""
+    """Pod annotations that make kwok's general pod-complete stage finish the pod after `duration`. The jitter-delay
+    is the stage's longest wait: a jitter at or under the delay is the wait itself (kwok v0.8.0
+    pkg/utils/lifecycle/lifecycle.go `Stage.Delay`), and the stage's own jitter is 5 s, so both are set."""
     return {"pod-complete.stage.kwok.x-k8s.io/delay": duration, "pod-complete.stage.kwok.x-k8s.io/jitter-delay": duration}
 
 

@@ -196,24 +196,24 @@ def served(query: Query, module: str, version: Version) -> bool:
     return not query(f"{module}@{version}").refusal
 
 
-def probe_patches(query: Query, module: str, after: Version) -> list[Version]:
-    """The patches after `after` on its line that the proxy serves, asked one by one until the first refusal."""
+def _probe(query: Query, module: str, after: Version, step: Callable[[Version], Version]) -> list[Version]:
+    """The versions after `after`, one `step` at a time, that the proxy serves, until the first refusal."""
     found: list[Version] = []
-    candidate = after.next_patch()
+    candidate = step(after)
     while len(found) < MAX_PROBES and served(query, module, candidate):
         found.append(candidate)
-        candidate = candidate.next_patch()
+        candidate = step(candidate)
     return found
+
+
+def probe_patches(query: Query, module: str, after: Version) -> list[Version]:
+    """The patches after `after` on its line that the proxy serves, asked one by one until the first refusal."""
+    return _probe(query, module, after, Version.next_patch)
 
 
 def probe_lines(query: Query, module: str, after: Version) -> list[Version]:
     """The .0 releases of the lines after `after`'s that the proxy serves, until the first refusal."""
-    found: list[Version] = []
-    candidate = after.next_line()
-    while len(found) < MAX_PROBES and served(query, module, candidate):
-        found.append(candidate)
-        candidate = candidate.next_line()
-    return found
+    return _probe(query, module, after, Version.next_line)
 
 
 def scan_line(query: Query, module: str, start: Version, listed: Iterable[Version]) -> list[Version]:

@@ -55,22 +55,12 @@ from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
 from components.planning.cluster_plan import plan_cluster
 from components.planning.pki import ETCD_CA, SERVER, etcd_member_certificates, plan_certificates
 from e2e.consumers import binary
+from e2e.processes import free_ports
 from tests.support.real_pki import Issued, issue, make_ca
 from tests.support.stacks import stack_spec
 
 ETCD_BIN = binary("etcd").parent
 LOOPBACK = "127.0.0.1"
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind((LOOPBACK, 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -158,7 +148,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Member]]:
     ca = make_ca(ETCD_CA, "etcd-ca")
     _write(ca, root / "ca", "ca")
     certs = {c.name: c for c in plan_certificates(plan.spec.name, plan.ip, plan.control_plane)}
-    ports = _free_ports(3 * len(etcd.members))
+    ports = free_ports(3 * len(etcd.members))
     local = tuple(EtcdMember(m.name, LOOPBACK, ports[3 * i], ports[3 * i + 1]) for i, m in enumerate(etcd.members))
     members = []
     for i, planned in enumerate(etcd.members):
@@ -434,7 +424,7 @@ def test_a_serving_certificate_without_client_auth_breaks_the_gateway(tmp_path: 
     planned = etcd.members[0]
     certs = {c.name: c for c in plan_certificates(plan.spec.name, plan.ip, plan.control_plane)}
     ca = make_ca(ETCD_CA, "etcd-ca")
-    client_port, peer_port, metrics_port = _free_ports(3)
+    client_port, peer_port, metrics_port = free_ports(3)
     this = EtcdMember(planned.name, LOOPBACK, client_port, peer_port)
     b = replace(etcd_bootstrap(plan, etcd, planned, EtcdSecrets(*(["unused"] * 7), snapshot_url="https://a.invalid/c")),
                 member=this, cluster=(this,), metrics_port=metrics_port)
