@@ -22,7 +22,7 @@ granted action is some request's.
 - cluster-autoscaler 1.36.1 with `ARM_VM_TYPE=vmss`: lists scale sets and VMs of the group, gets a scale set,
   writes its `sku.capacity` (a sparse PUT), lists its VMs with their instance view and deletes instances.
 - the prefix IPAM controller: one NIC list per scale set.
-- the rollout controller: re-images a wave's scale sets and reads their instance view.
+- the rollout controller: reads each node scale set's model and instances, upgrades and re-images the behind ones.
 """
 
 from __future__ import annotations
@@ -108,17 +108,21 @@ PREFIX_IPAM: tuple[Permission, ...] = (
     Permission(_VMSS_NICS, "resourceGroup", f"ListVirtualMachineScaleSetNetworkInterfaces, one per scale set ({_PREFIX_IPAM})"),
 )
 
-_ROLLOUT = "components/kubernetes/scripts/rollout.py"
+_ROLLOUT = "components/kubernetes/scripts/rollout_arm.py"
 
 ROLLOUT: tuple[Permission, ...] = (
-    # Bring a wave's scale sets' instances to the model Pulumi wrote, re-image them and read their instance view;
+    # Read what each instance runs against its scale set's model, bring the behind ones to it and re-image them;
     # nothing that changes a model, capacity or network.
+    Permission("Microsoft.Compute/virtualMachineScaleSets/read", "resourceGroup",
+               f"VirtualMachineScaleSets.Get, the model's image, once per scale set of a wave ({_ROLLOUT} "
+               "Arm.model_image)"),
+    Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", "resourceGroup",
+               f"VirtualMachineScaleSetVMs.List with $expand=instanceView: latestModelApplied, image and provisioning "
+               f"state per instance ({_ROLLOUT} Arm.instances)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action", "resourceGroup",
-               f"VirtualMachineScaleSets.ManualUpgrade, once per scale set of a wave ({_ROLLOUT} Arm.upgrade)"),
+               f"VirtualMachineScaleSets.ManualUpgrade of the behind instances ({_ROLLOUT} Arm.upgrade)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/reimage/action", "resourceGroup",
-               f"VirtualMachineScaleSets.Reimage, once per scale set of a wave ({_ROLLOUT} Arm.reimage)"),
-    Permission("Microsoft.Compute/virtualMachineScaleSets/instanceView/read", "resourceGroup",
-               f"VirtualMachineScaleSets.GetInstanceView, until the reimage settles ({_ROLLOUT} Arm.settled)"),
+               f"VirtualMachineScaleSets.Reimage of the instances whose image the model keeps ({_ROLLOUT} Arm.reimage)"),
 )
 
 ADDON_PERMISSIONS: dict[str, tuple[Permission, ...]] = {"autoscaler": AUTOSCALER, "cni": CNI,

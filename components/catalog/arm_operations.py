@@ -191,8 +191,8 @@ def prefix_ipam_operations(script: Path = PREFIX_IPAM_SCRIPT) -> tuple[ArmOperat
     return tuple(found.values())
 
 
-ROLLOUT_SCRIPT = PREFIX_IPAM_SCRIPT.parent / "rollout.py"
-ROLLOUT_SOURCE = "components/kubernetes/scripts/rollout.py"
+ROLLOUT_SCRIPT = PREFIX_IPAM_SCRIPT.parent / "rollout_arm.py"
+ROLLOUT_SOURCE = "components/kubernetes/scripts/rollout_arm.py"
 
 
 def rollout_operations(script: Path = ROLLOUT_SCRIPT) -> tuple[ArmOperation, ...]:

@@ -13,7 +13,8 @@ from components.catalog.image_platforms import AMD64, ARM64, node_platform
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "images" / "agents" / "Dockerfile"
 CONTEXT = ROOT / "components" / "kubernetes" / "scripts"
-SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py", "rack_clique.py", "rollout.py")
+SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py", "rack_clique.py", "rollout.py", "rollout_arm.py",
+           "rollout_drain.py")
 """Copied side by side into /opt/gpucluster (the Dockerfile's COPY line): the agents import kube_client from their own
 directory."""
 REPOSITORY = "gpucluster/agents"

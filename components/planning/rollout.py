@@ -66,6 +66,11 @@ class Wave:
     quota_short_vcpus: int = 0
     quorum_if_zone_lost: bool | None = None
     """An etcd wave: whether etcd keeps its quorum if any other zone is lost while this member is out."""
+    topology: bool = False
+    """A pool wave whose Kueue flavor is topology-aware (InfiniBand or rack pools, planning/scheduling.py): its gangs
+    are fenced by label, never cordoned (planning/fence.py)."""
+    preflight: bool = False
+    """A pool wave whose nodes run the GPU health agent, which takes the preflight taint off a node that passes."""
 
     @property
     def gpu_hours(self) -> float:
@@ -168,5 +173,6 @@ def plan_rollout(pools: tuple[PoolPlan, ...], control_plane: ControlPlanePlan, s
             waves.append(Wave(len(waves), "pool", pool.name, batch[0].zone, tuple(s.name for s in batch), None,
                               nodes, nodes * pool.size.gpus, minutes, settings.drain_deadline_minutes if gpu else 0,
                               quota_short_gpus=max(0, nodes * pool.size.gpus - unused.gpus) if gpu else 0,
-                              quota_short_vcpus=0 if gpu else short_vcpus))
+                              quota_short_vcpus=0 if gpu else short_vcpus,
+                              topology=pool.racks is not None or pool.infiniband, preflight=gpu))
     return RolloutPlan(tuple(waves), settings)

@@ -26,12 +26,15 @@ KUEUE = "kueue.x-k8s.io"
 
 
 def plan_document(rollout: RolloutPlan) -> str:
-    """What the controller reads from the ConfigMap's `plan.json`: the waves, the fence and the drain deadline."""
+    """What the controller reads from the ConfigMap's `plan.json`: the order and the rules, never what to re-image
+    (that is what Azure says each instance runs): the waves with their scale sets, whether a pool's flavor is
+    topology-aware and whether the GPU health agent runs there, each wave's drain deadline and time estimate, and the
+    fence."""
     return json.dumps({
         "waves": [{"index": w.index, "kind": w.kind, "pool": w.pool, "zone": w.zone, "scaleSets": list(w.scale_sets),
-                   "instance": w.instance} for w in rollout.waves],
+                   "instance": w.instance, "topology": w.topology, "preflight": w.preflight,
+                   "drainMinutes": w.drain_minutes, "minutes": w.minutes} for w in rollout.waves],
         "fence": {"label": FENCE.label, "open": FENCE.open, "fenced": FENCE.fenced},
-        "drainDeadlineMinutes": rollout.settings.drain_deadline_minutes,
     }, sort_keys=True, separators=(",", ":"))
 
 
@@ -61,11 +64,13 @@ def rollout_objects(rollout: RolloutPlan, azure: dict[str, Any], image: str, api
     return [
         obj("v1", "ConfigMap", PLAN_CONFIGMAP, NAMESPACE, data={"plan.json": plan_document(rollout)}),
         obj("v1", "ServiceAccount", APP, NAMESPACE),
-        # Fence and taint nodes, annotate the pods on them, deactivate and reactivate the Workloads placed there.
+        # Fence, cordon and taint nodes, annotate the pods on them and evict the ones no Workload holds (the
+        # Eviction API: PodDisruptionBudgets decide), deactivate and reactivate the Workloads placed there.
         obj(RBAC, "ClusterRole", APP, rules=[
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]},
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
-            {"apiGroups": [KUEUE], "resources": ["workloads"], "verbs": ["list", "get", "patch"]}]),
+            {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+            {"apiGroups": [KUEUE], "resources": ["workloads"], "verbs": ["list", "patch"]}]),
         obj(RBAC, "ClusterRoleBinding", APP, roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                                       "name": APP}, subjects=[binding]),
         # Its plan, its state and its Lease only (create cannot be limited by name).

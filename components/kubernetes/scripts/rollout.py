@@ -1,61 +1,70 @@
-"""Rollout controller: drives the plan's node waves (components/planning/rollout.py) one after another. Standard
-library only (with kube_client.py, shipped beside it in the agents image).
+"""Rollout controller: brings every node scale-set instance that Azure says is behind its scale set's model onto it,
+wave by wave in the plan's order (components/planning/rollout.py; docs/operations.md, "Rolling a node image or boot
+change"). Standard library only (with kube_client.py, prefix_ipam.py, rollout_arm.py and rollout_drain.py, shipped
+beside it in the agents image).
 
-Each round reads the plan (ConfigMap `PLAN_CONFIGMAP`, key `plan.json`: the waves, the fence and the drain deadline)
-and the state (ConfigMap `STATE_CONFIGMAP`, key `state.json`: wave, phase, deadline), does at most one step and
-writes the state back with the resourceVersion it read, so a restarted controller resumes where the last write left
-it and a stale writer gets 409. A wave goes through:
+What needs work is what Azure says now, never a digest of what was planned: an instance is behind when its
+`latestModelApplied` is false (rollout_arm.py). The plan ConfigMap (`PLAN_CONFIGMAP`, key `plan.json`) gives only the
+order and the rules: the pool waves with their scale sets, whether a pool's flavor is topology-aware and whether its
+nodes run the GPU health agent, each wave's drain deadline and time estimate, and the fence. A change that leaves
+every model alone (a drain deadline, a new scale set) rolls nothing; a new cluster's instances run their model
+already.
 
-  fence    every node of the wave's scale sets gets the admission label `fenced` (planning/fence.py: Kueue admits
-           nothing new there and evicts nothing); each running pod there gets the checkpoint annotation with the
-           deadline; the deadline is recorded
-  drain    waits until no Kueue Workload admitted onto the wave's nodes is left, or the deadline passes
-  evict    deactivates each such Workload (spec.active=false: evicted whole, kueue v0.19.2
-           pkg/controller/core/workload_controller.go lines 672-700), then, once it has no quota reserved, reactivates
-           it (requeued whole, lines 640-646)
-  reimage  puts the preflight taint on the wave's nodes (they are empty), then asks ARM to bring each scale set's
-           instances to its latest model (POST .../manualupgrade: the scale sets' upgrade policy is Manual), once
-  upgrading waits for the upgrade as below, then asks for a re-image of every instance (POST .../reimage, the
-           api-version the scale-set provider sends), once: a fresh OS disk, so the new boot document runs
-  reimaging reads each scale set's instance view until none is updating; a failed one stops the rollout
-  health   waits until no node of the wave carries the preflight taint; a node tainted unhealthy by the health agent
-           stops the rollout (phase `stopped`) with the wave still fenced
-  lift     sets the admission label back to `open`; next wave
+A round reads the plan and the state (ConfigMap `STATE_CONFIGMAP`, key `state.json`), reactivates the Workloads it
+deactivated that have left every fenced node, does at most one step and writes the state back with the
+resourceVersion it read. Phases:
 
-What is rolled is tied to the plan it came from: the state records the digest of `plan.json` it rolls. A controller
-that finds no state (a new cluster, whose machines were created from this very plan) records the plan as rolled and
-rolls nothing; a plan whose digest differs from the recorded one (a `pulumi up` changed the machines' model) starts
-again at the first wave, at a wave boundary: a wave already fenced finishes on the scale sets it recorded when it
-started. With nothing to roll the controller idles and keeps polling; it never exits (a Deployment's pod that exits
-is restarted, and would back off for ever).
+  scan      lifts any fence of its own left on a node (a state lost or reset); finds the first pool wave with
+            instances behind and records them. Nothing behind: idle.
+  fence     the behind instances' nodes get the admission label `fenced` (planning/fence.py: Kueue admits nothing new
+            there and evicts nothing) and, on a pool without topology, are cordoned (nothing else keeps a
+            Deployment's pod from coming back); each pod there gets the checkpoint annotation with the deadline
+  drain     waits until nothing but DaemonSet and static pods runs there, or the drain deadline passes
+  evict     deactivates each Workload still there (rollout_drain.py: by topology or through its pods), evicts every
+            other pod through the Eviction API (a PodDisruptionBudget holds it), waits until they are gone
+  move      puts the preflight taint on the nodes where the GPU health agent runs, records each instance's last ARM
+            change and its node's Ready transition, and what each instance needs: `manualupgrade` alone where the
+            model names another image (that replaces the OS disk), else `manualupgrade` then `reimage`
+            (rollout_arm.py): one disk per change
+  upgrading, reimaging
+            asks ARM for the instances that have not taken it yet (an instance has when ARM shows it busy or changed
+            since the recorded change), once per round; a failed instance stops the rollout
+  health    waits for each node to be Ready again (a Ready transition after the recorded one) and, where the health
+            agent runs, for its preflight taint to go; the unhealthy taint stops the rollout with the wave fenced
+  lift      opens the fence and uncordons what it cordoned; back to scan
 
-Only the holder of the Lease `gpucluster-rollout` steps (prefix_ipam.py's `Leader`, renewed between steps), and it
-writes the state only while its lease is valid. Control-plane waves are not the controller's: it passes over them
-(docs/operations.md). The annotation
-`PAUSE_ANNOTATION: "true"` on the plan ConfigMap pauses it between steps. Every request takes a token from a budget
-(kube_client.Budget); ARM 429s are waited out (Retry-After) by kube_client's retries.
-"""
+A wave that outlives its time (twice the plan's estimate from the move) stops the rollout: the nodes that came back
+are opened, the ones that did not stay fenced, where NodeNotReady or NodeStuckInPreflight fires for them.
+
+Only the holder of the Lease `LEASE` steps: the lease renews in its own thread (prefix_ipam.py `Leader.start`), and
+every write is made only while it is held; a step writes at most `writes_per_round` objects so a round ends well
+inside the lease. Control-plane waves are the runbook's. `PAUSE_ANNOTATION: "true"` on the plan ConfigMap holds the
+controller between steps. A plan it cannot read, a state it cannot read (it starts again from a scan), an API or
+ARM error: a logged round, never an exit."""
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 import os
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 if __package__:
     from . import kube_client as kc
+    from . import rollout_drain as drain
     from .prefix_ipam import Leader
+    from .rollout_arm import COMPUTE_API_VERSION, Arm, Instance
 else:  # the agents image: the scripts side by side in /opt/gpucluster
     import kube_client as kc  # type: ignore[no-redef]
+    import rollout_drain as drain  # type: ignore[no-redef]
     from prefix_ipam import Leader  # type: ignore[no-redef]
+    from rollout_arm import COMPUTE_API_VERSION, Arm, Instance  # type: ignore[no-redef]
+
+__all__ = ["COMPUTE_API_VERSION", "Arm", "Controller", "run"]
 
 DEFAULT_NAMESPACE = "kube-system"
 NAMESPACE = os.environ.get("ROLLOUT_NAMESPACE", DEFAULT_NAMESPACE)
@@ -66,15 +75,15 @@ PAUSE_ANNOTATION = "gpucluster.io/rollout-paused"
 CHECKPOINT = "gpucluster.io/checkpoint-by"
 PREFLIGHT = "gpucluster.io/preflight"
 UNHEALTHY = "gpucluster.io/gpu-unhealthy"
-WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2"
+FENCED_BY = "gpucluster.io/fenced-by-rollout"
+"""On a node the controller fenced (and CORDONED_BY where it also cordoned it): what it lifts, and only that."""
+CORDONED_BY = "gpucluster.io/cordoned-by-rollout"
+WORKLOADS = drain.WORKLOADS
 DOMAIN_LABEL = "gpucluster.io/infiniband-domain"
 RACK_LABEL = "gpucluster.io/rack"
 POOL_LABEL = "gpucluster.io/pool"
-ARM = os.environ.get("ARM_ENDPOINT", "https://management.azure.com").rstrip("/")
-ARM_RESOURCE = "https://management.azure.com/"
-IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
-COMPUTE_API_VERSION = "2026-07-02"
-"""What the scale-set provider sends (components/catalog/arm_routes.py SCALE_SET_API_VERSION; a test keeps them equal)."""
+PHASES = ("scan", "fence", "drain", "evict", "move", "upgrading", "reimaging", "health", "lift", "stopped")
+MERGE = "application/merge-patch+json"
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -85,123 +94,122 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def scale_set_of(node: dict[str, Any]) -> str | None:
-    """The scale set in a node's providerID (`azure:///subscriptions/.../virtualMachineScaleSets/<set>/virtualMachines/
-    <id>`), lower-cased as Azure compares names."""
-    provider = str(_dict(node.get("spec")).get("providerID") or "")
-    parts = provider.split("/")
+class PlanError(Exception):
+    """The plan ConfigMap is missing or unreadable: nothing is done this round."""
+
+
+class StateError(Exception):
+    """The state is unreadable: the controller starts again from a scan."""
+
+
+class StopError(Exception):
+    """The rollout stops: an operator acts (docs/operations.md)."""
+
+
+class LeaseLostError(Exception):
+    """The lease was lost mid-step: nothing more is written."""
+
+
+def number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise PlanError(f"{what} is {value!r}, not a number of minutes")
+    return float(value)
+
+
+def text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise PlanError(f"{what} is {value!r}, not a name")
+    return value
+
+
+def check_wave(wave: Any, where: str) -> dict[str, Any]:
+    """A pool wave with every field the controller uses checked; PlanError names the first bad one."""
+    wave = _dict(wave)
+    sets = [text(s, f"{where}.scaleSets[]") for s in _list(wave.get("scaleSets"))]
+    return {"index": int(number(wave.get("index"), f"{where}.index")), "pool": text(wave.get("pool"), f"{where}.pool"),
+            "scaleSets": sets, "topology": wave.get("topology") is True, "preflight": wave.get("preflight") is True,
+            "drainMinutes": number(wave.get("drainMinutes", 0), f"{where}.drainMinutes"),
+            "minutes": number(wave.get("minutes"), f"{where}.minutes")}
+
+
+def read_plan(plan_map: dict[str, Any]) -> dict[str, Any]:
+    """The plan as the controller uses it, every field checked; PlanError names the first bad one."""
+    try:
+        raw = json.loads(str(_dict(plan_map.get("data")).get("plan.json") or ""))
+    except ValueError as error:
+        raise PlanError(f"plan.json is not JSON: {error}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("waves"), list):
+        raise PlanError("plan.json has no list of waves")
+    fence = _dict(raw.get("fence"))
+    waves = [check_wave(w, f"waves[{n}]") for n, w in enumerate(raw["waves"]) if _dict(w).get("kind") == "pool"]
+    return {"waves": waves, "fence": {k: text(fence.get(k), f"fence.{k}") for k in ("label", "open", "fenced")},
+            "paused": _dict(_dict(plan_map.get("metadata")).get("annotations")).get(PAUSE_ANNOTATION) == "true"}
+
+
+def read_state(state_map: dict[str, Any] | None) -> dict[str, Any]:
+    """The state, or StateError when it is not what this controller writes."""
+    if state_map is None:
+        return {"phase": "scan"}
+    try:
+        state = json.loads(str(_dict(state_map.get("data")).get("state.json") or "{}"))
+    except ValueError as error:
+        raise StateError(f"state.json is not JSON: {error}") from None
+    if not isinstance(state, dict) or state.get("phase", "scan") not in PHASES:
+        raise StateError(f"state.json has no known phase: {str(state)[:200]}")
+    state.setdefault("phase", "scan")
+    if state["phase"] not in ("scan", "stopped"):
+        behind = _dict(state.get("behind"))
+        if not behind or not all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in behind.values()):
+            raise StateError(f"phase {state['phase']} without the instances it moves")
+        try:
+            state["current"] = check_wave(state.get("current"), "current")
+            for field in ("deadline", "moveDeadline"):
+                if field in state:
+                    number(state[field], field)
+        except PlanError as error:
+            raise StateError(str(error)) from None
+        if not all(isinstance(a, dict) and all(isinstance(i, str) for k in ("upgrade", "reimage")
+                                               for i in _list(a.get(k))) for a in _dict(state.get("asked")).values()):
+            raise StateError("asked is not what the controller writes")
+    return state
+
+
+def scale_set_of(node: dict[str, Any]) -> tuple[str, str] | None:
+    """(scale set lower-cased, instance id) from a node's providerID (`azure:///subscriptions/.../
+    virtualMachineScaleSets/<set>/virtualMachines/<id>`)."""
+    parts = str(_dict(node.get("spec")).get("providerID") or "").split("/")
     if "virtualMachineScaleSets" not in parts:
         return None
-    index = parts.index("virtualMachineScaleSets") + 1
-    return parts[index].lower() if index < len(parts) else None
+    at = parts.index("virtualMachineScaleSets")
+    if len(parts) < at + 4 or parts[at + 2] != "virtualMachines":
+        return None
+    return parts[at + 1].lower(), parts[at + 3]
 
 
 def has_taint(node: dict[str, Any], key: str) -> bool:
     return any(_dict(t).get("key") == key for t in _list(_dict(node.get("spec")).get("taints")))
 
 
-def assigned_values(workload: dict[str, Any]) -> set[str]:
-    """Every topology value (node name, domain) of a Workload's admission (kueue v0.19.2 apis/kueue/v1beta2/
-    workload_types.go TopologyAssignment: slices of universal or prefix+root+suffix values per level)."""
-    found: set[str] = set()
-    admission = _dict(_dict(workload.get("status")).get("admission"))
-    for assignment in _list(admission.get("podSetAssignments")):
-        topology = _dict(_dict(assignment).get("topologyAssignment"))
-        for piece in _list(topology.get("slices")):
-            for level in _list(_dict(piece).get("valuesPerLevel")):
-                level = _dict(level)
-                if isinstance(level.get("universal"), str):
-                    found.add(level["universal"])
-                individual = _dict(level.get("individual"))
-                prefix, suffix = str(individual.get("prefix") or ""), str(individual.get("suffix") or "")
-                found.update(f"{prefix}{root}{suffix}" for root in _list(individual.get("roots")) if isinstance(root, str))
-    return found
+def ready(node: dict[str, Any]) -> tuple[bool, str]:
+    """(Ready is True, its lastTransitionTime as the API server reports it)."""
+    for c in _list(_dict(node.get("status")).get("conditions")):
+        if _dict(c).get("type") == "Ready":
+            return _dict(c).get("status") == "True", str(_dict(c).get("lastTransitionTime") or "")
+    return False, ""
 
 
-def finished(workload: dict[str, Any]) -> bool:
-    """A Workload whose job ended: Kueue keeps its admission and QuotaReserved and ignores `spec.active` on it
-    (seen with kueue v0.19.2 in make e2e, e2e/tests/test_kueue_dev.py), so nothing of it runs on the wave's nodes."""
-    return any(_dict(c).get("type") == "Finished" and _dict(c).get("status") == "True"
-               for c in _list(_dict(workload.get("status")).get("conditions")))
-
-
-def reserved(workload: dict[str, Any]) -> bool:
-    return any(_dict(c).get("type") == "QuotaReserved" and _dict(c).get("status") == "True"
-               for c in _list(_dict(workload.get("status")).get("conditions")))
-
-
-class ReimageFailedError(Exception):
-    pass
-
-
-@dataclass
-class Arm:
-    """ARM with the controller's managed identity: re-image a scale set's instances and wait for it."""
-
-    http: kc.Http
-    client_id: str
-    subscription: str
-    resource_group: str
-    token: str = ""
-    token_until: float = 0.0
-
-    def _token(self) -> str:
-        if self.token and time.time() < self.token_until:
-            return self.token
-        token, expires_in = kc.managed_identity_token(self.http, IMDS_TOKEN, ARM_RESOURCE, self.client_id)
-        self.token, self.token_until = token, kc.token_reused_until(expires_in, time.time())
-        return token
-
-    def _send(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body or {}).encode() if method == "POST" else None
-        request = urllib.request.Request(url, data=data, method=method,
-                                         headers={"Authorization": f"Bearer {self._token()}",
-                                                  "Content-Type": "application/json"})
-        return self.http.retrying(lambda: self.http.send(request), tries=6)
-
-    def _names(self, scale_set: str) -> tuple[str, str, str]:
-        return kc.segment(self.subscription), kc.segment(self.resource_group), kc.segment(scale_set)
-
-    def upgrade(self, scale_set: str) -> None:
-        """POST manualupgrade of every instance: under the Manual upgrade policy the node scale sets carry, a model
-        change (a new image version, boot document or size) reaches an instance only this way (MicrosoftDocs
-        virtual-machine-scale-sets-perform-manual-upgrades.md); `*` is every instance, as `az vmss update-instances`
-        sends it (azure-cli 2.91.0 vm/custom.py `update_vmss_instances(..., ['*'])`)."""
-        sub, rg, name = self._names(scale_set)
-        self._send("POST", f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
-                           f"virtualMachineScaleSets/{name}/manualupgrade?api-version={COMPUTE_API_VERSION}",
-                   {"instanceIds": ["*"]})
-
-    def reimage(self, scale_set: str) -> None:
-        """POST reimage of every instance of the scale set (ApiError when ARM refuses it): a fresh OS disk from the
-        instance's (now latest) model, so the boot document runs again; without `exactVersion` a reimage alone keeps
-        the instance's image version (VirtualMachineScaleSetReimageParameters), hence the upgrade first."""
-        sub, rg, name = self._names(scale_set)
-        self._send("POST", f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
-                           f"virtualMachineScaleSets/{name}/reimage?api-version={COMPUTE_API_VERSION}")
-
-    def settled(self, scale_set: str) -> bool:
-        """Whether the scale set's instance view shows no instance updating any more; ReimageFailedError when one
-        failed (an ApiError is a failed read, asked again next round)."""
-        sub, rg, name = self._names(scale_set)
-        view = self._send("GET", f"{ARM}/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/"
-                                 f"virtualMachineScaleSets/{name}/instanceView?api-version={COMPUTE_API_VERSION}")
-        codes = [str(_dict(s).get("code") or "") for s in _list(_dict(view).get("statuses"))]
-        if any(c.startswith("ProvisioningState/failed") for c in codes):
-            raise ReimageFailedError(f"{scale_set}: an instance ended {', '.join(codes)}")
-        return bool(codes) and not any(c.startswith("ProvisioningState/updating") for c in codes)
-
-
-class StopError(Exception):
-    """The rollout stops: the wave stays fenced until an operator acts (docs/operations.md)."""
+def name_of(thing: dict[str, Any]) -> str:
+    return str(_dict(thing.get("metadata")).get("name"))
 
 
 class Controller:
     def __init__(self, kube: kc.Kube, arm: Arm, now: Callable[[], float] = time.time,
-                 leader: Leader | None = None) -> None:
+                 leader: Leader | None = None, writes_per_round: int = 40) -> None:
         self.kube, self.arm, self.now, self.leader = kube, arm, now, leader
+        self.writes_per_round = writes_per_round
+        self.written = 0
 
-    # --- state
+    # --- the API server, every write only while the lease is held
     def _configmap(self, name: str) -> dict[str, Any] | None:
         try:
             return _dict(self.kube.get(f"/api/v1/namespaces/{kc.segment(NAMESPACE)}/configmaps/{kc.segment(name)}"))
@@ -210,242 +218,385 @@ class Controller:
                 return None
             raise
 
-    def read(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
-        plan_map = self._configmap(PLAN_CONFIGMAP)
-        if plan_map is None:
-            raise StopError(f"no ConfigMap {NAMESPACE}/{PLAN_CONFIGMAP}")
-        text = str(_dict(plan_map.get("data")).get("plan.json") or "{}")
-        plan = _dict(json.loads(text))
-        plan["digest"] = hashlib.sha256(text.encode()).hexdigest()
-        state_map = self._configmap(STATE_CONFIGMAP)
-        state = _dict(json.loads(str(_dict(state_map.get("data")).get("state.json") or "{}"))) if state_map else {}
-        state.setdefault("wave", 0)
-        state.setdefault("phase", "fence")
-        paused = _dict(_dict(plan_map.get("metadata")).get("annotations")).get(PAUSE_ANNOTATION) == "true"
-        plan["paused"] = paused
-        return plan, state, state_map
+    def _write(self, method: str, path: str, body: Any, content_type: str = "application/json") -> Any:
+        if self.leader is not None and not self.leader.may_write():
+            raise LeaseLostError
+        self.written += 1
+        return self.kube.write(method, path, body, content_type)
 
-    def write(self, state: dict[str, Any], state_map: dict[str, Any] | None) -> None:
+    def _room(self) -> bool:
+        return self.written < self.writes_per_round
+
+    def _save(self, state: dict[str, Any], state_map: dict[str, Any] | None) -> None:
         path = f"/api/v1/namespaces/{kc.segment(NAMESPACE)}/configmaps"
         data = {"state.json": json.dumps(state, sort_keys=True)}
         if state_map is None:
-            self.kube.write("POST", path, {"apiVersion": "v1", "kind": "ConfigMap",
-                                           "metadata": {"name": STATE_CONFIGMAP, "namespace": NAMESPACE}, "data": data})
+            self._write("POST", path, {"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": STATE_CONFIGMAP, "namespace": NAMESPACE}, "data": data})
         else:
-            self.kube.write("PUT", f"{path}/{kc.segment(STATE_CONFIGMAP)}", {**state_map, "data": data})
+            self._write("PUT", f"{path}/{kc.segment(STATE_CONFIGMAP)}", {**state_map, "data": data})
 
-    # --- the wave's world
-    def nodes(self, wave: dict[str, Any]) -> list[dict[str, Any]]:
-        """The wave's nodes by label, never a list of every node: an InfiniBand domain's or a rack's by its own label
-        (its value is the scale set's name), a CPU or system scale set's by its pool; then by the scale set in the
-        providerID."""
-        found: dict[str, dict[str, Any]] = {}
-        for scale_set in (str(s) for s in _list(wave.get("scaleSets"))):
-            for selector in (f"{DOMAIN_LABEL}={scale_set}", f"{RACK_LABEL}={scale_set}",
-                             f"{POOL_LABEL}={wave.get('pool')}"):
-                nodes = [_dict(n) for n in self.kube.list_items("/api/v1/nodes", {"labelSelector": selector})
-                         if scale_set_of(_dict(n)) == scale_set.lower()]
-                if nodes:
-                    found.update((str(_dict(n.get("metadata")).get("name")), n) for n in nodes)
-                    break
-        return [found[name] for name in sorted(found)]
-
-    def workloads(self, names: set[str]) -> list[dict[str, Any]]:
-        return [w for w in self.kube.list_items(f"{WORKLOADS}/workloads")
-                if assigned_values(_dict(w)) & names and not finished(_dict(w))]
-
-    def _node_patch(self, node: dict[str, Any], patch: dict[str, Any], guarded: bool = False) -> None:
-        """A merge patch; `guarded` carries the resourceVersion read (a taint list is replaced whole, so a change since
-        the read must fail with 409, not be overwritten). A label merges by key and needs no guard: the kubelet's
-        status updates would make it conflict for nothing."""
-        name = str(_dict(node.get("metadata")).get("name"))
+    def _patch_node(self, node: dict[str, Any], patch: dict[str, Any], guarded: bool = False) -> None:
+        """A merge patch; `guarded` carries the resourceVersion read (a taint list is replaced whole, so a change
+        since the read must fail with 409, not be overwritten)."""
         if guarded:
             version = _dict(node.get("metadata")).get("resourceVersion")
             patch = {**patch, "metadata": {**_dict(patch.get("metadata")), "resourceVersion": version}}
-        self.kube.write("PATCH", f"/api/v1/nodes/{kc.segment(name)}", patch, "application/merge-patch+json")
+        self._write("PATCH", f"/api/v1/nodes/{kc.segment(name_of(node))}", patch, MERGE)
 
-    def _workload_patch(self, workload: dict[str, Any], patch: dict[str, Any]) -> None:
-        meta = _dict(workload.get("metadata"))
-        self.kube.write("PATCH", f"{WORKLOADS}/namespaces/{kc.segment(str(meta.get('namespace')))}/workloads/"
-                        f"{kc.segment(str(meta.get('name')))}", patch, "application/merge-patch+json")
+    def _patch_workload(self, workload: dict[str, Any], patch: dict[str, Any]) -> None:
+        meta = drain.meta(workload)
+        self._write("PATCH", f"{WORKLOADS}/namespaces/{kc.segment(str(meta.get('namespace')))}/workloads/"
+                    f"{kc.segment(str(meta.get('name')))}", patch, MERGE)
 
-    # --- one step
+    # --- what is there now
+    def wave_nodes(self, state: dict[str, Any]) -> list[dict[str, Any]]:
+        """The nodes of the wave's behind instances, by label (never a list of every node: an InfiniBand domain's or
+        a rack's by its own label, whose value is the scale set's name, else the pool's), then by providerID."""
+        wave, behind = _dict(state.get("current")), _dict(state.get("behind"))
+        wanted = {(s.lower(), str(i)) for s, ids in behind.items() for i in _list(ids)}
+        found: dict[str, dict[str, Any]] = {}
+        for scale_set in (str(s) for s in behind):
+            for selector in (f"{DOMAIN_LABEL}={scale_set}", f"{RACK_LABEL}={scale_set}",
+                             f"{POOL_LABEL}={wave.get('pool')}"):
+                nodes = [_dict(n) for n in self.kube.list_items("/api/v1/nodes", {"labelSelector": selector})
+                         if (scale_set_of(_dict(n)) or ("", ""))[0] == scale_set.lower()]
+                if nodes:
+                    found.update((name_of(n), n) for n in nodes if scale_set_of(n) in wanted)
+                    break
+        return [found[name] for name in sorted(found)]
+
+    def pods_on(self, names: list[str]) -> list[dict[str, Any]]:
+        return [_dict(p) for name in names
+                for p in self.kube.list_items("/api/v1/pods", {"fieldSelector": f"spec.nodeName={name}"})]
+
+    def workloads(self) -> list[dict[str, Any]]:
+        return [_dict(w) for w in self.kube.list_items(f"{WORKLOADS}/workloads")]
+
+    # --- one round
     def step(self) -> str:
-        """One step of the current wave; returns what it did (for the log). Only the Lease's holder steps."""
+        """One round; returns what it did (for the log)."""
+        self.written = 0
         if self.leader is not None and not self.leader.ensure():
             return "not the leader"
-        plan, state, state_map = self.read()
-        waves = [_dict(w) for w in _list(plan.get("waves"))]
-        if state.get("phase") == "stopped":
-            return f"stopped at wave {state['wave']}: {state.get('reason')}"
+        plan_map = self._configmap(PLAN_CONFIGMAP)
+        if plan_map is None:
+            return f"idle: no ConfigMap {NAMESPACE}/{PLAN_CONFIGMAP}"
+        try:
+            plan = read_plan(plan_map)
+        except PlanError as error:
+            return f"idle: the plan is unreadable ({error}); fix or re-apply {PLAN_CONFIGMAP}"
+        state_map = self._configmap(STATE_CONFIGMAP)
+        note = ""
+        try:
+            state = read_state(state_map)
+        except StateError as error:
+            state, note = {"phase": "scan"}, f"state reset ({error}); "
         if plan["paused"]:
             return "paused"
-        if state_map is None:  # a new cluster: its machines run this plan's model already
-            state.update(wave=len(waves), phase="fence", plan=plan["digest"])
-            return self._written(state, state_map, "idle: the machines were created from this plan")
-        if state.get("plan") != plan["digest"] and state["phase"] == "fence":  # a new plan, at a wave boundary
-            state.clear()
-            state.update(wave=0, phase="fence", plan=plan["digest"])
-        index = int(state["wave"])
-        while state["phase"] == "fence" and index < len(waves) and waves[index].get("kind") != "pool":
-            index += 1  # control-plane waves are the runbook's
-        if state["phase"] == "fence" and index >= len(waves):
-            return "idle: every wave of this plan is rolled"
-        if index != state["wave"]:
-            state.update(wave=index, phase="fence")
-        if state["phase"] == "fence":
-            state["current"] = waves[index]  # the wave keeps its scale sets if the plan changes under it
-        wave, fence = _dict(state.get("current")) or waves[index], _dict(plan.get("fence"))
+        before = json.dumps(state, sort_keys=True)
         try:
-            did = self._advance(wave, fence, state, float(plan.get("drainDeadlineMinutes") or 0) * 60)
+            reactivated = self.reactivate(state, plan)
+            did = self.advance(plan, state)
         except StopError as stop:
-            state.update(phase="stopped", reason=str(stop))
-            did = f"stopped: {stop}"
-        return self._written(state, state_map, did)
-
-    def _written(self, state: dict[str, Any], state_map: dict[str, Any] | None, did: str) -> str:
-        if self.leader is not None and not self.leader.may_write():
+            state = {**state, "phase": "stopped", "reason": str(stop)}
+            did, reactivated = f"stopped: {stop}", ""
+        except LeaseLostError:
+            return "lost the lease: nothing more written"
+        try:
+            if state_map is None or note or json.dumps(state, sort_keys=True) != before:
+                self._save(state, state_map)
+        except LeaseLostError:
             return "lost the lease: state not written"
-        self.write(state, state_map)
-        return did
+        return note + reactivated + did
 
-    def _advance(self, wave: dict[str, Any], fence: dict[str, Any], state: dict[str, Any], drain: float) -> str:
-        label, phase = str(fence.get("label")), state["phase"]
-        nodes = self.nodes(wave)
-        names = {str(_dict(n.get("metadata")).get("name")) for n in nodes}
-        if phase == "fence":
-            deadline = self.now() + drain
-            for node in nodes:
-                self._node_patch(node, {"metadata": {"labels": {label: fence.get("fenced")}}})
-            stamp = datetime.fromtimestamp(deadline, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            for name in sorted(names):
-                for pod in self.kube.list_items("/api/v1/pods", {"fieldSelector": f"spec.nodeName={name}"}):
-                    meta = _dict(_dict(pod).get("metadata"))
-                    if any(_dict(o).get("kind") == "DaemonSet" for o in _list(meta.get("ownerReferences"))):
-                        continue
-                    self.kube.write("PATCH", f"/api/v1/namespaces/{kc.segment(str(meta.get('namespace')))}/pods/"
-                                    f"{kc.segment(str(meta.get('name')))}",
-                                    {"metadata": {"annotations": {CHECKPOINT: stamp}}}, "application/merge-patch+json")
-            state.update(phase="drain", deadline=deadline)
-            return f"wave {state['wave']}: fenced {len(nodes)} nodes until {stamp}"
-        if phase == "drain":
-            placed = self.workloads(names)
-            if not placed:
-                state["phase"] = "reimage"
-                return f"wave {state['wave']}: drained"
-            if self.now() < float(state["deadline"]):
-                return f"wave {state['wave']}: waiting for {len(placed)} workloads"
-            state["phase"] = "evict"
-            return f"wave {state['wave']}: deadline passed with {len(placed)} workloads"
-        if phase == "evict":
-            placed = self.workloads(names)
-            deactivated = [str(k) for k in _list(state.get("deactivated"))]
-            for workload in placed:
-                meta = _dict(workload.get("metadata"))
-                key = f"{meta.get('namespace')}/{meta.get('name')}"
-                if _dict(workload.get("spec")).get("active") is not False:
-                    self._workload_patch(workload, {"spec": {"active": False}})
-                    deactivated.append(key)
-            for key in sorted(set(deactivated)):
-                namespace, _, name = key.partition("/")
-                try:
-                    workload = _dict(self.kube.get(f"{WORKLOADS}/namespaces/{kc.segment(namespace)}/workloads/"
-                                                   f"{kc.segment(name)}"))
-                except kc.ApiError as error:
-                    if error.status != 404:
-                        raise
-                    deactivated.remove(key)  # finished or deleted meanwhile
-                    continue
-                if not reserved(workload) and not assigned_values(workload) & names:
-                    self._workload_patch(workload, {"spec": {"active": True}})  # requeued whole
-                    deactivated.remove(key)
-            state["deactivated"] = sorted(set(deactivated))
-            if not deactivated and not self.workloads(names):
-                state["phase"] = "reimage"
-            return f"wave {state['wave']}: evicting {len(placed)} workloads, {len(deactivated)} to reactivate"
-        if phase == "reimage":
-            for node in nodes:
+    def reactivate(self, state: dict[str, Any], plan: dict[str, Any]) -> str:
+        """Reactivates, and unmarks in the same patch, every Workload this controller deactivated that holds no quota
+        and no fenced node any more (or has finished): read from the Workloads, so a lost state loses none."""
+        marked = [w for w in self.workloads() if drain.DEACTIVATED_BY in _dict(drain.meta(w).get("annotations"))]
+        if not marked:
+            return ""
+        fenced = {name_of(_dict(n)) for n in self.kube.list_items(
+            "/api/v1/nodes", {"labelSelector": f"{plan['fence']['label']}={plan['fence']['fenced']}"})}
+        done = 0
+        for workload in marked:
+            if drain.finished(workload) or not (drain.reserved(workload) or drain.assigned_values(workload) & fenced):
+                self._patch_workload(workload, {"metadata": {"annotations": {drain.DEACTIVATED_BY: None}},
+                                                "spec": {"active": True}})
+                done += 1
+        return f"reactivated {done} of {len(marked)} workloads; " if done else ""
+
+    def advance(self, plan: dict[str, Any], state: dict[str, Any]) -> str:
+        phase = state["phase"]
+        if phase == "stopped":
+            return f"stopped at wave {state.get('wave')}: {state.get('reason')}"
+        if phase == "scan":
+            return self.scan(plan, state)
+        nodes = self.wave_nodes(state)
+        names = [name_of(n) for n in nodes]
+        return getattr(self, f"_{phase}")(plan, state, nodes, names)
+
+    def scan(self, plan: dict[str, Any], state: dict[str, Any]) -> str:
+        fence = plan["fence"]
+        stray = [n for n in (_dict(n) for n in self.kube.list_items(
+            "/api/v1/nodes", {"labelSelector": f"{fence['label']}={fence['fenced']}"}))
+            if FENCED_BY in _dict(_dict(n.get("metadata")).get("annotations"))]
+        if stray:
+            self._open(stray, fence)
+            return f"opening {len(stray)} fences left from an earlier wave"
+        for wave in plan["waves"]:
+            behind: dict[str, list[str]] = {}
+            for scale_set in wave["scaleSets"]:
+                late = [i.id for i in self.arm.instances(scale_set) if not i.latest]
+                if late:
+                    behind[scale_set] = sorted(late, key=lambda i: (len(i), i))
+            if behind:
+                state.clear()
+                state.update(phase="fence", wave=wave["index"], current=wave, behind=behind)
+                count = sum(len(v) for v in behind.values())
+                return f"wave {wave['index']}: {count} instances behind in {', '.join(behind)}"
+        state.clear()
+        state.update(phase="scan")
+        return "idle: every instance runs its scale set's model"
+
+    def _fence(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+               names: list[str]) -> str:
+        wave, fence = state["current"], plan["fence"]
+        if "deadline" not in state:
+            state["deadline"] = self.now() + float(wave["drainMinutes"]) * 60
+        stamp = datetime.fromtimestamp(float(state["deadline"]), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for node in nodes:
+            meta = _dict(node.get("metadata"))
+            labels, annotations = _dict(meta.get("labels")), _dict(meta.get("annotations"))
+            cordon = not wave["topology"] and not _dict(node.get("spec")).get("unschedulable")
+            if labels.get(fence["label"]) == fence["fenced"] and FENCED_BY in annotations and not cordon:
+                continue
+            if not self._room():
+                return f"wave {state['wave']}: fencing {len(nodes)} nodes"
+            marks = {FENCED_BY: "true", **({CORDONED_BY: "true"} if cordon else {})}
+            patch: dict[str, Any] = {"metadata": {"labels": {fence["label"]: fence["fenced"]}, "annotations": marks}}
+            if cordon:
+                patch["spec"] = {"unschedulable": True}
+            self._patch_node(node, patch)
+        for pod in self.pods_on(names):
+            meta = drain.meta(pod)
+            if drain.daemon_or_static(pod) or drain.terminal(pod) or \
+                    _dict(meta.get("annotations")).get(CHECKPOINT) == stamp:
+                continue
+            if not self._room():
+                return f"wave {state['wave']}: fenced {len(nodes)} nodes, telling their pods"
+            self._write("PATCH", f"/api/v1/namespaces/{kc.segment(str(meta.get('namespace')))}/pods/"
+                        f"{kc.segment(str(meta.get('name')))}", {"metadata": {"annotations": {CHECKPOINT: stamp}}},
+                        MERGE)
+        state["phase"] = "drain"
+        return f"wave {state['wave']}: fenced {len(nodes)} nodes until {stamp}"
+
+    def _left(self, names: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """(Workloads placed on the nodes, pods to evict, every pod still running there but DaemonSets' and static)."""
+        pods, workloads = self.pods_on(names), self.workloads()
+        running = [p for p in pods if not drain.daemon_or_static(p) and not drain.terminal(p)]
+        return drain.placed(workloads, set(names), pods), drain.loose(pods, workloads), running
+
+    def _drain(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+               names: list[str]) -> str:
+        placed, loose, running = self._left(names)
+        if not running and not placed:
+            state["phase"] = "move"
+            return f"wave {state['wave']}: drained"
+        if self.now() < float(state["deadline"]):
+            return f"wave {state['wave']}: waiting for {len(placed)} workloads and {len(running)} pods"
+        state["phase"] = "evict"
+        return f"wave {state['wave']}: deadline passed with {len(placed)} workloads and {len(loose)} other pods"
+
+    def _evict(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+               names: list[str]) -> str:
+        placed, loose, running = self._left(names)
+        if not running and not placed:
+            state["phase"] = "move"
+            return f"wave {state['wave']}: drained"
+        deactivated = held = 0
+        for workload in placed:
+            if _dict(workload.get("spec")).get("active") is False or not self._room():
+                continue
+            self._patch_workload(workload, {"metadata": {"annotations": {
+                drain.DEACTIVATED_BY: ",".join(state["behind"])}}, "spec": {"active": False}})
+            deactivated += 1
+        for pod in loose:
+            if not self._room():
+                break
+            meta = drain.meta(pod)
+            try:
+                self._write("POST", f"/api/v1/namespaces/{kc.segment(str(meta.get('namespace')))}/pods/"
+                            f"{kc.segment(str(meta.get('name')))}/eviction", drain.eviction(pod))
+            except kc.ApiError as error:
+                if error.status == 429:  # a PodDisruptionBudget forbids it now
+                    held += 1
+                elif error.status != 404:
+                    raise
+        return (f"wave {state['wave']}: deactivated {deactivated} of {len(placed)} workloads, "
+                f"{len(loose) - held} evictions asked, {held} held by a disruption budget, {len(running)} pods left")
+
+    def _move(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+              names: list[str]) -> str:
+        wave = state["current"]
+        asked: dict[str, Any] = {}
+        for scale_set, ids in state["behind"].items():
+            model = self.arm.model_image(scale_set)
+            now = {i.id: i for i in self.arm.instances(scale_set)} if model is not None else {}
+            targets = [now[i] for i in ids if i in now and not now[i].latest]
+            if not targets:
+                continue
+            asked[scale_set] = {
+                "upgrade": [i.id for i in targets],
+                "reimage": [i.id for i in targets if i.image == model],  # the model keeps the image: a reimage
+                "before": {i.id: i.changed_at for i in targets}}
+        moved = {(s.lower(), i) for s, a in asked.items() for i in a["upgrade"]}
+        targets = [n for n in nodes if scale_set_of(n) in moved]
+        if wave["preflight"]:  # the health agent takes it off once the new boot passes its checks
+            for node in targets:
                 if not has_taint(node, PREFLIGHT):
                     taints = [*_list(_dict(node.get("spec")).get("taints")),
                               {"key": PREFLIGHT, "value": "rollout", "effect": "NoSchedule"}]
-                    self._node_patch(node, {"spec": {"taints": taints}}, guarded=True)
-            for scale_set in _list(wave.get("scaleSets")):
+                    self._patch_node(node, {"spec": {"taints": taints}}, guarded=True)
+        state.update(phase="upgrading", asked=asked, ready={name_of(n): ready(n)[1] for n in targets},
+                     moveDeadline=self.now() + 2 * float(wave["minutes"]) * 60)
+        count = sum(len(a["upgrade"]) for a in asked.values())
+        return f"wave {state['wave']}: {count} instances to upgrade, " \
+               f"{sum(len(a['reimage']) for a in asked.values())} then to re-image"
+
+    def _arm_step(self, state: dict[str, Any], op: str, nodes: list[dict[str, Any]]) -> list[str]:
+        """Asks ARM for `op` on the instances that have not taken it; returns those not done yet. An instance has
+        taken it when ARM shows it busy or changed since the recorded change (and, for an upgrade, on its model)."""
+        waiting: list[str] = []
+        for scale_set, asked in _dict(state.get("asked")).items():
+            before = _dict(asked.get("before"))
+            now: dict[str, Instance] = {i.id: i for i in self.arm.instances(scale_set)}
+            post: list[str] = []
+            for instance_id in _list(asked.get(op)):
+                instance = now.get(instance_id)
+                if instance is None:
+                    continue  # scaled in: nothing left to move
+                if instance.failed:
+                    raise StopError(f"{scale_set} instance {instance_id}: {op} ended in provisioningState Failed")
+                taken = instance.busy or instance.changed_at != before.get(instance_id) or (
+                    op == "upgrade" and instance.latest)
+                if not taken:
+                    post.append(instance_id)
+                if not taken or instance.busy or (op == "upgrade" and not instance.latest):
+                    waiting.append(f"{scale_set}/{instance_id}")
+            if post:
                 try:
-                    self.arm.upgrade(str(scale_set))
-                except kc.ApiError as error:
-                    raise StopError(f"upgrade of {scale_set} to its latest model: {error}") from None
-            state["phase"] = "upgrading"  # a restart from here polls; it never asks for a second upgrade
-            return f"wave {state['wave']}: upgrade asked for {', '.join(map(str, _list(wave.get('scaleSets'))))}"
-        if phase == "upgrading":
-            try:
-                waiting = [str(s) for s in _list(wave.get("scaleSets")) if not self.arm.settled(str(s))]
-            except ReimageFailedError as error:
-                raise StopError(str(error)) from None
-            if waiting:
-                return f"wave {state['wave']}: upgrading {', '.join(waiting)}"
-            for scale_set in _list(wave.get("scaleSets")):
-                try:
-                    self.arm.reimage(str(scale_set))
-                except kc.ApiError as error:
-                    raise StopError(f"reimage of {scale_set}: {error}") from None
-            state["phase"] = "reimaging"  # a restart from here polls; it never asks for a second reimage
-            return f"wave {state['wave']}: reimage asked for {', '.join(map(str, _list(wave.get('scaleSets'))))}"
-        if phase == "reimaging":
-            try:
-                waiting = [str(s) for s in _list(wave.get("scaleSets")) if not self.arm.settled(str(s))]
-            except ReimageFailedError as error:
-                raise StopError(str(error)) from None
-            if waiting:
-                return f"wave {state['wave']}: re-imaging {', '.join(waiting)}"
-            state["phase"] = "health"
-            return f"wave {state['wave']}: re-imaged"
-        if phase == "health":
-            sick = sorted(str(_dict(n.get("metadata")).get("name")) for n in nodes if has_taint(n, UNHEALTHY))
-            if sick:
-                raise StopError(f"health check failed on {', '.join(sick)}; the wave stays fenced")
-            waiting = [n for n in nodes if has_taint(n, PREFLIGHT)]
-            if waiting or not nodes:
-                return f"wave {state['wave']}: {len(waiting)} nodes in preflight"
-            state["phase"] = "lift"
-            return f"wave {state['wave']}: healthy"
-        if phase == "lift":
-            for node in nodes:
-                self._node_patch(node, {"metadata": {"labels": {label: fence.get("open")}}})
-            state.update(wave=int(state["wave"]) + 1, phase="fence", deadline=None, current=None)
-            return f"wave {int(state['wave']) - 1}: fence lifted"
-        raise StopError(f"unknown phase {phase!r}")
+                    getattr(self.arm, op)(scale_set, post)
+                except kc.ApiError as error:  # read again next round before asking again
+                    kc.log(f"rollout: {op} of {scale_set} {post}: {error}")
+        return waiting
+
+    def _overdue(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+                 waiting: list[str]) -> None:
+        """Past the wave's time: opens the nodes that came back and stops with the ones that did not fenced."""
+        if self.now() < float(state.get("moveDeadline") or 0):
+            return
+        stuck = set(waiting)
+        back = [n for n in nodes if name_of(n) not in stuck and "/".join(scale_set_of(n) or ("", "")) not in stuck
+                and not has_taint(n, PREFLIGHT) and not has_taint(n, UNHEALTHY) and ready(n)[0]]
+        self._open(back, plan["fence"], everything=True)
+        raise StopError(f"wave {state['wave']}: past its time, still waiting for {', '.join(sorted(stuck)[:20])}; "
+                        f"{len(back)} nodes reopened, the rest stay fenced")
+
+    def _upgrading(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+                   names: list[str]) -> str:
+        waiting = self._arm_step(state, "upgrade", nodes)
+        if waiting:
+            self._overdue(plan, state, nodes, waiting)
+            return f"wave {state['wave']}: upgrading {len(waiting)} instances"
+        for scale_set, asked in _dict(state.get("asked")).items():
+            if asked.get("reimage"):
+                now = {i.id: i for i in self.arm.instances(scale_set)}
+                asked["before"] = {i: now[i].changed_at for i in asked["reimage"] if i in now}
+        state["phase"] = "reimaging" if any(a.get("reimage") for a in state["asked"].values()) else "health"
+        return f"wave {state['wave']}: upgraded"
+
+    def _reimaging(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+                   names: list[str]) -> str:
+        waiting = self._arm_step(state, "reimage", nodes)
+        if waiting:
+            self._overdue(plan, state, nodes, waiting)
+            return f"wave {state['wave']}: re-imaging {len(waiting)} instances"
+        state["phase"] = "health"
+        return f"wave {state['wave']}: re-imaged"
+
+    def _health(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+                names: list[str]) -> str:
+        was = _dict(state.get("ready"))
+        targets = [n for n in nodes if name_of(n) in was]
+        sick = sorted(name_of(n) for n in targets if has_taint(n, UNHEALTHY))
+        if sick:
+            raise StopError(f"health check failed on {', '.join(sick)}; the wave stays fenced")
+        waiting = [name_of(n) for n in targets if not ready(n)[0] or ready(n)[1] == was.get(name_of(n))
+                   or (state["current"]["preflight"] and has_taint(n, PREFLIGHT))]
+        if waiting:
+            self._overdue(plan, state, nodes, waiting)
+            return f"wave {state['wave']}: waiting for {len(waiting)} nodes to come back"
+        state["phase"] = "lift"
+        return f"wave {state['wave']}: healthy"
+
+    def _lift(self, plan: dict[str, Any], state: dict[str, Any], nodes: list[dict[str, Any]],
+              names: list[str]) -> str:
+        if not self._open(nodes, plan["fence"]):
+            return f"wave {state['wave']}: opening"
+        wave = state["wave"]
+        state.clear()
+        state.update(phase="scan")
+        return f"wave {wave}: fence lifted"
+
+    def _open(self, nodes: list[dict[str, Any]], fence: dict[str, str], everything: bool = False) -> bool:
+        """Opens the fence on nodes this controller fenced and uncordons the ones it cordoned, within the round's
+        writes unless `everything`; whether it reached them all."""
+        for node in nodes:
+            annotations = _dict(_dict(node.get("metadata")).get("annotations"))
+            if FENCED_BY not in annotations:
+                continue
+            if not everything and not self._room():
+                return False
+            patch: dict[str, Any] = {"metadata": {"labels": {fence["label"]: fence["open"]},
+                                                  "annotations": {FENCED_BY: None, CORDONED_BY: None}}}
+            if CORDONED_BY in annotations:
+                patch["spec"] = {"unschedulable": None}
+            self._patch_node(node, patch)
+        return True
 
 
 def run(controller: Controller, rounds: Iterator[int] | None = None, interval: float = 30.0,
         sleep: Callable[[float], None] = time.sleep) -> str:
-    """Steps for ever (or for `rounds`): idle or stopped, it keeps reading, so a new plan or a resumed rollout is
-    seen; an API error is logged and the round repeated (after a fresh read)."""
+    """Rounds for ever (or for `rounds`), the lease renewed beside them: idle or stopped it keeps reading, so a
+    model change or a resumed rollout is seen; whatever a server answers is logged and the round repeated."""
+    if controller.leader is not None:
+        controller.leader.start()
     did = ""
     for _ in rounds if rounds is not None else iter(int, 1):
         try:
             did = controller.step()
         except kc.ApiError as error:
             did = f"error: {error}"
+        except Exception as error:  # a bug must not end the Deployment's pod in a restart loop: logged, next round
+            did = f"error: {type(error).__name__}: {error}"
         kc.log(f"rollout: {did}")
-        waited = 0.0
-        while waited < interval:  # renew the lease while waiting: a holder that stops renewing stops writing
-            step = min(interval - waited, controller.leader.retry if controller.leader else interval)
-            sleep(step)
-            waited += step
-            if controller.leader is not None:
-                controller.leader.ensure()
+        sleep(interval)
     return did
 
 
 def controller_from_env() -> Controller:
     lease = float(os.environ.get("ROLLOUT_LEASE_SECONDS", 30))
-    kube = kc.Kube(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("ROLLOUT_KUBE_PER_MINUTE", 120))))
+    per_minute = float(os.environ.get("ROLLOUT_KUBE_PER_MINUTE", 120))
+    kube = kc.Kube(timeout=lease / 3, budget=kc.Budget(per_minute))
     arm_http = kc.Http(timeout=lease / 3, budget=kc.Budget(float(os.environ.get("ROLLOUT_ARM_PER_MINUTE", 30))))
     arm = Arm(arm_http, os.environ["AZURE_CLIENT_ID"], os.environ["AZURE_SUBSCRIPTION_ID"],
               os.environ["AZURE_RESOURCE_GROUP"])
     me = os.environ.get("POD_NAME") or os.uname().nodename
     leader = Leader(kube, NAMESPACE, LEASE, me, lease, lease * 2 / 3, lease / 6)
-    return Controller(kube, arm, leader=leader)
+    # a round's writes take at most half the renew deadline at the budget's rate
+    writes = max(1, int(per_minute / 60 * (lease * 2 / 3) / 2))
+    return Controller(kube, arm, leader=leader, writes_per_round=writes)
 
 
 if __name__ == "__main__":
