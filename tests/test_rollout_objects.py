@@ -14,7 +14,7 @@ from components.kubernetes.scripts import rollout as ro
 from components.planning.cluster_plan import plan_cluster
 from tests.support.fake_kube import Seen
 from tests.support.manifest_validation import validate_object
-from tests.support.rollout_world import NS, Cluster
+from tests.support.rollout_world import CPU_SET, PODS, SETS, Cluster, pod
 from tests.support.stacks import stack_spec
 
 AZURE = {"client_id": "00000000-0000-0000-0000-000000000001", "subscription_id": "sub", "resource_group": "rg"}
@@ -34,6 +34,8 @@ def request_info(seen: Seen) -> tuple[str, str, str, str | None, str]:
     if rest[0] == "namespaces" and len(rest) > 2:
         namespace, rest = rest[1], rest[2:]
     resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
+    if len(rest) > 2:  # a subresource: pods/<name>/eviction is `create` on `pods/eviction`
+        resource = f"{rest[0]}/{rest[2]}"
     verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[seen.method]
     if name is None and verb == "get":
         verb = "watch" if seen.query.get("watch") not in (None, "0", "false") else "list"
@@ -55,12 +57,16 @@ def allowed(info: tuple[str, str, str, str | None, str], objects: list[dict[str,
 
 
 def test_every_request_of_a_rollout_is_allowed_by_the_rendered_roles(cluster: Cluster) -> None:
-    del cluster.kube.store[f"/api/v1/namespaces/{NS}/configmaps"][ro.STATE_CONFIGMAP]  # a new cluster: state created
+    """A rollout that does everything: a gang deactivated past its deadline and reactivated, a Deployment's pod evicted
+    from a CPU node, cordons, taints, the state created and updated, the lease taken and renewed."""
+    cluster.plan(deadline_minutes=0)
+    cluster.kube.put_object(PODS, pod("web-0", f"{CPU_SET}-1", "uid-rs", kind="ReplicaSet"))
+    for scale_set in (CPU_SET, *SETS):
+        cluster.arm.touch(scale_set)
     controller = cluster.controller("replica-a")
-    assert controller.step() == "idle: the machines were created from this plan"
-    cluster.no_deadline()  # then a change to roll
-    said = cluster.steps(controller, 60)
-    assert said[-1] == "idle: every wave of this plan is rolled" and controller.leader is not None
+    said = cluster.steps(controller, 120)
+    assert said[-1] == "idle: every instance runs its scale set's model" and controller.leader is not None
+    assert any("reactivated" in s for s in said) and any("evictions asked" in s for s in said), said
     controller.leader.tried_at = float("-inf")  # a renewal (steps came faster than the lease's retry period)
     assert controller.leader.ensure()
     objects = _objects()
@@ -79,11 +85,28 @@ def test_the_rendered_plan_is_what_the_controller_reads(cluster: Cluster) -> Non
     document = plan_document(rollout)
     plan = json.loads(document)
     assert [w["scaleSets"] for w in plan["waves"]] == [list(w.scale_sets) for w in rollout.waves]
-    configmaps = f"/api/v1/namespaces/{NS}/configmaps"
-    current = cluster.kube.store[configmaps][ro.PLAN_CONFIGMAP]
-    cluster.kube.put_object(configmaps, {**current, "data": {"plan.json": document}})
-    read, state, _ = cluster.controller().read()
-    assert read["waves"] == plan["waves"] and read["drainDeadlineMinutes"] == 240 and state["phase"] == "fence"
+    read = ro.read_plan({"data": {"plan.json": document}})
+    pools = [w for w in rollout.waves if w.kind == "pool"]
+    assert [w["scaleSets"] for w in read["waves"]] == [list(w.scale_sets) for w in pools]
+    assert {w["pool"]: (w["topology"], w["preflight"]) for w in read["waves"]} == {
+        w.pool: (w.topology, w.preflight) for w in pools}
+    assert any(w["topology"] for w in read["waves"]) and any(not w["topology"] for w in read["waves"])
+    assert {w["drainMinutes"] for w in read["waves"] if w["preflight"]} == {240}
+
+
+def test_an_image_bump_leaves_the_plan_document_alone() -> None:
+    """What to re-image is what Azure says (latestModelApplied), not the plan: the h100 pool's image 1.0.0 -> 1.0.1
+    changes nothing the controller reads, so no digest of it starts or restarts a rollout; the bump reaches the
+    scale sets' models, and the controller sees their instances behind (tests/test_rollout_controller.py)."""
+    spec = stack_spec("prod")
+    before = plan_cluster(spec)
+    pools = [p.model_copy(update={"image": p.image.model_copy(update={"version": "1.0.1"})}) if p.name == "h100" else p
+             for p in spec.pools]
+    after = plan_cluster(spec.model_copy(update={"pools": pools}))
+    assert before.rollout is not None and after.rollout is not None
+    assert plan_document(after.rollout) == plan_document(before.rollout)
+    changed = {m for m, v in after.images.machines.items() if before.images.machines.get(m) != v}
+    assert changed and all(m.startswith("h100-") for m in changed), changed
 
 
 def test_the_objects_validate_and_the_deployment_is_spread_and_leader_elected() -> None:
