@@ -177,7 +177,7 @@ def test_a_lost_state_write_loses_no_deactivated_workload(cluster: Cluster) -> N
     cluster.arm.bump(SETS[0], "1.0.1")
     controller = cluster.controller()
     cluster.plan(deadline_minutes=0)
-    cluster.steps(controller, 4, until=f"wave 2: deactivated")
+    cluster.steps(controller, 4, until="wave 2: deactivated")
     assert _gang(cluster)["spec"].get("active") is False
     del cluster.kube.store[CONFIGMAPS][ro.STATE_CONFIGMAP]
     said = cluster.steps(controller, 40)

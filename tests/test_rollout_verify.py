@@ -34,10 +34,15 @@ def test_instances_behind_their_model_name_the_wave_that_reimages_them(live: Wor
 def test_the_rollout_progress_stopped_and_not_started(live: World) -> None:
     total = len(live.plan.rollout.waves) if live.plan.rollout else 0
     [running] = _results(live, "cluster.rollout")
-    assert running["status"] == "pass" and running["detail"] == f"wave 1 of {total}, phase drain"
+    assert running["status"] == "pass" and running["detail"] == (
+        f"wave 5 of {total} (system), phase drain: waiting for 2 instances of system-z1-00 to empty; workloads "
+        "deactivated after 2026-11-30T00:53:20Z"), running["detail"]
     live.kube.routes[STATE]["data"]["state.json"] = json.dumps({"wave": 3, "phase": "stopped", "reason": "sick"})
     [stopped] = _results(live, "cluster.rollout")
     assert stopped["status"] == "fail" and stopped["detail"] == f"stopped at wave 3 of {total}: sick"
+    live.kube.routes[STATE]["data"]["state.json"] = json.dumps({"phase": "health", "behind": {"x": ["0"]}})
+    [corrupt] = _results(live, "cluster.rollout")
+    assert corrupt["status"] == "fail" and "not what the controller writes" in corrupt["detail"]
     del live.kube.routes[STATE]
     [none] = _results(live, "cluster.rollout")
     assert none["status"] == "skip"

@@ -4,14 +4,14 @@ node image or boot change").
 A scale set's upgradePolicy is Manual: `pulumi up` changes its model, and an instance takes the new model only when
 it is re-imaged. ARM reports per instance whether it runs the scale set's latest model (`latestModelApplied`,
 Microsoft.Compute VirtualMachineScaleSetVMProperties). The rollout controller's progress is its state ConfigMap
-(components/kubernetes/scripts/rollout.py)."""
+(components/kubernetes/scripts/rollout.py), read as the controller reads it, shown with what it waits for."""
 
 from __future__ import annotations
 
-import json
+from datetime import UTC, datetime
 from typing import Any
 
-from components.kubernetes.scripts.rollout import DEFAULT_NAMESPACE, STATE_CONFIGMAP
+from components.kubernetes.scripts.rollout import DEFAULT_NAMESPACE, STATE_CONFIGMAP, StateError, read_state
 from components.planning.cluster_plan import ClusterPlan
 from components.verify import expected
 from components.verify.arm import Arm, not_found
@@ -53,20 +53,40 @@ def check_instance_models(arm: Arm, plan: ClusterPlan) -> list[Result]:
     return results
 
 
+def waiting_for(state: dict[str, Any]) -> str:
+    """What the controller waits for in its phase, from its state (components/kubernetes/scripts/rollout.py)."""
+    phase, behind = state["phase"], state.get("behind") or {}
+    instances = sum(len(v) for v in behind.values())
+    if phase in ("fence", "drain", "evict"):
+        deadline = datetime.fromtimestamp(float(state.get("deadline") or 0), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return (f"{instances} instances of {', '.join(behind)} to empty; workloads deactivated after {deadline}"
+                if phase != "evict" else f"{instances} instances of {', '.join(behind)}: evicting what is left")
+    if phase in ("upgrading", "reimaging"):
+        op = "upgrade" if phase == "upgrading" else "reimage"
+        asked = sum(len(a.get(op) or []) for a in (state.get("asked") or {}).values())
+        return f"ARM's {op} of {asked} instances"
+    if phase == "health":
+        return f"{len(state.get('ready') or {})} nodes to be Ready again and out of preflight"
+    return phase
+
+
 def check_progress(kube: Kube, plan: ClusterPlan) -> list[Result]:
     total = len(plan.rollout.waves) if plan.rollout else 0
     found = kube.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/configmaps/{STATE_CONFIGMAP}")
     if found is None:
-        return [PROGRESS.skipped("rollout", "no rollout has started (no state ConfigMap)")]
+        return [PROGRESS.skipped("rollout", "the controller has not written its state yet")]
     try:
-        state = json.loads(str((found.get("data") or {}).get("state.json") or "{}"))
-    except ValueError:
-        return [PROGRESS.failed("rollout", "the state ConfigMap's state.json is not JSON",
-                                "fix or delete it; the controller starts over from wave 0 without it")]
-    wave, phase = state.get("wave"), state.get("phase")
+        state = read_state(found)
+    except StateError as error:
+        return [PROGRESS.failed("rollout", f"the state is not what the controller writes: {error}",
+                                "the controller scans again from it; if it keeps failing, delete the state ConfigMap")]
+    wave, phase = state.get("wave"), state["phase"]
     if phase == "stopped":
         return [PROGRESS.failed("rollout", f"stopped at wave {wave} of {total}: {state.get('reason')}",
-                                "the wave stays fenced: fix its nodes, then set the phase in the state ConfigMap")]
-    if isinstance(wave, int) and wave >= total:
-        return [PROGRESS.passed("rollout", f"all {total} waves done")]
-    return [PROGRESS.passed("rollout", f"wave {wave} of {total}, phase {phase}")]
+                                "the nodes that did not come back stay fenced: fix them, then delete the state "
+                                "ConfigMap (docs/operations.md, 'The rollout controller')")]
+    if phase == "scan":
+        return [PROGRESS.passed("rollout", "idle or scanning: no wave in progress (azure.instance-models shows "
+                                           "what is behind)")]
+    return [PROGRESS.passed("rollout", f"wave {wave} of {total} ({state['current']['pool']}), phase {phase}: "
+                                       f"waiting for {waiting_for(state)}")]

@@ -15,13 +15,13 @@ the other scenarios, whatever order they run in.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -472,12 +472,25 @@ def _renewed(plane: cp.ControlPlane, namespace: str, name: str) -> bool:
     return bool(spec) and spec.get("renewTime") != spec.get("acquireTime")
 
 
+def _reboot(plane: cp.ControlPlane, name: str) -> None:
+    """What a re-imaged machine's kubelet does when it comes back: a new Ready transition (kwok keeps a node Ready
+    throughout; its heartbeat rewrites the transition only every ten minutes)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                         "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
+                                         "lastTransitionTime": now}]}}
+    done = kubectl(plane, "patch", "node", name, "--subresource=status", "--type=strategic", "-p", json.dumps(status))
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack, report: E2EReport,
                                                                 leftovers: list[list[str]], tmp_path: Path) -> None:
-    """Two replicas of the controller; the one holding the Lease rolls the wave of dev's first t4 scale set, as a
-    rollout that reached it finds it: fence (the admission label, the checkpoint annotation on a running pod), drain
-    (Kueue's Workloads read), reimage (the preflight taint, ARM's manual upgrade), the re-image, the health agent
-    clearing the node, and the fence lifted. The other replica only reads the Lease."""
+    """Two replicas of the controller; the one holding the Lease rolls the one instance of dev's first t4 scale set
+    that the fake ARM says is behind its model: fence (the admission label, a cordon: t4's flavor has no topology),
+    the checkpoint annotation on a running pod, its eviction through the Eviction API (the wave's drain deadline set
+    to 0 here), the preflight taint, ARM's manual upgrade (the model names a new image: no reimage), the node back
+    (a new Ready transition) and the health agent clearing it, the fence lifted. The other replica only reads the
+    Lease. Every write as gpucluster-rollout with its rendered roles, checked for 403 in the audit log."""
     plane = dev_stack.plane
     daemon = daemons(dev_stack.out, "rollout.py")[0]
     namespace = daemon.namespace
@@ -486,8 +499,15 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
     t4 = next(t for t in templates("dev", dev_stack.out) if t.pool == "t4")
     plan_map = _configmap(plane, namespace, ro.PLAN_CONFIGMAP)
     assert plan_map is not None
-    plan_text = plan_map["data"]["plan.json"]
-    wave = next(w["index"] for w in json.loads(plan_text)["waves"] if w["kind"] == "pool" and t4.scale_set in w["scaleSets"])
+    plan = json.loads(plan_map["data"]["plan.json"])
+    wave = next(w for w in plan["waves"] if w["kind"] == "pool" and t4.scale_set in w["scaleSets"])
+    assert wave["topology"] is False and wave["preflight"] is True
+    wave["drainMinutes"] = 0
+    quick = kubectl(plane, "create", "configmap", ro.PLAN_CONFIGMAP, "-n", namespace, "--dry-run=client", "-o", "json",
+                    f"--from-literal=plan.json={json.dumps(plan)}")
+    assert quick.returncode == 0, quick.stderr
+    replaced = kubectl(plane, "replace", "-f", "-", stdin=quick.stdout)
+    assert replaced.returncode == 0, replaced.stderr
 
     index = 990021
     node = t4.node(index)
@@ -503,13 +523,13 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
     for kind, object_name in (("configmap", ro.STATE_CONFIGMAP), ("lease", ro.LEASE)):
         kubectl(plane, "delete", kind, object_name, "-n", namespace, "--ignore-not-found")
         leftovers.append([kind, object_name, "-n", namespace])
-    state = {"wave": wave, "phase": "fence", "plan": hashlib.sha256(plan_text.encode()).hexdigest()}
-    made = kubectl(plane, "create", "configmap", ro.STATE_CONFIGMAP, "-n", namespace,
-                   f"--from-literal=state.json={json.dumps(state)}")
-    assert made.returncode == 0, made.stderr
 
     account = account_dir(plane, namespace, daemon.account, tmp_path / "rollout")
     arm = rollout_world.Arm()
+    image = rollout_world.IMAGE.format("t4", "1.0.0")
+    arm.sets[t4.scale_set] = rollout_world.ScaleSet(image, {str(index): rollout_world.Vm(image)})
+    arm.bump(t4.scale_set, "1.0.1")
+    arm.done = lambda scale_set, instance: _reboot(plane, name)
     with arm.running():
         # The fake ARM answers for subscription `sub`, group `rg`; the rest of the environment is the Deployment's.
         env = environment(plane, account, daemon.env, AZURE_SUBSCRIPTION_ID="sub", AZURE_RESOURCE_GROUP="rg",
@@ -523,12 +543,9 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
                           "replica a holds the Lease", first)
             second = start_script("rollout-b", "rollout.py", daemon.args, {**env, "POD_NAME": "gpucluster-rollout-b"},
                                   tmp_path / "rollout-b.log")
-            cp.wait_until(lambda: _state(plane, namespace).get("phase") == "health", 240, "the wave re-imaged", first)
+            cp.wait_until(lambda: _state(plane, namespace).get("phase") == "health", 240, "the wave moved", first)
             rolled = node_of(plane, name)
-            on_node = cp.json_get(plane, f"/api/v1/pods?fieldSelector=spec.nodeName%3D{name}")["items"]
-            checkpointed = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": [
-                o["kind"] for o in p["metadata"].get("ownerReferences", [])] for p in on_node
-                if ro.CHECKPOINT in p["metadata"].get("annotations", {})}
+            evicted = cp.json_get(plane, f"/api/v1/pods?fieldSelector=spec.nodeName%3D{name}")["items"]
 
             # The health agent of the node's pod (dev's t4 DaemonSet) clears the re-imaged node.
             pod = agent_pod(dev_stack, agent.namespace, name, agent.workload["metadata"]["name"])
@@ -542,14 +559,19 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
             (shared / "diag.json").write_text(json.dumps(PASSING_DIAG))
             agent_log = run_agent_until("health-agent", agent_env, tmp_path / "agent.log", "the preflight taint removed",
                                         lambda: ro.PREFLIGHT not in taints(plane, name))
-            cp.wait_until(lambda: int(_state(plane, namespace).get("wave", 0)) > wave, 120, "the fence lifted", first)
+            cp.wait_until(lambda: _state(plane, namespace) == {"phase": "scan"} and FENCE.open == node_of(
+                plane, name)["metadata"]["labels"].get(FENCE.label), 120, "the fence lifted", first)
             cp.wait_until(lambda: _renewed(plane, namespace, ro.LEASE), 60, "the Lease renewed", first)
             lease = _lease(plane, namespace, ro.LEASE)
         finally:
             first.stop()
             if second is not None:
                 second.stop()
-    lifted = node_of(plane, name)["metadata"]["labels"].get(FENCE.label)
+            restored = kubectl(plane, "replace", "-f", "-", stdin=json.dumps(
+                {k: v for k, v in plan_map.items() if k != "metadata"} | {"metadata": {
+                    "name": ro.PLAN_CONFIGMAP, "namespace": namespace}}))
+            assert restored.returncode == 0, restored.stderr
+    after = node_of(plane, name)
     log_a, log_b = (tmp_path / "rollout-a.log").read_text(), (tmp_path / "rollout-b.log").read_text()
     steps = [line.removeprefix("rollout: ") for line in log_a.splitlines() if line.startswith("rollout: ")]
     other = {line for line in log_b.splitlines() if line.strip()}
@@ -557,20 +579,22 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
     refused = (refusals(log_a + log_b + gated.stdout + gated.stderr + agent_log) + refused_writes(events)
                + refused_writes(audited(plane, agent.namespace, agent.account)))
     report.scenario("rollout controller (two replicas) as gpucluster-rollout against the real API server",
-                    "failed" if refused else "passed", rbac=rbac, wave=wave, node=name, steps=steps, lease=lease,
-                    other_replica=sorted(other),
-                    fenced=rolled["metadata"]["labels"].get(FENCE.label), taints_reimaged=taints_of(rolled),
-                    checkpointed=checkpointed, arm_upgraded=arm.upgraded, arm_reimaged=arm.reimaged,
-                    lifted=lifted, writes=audit_summary(events), refused=refused)
+                    "failed" if refused else "passed", rbac=rbac, wave=wave["index"], node=name, steps=steps,
+                    lease=lease, other_replica=sorted(other),
+                    fenced=rolled["metadata"]["labels"].get(FENCE.label), cordoned=rolled["spec"].get("unschedulable"),
+                    taints_moved=taints_of(rolled), pods_left=[p["metadata"]["name"] for p in evicted],
+                    arm_posts=arm.posts, lifted=after["metadata"]["labels"].get(FENCE.label),
+                    writes=audit_summary(events), refused=refused)
     assert not refused
-    assert rolled["metadata"]["labels"].get(FENCE.label) == FENCE.fenced
+    assert rolled["metadata"]["labels"].get(FENCE.label) == FENCE.fenced and rolled["spec"].get("unschedulable")
     assert taints_of(rolled).get(ro.PREFLIGHT) == "rollout"
-    assert "team-research/rollout-e2e-job" in checkpointed and not any("DaemonSet" in o for o in checkpointed.values())
-    assert t4.scale_set in arm.upgraded and t4.scale_set in arm.reimaged
-    assert lifted == FENCE.open
+    assert "rollout-e2e-job" not in [p["metadata"]["name"] for p in evicted], "evicted before the move"
+    assert any(e.get("objectRef", {}).get("subresource") == "eviction" for e in events), "through the Eviction API"
+    assert arm.posts == [(t4.scale_set, "manualupgrade", (str(index),))], arm.posts
+    assert after["metadata"]["labels"].get(FENCE.label) == FENCE.open and not after["spec"].get("unschedulable")
     assert other == {"rollout: not the leader"}, other
     assert lease["holderIdentity"] == "gpucluster-rollout-a", lease
-    assert any(s.endswith("drained") for s in steps), steps
+    assert any(s.endswith("fence lifted") for s in steps), steps
 
 
 def taints_of(node: dict[str, Any]) -> dict[str, str]:

@@ -364,5 +364,9 @@ def kube_routes(plan: ClusterPlan, token_days: float = 60) -> dict[str, Any]:
              "status": {"containerStatuses": [{"name": "main", "image": image, "state": {"running": {}}}]}}]}
     routes["/api/v1/namespaces/kube-system/configmaps/gpucluster-rollout-state"] = {
         "metadata": {"name": "gpucluster-rollout-state"},
-        "data": {"state.json": json.dumps({"wave": 1, "phase": "drain"})}}
+        "data": {"state.json": json.dumps({"wave": 5, "phase": "drain", "deadline": 1_796_000_000.0,
+                                           "behind": {"system-z1-00": ["0", "1"]},
+                                           "current": {"index": 5, "pool": "system", "scaleSets": ["system-z1-00"],
+                                                       "topology": False, "preflight": False, "drainMinutes": 0,
+                                                       "minutes": 25}})}}
     return routes
