@@ -36,6 +36,10 @@ def complete_after(duration: str) -> dict[str, str]:
 
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+PROVIDER_ID = ("azure:///subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/{}/"
+               "virtualMachines/{}")
+"""A node's providerID as cloud-provider-azure sets it for a scale-set VM (`azure://` + the VM's resource id), with
+the subscription `sub` and group `rg` the fake ARM of tests/support/rollout_world.py answers for."""
 """The annotation kwok manages nodes by (its --manage-nodes-with-annotation-selector)."""
 
 
@@ -55,7 +59,7 @@ class NodeTemplate:
                          "labels": {**self.labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                     "kubernetes.io/arch": "amd64"}},
             "spec": {"taints": [dict(t) for t in self.taints],
-                     "providerID": f"kwok://{name}"},
+                     "providerID": PROVIDER_ID.format(self.scale_set, index)},
             "status": {"capacity": self.capacity, "allocatable": self.capacity},
         }
 

@@ -313,13 +313,15 @@ def test_the_controller_sends_the_providers_compute_api_version_and_the_vocabula
         LABEL_IB_DOMAIN,
         LABEL_POOL,
         LABEL_RACK,
+        LABEL_SCALE_SET,
         TAINT_PREFLIGHT,
         TAINT_UNHEALTHY,
     )
 
     assert ro.COMPUTE_API_VERSION == SCALE_SET_API_VERSION
     assert (ro.CHECKPOINT, ro.PREFLIGHT, ro.UNHEALTHY) == (ANNOTATION_CHECKPOINT_BY, TAINT_PREFLIGHT, TAINT_UNHEALTHY)
-    assert (ro.DOMAIN_LABEL, ro.RACK_LABEL, ro.POOL_LABEL) == (LABEL_IB_DOMAIN, LABEL_RACK, LABEL_POOL)
+    assert (ro.DOMAIN_LABEL, ro.RACK_LABEL, ro.POOL_LABEL, ro.SCALE_SET_LABEL) == (
+        LABEL_IB_DOMAIN, LABEL_RACK, LABEL_POOL, LABEL_SCALE_SET)
 
 
 def test_the_controller_sends_only_the_arm_requests_its_role_grants(cluster: Cluster) -> None:

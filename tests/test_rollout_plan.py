@@ -205,3 +205,18 @@ def test_bad_rollout_settings_name_the_key() -> None:
         parse_cluster(small_cluster(rollout={"batchPercent": 0, "gpuDomainsPerWave": 65}))
     assert sorted(str(p) for p in raised.value.problems) == [
         "cluster.rollout.batchPercent: must be >= 1 (got 0)", "cluster.rollout.gpuDomainsPerWave: must be <= 64 (got 65)"]
+
+
+def test_the_report_says_when_a_wave_takes_a_whole_scale_set_above_the_batch_share() -> None:
+    """prod's CPU pool: a scale set is the smallest wave, and one of them holds more than batchPercent of the pool."""
+    from components.offline.rollout_report import rollout_data, whole_set_text
+
+    plan = plan_cluster(stack_spec("prod"))
+    data = rollout_data(plan)
+    assert data is not None
+    cpu = next(p for p in plan.pools if p.name == "cpu")
+    largest = max(s.capacity for s in cpu.scale_sets)
+    assert largest * 100 > cpu.nodes * data["settings"]["batchPercent"]
+    assert f"pool cpu: {largest:,} of {cpu.nodes:,} nodes" in whole_set_text(data)
+    small = {**data, "waves": [w for w in data["waves"] if w["kind"] != "pool" or w["gpus"]]}
+    assert whole_set_text(small) == ""

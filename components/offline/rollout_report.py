@@ -44,6 +44,22 @@ def _hours(minutes: int) -> str:
     return f"{minutes / 60:.1f} h"
 
 
+def whole_set_text(rollout: Data) -> str:
+    """One line naming the largest CPU or system wave that is a whole scale set above the pool's batch share."""
+    pools: dict[str, int] = {}
+    for w in rollout["waves"]:
+        if w["kind"] == "pool":
+            pools[w["pool"]] = pools.get(w["pool"], 0) + w["nodes"]
+    share = rollout["settings"]["batchPercent"]
+    over = [w for w in rollout["waves"] if w["kind"] == "pool" and not w["gpus"] and len(w["scaleSets"]) == 1
+            and w["nodes"] * 100 > pools[w["pool"]] * share]
+    if not over:
+        return ""
+    w = max(over, key=lambda w: w["nodes"])
+    return (f"A scale set is the smallest wave: where one holds more than {share}% of its pool, its wave takes it "
+            f"whole (pool {w['pool']}: {w['nodes']:,} of {pools[w['pool']]:,} nodes in wave {w['index']}).")
+
+
 def quota_short_text(rollout: Data) -> str | None:
     """One line naming the pools whose waves leave less in service than the teams' nominal quota."""
     short: dict[str, int] = {}
@@ -95,6 +111,12 @@ def rollout_section(data: Data) -> list[str]:
            f"preflight {s['preflightMinutes']} min); a GPU wave first waits for its workloads, at most "
            f"{s['drainDeadlineMinutes']} min after the checkpoint annotation ({_hours(rollout['minutesWithDrain'])} "
            "in all at worst). Estimates from cluster.rollout.</p>"]
+    out.append("<p>The order only: the rollout controller re-images, wave by wave, the instances Azure reports behind "
+               "their scale set's model (<code>latestModelApplied</code>), and nothing else; a wave with none behind is "
+               "passed over.</p>")
+    whole = whole_set_text(rollout)
+    if whole:
+        out.append(f"<p>{escape(whole)}</p>")
     short = quota_short_text(rollout)
     if short:
         out.append(f'<p class="warn">{escape(short)}</p>')

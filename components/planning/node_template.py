@@ -29,6 +29,7 @@ from components.vocabulary import (
     LABEL_POOL,
     LABEL_RACK,
     LABEL_ROLE,
+    LABEL_SCALE_SET,
     LABEL_ZONE,
     TAINT_PREFLIGHT,
     TEAM_TAG,
@@ -56,6 +57,7 @@ def node_labels(pool: PoolPlan, scale_set: ScaleSetPlan, location: str) -> dict[
         LABEL_ROLE: pool.kind.value,
         LABEL_ZONE: zone_label(location, scale_set.zone),
         LABEL_IB_DOMAIN: scale_set.name if scale_set.infiniband else "none",
+        LABEL_SCALE_SET: scale_set.name,
         FENCE.label: FENCE.open,
         **pool.spec.labels,
     }

@@ -13,6 +13,7 @@ is there: the autoscaler cannot be built here, e2e/consumers.py NOT_BUILT).
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from components.vocabulary import (
 )
 from e2e import control_plane as cp
 from e2e.cluster import Applied, apply_files, install_kueue, kubectl
-from e2e.kwok import complete_after, node_templates, register, set_taints, start_kwok
+from e2e.kwok import complete_after, node_templates, register, send, set_taints, start_kwok
 from e2e.processes import Program
 from e2e.report import E2EReport
 from e2e.tests.conftest import plan_stack, stop_running
@@ -211,3 +212,128 @@ def _assigned_values(assignment: dict[str, Any], level: int) -> set[str]:
             individual = values["individual"]
             found.update(individual.get("prefix", "") + root + individual.get("suffix", "") for root in individual["roots"])
     return found
+
+
+# The rollout (components/kubernetes/scripts/rollout.py) of a new image for every pool, replayed against prod.
+
+IDLE = "idle: every instance runs its scale set's model"
+
+
+def _ready_again(node: str) -> tuple[str, str, dict[str, Any], str]:
+    """A re-imaged machine's kubelet posting Ready again: a new transition (kwok keeps its nodes Ready throughout)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return ("PATCH", f"/api/v1/nodes/{node}/status", {"status": {"conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, "application/strategic-merge-patch+json")
+
+
+def _running_on(plane: cp.ControlPlane, node: str) -> list[str]:
+    """The pods on a node that a re-image would kill: not a DaemonSet's, not finished."""
+    pods = cp.json_get(plane, f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
+    return [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
+            if p["status"].get("phase") not in ("Succeeded", "Failed")
+            and not any(o["kind"] == "DaemonSet" for o in p["metadata"].get("ownerReferences", []))]
+
+
+def test_the_prod_rollout_rolls_every_wave_and_moves_the_gang_whole(prod: Prod, report: E2EReport, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pool's model names a new image, so every instance of prod is behind. The controller, as its own
+    service account with its rendered roles, against the real API server and Kueue with the gang of the test above
+    running: all pool waves in the plan's order, each instance moved by one manual upgrade (one OS disk), nothing
+    running on a machine when ARM is asked to move it, the gang deactivated whole when its domain's turn comes and
+    admitted again into one open domain. Stepped in for: ARM (the fake of tests/support/rollout_world.py), each moved
+    machine's kubelet posting Ready again, and the GPU health agent's last step (the preflight taint removed); the
+    drain deadline is passed by the controller's clock, not waited for."""
+    from components.kubernetes.scripts import kube_client as kc
+    from components.kubernetes.scripts import rollout as ro
+    from components.kubernetes.scripts import rollout_arm
+    from components.kubernetes.scripts.prefix_ipam import Leader
+    from e2e.tests.test_agents_real_server import account_dir
+    from tests.support import rollout_world as world
+
+    plane = prod.plane
+    plan = plan_cluster(stack_spec("prod"))
+    assert plan.rollout is not None
+    pool_waves = [w for w in plan.rollout.waves if w.kind == "pool"]
+    preflight = {s for w in pool_waves if w.preflight for s in w.scale_sets}
+    files = [p for p in sorted((prod.out / "manifests").glob("*gpucluster-rollout*.yaml"))
+             if yaml.safe_load(p.read_text())["kind"] not in ("Deployment", "PodDisruptionBudget")]
+    apply_files(plane, files, prod.applied)
+    account = account_dir(plane, "kube-system", "gpucluster-rollout", tmp_path / "account")
+
+    by_node = {n["metadata"]["name"]: n for n in prod.nodes}
+    arm = world.Arm()
+    for t, count in node_templates(plan, prod.out):
+        image = world.IMAGE.format(t.pool, "1.0.0")
+        arm.sets[t.scale_set] = world.ScaleSet(image, {str(i): world.Vm(image) for i in range(count)})
+        arm.bump(t.scale_set, "1.0.1")
+    came_back: collections.deque[str] = collections.deque()  # appended from the fake ARM's thread
+    killed: list[str] = []
+    arm.done = lambda scale_set, instance: came_back.append(f"{scale_set}-{int(instance):06d}")
+
+    def nothing_runs(scale_set: str, op: str, ids: tuple[str, ...]) -> None:
+        for instance in ids:
+            killed.extend(_running_on(plane, f"{scale_set}-{int(instance):06d}"))
+
+    arm.moving = nothing_runs
+    skew = [0.0]
+    gang_nodes: list[set[str]] = []
+    with arm.running():
+        monkeypatch.setattr(rollout_arm, "ARM", arm.url)
+        monkeypatch.setattr(rollout_arm, "IMDS_TOKEN", f"{arm.url}/metadata/identity/oauth2/token")
+        unlimited = kc.Budget(10 ** 7)
+        kube = kc.Kube(plane.server, str(account), budget=unlimited, timeout=120)
+        leader = Leader(kube, "kube-system", ro.LEASE, "prod-replay")
+        controller = ro.Controller(kube, ro.Arm(kc.Http(budget=unlimited), "client", "sub", "rg"),
+                                   now=lambda: time.time() + skew[0], leader=leader, writes_per_round=2000)
+        leader.start()
+        started = time.monotonic()
+        said, log = "", []
+        try:
+            last_moved: list[str] = []
+            for _ in range(3000):
+                said = ro.run(controller, iter(range(1)), sleep=lambda s: None)  # a round, errors logged
+                log.append(said)
+                if said == IDLE and arm.posts:
+                    break
+                if "waiting for" in said and "come back" not in said:
+                    skew[0] += 241 * 60  # past the drain deadline (240 minutes)
+                if came_back:
+                    last_moved = [came_back.popleft() for _ in range(len(came_back))]
+                    send(plane, [_ready_again(n) for n in last_moved])
+                    set_taints(plane, [by_node[n] for n in last_moved if n.rsplit("-", 1)[0] in preflight],
+                               TAINT_PREFLIGHT)
+                elif "to come back" in said:  # kwok's heartbeat rewrote a transition back to the node's creation
+                    send(plane, [_ready_again(n) for n in last_moved])
+                _provision(plane)
+                workload = _workload(plane, "scale-gang")
+                if workload and workload["status"].get("admission"):
+                    assignment = workload["status"]["admission"]["podSetAssignments"][0].get("topologyAssignment")
+                    if assignment:
+                        gang_nodes.append(_assigned_values(assignment, assignment["levels"].index(LABEL_HOSTNAME)))
+        finally:
+            leader.stop()
+        seconds = time.monotonic() - started
+    cp.wait_until(lambda: _admitted(plane, "scale-gang"), 600, "the gang admitted again", prod.applied.kueue)
+    workload = _workload(plane, "scale-gang")
+    assert workload is not None
+    assignment = workload["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    final_domains = {by_node[h]["metadata"]["labels"][LABEL_IB_DOMAIN]
+                     for h in _assigned_values(assignment, assignment["levels"].index(LABEL_HOSTNAME))}
+    order = list(dict.fromkeys(s for s, op, _ in arm.posts if op == "manualupgrade"))
+    planned = [s for w in pool_waves for s in w.scale_sets if arm.sets[s].vms]
+    disks = {vm.disks for found in arm.sets.values() for vm in found.vms.values()}
+    domains_held = [{by_node[h]["metadata"]["labels"][LABEL_IB_DOMAIN] for h in nodes} for nodes in gang_nodes]
+    report.measured["prod_rollout"] = {"seconds": round(seconds, 1), "rounds": len(log),
+                                       "waves": len(pool_waves), "instances": sum(len(s.vms) for s in arm.sets.values()),
+                                       "arm_posts": len(arm.posts)}
+    report.scenario("prod: a new image for every pool rolled wave by wave against the real Kueue", "passed"
+                    if said == IDLE and not killed else "failed", rounds=len(log), last=log[-5:], killed=killed[:20],
+                    gang_domains_after=sorted(final_domains), reimages=len(arm.asked("reimage")))
+    assert said == IDLE, log[-20:]
+    assert not killed, killed[:20]
+    assert order == planned, "the plan's wave order"
+    assert all(vm.latest for found in arm.sets.values() for vm in found.vms.values())
+    assert disks == {2} and arm.asked("reimage") == [], "one OS disk per instance: the upgrade alone"
+    assert any("deactivated 1 of 1 workloads" in s for s in log), "the gang moved whole, by deactivation"
+    assert all(len(d) == 1 for d in domains_held) and len(final_domains) == 1, domains_held

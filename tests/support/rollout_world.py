@@ -98,6 +98,8 @@ class Arm(FakeAzure):
         """Instances (`set/id`) whose next operation never ends."""
         self.done: Callable[[str, str], None] = lambda scale_set, instance: None
         """Called when an operation on an instance ends (the node reboots)."""
+        self.moving: Callable[[str, str, tuple[str, ...]], None] = lambda scale_set, op, ids: None
+        """Called with every POST before it is taken (a test checks what still runs on those machines)."""
 
     def bump(self, scale_set: str, version: str) -> None:
         """What `pulumi up` does to a scale set's model: a new image version; every instance is behind."""
@@ -148,6 +150,7 @@ class Arm(FakeAzure):
             return 200, {"value": [self._vm_body(name, i, vm) for i, vm in sorted(found.vms.items())]}, {}
         assert method == "POST" and isinstance(body, dict) and body.get("instanceIds"), body
         ids = tuple(str(i) for i in body["instanceIds"])
+        self.moving(name, op, ids)
         self.posts.append((name, op, ids))
         for instance in ids:
             vm = found.vms[instance]
@@ -259,6 +262,8 @@ def rollout_plan(deadline_minutes: int = 60, sets: tuple[str, ...] = SETS) -> di
 
 def node(scale_set: str, index: int, pool: str) -> dict[str, Any]:
     labels = {FENCE.label: FENCE.open, "gpucluster.io/pool": pool}
+    if scale_set != CPU_SET:  # the CPU nodes joined before nodes carried their scale set: found by pool
+        labels[ro.SCALE_SET_LABEL] = scale_set
     if pool == "h100":
         labels["gpucluster.io/infiniband-domain"] = scale_set
     return {"metadata": {"name": f"{scale_set}-{index}", "labels": labels},

@@ -82,6 +82,7 @@ WORKLOADS = drain.WORKLOADS
 DOMAIN_LABEL = "gpucluster.io/infiniband-domain"
 RACK_LABEL = "gpucluster.io/rack"
 POOL_LABEL = "gpucluster.io/pool"
+SCALE_SET_LABEL = "gpucluster.io/scale-set"
 PHASES = ("scan", "fence", "drain", "evict", "move", "upgrading", "reimaging", "health", "lift", "stopped")
 MERGE = "application/merge-patch+json"
 
@@ -251,14 +252,15 @@ class Controller:
 
     # --- what is there now
     def wave_nodes(self, state: dict[str, Any]) -> list[dict[str, Any]]:
-        """The nodes of the wave's behind instances, by label (never a list of every node: an InfiniBand domain's or
-        a rack's by its own label, whose value is the scale set's name, else the pool's), then by providerID."""
+        """The nodes of the wave's behind instances, by label (never a list of every node: the scale set's own label;
+        on nodes that joined without it an InfiniBand domain's or a rack's, whose value is the scale set's name, else
+        the pool's), then by providerID."""
         wave, behind = _dict(state.get("current")), _dict(state.get("behind"))
         wanted = {(s.lower(), str(i)) for s, ids in behind.items() for i in _list(ids)}
         found: dict[str, dict[str, Any]] = {}
         for scale_set in (str(s) for s in behind):
-            for selector in (f"{DOMAIN_LABEL}={scale_set}", f"{RACK_LABEL}={scale_set}",
-                             f"{POOL_LABEL}={wave.get('pool')}"):
+            for selector in (f"{SCALE_SET_LABEL}={scale_set}", f"{DOMAIN_LABEL}={scale_set}",
+                             f"{RACK_LABEL}={scale_set}", f"{POOL_LABEL}={wave.get('pool')}"):
                 nodes = [_dict(n) for n in self.kube.list_items("/api/v1/nodes", {"labelSelector": selector})
                          if (scale_set_of(_dict(n)) or ("", ""))[0] == scale_set.lower()]
                 if nodes:
