@@ -488,9 +488,10 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
     """Two replicas of the controller; the one holding the Lease rolls the one instance of dev's first t4 scale set
     that the fake ARM says is behind its model: fence (the admission label, a cordon: t4's flavor has no topology),
     the checkpoint annotation on a running pod, its eviction through the Eviction API (the wave's drain deadline set
-    to 0 here), the preflight taint, ARM's manual upgrade (the model names a new image: no reimage), the node back
-    (a new Ready transition) and the health agent clearing it, the fence lifted. The other replica only reads the
-    Lease. Every write as gpucluster-rollout with its rendered roles, checked for 403 in the audit log."""
+    to 0 here), the preflight taint, ARM's manual upgrade (the model names a new image: no reimage). Then the leader
+    stops mid-wave: the other replica takes the Lease and finishes the wave from the state (the node back, a new
+    Ready transition, the health agent clearing it, the fence lifted) without asking ARM again. Every write as
+    gpucluster-rollout with its rendered roles, checked for 403 in the audit log."""
     plane = dev_stack.plane
     daemon = daemons(dev_stack.out, "rollout.py")[0]
     namespace = daemon.namespace
@@ -546,6 +547,9 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
             cp.wait_until(lambda: _state(plane, namespace).get("phase") == "health", 240, "the wave moved", first)
             rolled = node_of(plane, name)
             evicted = cp.json_get(plane, f"/api/v1/pods?fieldSelector=spec.nodeName%3D{name}")["items"]
+            first.stop()  # the leader goes mid-wave
+            cp.wait_until(lambda: _lease_holder(plane, namespace, ro.LEASE) == "gpucluster-rollout-b", 120,
+                          "replica b takes the Lease", second)
 
             # The health agent of the node's pod (dev's t4 DaemonSet) clears the re-imaged node.
             pod = agent_pod(dev_stack, agent.namespace, name, agent.workload["metadata"]["name"])
@@ -560,8 +564,8 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
             agent_log = run_agent_until("health-agent", agent_env, tmp_path / "agent.log", "the preflight taint removed",
                                         lambda: ro.PREFLIGHT not in taints(plane, name))
             cp.wait_until(lambda: _state(plane, namespace) == {"phase": "scan"} and FENCE.open == node_of(
-                plane, name)["metadata"]["labels"].get(FENCE.label), 120, "the fence lifted", first)
-            cp.wait_until(lambda: _renewed(plane, namespace, ro.LEASE), 60, "the Lease renewed", first)
+                plane, name)["metadata"]["labels"].get(FENCE.label), 120, "the fence lifted", second)
+            cp.wait_until(lambda: _renewed(plane, namespace, ro.LEASE), 60, "the Lease renewed", second)
             lease = _lease(plane, namespace, ro.LEASE)
         finally:
             first.stop()
@@ -574,13 +578,13 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
     after = node_of(plane, name)
     log_a, log_b = (tmp_path / "rollout-a.log").read_text(), (tmp_path / "rollout-b.log").read_text()
     steps = [line.removeprefix("rollout: ") for line in log_a.splitlines() if line.startswith("rollout: ")]
-    other = {line for line in log_b.splitlines() if line.strip()}
+    taken_over = [line.removeprefix("rollout: ") for line in log_b.splitlines() if line.startswith("rollout: ")]
     events = audited(plane, namespace, daemon.account)
     refused = (refusals(log_a + log_b + gated.stdout + gated.stderr + agent_log) + refused_writes(events)
                + refused_writes(audited(plane, agent.namespace, agent.account)))
     report.scenario("rollout controller (two replicas) as gpucluster-rollout against the real API server",
                     "failed" if refused else "passed", rbac=rbac, wave=wave["index"], node=name, steps=steps,
-                    lease=lease, other_replica=sorted(other),
+                    lease=lease, other_replica=taken_over,
                     fenced=rolled["metadata"]["labels"].get(FENCE.label), cordoned=rolled["spec"].get("unschedulable"),
                     taints_moved=taints_of(rolled), pods_left=[p["metadata"]["name"] for p in evicted],
                     arm_posts=arm.posts, lifted=after["metadata"]["labels"].get(FENCE.label),
@@ -592,9 +596,9 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
     assert any(e.get("objectRef", {}).get("subresource") == "eviction" for e in events), "through the Eviction API"
     assert arm.posts == [(t4.scale_set, "manualupgrade", (str(index),))], arm.posts
     assert after["metadata"]["labels"].get(FENCE.label) == FENCE.open and not after["spec"].get("unschedulable")
-    assert other == {"rollout: not the leader"}, other
-    assert lease["holderIdentity"] == "gpucluster-rollout-a", lease
-    assert any(s.endswith("fence lifted") for s in steps), steps
+    assert taken_over[0] == "not the leader" and any(s.endswith("fence lifted") for s in taken_over), taken_over
+    assert lease["holderIdentity"] == "gpucluster-rollout-b", lease
+    assert any(s.endswith("instances to upgrade, 0 then to re-image") for s in steps), steps
 
 
 def taints_of(node: dict[str, Any]) -> dict[str, str]:
