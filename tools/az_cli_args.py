@@ -1,6 +1,6 @@
 """Extract the options the plan's `az` commands use from the azure-cli wheel itself: the arguments of
 `az vm run-command create` (`command_modules/vm/_params.py`, the block for `vm run-command create`/`update`, and
-`custom.py` vm_run_command_create's parameters) and of `az login` (`command_modules/profile/__init__.py`), with the
+`custom.py` vm_run_command_create's parameters), of `az vm run-command show` (its block and vm_run_command_show's) and of `az login` (`command_modules/profile/__init__.py`), with the
 wheel's version and sha256.
 
     python -m tools.az_cli_args <azure_cli-X.Y.Z-py3-none-any.whl>   # writes components/catalog/az_cli_args.json
@@ -50,11 +50,17 @@ def extract(wheel: Path) -> dict[str, object]:
     for dest in re.findall(r"(\w+)(?:=[^,]*)?,", signature):
         if dest == "resource_group_name":
             run_command[dest] = ["--resource-group", "-g"]
+    show = _options(_block(params, "with self.argument_context('vm run-command show')",
+                           "with self.argument_context('vm run-command wait')"), types)
+    show_signature = _block(custom, "def vm_run_command_show(", "):")
+    if "resource_group_name" in show_signature:
+        show["resource_group_name"] = ["--resource-group", "-g"]
     login = _options(_block(profile, "with self.argument_context('login')", "with self.argument_context('logout')"), {})
     return {"source": "azure-cli", "version": version.group(1) if version else "",
             "wheelSha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
             "paths": [VM_PARAMS, VM_CUSTOM, PROFILE],
-            "commands": {"vm run-command create": dict(sorted(run_command.items())), "login": dict(sorted(login.items()))}}
+            "commands": {"vm run-command create": dict(sorted(run_command.items())),
+                         "vm run-command show": dict(sorted(show.items())), "login": dict(sorted(login.items()))}}
 
 
 def main(argv: list[str]) -> int:

@@ -34,7 +34,7 @@ from components.offline.engine import Registration
 from components.planning.azure_names import resource_group_name
 from components.planning.cluster_plan import ClusterPlan
 from components.planning.deploy_runner import plan_deploy_runner
-from components.planning.runner_step2 import LOG_FILE, SCRIPT_FILE, STEP2_SCRIPT, step2_command
+from components.planning.runner_step2 import LOG_FILE, SCRIPT_FILE, START_FILE, STEP2_SCRIPT, start_script, step2_command
 from components.spec import ClusterSpec
 
 FIRST_EXCLUDE = "**:kubernetes:JoinAccess**"
@@ -66,13 +66,16 @@ def _short(type_: str) -> str:
     return type_.split(":", 1)[-1] if type_.startswith(("azure-native:", "kubernetes:", "command:")) else type_
 
 
-def write_runner_files(plan: ClusterPlan, out: Path) -> None:
-    """`first-up/step2.sh`, the script step 2's Run Command sends, and the runner's boot text beside it."""
+def write_runner_files(plan: ClusterPlan, out: Path, stack: str = "", policy_config: str = "") -> None:
+    """`first-up/step2.sh`, the script step 2's Run Command sends, `first-up/start-step2.sh`, which starts it and
+    follows it, and the runner's boot text beside them."""
     if plan.deploy_runner is None:
         return
     folder = out / Path(SCRIPT_FILE).parent
     folder.mkdir(parents=True, exist_ok=True)
     (out / SCRIPT_FILE).write_text(STEP2_SCRIPT, encoding="utf-8")
+    (out / START_FILE).write_text(start_script(plan.deploy_runner, resource_group_name(plan.spec.name),
+                                               stack or plan.spec.name, policy_config), encoding="utf-8")
     (folder / RUNNER_BOOT_FILE).write_text(render_runner_cloud_init(), encoding="utf-8")
 
 
@@ -94,12 +97,11 @@ def first_up(registrations: list[Registration], spec: ClusterSpec, policy_args: 
                                    "command": f"pulumi up {policy_args}".strip()}
     runner = plan_deploy_runner(spec)
     if runner is not None:
-        command = step2_command(runner, resource_group_name(spec.name), stack or spec.name,
-                                policy_config, f"out/{stack or spec.name}")
         second_step.update({
             "runsFrom": f"anywhere with ARM access: a managed Run Command runs it on the deployment runner "
                         f"{runner.vm_name} in the VNet, which step 1 creates",
-            "command": command.text(), "runs": second_step["command"], "script": SCRIPT_FILE, "log": LOG_FILE,
+            "command": step2_command(f"out/{stack or spec.name}"), "runs": second_step["command"],
+            "script": SCRIPT_FILE, "start": START_FILE, "log": LOG_FILE,
             "runner": {"vmName": runner.vm_name, "vmSize": runner.size.name, "zone": runner.zone,
                        "timeoutSeconds": runner.run_timeout_seconds}})
     return {

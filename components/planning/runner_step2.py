@@ -1,20 +1,25 @@
 """Step 2 of the first `pulumi up`, and every later update, on the deployment runner: the script a managed Run
-Command runs there and the one command that starts it from anywhere with ARM access.
+Command runs there (step2.sh) and the script that starts it from anywhere with ARM access and follows it to its end
+(start-step2.sh).
 
 Managed Run Command (azure-compute-docs `articles/virtual-machines/linux/run-command-managed.md`, commit
 2193989863583026950f1e427239f77ead29b001): the VM agent runs the script as root; on Linux each named parameter is
 an environment variable of the script; protected parameters are "encrypted during transmission and will not be
 logged" (azure-cli 2.91.0 `vm/_params.py`); the instance view keeps the last 4 KB of output, so the script also
 writes its whole log on the runner. `az vm run-command create` takes `--parameters`/`--protected-parameters` as
-`NAME=VALUE` words split at the first `=`, `--async-execution false` waits for the script, `--timeout-in-seconds`
-bounds it (azure-cli 2.91.0 `vm/custom.py` vm_run_command_create; components/catalog/az_cli_args.json).
+`NAME=VALUE` words split at the first `=`, `--timeout-in-seconds` bounds the script (azure-cli 2.91.0 `vm/custom.py`
+vm_run_command_create; components/catalog/az_cli_args.json). The start script creates it with `--async-execution
+true` (the create returns once the command is accepted; no `az` process waits hours on one long-running request)
+and follows it with `az vm run-command show --instance-view` (`executionState`, `exitCode`, `output`, `error`). A
+value `NAME=@file` is read from the file by azure-cli itself (Azure/azure-cli 2c15d4ec
+src/azure-cli-core/azure/cli/core/commands/__init__.py `_expand_file_prefixed_files`, which splits at the first `=`
+and loads what follows an `@`), so no secret is ever a word of a command line.
 
 Pure: text only."""
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 
 from components.catalog.deploy_runner import READY_FILE, TOOLS
 from components.planning.deploy_runner import RUN_COMMAND_NAME, DeployRunnerPlan
@@ -25,8 +30,6 @@ SCRIPT_FILE = "first-up/step2.sh"
 CLIENT_ID_OUTPUT = "deployRunnerClientId"
 """The stack output with the runner identity's client id (__main__.py)."""
 
-BACKEND_URL = '"BACKEND_URL=$(pulumi whoami --json | python3 -c \'import json,sys; print(json.load(sys.stdin)["url"])\')"'
-"""The backend `pulumi whoami --json` reports (its `url`: pulumi/pulumi 1b5949891b3c pkg/cmd/pulumi/whoami/whoami.go)."""
 PARAMETERS = ("STACK", "POLICY_CONFIG", "REF", "CLIENT_ID", "BACKEND_URL")
 PROTECTED = ("REPOSITORY", "PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE")
 """The repository URL may carry a token; the backend's token and the stack's passphrase are secrets. One left unset
@@ -71,29 +74,78 @@ echo "step 2 done at $REF; the whole log is $log on the runner"
 """.replace("@TOOLS@", TOOLS).replace("@LOG_FILE@", LOG_FILE).replace("@READY_FILE@", READY_FILE)
 
 
-@dataclass(frozen=True)
-class Step2Command:
-    argv: tuple[str, ...]
-    """The `az` words before the parameters."""
-    parameters: tuple[str, ...]
-    protected: tuple[str, ...]
+START_FILE = "first-up/start-step2.sh"
+"""The script that starts step 2 and follows it, beside step2.sh in the plan's output folder."""
+POLL_SECONDS = 30
 
-    def text(self) -> str:
-        """One shell command: the values in `$(...)` are read where it runs (the project's checkout, logged in to
-        the backend and to Azure, as after step 1)."""
-        return " ".join([*self.argv, "--parameters", *self.parameters, "--protected-parameters", *self.protected])
+START_SCRIPT = r"""#!/bin/bash
+# Step 2 of the first `pulumi up` (and every later update), from anywhere with ARM access: sends step2.sh (beside
+# this script) to the deployment runner as a managed Run Command that runs on its own there, then follows it to its
+# end and exits with its exit code. Run it from the project's checkout, where git, pulumi (logged in to the stack's
+# backend) and gpucluster work; the values below are the plan's.
+set -euo pipefail
+@VALUES@
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ref=$(git rev-parse HEAD)
+client_id=$(pulumi stack output @CLIENT_ID_OUTPUT@ --stack "$STACK")
+backend=$("$(command -v gpucluster || echo .venv/bin/gpucluster)" backend-url)  # what `pulumi login` takes
+# Secrets reach az in files it reads itself (azure-cli expands NAME=@file), never on a command line that any local
+# user can read in /proc while the command runs; printf is the shell's own, so no process carries them either.
+secrets=$(mktemp -d)
+trap 'rm -rf "$secrets"' EXIT
+(
+  umask 077
+  printf '%s' "$(git remote get-url origin)" > "$secrets/repository"
+  printf '%s' "${PULUMI_ACCESS_TOKEN:-}" > "$secrets/token"
+  printf '%s' "${PULUMI_CONFIG_PASSPHRASE:-}" > "$secrets/passphrase"
+)
+# A name of its own per run: a Run Command re-created with the same name and parameters may not run again.
+name="@RUN_COMMAND_NAME@-$(date -u +%Y%m%dT%H%M%SZ)-${ref:0:12}"
+az vm run-command create --resource-group "$RESOURCE_GROUP" --vm-name "$VM" --name "$name" \
+  --async-execution true --timeout-in-seconds "$TIMEOUT" --script "@$here/step2.sh" --output none \
+  --parameters "STACK=$STACK" "POLICY_CONFIG=$POLICY_CONFIG" "REF=$ref" "CLIENT_ID=$client_id" "BACKEND_URL=$backend" \
+  --protected-parameters "REPOSITORY=@$secrets/repository" "PULUMI_ACCESS_TOKEN=@$secrets/token" \
+  "PULUMI_CONFIG_PASSPHRASE=@$secrets/passphrase"
+rm -rf "$secrets"
+echo "step 2 runs on $VM as Run Command $name; following it every ${POLL}s (Ctrl-C stops following, not the run;"
+echo "  to look again: az vm run-command show -g $RESOURCE_GROUP --vm-name $VM --name $name --instance-view)"
+while :; do
+  view=$(az vm run-command show --resource-group "$RESOURCE_GROUP" --vm-name "$VM" --name "$name" --instance-view \
+         --output json)
+  state=$(printf '%s' "$view" | python3 -c '
+import json, sys
+found = json.load(sys.stdin)
+view = found.get("instanceView") or (found.get("properties") or {}).get("instanceView") or {}
+code = view.get("exitCode")
+print(view.get("executionState") or "Unknown", code if isinstance(code, int) else "")
+if view.get("executionState") in ("Succeeded", "Failed", "TimedOut", "Canceled"):
+    for key in ("output", "error"):
+        text = (view.get(key) or "").rstrip()
+        if text:
+            print(f"--- {key} (its last 4 KB; the whole log is @LOG_FILE@ on the runner)", file=sys.stderr)
+            print(text, file=sys.stderr)
+')
+  read -r execution code <<< "$state"
+  case "$execution" in
+    Succeeded|Failed|TimedOut|Canceled)
+      echo "step 2 ended: $execution${code:+, exit code $code}"
+      [ "$execution" = Succeeded ] && exit "${code:-0}"
+      exit "${code:-1}" ;;
+  esac
+  sleep "$POLL"
+done
+""".replace("@CLIENT_ID_OUTPUT@", CLIENT_ID_OUTPUT).replace("@LOG_FILE@", LOG_FILE).replace(
+    "@RUN_COMMAND_NAME@", RUN_COMMAND_NAME)
 
 
-def step2_command(runner: DeployRunnerPlan, resource_group: str, stack: str, policy_config: str,
-                  out_dir: str) -> Step2Command:
-    argv = ("az", "vm", "run-command", "create", "--resource-group", shlex.quote(resource_group),
-            "--vm-name", shlex.quote(runner.vm_name),
-            "--name", RUN_COMMAND_NAME, "--async-execution", "false",
-            "--timeout-in-seconds", str(runner.run_timeout_seconds),
-            "--script", f'"$(cat {shlex.quote(f"{out_dir}/{SCRIPT_FILE}")})"')
-    parameters = (f"STACK={shlex.quote(stack)}", f"POLICY_CONFIG={shlex.quote(policy_config)}",
-                  '"REF=$(git rev-parse HEAD)"', f'"CLIENT_ID=$(pulumi stack output {CLIENT_ID_OUTPUT})"',
-                  BACKEND_URL)
-    protected = ('"REPOSITORY=$(git remote get-url origin)"', '"PULUMI_ACCESS_TOKEN=${PULUMI_ACCESS_TOKEN:-}"',
-                 '"PULUMI_CONFIG_PASSPHRASE=${PULUMI_CONFIG_PASSPHRASE:-}"')
-    return Step2Command(argv, parameters, protected)
+def start_script(runner: DeployRunnerPlan, resource_group: str, stack: str, policy_config: str) -> str:
+    """The start script with the plan's values: the runner, its group, the stack and its pack config (as the shell at
+    the project's root sees it; "" for the pack's defaults), the run's timeout and the poll interval."""
+    values = {"RESOURCE_GROUP": resource_group, "VM": runner.vm_name, "STACK": stack, "POLICY_CONFIG": policy_config,
+              "TIMEOUT": str(runner.run_timeout_seconds), "POLL": str(POLL_SECONDS)}
+    return START_SCRIPT.replace("@VALUES@", "\n".join(f"{k}={shlex.quote(v)}" for k, v in values.items()))
+
+
+def step2_command(out_dir: str) -> str:
+    """What the plan prints for step 2: the start script, run from the project's root."""
+    return f"bash {shlex.quote(f'{out_dir}/{START_FILE}')}"
