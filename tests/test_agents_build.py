@@ -84,6 +84,9 @@ def test_the_stack_declares_the_pool_in_the_vnet_and_builds_through_it(prod_run:
     assert str(pool.inputs["virtualNetworkSubnetResourceId"]).endswith(f"/subnets/{CONTROL_PLANE_BLOCK}")
     [build] = [r for r in prod_run.registrations if r.name.endswith("-registry-agents-image")]
     assert build.inputs["create"] == BUILD_SCRIPT and "docker" not in BUILD_SCRIPT.replace("Dockerfile", "")
+    assert build.inputs["environment"]["CONTEXT_ARCHIVE"] == agents_image.context_archive()
+    assert len(agents_image.context_archive()) < 128 * 1024, "one environment string (Linux MAX_ARG_STRLEN)"
+    assert not [v for v in build.inputs["environment"].values() if str(ROOT) in str(v)], "no path of this checkout"
     assert pool.urn in build.dependencies
     registry = plan_cluster(stack_spec("prod")).registry
     assert build.inputs["environment"]["TASK"] == agents_image.task_yaml(
@@ -100,15 +103,16 @@ def test_the_build_script_uploads_the_context_and_the_task_to_the_pool(tmp_path:
     task = agents_image.task_yaml(agents_image.REPOSITORY, "1-abc", "base:1", (agents_image.AMD64, agents_image.ARM64))
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "AZ_LOG": str(tmp_path / "az"),
            "REGISTRY_NAME": "reg", "AGENT_POOL": AGENT_POOL_NAME, "TASK": task,
-           "DOCKERFILE": str(agents_image.DOCKERFILE.relative_to(ROOT)),
-           "CONTEXT": str(agents_image.CONTEXT.relative_to(ROOT))}
-    result = subprocess.run(["bash", "-c", BUILD_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+           "CONTEXT_ARCHIVE": agents_image.context_archive()}
+    # Run from a folder of its own: a program elsewhere, or the runner's fresh checkout, needs no path of this one.
+    result = subprocess.run(["bash", "-c", BUILD_SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=30)
     assert result.returncode == 0, result.stderr
     args = (tmp_path / "az").read_text().split("\n")
     assert args[:3] == ["acr", "run", "--registry"] and args[args.index("--agent-pool") + 1] == AGENT_POOL_NAME
     assert args[args.index("--file") + 1] == agents_image.TASK_FILE
     files = set((tmp_path / "az.files").read_text().split())
-    assert {"Dockerfile", agents_image.TASK_FILE, *agents_image.SCRIPTS} <= files
+    assert files == {"Dockerfile", agents_image.TASK_FILE, *agents_image.SCRIPTS}, "exactly what the image copies"
     assert (tmp_path / "az.task").read_text() == task
 
 

@@ -227,7 +227,8 @@ def test_the_scripts_run_side_by_side_as_the_image_ships_them(tmp_path: Path) ->
     assert usage.returncode == 2 and "usage: health_agent.py" in usage.stderr
     check = subprocess.run([sys.executable, "-E", "-s", "-c", "import prefix_ipam, health_agent, rollout, rollout_arm; "
                             "assert prefix_ipam.kc is health_agent.kc is rollout.kc is rollout_arm.kc; "
-                            "assert rollout.drain.__file__.startswith(rollout.__file__.rsplit('/', 1)[0])"], capture_output=True, text=True,
+                            "assert rollout.drain.__file__.startswith(rollout.__file__.rsplit('/', 1)[0])"],
+                           capture_output=True, text=True,
                            cwd=tmp_path, timeout=30)
     assert check.returncode == 0, check.stderr
 

@@ -1,6 +1,7 @@
 """Extract the options the plan's `az` commands use from the azure-cli wheel itself: the arguments of
 `az vm run-command create` (`command_modules/vm/_params.py`, the block for `vm run-command create`/`update`, and
-`custom.py` vm_run_command_create's parameters), of `az vm run-command show` (its block and vm_run_command_show's) and of `az login` (`command_modules/profile/__init__.py`), with the
+`custom.py` vm_run_command_create's parameters), of `az vm run-command show` (its block and vm_run_command_show's)
+and of `az login` (`command_modules/profile/__init__.py`), with the
 wheel's version and sha256.
 
     python -m tools.az_cli_args <azure_cli-X.Y.Z-py3-none-any.whl>   # writes components/catalog/az_cli_args.json

@@ -52,13 +52,12 @@ def secret_uri(vault: str, secret: str) -> str:
 
 BUILD_SCRIPT = r"""#!/usr/bin/env bash
 # Builds the agents image server-side: ACR Tasks on the registry's agent pool in the VNet (no Docker here).
-# Env: REGISTRY_NAME, AGENT_POOL, DOCKERFILE, CONTEXT (paths from the project root), TASK (the multi-step task YAML).
-# Needs the Azure CLI, logged in with rights to schedule runs on the registry (ARM only).
+# Env: REGISTRY_NAME, AGENT_POOL, CONTEXT_ARCHIVE (the Dockerfile and its scripts, a base64 tar.gz), TASK (the
+# multi-step task YAML). Needs the Azure CLI, logged in with rights to schedule runs on the registry (ARM only).
 set -euo pipefail
 source_dir=$(mktemp -d)
 trap 'rm -rf "$source_dir"' EXIT
-cp -R "$CONTEXT"/. "$source_dir"/
-cp "$DOCKERFILE" "$source_dir/Dockerfile"
+printf '%s' "$CONTEXT_ARCHIVE" | base64 -d | tar -xzf - -C "$source_dir"
 printf '%s' "$TASK" > "$source_dir/acr-task.yaml"
 az acr run --registry "$REGISTRY_NAME" --agent-pool "$AGENT_POOL" --platform linux --file acr-task.yaml \
   "$source_dir"
@@ -170,8 +169,7 @@ class ContainerRegistry(pulumi.ComponentResource):
             f"{name}-agents-image", create=BUILD_SCRIPT, interpreter=["/bin/bash", "-c"],
             triggers=[plan.agents_image, *plan.agents_platforms],
             environment={"REGISTRY_NAME": plan.name, "AGENT_POOL": AGENT_POOL_NAME,
-                         "DOCKERFILE": str(agents_image.DOCKERFILE.relative_to(agents_image.ROOT)),
-                         "CONTEXT": str(agents_image.CONTEXT.relative_to(agents_image.ROOT)),
+                         "CONTEXT_ARCHIVE": agents_image.context_archive(),
                          "TASK": agents_image.task_yaml(agents_image.REPOSITORY, plan.agents_tag,
                                                         plan.agents_base_image, plan.agents_platforms)},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.cache_rules, self.agent_pool]))

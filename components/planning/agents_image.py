@@ -3,8 +3,12 @@ scripts in components/kubernetes/scripts/ as its build context, tagged by the co
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
+import io
 import re
+import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -44,6 +48,21 @@ def content_tag() -> str:
     for script in SCRIPTS:
         digest.update(script.encode() + b"\0" + (CONTEXT / script).read_bytes())
     return f"{VERSION}-{digest.hexdigest()[:12]}"
+
+
+def context_archive() -> str:
+    """The build context as base64 of a gzipped tar: the Dockerfile and the scripts it copies, nothing else, with fixed
+    owners, modes and times, so the same content gives the same text on every machine. The build command carries it
+    in its environment instead of paths: a program run from another folder (a program of its own, the runner's fresh
+    checkout) finds the same files, and a checkout's location is no input of the command."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+        for name, data in [("Dockerfile", DOCKERFILE.read_bytes()),
+                           *((script, (CONTEXT / script).read_bytes()) for script in SCRIPTS)]:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            archive.addfile(info, io.BytesIO(data))
+    return base64.b64encode(gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)).decode()
 
 
 TASK_FILE = "acr-task.yaml"
