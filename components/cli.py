@@ -38,7 +38,7 @@ def _fail(problems: SpecError, console: Console) -> int:
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from components.diff.command import check_base, diff_against_base, refusals
     from components.diff.render import print_diff
-    from components.offline.boot_docs import boot_documents, missing_image_files, write_boot_documents
+    from components.offline.boot_docs import boot_documents, write_boot_documents
     from components.offline.engine import run_program
     from components.offline.first_up import first_up, write_runner_files
     from components.offline.html_report import render_report
@@ -47,16 +47,16 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from components.offline.policy_config import read_policy_config, stack_policy_config
     from components.offline.policy_runner import run_policies
     from components.offline.preview import preview_document, write_preview
+    from components.offline.program_check import run_problems
     from components.offline.progress import Progress
     from components.offline.removals import KEY as REMOVALS_KEY
-    from components.offline.removals import find_uses, removal_problems, removals_data
+    from components.offline.removals import find_uses, removals_data
     from components.offline.report_data import report_data
     from components.offline.summary import print_summary, print_violations
-    from components.preflight import problems as preflight_problems
     from components.preflight import run_preflight
     from components.preflight.report import KEY as PREFLIGHT_KEY
     from components.preflight.report import print_warnings, warning_rows
-    from components.simulation.check import check_order, plan_checked
+    from components.simulation.check import plan_checked
     from components.spec import load_stack_file, resolve_stack_path
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
@@ -93,23 +93,15 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         progress.done_counting()
     progress.stage(f"registered {len(run.registrations)} resources; checking policies")
     document = preview_document(run)
-    checked = run_preflight(document["steps"], plan)  # what Azure would refuse: exit 2, nothing written
-    if checked.errors:
-        return _fail(SpecError(preflight_problems(checked.errors)), errors)
-    try:  # the first boot in the order the program applies the layer: a deadlock or a missing prerequisite is exit 2
-        check_order(plan, (step["newState"] for step in document["steps"]))
-    except SpecError as error:
-        return _fail(error, errors)
+    # What Azure would refuse, a first boot that cannot come up, a file an image lacks, what the minor no longer
+    # serves: exit 2, nothing written. The same checks `pulumi up` runs (components/offline/program_check.py).
+    if problems := run_problems(run, plan, document):
+        return _fail(SpecError(problems), errors)
+    checked = run_preflight(document["steps"], plan)  # its warnings go to the report
     objects = kubernetes_objects(run.registrations)
     releases = helm_releases(run.registrations)
-    # What the stack's Kubernetes minor no longer serves or applies, anywhere in what the plan renders: exit 2.
     documents = boot_documents(plan)
-    # A file a boot document names that its image lacks (a kubelet flag's binary, a unit's program): exit 2.
-    if missing := missing_image_files(plan, documents):
-        return _fail(SpecError(missing), errors)
     uses = find_uses(objects, releases, documents)
-    if removed := removal_problems(uses, plan.versions.kubernetes_version):
-        return _fail(SpecError(removed), errors)
     violations = run_policies(document["steps"], policy_config)
     data = report_data(plan, name, Counter(r.type for r in run.registrations if r.custom), violations, run.outputs)
     data[PREFLIGHT_KEY] = warning_rows(checked.warnings)

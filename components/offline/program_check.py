@@ -1,0 +1,118 @@
+"""One set of refusals for `gpucluster plan` and `pulumi up`: what Azure would refuse in the program's resources (the
+ARM preflight), a first boot that cannot come up in the order the program applies it, a file a boot document names
+that its image lacks, and what the stack's Kubernetes minor no longer serves.
+
+These checks read what the program registers, so `gpucluster plan` runs them on its own run under mocks
+(components/offline/engine.py). A real `pulumi up` or `pulumi preview` cannot run the program under mocks in its own
+process (the engine's runtime settings are the real ones), so `__main__.py` runs this module in a child process on
+the same stack config before it declares anything: a refusal stops the engine with the plan's message. The child
+knows it is the check (`CHECK_ENV`) and does not check again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from components.errors import Problem, SpecError
+from components.offline.engine import ProgramRun
+from components.planning.cluster_plan import ClusterPlan
+
+CHECK_ENV = "GPUCLUSTER_PROGRAM_CHECK"
+"""Set in the child that runs the check, so the program it runs under mocks does not start another."""
+PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
+
+
+def run_problems(run: ProgramRun, plan: ClusterPlan, document: dict[str, Any]) -> list[Problem]:
+    """Every refusal of a program run, in the order `gpucluster plan` reports them (the first kind found)."""
+    from components.offline.boot_docs import boot_documents, missing_image_files
+    from components.offline.manifests import helm_releases, kubernetes_objects
+    from components.offline.removals import find_uses, removal_problems
+    from components.preflight import problems as preflight_problems
+    from components.preflight import run_preflight
+    from components.simulation.check import check_order
+
+    checked = run_preflight(document["steps"], plan)
+    if checked.errors:
+        return list(preflight_problems(checked.errors))
+    try:
+        check_order(plan, (step["newState"] for step in document["steps"]))
+    except SpecError as error:
+        return list(error.problems)
+    documents = boot_documents(plan)
+    if missing := missing_image_files(plan, documents):
+        return list(missing)
+    uses = find_uses(kubernetes_objects(run.registrations), helm_releases(run.registrations), documents)
+    return list(removal_problems(uses, plan.versions.kubernetes_version))
+
+
+def under_real_engine() -> bool:
+    """Whether the program runs under a real `pulumi up`/`preview`: not in the check's child, and not under mocks
+    (gpucluster plan's engine, a test's `pulumi.runtime.set_mocks`), where the checks run on the run itself."""
+    import pulumi
+    from pulumi.runtime.mocks import MockMonitor
+
+    return os.environ.get(CHECK_ENV) != "1" and not isinstance(pulumi.runtime.settings.get_monitor(), MockMonitor)
+
+
+def engine_config(project: str) -> dict[str, Any]:
+    """The stack config the engine gave the program (the language host's PULUMI_CONFIG), else the cluster alone."""
+    import pulumi
+    from pulumi.runtime.config import get_config_env
+
+    found = get_config_env()
+    if f"{project}:cluster" not in found:
+        found = {**found, f"{project}:cluster": json.dumps(pulumi.Config(project).require_object("cluster"))}
+    return found
+
+
+def check_in_child(project: str, stack: str, config: dict[str, Any]) -> None:
+    """Runs the program under mocks in a child process with this stack config; SpecError with its problems."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "components.offline.program_check", project, stack],
+                              input=json.dumps(config), capture_output=True, text=True,
+                              env={**os.environ, CHECK_ENV: "1"}, cwd=PROGRAM.parent, check=False)
+    except OSError as error:
+        raise SpecError([Problem("program", f"the program check could not start: {error}")]) from None
+    if done.returncode == 0:
+        return
+    try:
+        found = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    except ValueError:
+        found = []
+    if done.returncode != 2 or not found:
+        raise SpecError([Problem("program", f"the program check ended with exit {done.returncode}: "
+                                            f"{(done.stderr or done.stdout).strip()[-2000:]}")])
+    raise SpecError([Problem(str(f.get("path")), str(f.get("message")), source=str(f.get("source") or ""),
+                             fix=str(f.get("fix") or "")) for f in found])
+
+
+def main(argv: list[str]) -> int:
+    """`python -m components.offline.program_check <project> <stack>` with the stack config (a JSON object, the
+    engine's PULUMI_CONFIG) on stdin: each problem as a JSON line on stdout and exit 2, or exit 0."""
+    from components.offline.engine import run_program
+    from components.offline.preview import preview_document
+    from components.simulation.check import plan_checked
+    from components.spec import parse_cluster
+
+    project, stack = argv[1], argv[2]
+    config = json.loads(sys.stdin.read() or "{}")
+    raw = config.get(f"{project}:cluster")
+    try:
+        plan = plan_checked(parse_cluster(json.loads(raw) if isinstance(raw, str) else raw))
+    except SpecError as error:
+        problems = list(error.problems)
+    else:
+        run = run_program(PROGRAM, project, stack, config)
+        problems = run_problems(run, plan, preview_document(run))
+    for problem in problems:
+        print(json.dumps({"path": problem.path, "message": problem.message, "source": problem.source,
+                          "fix": problem.fix}))
+    return 2 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
