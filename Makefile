@@ -3,6 +3,8 @@
 # and the Azure SDK the node scale sets' provider runs on);
 # `make test` adds the dev tools (pytest, pytest-xdist, hypothesis, ruff, pyright with its Node.js, kubernetes-validate, cel-python)
 # and the real consumers the tests run (shellcheck, hadolint); `make e2e` builds the others (e2e/consumers.py).
+# Every package at the version of the lock files (constraints/*.txt, `python -m tools.lock`): the plan that was
+# reviewed and the deployment runner's `make install` install the same ones.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,17 +15,17 @@ PIP := $(BIN)/pip install --disable-pip-version-check --progress-bar on
 
 .PHONY: plan test e2e consumers lint typecheck unit golden consumer-facts install bench clean
 
-$(RUNTIME): pyproject.toml
+$(RUNTIME): pyproject.toml constraints/runtime.txt
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "==> [2/2] installing what planning needs (pulumi, pulumi-azure-native, ...: about 730 MB, a few minutes on a fresh machine)"
-	$(PIP) -e .
+	$(PIP) -c constraints/runtime.txt -e .
 	@touch $@
 	@echo "==> ready: $(BIN)/gpucluster"
 
-$(DEV): $(RUNTIME)
+$(DEV): $(RUNTIME) constraints/dev.txt
 	@echo "==> installing the dev tools for make test (pytest, pytest-xdist, hypothesis, ruff, pyright and its Node.js, kubernetes-validate, cel-python, shellcheck, hadolint)"
-	$(PIP) -e '.[dev]'
+	$(PIP) -c constraints/dev.txt -e '.[dev]'
 	@touch $@
 
 install: $(RUNTIME)

@@ -58,6 +58,20 @@ def under_real_engine() -> bool:
     return os.environ.get(CHECK_ENV) != "1" and not isinstance(pulumi.runtime.settings.get_monitor(), MockMonitor)
 
 
+def require_cli(version: str) -> None:
+    """The engine running the program is at least `version` (the release whose SDK the lock pins and the deployment
+    runner installs): the engine itself judges the range (pulumi SDK `runtime.settings.require_pulumi_version`, the
+    engine's RequirePulumiVersion call). SpecError with the fix otherwise."""
+    import pulumi
+
+    try:
+        pulumi.runtime.settings.require_pulumi_version(f">={version}")
+    except Exception as error:  # the engine's refusal, or an engine too old to know the call
+        raise SpecError([Problem("pulumi", f"this project runs with the Pulumi CLI v{version} or newer (the release of "
+                                           f"the SDK in constraints/runtime.txt, which the deployment runner installs): "
+                                           f"{error}")]) from None
+
+
 def engine_config(project: str) -> dict[str, Any]:
     """The stack config the engine gave the program (the language host's PULUMI_CONFIG), else the cluster alone."""
     import pulumi
