@@ -276,6 +276,33 @@ def test_a_post_that_may_have_been_taken_is_not_sent_again_blindly(cluster: Clus
     assert cluster.arm.asked("manualupgrade") == [f"{SETS[1]}/0", f"{SETS[1]}/1"], "asked once"
 
 
+def test_an_accepted_post_that_arm_shows_late_is_not_sent_again_within_the_grace(cluster: Cluster) -> None:
+    """ARM answers 202 before the instance view shows the instance busy: rounds that read it unchanged wait, and ask
+    again only once POST_GRACE_SECONDS have passed since the POST (then ARM would have shown it)."""
+    cluster.arm.bump(SETS[1], "1.0.1")
+    cluster.arm.lag_reads = 4
+    controller = cluster.controller()
+    said = cluster.steps(controller, 12, until="wave 3: upgrading")
+    said += cluster.steps(controller, 3, until="nothing")  # three more rounds inside the grace, the clock still
+    assert cluster.arm.asked("manualupgrade") == [f"{SETS[1]}/0", f"{SETS[1]}/1"], said
+    assert cluster.steps(controller, 40)[-1] == IDLE
+    assert cluster.arm.asked("manualupgrade") == [f"{SETS[1]}/0", f"{SETS[1]}/1"], "never asked twice"
+    cluster.arm.posts.clear()
+    cluster.arm.touch(SETS[0])
+    cluster.arm.stuck.clear()
+    cluster.arm.lag_reads = 10 ** 6  # ARM never shows it: after the grace, asked again
+    cluster.plan(deadline_minutes=0)
+    cluster.steps(controller, 12, until="wave 2: upgrading")
+    cluster.steps(controller, 2, until="nothing")
+    assert len(cluster.arm.posts) == 1
+    cluster.clock[0] += ro.POST_GRACE_SECONDS
+    cluster.arm.lag_reads = 0
+    for vm in cluster.arm.sets[SETS[0]].vms.values():
+        vm.unseen, vm.busy, vm.state, vm.then = 0, 0, "Succeeded", None  # the lost request
+    cluster.steps(controller, 1, until="nothing")
+    assert len(cluster.arm.posts) == 2, "asked again after the grace"
+
+
 def test_the_pause_annotation_holds_the_rollout(cluster: Cluster) -> None:
     cluster.arm.bump(SETS[0], "1.0.1")
     plan = cluster.kube.store[CONFIGMAPS][ro.PLAN_CONFIGMAP]

@@ -333,6 +333,7 @@ def test_the_prod_rollout_rolls_every_wave_and_moves_the_gang_whole(prod: Prod, 
     assert said == IDLE, log[-20:]
     assert not killed, killed[:20]
     assert order == planned, "the plan's wave order"
+    assert len(arm.posts) == len(planned), "each scale set asked once (no POST again while ARM has not shown it)"
     assert all(vm.latest for found in arm.sets.values() for vm in found.vms.values())
     assert disks == {2} and arm.asked("reimage") == [], "one OS disk per instance: the upgrade alone"
     assert any("deactivated 1 of 1 workloads" in s for s in log), "the gang moved whole, by deactivation"

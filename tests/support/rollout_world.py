@@ -75,6 +75,8 @@ class Vm:
     disks: int = 1
     busy: int = 0
     then: Callable[[], None] | None = None
+    unseen: int = 0
+    """Reads that still show the instance as it was after a POST was accepted (ARM has not started it yet)."""
 
 
 @dataclass
@@ -90,6 +92,8 @@ class Arm(FakeAzure):
         super().__init__()
         self.sets: dict[str, ScaleSet] = {}
         self.busy_reads = 1
+        self.lag_reads = 0
+        """Reads after an accepted POST before the instance shows busy (the fake's clock does not move meanwhile)."""
         self.clock = 0
         self.posts: list[tuple[str, str, tuple[str, ...]]] = []
         self.failing: set[str] = set()
@@ -115,6 +119,15 @@ class Arm(FakeAzure):
 
     def _vm_body(self, scale_set: str, instance: str, vm: Vm) -> dict[str, Any]:
         key = f"{scale_set}/{instance}"
+        if vm.unseen:
+            vm.unseen -= 1
+            state = "Succeeded"
+            stamp = f"2026-11-29T08:{vm.changed // 60 % 60:02d}:{vm.changed % 60:02d}.1234567+00:00"
+            return {"instanceId": instance, "name": f"{scale_set}_{instance}", "properties": {
+                "latestModelApplied": False if vm.then else vm.latest, "provisioningState": state,
+                "osProfile": {"computerName": f"{scale_set}-{instance}"},
+                "storageProfile": {"imageReference": {"id": vm.image}},
+                "instanceView": {"statuses": [{"code": "ProvisioningState/succeeded", "time": stamp}]}}}
         if vm.busy and key not in self.stuck:
             vm.busy -= 1
             if vm.busy == 0:
@@ -155,7 +168,7 @@ class Arm(FakeAzure):
         for instance in ids:
             vm = found.vms[instance]
             assert not vm.busy, f"{name}/{instance}: {op} while another operation runs"
-            vm.state, vm.busy = "Updating", self.busy_reads
+            vm.state, vm.busy, vm.unseen = "Updating", self.busy_reads, self.lag_reads
             if op == "manualupgrade":
                 new_image = vm.image != found.image
 

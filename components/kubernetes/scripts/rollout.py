@@ -28,7 +28,8 @@ resourceVersion it read. Phases:
             (rollout_arm.py): one disk per change
   upgrading, reimaging
             asks ARM for the instances that have not taken it yet (an instance has when ARM shows it busy or changed
-            since the recorded change), once per round; a failed instance stops the rollout
+            since the recorded change), and asks again only for those still not taken `POST_GRACE_SECONDS` after it
+            last asked; a failed instance stops the rollout
   health    waits for each node to be Ready again (a Ready transition after the recorded one) and, where the health
             agent runs, for its preflight taint to go; the unhealthy taint stops the rollout with the wave fenced
   lift      opens the fence and uncordons what it cordoned; back to scan
@@ -83,6 +84,9 @@ DOMAIN_LABEL = "gpucluster.io/infiniband-domain"
 RACK_LABEL = "gpucluster.io/rack"
 POOL_LABEL = "gpucluster.io/pool"
 SCALE_SET_LABEL = "gpucluster.io/scale-set"
+POST_GRACE_SECONDS = 300.0
+"""After a POST, how long instances that ARM does not yet show busy or changed are waited for before they are asked
+again: an accepted request (or one whose answer was lost) shows in the instance view only once ARM has started it."""
 PHASES = ("scan", "fence", "drain", "evict", "move", "upgrading", "reimaging", "health", "lift", "stopped")
 MERGE = "application/merge-patch+json"
 
@@ -486,10 +490,12 @@ class Controller:
                     post.append(instance_id)
                 if not taken or instance.busy or (op == "upgrade" and not instance.latest):
                     waiting.append(f"{scale_set}/{instance_id}")
-            if post:
+            posted = _dict(asked.get("postedAt")).get(op)
+            if post and (not isinstance(posted, int | float) or self.now() - posted >= POST_GRACE_SECONDS):
+                asked["postedAt"] = {**_dict(asked.get("postedAt")), op: self.now()}
                 try:
                     getattr(self.arm, op)(scale_set, post)
-                except kc.ApiError as error:  # read again next round before asking again
+                except kc.ApiError as error:  # it may have been taken: read again, after the grace, before asking again
                     kc.log(f"rollout: {op} of {scale_set} {post}: {error}")
         return waiting
 
