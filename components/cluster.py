@@ -141,6 +141,12 @@ class GpuCluster(pulumi.ComponentResource):
             self.metrics = MetricsWorkspace(f"{name}-metrics", MetricsWorkspaceArgs(
                 scope=scope, plan=plan.metrics,
                 inflight_limit=api.max_requests_inflight + api.max_mutating_requests_inflight), child)
+        if self.metrics is not None and self.deploy_runner is not None:
+            # Every run reads the workspace's default rule and endpoint (its remote-write URL) in the group Azure made
+            # for them: the runner, whose roles are on the cluster's group, reads there too (docs/operations.md).
+            self.deploy_runner.grant_read(f"{name}-deploy-runner-metrics", self.metrics.managed_group_id,
+                                          scope.subscription_id, "reads the metrics workspace's data collection rule "
+                                          "and endpoint and their role assignment, on every run")
         system_identities = [*self.addon_identities.identity_ids,
                              *([self.metrics.identity.id] if self.metrics is not None else [])]
         pools = pulumi.ResourceOptions(parent=self, depends_on=[self.join_access])

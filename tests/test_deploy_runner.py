@@ -97,7 +97,8 @@ def test_step_one_creates_the_runner_and_step_two_writes_no_role_assignment(prod
     keeps every resource of the runner in step 1."""
     left_out = excluded(prod_run.registrations, (FIRST_EXCLUDE,))
     runner = [r for r in prod_run.registrations if "DeployRunner" in r.urn]
-    assert len([r for r in runner if r.custom]) == 5 and not [r.name for r in runner if r.urn in left_out]
+    # identity, its two roles on the cluster's group, its read on the metrics workspace's managed group, NIC, VM
+    assert len([r for r in runner if r.custom]) == 6 and not [r.name for r in runner if r.urn in left_out]
     second = [r for r in prod_run.registrations if r.custom and r.urn in left_out]
     assert not [r.name for r in second if r.type.startswith("azure-native:authorization:")]
     summary = first_up(prod_run.registrations, prod_spec, "--policy-pack policies", "prod", "policies/config/prod.json")
@@ -459,3 +460,22 @@ def test_the_preflight_and_the_pack_judge_the_runner_as_every_vm(dev_out: Path, 
             if f.path == name and "Standard_D4s_v99" in f.message] == ["size-region-uncatalogued"]
     assert [v.source for v in run_policies(steps) if v.path == runner["urn"]] == [
         "azure-native-compute-machines-require-tags"]
+
+
+def test_the_runner_reads_the_metrics_workspaces_rule_where_azure_put_it(prod_run: ProgramRun) -> None:
+    """Every run of the program reads the workspace's default data collection rule and endpoint
+    (monitor:getDataCollectionRule/Endpoint) in the managed group Azure makes for them, outside the cluster's group,
+    and refreshes the publisher's role assignment on that rule: the runner's identity reads there."""
+    from components.catalog.azure_roles import MONITORING_READER
+
+    [publisher] = [r for r in prod_run.registrations if r.name.endswith("-writer-publisher")]
+    rule = str(publisher.inputs["scope"])  # the workspace's default rule, as Azure reports it (mock_values.py)
+    managed = rule.split("/providers/", 1)[0]
+    assert "/resourceGroups/MA_" in managed and "/dataCollectionRules/" in rule
+    assignments = [r for r in _runner(prod_run, "azure-native:authorization:RoleAssignment")
+                   if r.inputs["scope"] == managed]
+    assert [str(a.inputs["roleDefinitionId"]).rsplit("/", 1)[1] for a in assignments] == [MONITORING_READER]
+    on_group = [r for r in _runner(prod_run, "azure-native:authorization:RoleAssignment") if r.inputs["scope"] != managed]
+    assert {a.inputs["principalId"] for a in assignments} == {r.inputs["principalId"] for r in on_group}, "the runner's"
+    left_out = excluded(prod_run.registrations, (FIRST_EXCLUDE,))
+    assert assignments[0].urn not in left_out, "made in step 1, where the workstation holds Owner"

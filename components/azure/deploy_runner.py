@@ -15,7 +15,7 @@ from components.azure.network import NetworkRefs
 from components.azure.scale_set.body import NodeAccess, linux_configuration
 from components.azure.scope import AzureScope
 from components.bootstrap.deploy_runner import render_runner_cloud_init
-from components.catalog.azure_roles import role_definition_id
+from components.catalog.azure_roles import MONITORING_READER, role_definition_id
 from components.catalog.deploy_runner import CONDITION_VERSION, PRIVILEGED_ROLES, delegation_condition
 from components.planning.deploy_runner import OS_DISK_GIB, DeployRunnerPlan
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
@@ -99,3 +99,14 @@ class DeployRunner(pulumi.ComponentResource):
                                         ignore_changes=["osProfile", "storageProfile.imageReference"]))
         self.client_id = self.identity.client_id
         self.register_outputs({"vmName": plan.vm_name, "clientId": self.identity.client_id})
+
+    def grant_read(self, name: str, scope: pulumi.Input[str], subscription_id: pulumi.Input[str],
+                   why: str) -> azure.authorization.RoleAssignment:
+        """Monitoring Reader (`*/read`) at `scope`, outside the cluster's resource group: for what the program reads
+        there on every run (a managed resource group Azure made for one of the stack's resources)."""
+        return azure.authorization.RoleAssignment(
+            f"{name}-read", principal_id=self.identity.principal_id, principal_type=PRINCIPAL_TYPE,
+            role_definition_id=pulumi.Output.from_input(subscription_id).apply(
+                lambda sub: role_definition_id(sub, MONITORING_READER)),
+            scope=scope, description=f"gpucluster deployment runner: {why}"[:1024],
+            opts=pulumi.ResourceOptions(parent=self))

@@ -64,6 +64,8 @@ class MetricsWorkspace(pulumi.ComponentResource):
     """Where the shards remote-write: the ingestion endpoint and the default data collection rule."""
     client_id: pulumi.Output[str]
     """The writer identity's client id (Monitoring Metrics Publisher on the rule)."""
+    managed_group_id: pulumi.Output[str]
+    """The resource group Azure made for the workspace's default data collection rule and endpoint."""
 
     def __init__(self, name: str, args: MetricsWorkspaceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:azure:MetricsWorkspace", name, None, opts)
@@ -76,6 +78,9 @@ class MetricsWorkspace(pulumi.ComponentResource):
             f"{name}-workspace", resource_group_name=resource_group_name, location=location, tags=tags, opts=child)
         ingestion = self.workspace.default_ingestion_settings
         rule_id = ingestion.apply(lambda s: s.data_collection_rule_resource_id)
+        # Azure puts the workspace's default rule and endpoint in a resource group of its own
+        # (MA_<workspace>_<location>_managed), outside the cluster's: whoever runs the program reads them there.
+        self.managed_group_id = rule_id.apply(lambda i: i.split("/providers/", 1)[0])
         endpoint_id = ingestion.apply(lambda s: s.data_collection_endpoint_resource_id)
         rule = rule_id.apply(_parts).apply(lambda p: azure.monitor.get_data_collection_rule_output(
             resource_group_name=p[0], data_collection_rule_name=p[1]))

@@ -15,5 +15,7 @@ def role_definition_id(subscription: str, role: str) -> str:
     return f"/subscriptions/{subscription}/providers/Microsoft.Authorization/roleDefinitions/{role}"
 ACR_PULL = "7f951dda-4ed3-4680-a7ca-43fe172d538d"
 """AcrPull: pull from a registry (container-registry-rbac-built-in-roles-overview.md)."""
+MONITORING_READER = "43d0d8ad-25c7-4714-9337-8ba259a9fe05"
+"""Monitoring Reader: `*/read` (azure-docs articles/role-based-access-control/built-in-roles/monitor.md)."""
 KEY_VAULT_SECRETS_USER = "4633458b-17de-408a-b874-0445c86b69e6"
 """Read secret contents on an RBAC-authorized vault: what an ACR credential set's identity needs."""
