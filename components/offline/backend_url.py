@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,8 +28,30 @@ def credentials_file(env: Mapping[str, str]) -> Path:
     return Path(folder) / "credentials.json"
 
 
+def with_storage_account(url: str, env: Mapping[str, str]) -> str:
+    """An azblob:// backend as another machine can open it: the account in the URL (`storage_account`, the query
+    parameter gocloud.dev's azureblob opener reads, or AZURE_STORAGE_ACCOUNT, which it reads from the environment:
+    gocloud.dev blob/azureblob/azureblob.go at the version pulumi v3.274.0 requires). The runner has only the URL."""
+    if not url.startswith("azblob://"):
+        return url
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parts.query)
+    if query.get("storage_account"):
+        return url
+    account = env.get("AZURE_STORAGE_ACCOUNT")
+    if not account:
+        raise BackendUnknownError(f"{url} names no storage account, and AZURE_STORAGE_ACCOUNT is unset: the runner "
+                                  "could not open it; log in with azblob://<container>?storage_account=<account>")
+    extra = urllib.parse.urlencode({"storage_account": account})
+    return urllib.parse.urlunsplit(parts._replace(query=f"{parts.query}&{extra}" if parts.query else extra))
+
+
 def backend_url(env: Mapping[str, str], project: Path) -> str:
     """The backend URL; BackendUnknownError (with the fix) when this machine is logged in nowhere."""
+    return with_storage_account(_chosen(env, project), env)
+
+
+def _chosen(env: Mapping[str, str], project: Path) -> str:
     if env.get("PULUMI_BACKEND_URL"):
         return env["PULUMI_BACKEND_URL"]
     manifest = project / "Pulumi.yaml"
