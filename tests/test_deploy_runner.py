@@ -251,7 +251,10 @@ def test_the_setup_installs_the_pinned_clis_only_when_the_checksum_matches(tmp_p
 
 STEP2_FAKES = {
     "az": 'echo "az $*" >> "$LOG"\nif [ "$1" = account ]; then echo 00000000-0000-0000-0000-000000000001; fi\n',
-    "git": 'echo "git $*" >> "$LOG"\nif [ "$1" = clone ]; then mkdir -p "${@: -1}"; fi\n',
+    # A clone holds the project; its `make install` makes .venv, here a gpucluster that says what it was asked.
+    "git": 'echo "git $*" >> "$LOG"\nif [ "$1" = clone ]; then mkdir -p "${@: -1}/.venv/bin"; '
+           'printf \'#!/bin/bash\\necho "gpucluster $*"\\n\' > "${@: -1}/.venv/bin/gpucluster"; '
+           'chmod +x "${@: -1}/.venv/bin/gpucluster"; fi\n',
     "make": 'echo "make $* in $PWD" >> "$LOG"\n',
     "pulumi": 'echo "pulumi $* token=${PULUMI_ACCESS_TOKEN:-} passphrase=${PULUMI_CONFIG_PASSPHRASE-unset} '
               'client=${AZURE_CLIENT_ID:-}" >> "$LOG"\n'
@@ -380,12 +383,13 @@ def test_step_two_starts_on_its_own_and_is_followed_to_its_end(tmp_path: Path) -
     known = {o for opts in AZ_ARGS["commands"]["vm run-command create"].values() for o in opts}
     assert set(options) - {"--output"} <= known, set(options) - known  # --output: every command's (azure-cli core)
     assert options["--async-execution"] == "true" and options["--name"].startswith(f"{RUN_COMMAND_NAME}-")
-    assert options["--name"] == f"{RUN_COMMAND_NAME}-20261129T080000Z-0123abc0123a"
+    assert options["--name"] == f"{RUN_COMMAND_NAME}-up-20261129T080000Z-0123abc0123a"
     assert options["--script"] == f"@{tmp_path}/project/out/dev/{SCRIPT_FILE}", "an absolute path, read by az"
     assert (tmp_path / "az.script").read_text() == STEP2_SCRIPT
     public = dict(w.split("=", 1) for w in create[parameters + 1:protected])
     assert public == {"STACK": "dev", "POLICY_CONFIG": "policies/config/my $(touch pwned) dev.json",
-                      "REF": "0123abc0123abc99", "CLIENT_ID": "client-1", "BACKEND_URL": "https://api.pulumi.com"}
+                      "REF": "0123abc0123abc99", "CLIENT_ID": "client-1", "BACKEND_URL": "https://api.pulumi.com",
+                      "ACTION": "up"}
     assert not (tmp_path / "project" / "pwned").exists(), "the pack config path is a value, never run"
     assert tuple(public) == PARAMETERS
     secret_words = create[protected + 1:]
@@ -403,6 +407,22 @@ def test_step_two_starts_on_its_own_and_is_followed_to_its_end(tmp_path: Path) -
         words = [w for w in show[3:] if w.startswith("-")]
         assert set(words) - {"--output"} <= show_known, words  # --output: every command's (azure-cli core)
         assert show[show.index("--name") + 1] == options["--name"]
+
+
+def test_verify_runs_on_the_runner_with_the_stacks_admin_kubeconfig(tmp_path: Path) -> None:
+    """`start-step2.sh verify`: the same Run Command with ACTION=verify; on the runner, step2.sh writes the admin
+    kubeconfig into its private checkout folder and runs gpucluster verify there instead of pulumi up."""
+    result, calls = _step2(tmp_path, ACTION="verify")
+    assert result.returncode == 0, result.stderr
+    assert not [c for c in calls if c.startswith("pulumi up")]
+    assert calls[-1].startswith("pulumi stack output adminKubeconfig --show-secrets")
+    assert "verify dev --kubeconfig" in (tmp_path / "step2.log").read_text()
+    (tmp_path / "start").mkdir()
+    start, _ = _start(tmp_path / "start", ['{"executionState": "Succeeded", "exitCode": 0}'])
+    assert start.returncode == 0
+    bad = subprocess.run(["bash", str(tmp_path / "start" / "project" / "out" / "dev" / START_FILE), "destroy"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "usage:" in bad.stderr
 
 
 def test_step_two_fails_with_the_runs_exit_code_and_a_rerun_gets_a_new_name(tmp_path: Path) -> None:

@@ -30,15 +30,17 @@ SCRIPT_FILE = "first-up/step2.sh"
 CLIENT_ID_OUTPUT = "deployRunnerClientId"
 """The stack output with the runner identity's client id (__main__.py)."""
 
-PARAMETERS = ("STACK", "POLICY_CONFIG", "REF", "CLIENT_ID", "BACKEND_URL")
+PARAMETERS = ("STACK", "POLICY_CONFIG", "REF", "CLIENT_ID", "BACKEND_URL", "ACTION")
+"""ACTION: `up` (step 2 and every later update) or `verify` (`gpucluster verify` where the API servers answer)."""
 PROTECTED = ("REPOSITORY", "PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE")
 """The repository URL may carry a token; the backend's token and the stack's passphrase are secrets. One left unset
 in the shell that runs the command is sent empty, and the script unsets an empty one."""
 
 STEP2_SCRIPT = r"""#!/bin/bash
 # Step 2 of the first `pulumi up` (and every later update), run on the deployment runner by a managed Run Command.
-# Parameters (environment): STACK, POLICY_CONFIG, REF, CLIENT_ID, BACKEND_URL; protected: REPOSITORY,
-# PULUMI_ACCESS_TOKEN, PULUMI_CONFIG_PASSPHRASE (empty when the backend or the stack does not use them).
+# Parameters (environment): STACK, POLICY_CONFIG, REF, CLIENT_ID, BACKEND_URL, ACTION (up, or verify: gpucluster verify
+# from inside the VNet); protected: REPOSITORY, PULUMI_ACCESS_TOKEN, PULUMI_CONFIG_PASSPHRASE (empty when the backend or
+# the stack does not use them).
 set -euo pipefail
 : "${STACK:?}" "${REF:?}" "${CLIENT_ID:?}" "${BACKEND_URL:?}" "${REPOSITORY:?}"
 export HOME="${HOME:-/root}"
@@ -67,6 +69,12 @@ pulumi stack select "$STACK"
 pulumi config set azure-native:useMsi true
 pulumi config set azure-native:clientId "$CLIENT_ID"
 pulumi config set azure-native:subscriptionId "$subscription"
+if [ "${ACTION:-up}" = verify ]; then
+  # The cluster's checks need the API servers, which answer inside the VNet only; the kubeconfig stays in $work.
+  (umask 077; pulumi stack output adminKubeconfig --show-secrets > "$work/admin.conf")
+  .venv/bin/gpucluster verify "$STACK" --kubeconfig "$work/admin.conf" --subscription "$subscription"
+  exit $?
+fi
 # --refresh: a scale set whose allocation ended Failed reads Failed and is written again (docs/operations.md).
 # POLICY_CONFIG empty: the stack has no pack config of its own and the pack runs with its defaults.
 pulumi up --refresh --yes --non-interactive --policy-pack policies ${POLICY_CONFIG:+--policy-pack-config "$POLICY_CONFIG"}
@@ -82,9 +90,12 @@ START_SCRIPT = r"""#!/bin/bash
 # Step 2 of the first `pulumi up` (and every later update), from anywhere with ARM access: sends step2.sh (beside
 # this script) to the deployment runner as a managed Run Command that runs on its own there, then follows it to its
 # end and exits with its exit code. Run it from the project's checkout, where git, pulumi (logged in to the stack's
-# backend) and gpucluster work; the values below are the plan's.
+# backend) and gpucluster work; the values below are the plan's. `start-step2.sh verify` runs `gpucluster verify`
+# on the runner instead, where the API servers answer.
 set -euo pipefail
 @VALUES@
+action="${1:-up}"
+case "$action" in up|verify) ;; *) echo "usage: $0 [up|verify]" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ref=$(git rev-parse HEAD)
 client_id=$(pulumi stack output @CLIENT_ID_OUTPUT@ --stack "$STACK")
@@ -100,10 +111,11 @@ trap 'rm -rf "$secrets"' EXIT
   printf '%s' "${PULUMI_CONFIG_PASSPHRASE:-}" > "$secrets/passphrase"
 )
 # A name of its own per run: a Run Command re-created with the same name and parameters may not run again.
-name="@RUN_COMMAND_NAME@-$(date -u +%Y%m%dT%H%M%SZ)-${ref:0:12}"
+name="@RUN_COMMAND_NAME@-$action-$(date -u +%Y%m%dT%H%M%SZ)-${ref:0:12}"
 az vm run-command create --resource-group "$RESOURCE_GROUP" --vm-name "$VM" --name "$name" \
   --async-execution true --timeout-in-seconds "$TIMEOUT" --script "@$here/step2.sh" --output none \
   --parameters "STACK=$STACK" "POLICY_CONFIG=$POLICY_CONFIG" "REF=$ref" "CLIENT_ID=$client_id" "BACKEND_URL=$backend" \
+  "ACTION=$action" \
   --protected-parameters "REPOSITORY=@$secrets/repository" "PULUMI_ACCESS_TOKEN=@$secrets/token" \
   "PULUMI_CONFIG_PASSPHRASE=@$secrets/passphrase"
 rm -rf "$secrets"

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from components.errors import Problem, SpecError
 from components.verify.bounds import LIMITS, Limits
+from components.verify.results import Check
 from components.vocabulary import LABEL_NCCL_RUN
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ def add_parser(sub: Any) -> None:
     verify.add_argument("--cluster-only", action="store_true",
                         help="only the cluster's checks, from the kubeconfig alone: no Azure credentials, subscription "
                              "or ARM read")
+    verify.add_argument("--azure-only", action="store_true",
+                        help="only what the subscription must offer before the first `pulumi up`: resource providers, "
+                             "preview features, sizes per zone and quota; no kubeconfig, nothing deployed read")
     verify.add_argument("--nccl", action="store_true",
                         help="also run a two-node NCCL all-reduce in one InfiniBand domain as a Job: this CREATES "
                              "objects in the cluster (and deletes them after)")
@@ -69,9 +73,18 @@ def _unreachable() -> tuple[type[Exception], ...]:
     return AzureError, KubeError, HTTPError, OSError
 
 
-def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, options: Options) -> list[Result]:
-    """Every read-only check, in order (the Azure ones only with `azure`); one check's failure to read does not stop
-    the others."""
+PRE_DEPLOY = ("azure.providers", "azure.features", "azure.sizes", "azure.quota")
+"""The checks that read only the subscription, not what a `pulumi up` made: `--azure-only` runs these."""
+API_PROBE_SECONDS = 10.0
+"""How long verify waits for the API server's /version before it says the cluster is not reachable from here."""
+UNREACHABLE = Check("cluster.reachable", "components/verify/command.py (GET /version before the cluster's checks)")
+
+
+def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, options: Options,
+               azure_only: bool = False, reachable: str = "") -> list[Result]:
+    """Every read-only check, in order (the Azure ones only with `azure`; with `azure_only` the pre-deploy ones alone);
+    one check's failure to read does not stop the others. `reachable`: why the API server did not answer, when it
+    did not; the cluster's checks are then one failure, not one timeout each."""
     from components.verify import check_addons, check_capacity, check_expiry, check_images, check_nics, check_nodes
     from components.verify import check_registrations as registrations
     from components.verify.arm import Arm
@@ -99,6 +112,17 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
             ("azure.subgroups", lambda: check_subgroups(arm, plan)),
             ("azure.instance-models", lambda: check_instance_models(arm, plan)),
         ]
+    if azure_only:
+        checks = [(name, check) for name, check in checks if name in PRE_DEPLOY]
+        return bounded(checks, options.limits,
+                       lambda name, check: guarded(name, check, WriteRefusedError, _unreachable()))
+    if reachable:
+        return [*bounded(checks, options.limits,
+                         lambda name, check: guarded(name, check, WriteRefusedError, _unreachable())),
+                UNREACHABLE.failed(str(api_client.configuration.host), f"not reachable from here: {reachable}",
+                                   "run verify where the API servers' load balancer answers: on the deployment runner "
+                                   "(docs/operations.md, 'Verifying from the runner'), or through "
+                                   "inCluster.apiAccess; the cluster's checks were not run")]
     checks += [
         ("cluster.nodes", lambda: check_nodes.check_nodes(kube, plan)),
         ("cluster.racks", lambda: check_racks(kube, plan)),
@@ -110,6 +134,24 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
         ("cluster.rollout", lambda: check_progress(kube, plan)),
     ]
     return bounded(checks, options.limits, lambda name, check: guarded(name, check, WriteRefusedError, _unreachable()))
+
+
+def api_answers(api_client: Any, seconds: float) -> str:
+    """"" when the API server answers GET /version within `seconds` (any HTTP answer: the checks report what they
+    read); else why not, in one line."""
+    from kubernetes.client import VersionApi
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        VersionApi(api_client).get_code(_request_timeout=seconds)
+    except ApiException as error:
+        if error.status:
+            return ""
+        return f"{api_client.configuration.host} did not answer GET /version within {seconds:g} s ({error.reason})"
+    except _unreachable() as error:
+        return f"{api_client.configuration.host} did not answer GET /version within {seconds:g} s " \
+               f"({type(error).__name__})"
+    return ""
 
 
 def bounded(checks: list[tuple[str, Callable[[], list[Result]]]], limits: Limits,
@@ -209,10 +251,14 @@ def _verify(args: argparse.Namespace, console: Console, errors: Console,
             bad += [Problem(flag, "reads Azure: drop it, or drop --cluster-only") for flag, given in (
                 ("--subscription", args.subscription), ("--arm-endpoint", args.arm_endpoint),
                 ("--feature", args.feature)) if given]
+        if args.azure_only:
+            bad += [Problem(flag, "reads the cluster: drop it, or drop --azure-only") for flag, given in (
+                ("--cluster-only", args.cluster_only), ("--kubeconfig", args.kubeconfig), ("--context", args.context),
+                ("--nccl", args.nccl)) if given]
         if bad:
             raise SpecError(bad)
         name, plan = _plan(args.stack)
-        api_client = kube_api_client(kubeconfig_path(args.kubeconfig), args.context)
+        api_client = None if args.azure_only else kube_api_client(kubeconfig_path(args.kubeconfig), args.context)
         azure = None if args.cluster_only else azure_factory(args.subscription, args.arm_endpoint)
     except SpecError as error:
         for problem in error.problems:
@@ -221,14 +267,15 @@ def _verify(args: argparse.Namespace, console: Console, errors: Console,
     from components.verify import bounds
 
     options = Options(args.feature, timedelta(days=args.expiry_days), datetime.now(UTC), bounds.LIMITS)
-    results = run_checks(plan, azure, api_client, options)
+    reachable = "" if api_client is None else api_answers(api_client, API_PROBE_SECONDS)
+    results = run_checks(plan, azure, api_client, options, azure_only=args.azure_only, reachable=reachable)
     if args.nccl:
         from components.verify.nccl import NcclError, run_nccl
 
         config = kubeconfig_path(args.kubeconfig)
         results += guarded("cluster.nccl", lambda: run_nccl(plan, config, args.context, api_client),
                            WriteRefusedError, (*_unreachable(), NcclError))
-    cluster = str(api_client.configuration.host)
+    cluster = str(api_client.configuration.host) if api_client is not None else "not read (--azure-only)"
     subscription = azure.subscription if azure is not None else "not read (--cluster-only)"
     if args.json:
         report.print_json(console, name, subscription, cluster, results)
