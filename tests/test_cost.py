@@ -20,6 +20,7 @@ from components.catalog.prices import (
     UNIT_HOURS,
     catalogue_document,
     catalogue_from_document,
+    is_windows,
     policy_rates,
     price_catalogue,
     rates_of_row,
@@ -458,3 +459,21 @@ def test_the_budget_rule_is_off_by_default_and_fails_a_stack_over_it(dev_out: Pa
         mutate(grown)
         (over,) = _budget(grown, maxHourlyUsd=11.25, usdPerHour=DEV_RATES)
         assert "cost 11.75 USD/h" in over and "by 0.50 USD/h, 365 USD per 730-hour month" in over
+
+
+def test_a_windows_meter_never_prices_a_linux_pool_whatever_the_answers_order() -> None:
+    """The confidential H100's Windows row is "Virtual Machines NCCadsv5 Srs Win" (8.82 USD/h beside Linux's 6.98):
+    read in the saved order or reversed, the catalogue keeps the Linux rate."""
+    from tools.refresh_prices import rows_of_answer
+
+    answer = json.loads((ANSWERS / "eastus2-vm-2026-09-01.json").read_text("utf-8"))
+    backwards = {**answer, "Items": list(reversed(answer["Items"]))}
+    for document in (answer, backwards):
+        rows = rows_of_answer(document, "s", TODAY)
+        payg = {r.usd_per_hour for row in rows for r in rates_of_row(row)
+                if r.sku == "Standard_NCC40ads_H100_v5" and r.option == "payg"}
+        assert payg == {6.98}, payg
+    assert is_windows({"productName": "Virtual Machines NCCadsv5 Srs Win"})
+    assert is_windows({"productName": "Virtual Machines Dv5 Series Windows"})
+    assert not is_windows({"productName": "Virtual Machines NCCadsv5 Srs"})
+    assert not is_windows({"productName": "Virtual Machines Winterfell Series"})

@@ -70,8 +70,15 @@ class PriceCatalogue:
         return PriceCatalogue(self.rates + rates, self.unpriced)
 
 
+WINDOWS_PRODUCT_SUFFIXES = ("Windows", "Win")
+"""How the Retail Prices API marks a Windows meter: its productName ends in the word "Windows" ("Virtual Machines
+Dv5 Series Windows") or, for the shortened series names, "Win" ("Virtual Machines NCCadsv5 Srs Win", beside the
+Linux row "Virtual Machines NCCadsv5 Srs": components/catalog/data/price_answers/eastus2-vm-2026-09-01.json)."""
+
+
 def is_windows(row: dict[str, Any]) -> bool:
-    return str(row.get("productName") or "").endswith("Windows")
+    words = str(row.get("productName") or "").split()
+    return bool(words) and words[-1] in WINDOWS_PRODUCT_SUFFIXES
 
 
 def is_low_priority(row: dict[str, Any]) -> bool:
