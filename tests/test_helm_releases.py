@@ -8,8 +8,10 @@ pulumi-kubernetes provider/pkg/provider/helm_release.go (`client.Wait = !skipAwa
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+import yaml
 
 from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, KUEUE_RELEASE, RELEASES
 from components.offline.engine import ProgramRun
@@ -82,3 +84,16 @@ def test_the_layers_daemonsets_and_balloons_are_not_awaited(prod_run: ProgramRun
     assert daemonsets and daemonsets <= skipped
     balloons = {n for n in {r.inputs["metadata"]["name"] for r in workloads} if n.startswith("balloon-")}
     assert balloons and balloons <= skipped and "coredns" not in skipped
+
+
+def test_the_charts_folder_names_each_release_as_helm_installs_it(prod_run: ProgramRun, tmp_path: Path) -> None:
+    """out/<stack>/charts/<resource>.yaml: `release` is the name Helm installs the chart under (the Release's `name`),
+    which `helm template <release>` must be given for the objects to carry the installed names; the Pulumi resource's
+    name, which differs, only names the file."""
+    from components.offline.manifests import helm_releases, write_charts
+
+    releases = helm_releases(prod_run.registrations)
+    written = {p.name: yaml.safe_load(p.read_text()) for p in write_charts(releases, tmp_path)}
+    declared = {r.name: r.inputs["name"] for r in prod_run.registrations if r.type == "kubernetes:helm.sh/v3:Release"}
+    assert declared and {f"{k}.yaml": v for k, v in declared.items()} == {n: d["release"] for n, d in written.items()}
+    assert any(resource != release for resource, release in declared.items()), "the two names differ"

@@ -110,7 +110,10 @@ def helm_releases(registrations: list[Registration]) -> list[dict[str, Any]]:
     and values: the provider renders them at deploy time, so they are listed beside the manifests rather than
     as objects."""
     keys = ("name", "chart", "version", "namespace", "repositoryOpts", "atomic", "skipAwait", "timeout", "values")
-    return [{"release": reg.name, **{k: _sorted(reg.inputs[k]) for k in keys if k in reg.inputs}}
+    # `release`: the name Helm installs it under (the Release's `name` input, what `helm template <release>` needs);
+    # `resource`: the Pulumi resource's name, which names the file.
+    return [{"release": reg.inputs.get("name", reg.name), "resource": reg.name,
+             **{k: _sorted(reg.inputs[k]) for k in keys if k in reg.inputs}}
             for reg in registrations if reg.type == HELM_RELEASE]
 
 
@@ -118,7 +121,7 @@ def write_charts(releases: list[dict[str, Any]], directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for release in releases:
-        path = directory / f"{release['release']}.yaml"
+        path = directory / f"{release['resource']}.yaml"
         path.write_text(_dump(release), encoding="utf-8")
         paths.append(path)
     return paths
