@@ -477,3 +477,20 @@ def test_a_windows_meter_never_prices_a_linux_pool_whatever_the_answers_order() 
     assert is_windows({"productName": "Virtual Machines Dv5 Series Windows"})
     assert not is_windows({"productName": "Virtual Machines NCCadsv5 Srs"})
     assert not is_windows({"productName": "Virtual Machines Winterfell Series"})
+
+
+def test_a_pool_whose_pricing_option_has_no_rate_is_not_a_saving(dev_out: Path) -> None:
+    """Moving the GPU pool to a savings plan and the CPU pool to a reservation the catalogue has no rate for leaves
+    both unpriced on head: the diff compares the pools priced on both sides and names the others, instead of
+    printing their whole cost as a saving."""
+    preview = json.loads((dev_out / "preview.json").read_text("utf-8"))
+    base = side_from_document("base", preview, {"cost": {"complete": True, "hourly": {
+        "total": 322_700.0, "pools": {"h100": 320_000.0, "cpu": 2_657.78, "system": 42.22}}}})
+    head = side_from_document("head", preview, {"cost": {"complete": False, "hourly": {
+        "total": 43.22, "pools": {"h100": None, "cpu": None, "system": 43.22}}}})
+    delta = cost_delta(base, head)
+    assert delta is not None
+    assert delta["total"]["deltaHourly"] == 1.0 and delta["total"]["unpricedPools"] == ["cpu", "h100"]
+    first = cost_lines(delta)[0]
+    assert first.startswith("cost: +1.00 USD/h") and "priced on one side only: cpu, h100" in first
+    assert "-322" not in first

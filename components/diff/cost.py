@@ -50,8 +50,14 @@ def cost_delta(base: Side, head: Side) -> dict[str, Any] | None:
 
     names = sorted(set(pools_before or {}) | set(pools_after or {}))
     pools = {name: _change(pool(pools_before, name), pool(pools_after, name), hours) for name in names}
-    return {"total": _change(_usd(before["hourly"].get("total")), _usd(after["hourly"].get("total")), hours),
-            "pools": pools, "hoursPerMonth": hours,
+    total = _change(_usd(before["hourly"].get("total")), _usd(after["hourly"].get("total")), hours)
+    # A pool priced on one side only (its pricing option has no rate, its size no row) is not a saving or a cost:
+    # the change is then the pools priced on both sides, and the pools left out are named.
+    unpriced = sorted(n for n, c in pools.items() if (c["baseHourly"] is None) != (c["headHourly"] is None))
+    if unpriced and total["deltaHourly"] is not None:
+        delta = round(sum(c["deltaHourly"] for c in pools.values() if c["deltaHourly"] is not None), 4)
+        total = {**total, "deltaHourly": delta, "deltaMonthly": round(delta * hours, 4)}
+    return {"total": {**total, "unpricedPools": unpriced}, "pools": pools, "hoursPerMonth": hours,
             "baseComplete": before.get("complete") is True, "headComplete": after.get("complete") is True}
 
 
@@ -67,6 +73,10 @@ def cost_lines(cost: dict[str, Any] | None) -> list[str]:
         return ["cost: not known (a side has no summary.json with cost: plan both sides with gpucluster plan)"]
     total = cost["total"]
     partial = "" if cost["baseComplete"] and cost["headComplete"] else " (priced rows only: a side has unpriced rows)"
+    unpriced = total.get("unpricedPools") or []
+    if unpriced:
+        partial = (f" on the pools priced on both sides; not comparable, priced on one side only: "
+                   f"{', '.join(unpriced)}")
     lines = [f"cost: {_money(total['deltaHourly'], True)} USD/h, {_money(total['deltaMonthly'], True)} USD/month "
              f"({_money(total['baseHourly'])} -> {_money(total['headHourly'])} USD/h){partial}"]
     for name, change in cost["pools"].items():
