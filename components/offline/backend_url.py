@@ -1,11 +1,13 @@
 """The Pulumi backend a `pulumi login` on another machine must name to reach the same state as this one.
 
 Chosen as the Pulumi CLI chooses it (pulumi/pulumi pkg/v3 `workspace/creds.go` GetCurrentCloudURLWithSource, read
-at v3.272.0): `PULUMI_BACKEND_URL`, else the project's `Pulumi.yaml` `backend.url`, else the `current` key of the
-stored credentials (`credentials.json` in `PULUMI_CREDENTIALS_PATH`, else `PULUMI_HOME`, else `~/.pulumi`: sdk/v3
-`go/common/workspace/creds.go` getCredsFilePath). For Pulumi Cloud that is the API's URL (`https://api.pulumi.com`),
-which `pulumi login` takes, not the console URL `pulumi whoami --json` reports as `url` (httpstate backend `URL()`),
-which `pulumi login` refuses."""
+at v3.274.0, the release nearest the pinned v3.272.0 that the Go module proxy serves): `PULUMI_BACKEND_URL`, else the
+project's `Pulumi.yaml` `backend.url`, else the `current` key of the stored credentials (`credentials.json` in
+`PULUMI_CREDENTIALS_PATH`, else `PULUMI_HOME`, else `~/.pulumi`: sdk/v3 v3.272.0 `go/common/workspace/creds.go`
+getCredsFilePath). For Pulumi Cloud that is the API's URL (`https://api.pulumi.com`), which `pulumi login` takes, not
+the `url` `pulumi whoami --json` reports: the backend's `URL()`, which for Pulumi Cloud is the console's
+(`backend/httpstate/backend.go` `client.CloudConsoleURL`, v3.274.0), and which `pulumi login` refuses
+(`cmd/pulumi/auth/login.go`, "is not a valid self-hosted backend"; the real CLI does, e2e/tests/test_pulumi_cli.py)."""
 
 from __future__ import annotations
 
