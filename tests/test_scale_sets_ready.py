@@ -164,3 +164,14 @@ def test_what_needs_the_nodes_waits_for_the_allocations_not_for_the_creates(prod
     assert wait.urn in in_cluster.dependencies
     pools = {r.urn for r in regs if r.type == "gpucluster:azure:NodePool"}
     assert not [r.name for r in regs if pools & set(r.dependencies)]
+
+
+@pytest.mark.parametrize("headers", [{"Retry-After": "nan"}, {"Retry-After": "inf"}, {"Retry-After": "-inf"},
+                                     {"retry-after-ms": "NaN"}, {"x-ms-retry-after-ms": "Infinity"}])
+def test_a_retry_after_that_is_not_a_finite_number_is_unreadable_not_a_crash(headers: dict[str, str]) -> None:
+    """float() reads "nan" and "inf"; time.sleep(nan) raises ValueError: such a header reads as absent, and the wait
+    falls back to its polling interval (#53 item 2, the crash)."""
+    from components.azure.scale_sets_ready_provider import retry_after
+
+    assert retry_after(headers) is None
+    assert retry_after({"Retry-After": "-5"}) == 0.0 and retry_after({"retry-after-ms": "1500"}) == 1.5

@@ -30,6 +30,7 @@ Nothing of this resource lives in Azure: read returns what it recorded, delete h
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def retry_after(headers: Any) -> float | None:
     value = headers.get("Retry-After")
     if value:
         try:
-            return max(float(value), 0.0)
+            return _seconds(float(value))
         except ValueError:
             moment = email.utils.parsedate_to_datetime(value) if email.utils.parsedate_tz(value) else None
             return max(moment.timestamp() - time.time(), 0.0) if moment is not None else None
@@ -80,10 +81,15 @@ def retry_after(headers: Any) -> float | None:
         value = headers.get(ms_header)
         if value:
             try:
-                return max(float(value) / 1000.0, 0.0)
+                return _seconds(float(value) / 1000.0)
             except ValueError:
                 return None
     return None
+
+
+def _seconds(value: float) -> float | None:
+    """A delay to sleep: never negative; None for `nan` or an infinity (float() reads both, and sleep(nan) raises)."""
+    return max(value, 0.0) if math.isfinite(value) else None
 
 
 def changed_entries(olds: dict[str, Any], news: dict[str, Any]) -> list[dict[str, Any]]:
