@@ -131,3 +131,18 @@ def test_readiness_script_expands_an_empty_proxy_list_on_old_bash() -> None:
     assert 'set -euo pipefail' in READINESS_SCRIPT
     assert '"${proxy[@]}"' not in READINESS_SCRIPT.replace('${proxy[@]+"${proxy[@]}"}', "")
     assert '${proxy[@]+"${proxy[@]}"}' in READINESS_SCRIPT
+
+
+def test_the_plan_names_the_proxy_without_its_password() -> None:
+    """summary.json's firstUp (and report.html, rendered from it) names where step 2 runs; a proxy URL's password is
+    not part of that (#53 item 3, the summary)."""
+    import json
+
+    from components.offline.first_up import first_up, without_password
+
+    spec = small_spec(inCluster={"apiAccess": {"path": "proxy", "proxyUrl": "socks5://ops:s3cr3t@127.0.0.1:1080"}})
+    steps = first_up([], spec, "--policy-pack policies")
+    text = json.dumps(steps)
+    assert "s3cr3t" not in text and "socks5://ops:***@127.0.0.1:1080" in text
+    assert without_password("socks5://127.0.0.1:1080") == "socks5://127.0.0.1:1080"
+    assert without_password("http://u:p%40ss@proxy:3128") == "http://u:***@proxy:3128"

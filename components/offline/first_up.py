@@ -25,6 +25,7 @@ same rules to the resources the offline engine records, so the plan shows each s
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,16 @@ def _short(type_: str) -> str:
     return type_.split(":", 1)[-1] if type_.startswith(("azure-native:", "kubernetes:", "command:")) else type_
 
 
+def without_password(url: str) -> str:
+    """`url` with the password of its user info replaced by `***` (`socks5://user:***@host:1080`): what the plan's
+    summary and report say of a proxy, never its secret."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
 def write_runner_files(plan: ClusterPlan, out: Path, stack: str = "", policy_config: str = "") -> None:
     """`first-up/step2.sh`, the script step 2's Run Command sends, `first-up/start-step2.sh`, which starts it and
     follows it, and the runner's boot text beside them."""
@@ -90,9 +101,10 @@ def first_up(registrations: list[Registration], spec: ClusterSpec, policy_args: 
     first = [r for r in custom if r.urn not in left_out]
     second = [r for r in custom if r.urn in left_out]
     access = spec.in_cluster.api_access
+    proxy = without_password(access.proxy_url or "") or "apiAccess.proxyUrl"
     where = {"vnet": "a machine in the cluster's VNet (e.g. a self-hosted CI runner in the system subnet)",
              "peered": "a machine in the network peered with the cluster's VNet (network.hubVnetId)",
-             "proxy": f"anywhere, through the jump host's proxy ({access.proxy_url or 'apiAccess.proxyUrl'})"}
+             "proxy": f"anywhere, through the jump host's proxy ({proxy})"}
     second_step: dict[str, Any] = {"step": 2, "runsFrom": where[access.path], "apiAccess": access.path,
                                    "command": f"pulumi up {policy_args}".strip()}
     runner = plan_deploy_runner(spec)
