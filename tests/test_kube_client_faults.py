@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,27 @@ def test_a_managed_identity_token_is_reused_until_five_minutes_before_it_expires
     assert kc.token_reused_until("3599", 1000.0) == 1000.0 + 3299
     assert kc.token_reused_until(None, 1000.0) == kc.token_reused_until("-5", 1000.0) == 1000.0
     assert kc.token_reused_until("\uff13\uff16\uff10\uff10", 1000.0) == 1000.0
+
+
+def test_an_identity_token_is_reused_until_five_minutes_before_it_expires() -> None:
+    """kube_client.IdentityToken, the one token cache of the prefix IPAM and rollout controllers' ARM clients."""
+    answers = iter([{"access_token": "a", "expires_in": "3600"}, {"access_token": "b", "expires_in": "3600"}])
+    fetched: list[str] = []
+
+    class Http:
+        def retrying(self, attempt: Any) -> Any:
+            return attempt()
+
+        def send(self, request: Any) -> Any:
+            fetched.append(request.full_url)
+            return next(answers)
+
+    clock = [1000.0]
+    tokens = kc.IdentityToken(Http(), lambda: "http://imds/token", "https://management.azure.com/", "id-1",  # type: ignore[arg-type]
+                              lambda: clock[0])
+    assert tokens.get() == "a" and tokens.get() == "a" and len(fetched) == 1
+    clock[0] += 3600 - 300 - 1
+    assert tokens.get() == "a"
+    clock[0] += 1
+    assert tokens.get() == "b" and len(fetched) == 2
+    assert "client_id=id-1" in fetched[0] and fetched[0].startswith("http://imds/token?")

@@ -93,7 +93,7 @@ def test_the_nic_list_is_the_prefix_ipam_controllers_own_request() -> None:
             return {"value": []}
 
     arm = prefix_ipam.Arm("client", Http(), prefix_ipam.Settings())  # type: ignore[arg-type]
-    arm.token, arm.token_until = "token", float("inf")
+    arm.tokens.token, arm.tokens.until = "token", float("inf")
     assert list(arm.list_nics(SUBSCRIPTION, "gpucluster-vfy", "h100-z1-00")) == []
     assert requested == [prefix_ipam.ARM + nic_list_url(SUBSCRIPTION, "gpucluster-vfy", "h100-z1-00")]
 

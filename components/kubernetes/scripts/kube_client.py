@@ -467,3 +467,21 @@ def token_reused_until(expires_in: object, now: float) -> float:
     ASCII number; 300 when it gave none), so a long step never sends an expired one."""
     life = whole_number(expires_in, 0, 86_400 * 365) or 300
     return now + max(0, life - 300)
+
+
+class IdentityToken:
+    """One managed identity's token for one resource, fetched from `endpoint` and reused until
+    `token_reused_until` says (the ARM clients of prefix_ipam.py and rollout_arm.py). `endpoint` is called on each
+    fetch, so a test's replacement of the module's IMDS address is read then."""
+
+    def __init__(self, http: Http, endpoint: Callable[[], str], resource: str, client_id: str,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.http, self.endpoint, self.resource, self.client_id, self.clock = http, endpoint, resource, client_id, clock
+        self.token, self.until = "", float("-inf")
+
+    def get(self) -> str:
+        if self.token and self.clock() < self.until:
+            return self.token
+        token, expires_in = managed_identity_token(self.http, self.endpoint(), self.resource, self.client_id)
+        self.token, self.until = token, token_reused_until(expires_in, self.clock())
+        return token

@@ -343,10 +343,10 @@ class Leader:
         except kc.ApiError as error:
             if error.status == 409:
                 self.valid_until = float("-inf")  # someone else wrote the lease since we read it
-            kc.log(f"prefix-ipam: lease {self.name}: {error}")
+            kc.log(f"lease {self.name}: {error}")
         except Exception as error:  # a lease we cannot read is not a reason to stop renewing
             self.valid_until = float("-inf")
-            kc.log(f"prefix-ipam: lease {self.name}: {type(error).__name__}: {error}")
+            kc.log(f"lease {self.name}: {type(error).__name__}: {error}")
 
     @property
     def path(self) -> str:
@@ -460,14 +460,7 @@ class Arm:
 
     def __init__(self, client_id: str, http: kc.Http, settings: Settings) -> None:
         self.client_id, self.http, self.settings = client_id, http, settings
-        self.token, self.token_until = "", 0.0
-
-    def _token(self) -> str:
-        if self.token and time.time() < self.token_until:
-            return self.token
-        token, expires = kc.managed_identity_token(self.http, IMDS_TOKEN, ARM_RESOURCE, self.client_id)
-        self.token, self.token_until = token, kc.token_reused_until(expires, time.time())
-        return token
+        self.tokens = kc.IdentityToken(http, lambda: IMDS_TOKEN, ARM_RESOURCE, client_id)
 
     def list_nics(self, sub: str, rg: str, scale_set: str) -> Iterator[dict[str, Any]]:
         """The NICs of one scale set, page by page; ApiError on a failed, looping or endless listing."""
@@ -484,7 +477,7 @@ class Arm:
             if len(seen) >= self.settings.max_pages:
                 raise kc.ApiError(0, f"more than {self.settings.max_pages} pages of NICs")
             seen.add(url)
-            request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._token()}"})
+            request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.tokens.get()}"})
             page = self.http.send(request)
             if not isinstance(page, dict) or not isinstance(page.get("value", []), list):
                 raise kc.ApiError(0, "a NIC page is not an ARM list")

@@ -125,15 +125,9 @@ class Arm:
     subscription: str
     resource_group: str
     clock: Any = time.time
-    token: str = ""
-    token_until: float = 0.0
 
-    def _token(self) -> str:
-        if self.token and self.clock() < self.token_until:
-            return self.token
-        token, expires_in = kc.managed_identity_token(self.http, IMDS_TOKEN, ARM_RESOURCE, self.client_id)
-        self.token, self.token_until = token, kc.token_reused_until(expires_in, self.clock())
-        return token
+    def __post_init__(self) -> None:
+        self.tokens = kc.IdentityToken(self.http, lambda: IMDS_TOKEN, ARM_RESOURCE, self.client_id, self.clock)
 
     def _send(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
         """One request to ARM (`url` an f-string on ARM, which components/catalog/arm_operations.py reads)."""
@@ -144,7 +138,7 @@ class Arm:
 
         def attempt() -> Any:
             request = urllib.request.Request(url, data=data, method=method,
-                                             headers={"Authorization": f"Bearer {self._token()}",
+                                             headers={"Authorization": f"Bearer {self.tokens.get()}",
                                                       "Content-Type": "application/json"})
             return self.http.send(request)
 
