@@ -6,14 +6,25 @@ import pulumi
 from components.catalog.deploy_runner import PULUMI_CLI_VERSION
 from components.cluster import GpuCluster, GpuClusterArgs
 from components.errors import SpecError
-from components.offline.program_check import check_in_child, engine_config, require_cli, under_real_engine
+from components.offline.program_check import (
+    check_in_child,
+    engine_config,
+    require_cli,
+    require_subscription,
+    under_real_engine,
+)
 from components.simulation.check import plan_checked
-from components.spec import parse_cluster
+from components.spec.loader import named_cluster
+from components.spec.registry_name import SUBSCRIPTION_CONFIG, naming_subscription
 
 try:
-    plan = plan_checked(parse_cluster(pulumi.Config().require_object("cluster")))
+    raw = pulumi.Config().require_object("cluster")
+    subscription = {SUBSCRIPTION_CONFIG: pulumi.Config("azure-native").get("subscriptionId")}
+    plan = plan_checked(named_cluster(raw, subscription))
     if under_real_engine():
         require_cli(PULUMI_CLI_VERSION)
+        if not (raw.get("registry") or {}).get("name"):
+            require_subscription(*naming_subscription(subscription))
         # The checks `gpucluster plan` runs on what the program registers, in a child under mocks
         # (components/offline/program_check.py); under `gpucluster plan` or a test's mocks they run there already.
         check_in_child(pulumi.get_project(), pulumi.get_stack(), engine_config(pulumi.get_project()))

@@ -239,6 +239,9 @@ def profile(stack: str, top: int) -> None:
 
 
 def main() -> None:
+    from components.offline.mock_values import name_registries_offline
+
+    name_registries_offline()
     parser = argparse.ArgumentParser(description="offline plan benchmark")
     parser.add_argument("--profile", metavar="STACK", help="profile one stack instead of the table")
     parser.add_argument("--top", type=int, default=25)

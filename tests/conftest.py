@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from components.offline.engine import ProgramRun, run_program
+from components.offline.mock_values import name_registries_offline
 from components.spec import ClusterSpec, load_stack_file
 from tests.support.stacks import ROOT, STACKS, stack_spec
+
+name_registries_offline()  # before any stack loads; the plans' subprocesses inherit it
 
 pytest_plugins = ("tests.support.rollout_world", "tests.support.verify_world")
 """Fixtures of the worlds several test files share (`cluster`; `world`, `live`), found by name."""

@@ -24,8 +24,8 @@ from components.offline.boot_docs import boot_documents
 from components.offline.engine import ProgramRun, Registration, run_program
 from components.planning.bootstrap_tokens import NODE_GROUP, plan_bootstrap_tokens
 from components.planning.cluster_plan import plan_cluster
-from components.spec import BootstrapTokenSpec, load_stack_file, parse_cluster
-from tests.support.stacks import ROOT, STACKS, small_cluster
+from components.spec import BootstrapTokenSpec, load_stack_file
+from tests.support.stacks import ROOT, STACKS, small_cluster, spec_of
 
 DAY = date(2026, 11, 20)
 """A day inside rotation period 692 of 30 days (period 692 starts 2026-11-03, period 693 on 2026-12-03)."""
@@ -94,10 +94,10 @@ def test_the_schedule_overlaps_and_rotates() -> None:
 
 def test_overlap_longer_than_rotation_and_ttl_hours_are_refused() -> None:
     with pytest.raises(SpecError) as error:
-        parse_cluster(small_cluster(access={"bootstrapToken": {"rotationDays": 10, "overlapDays": 20}}))
+        spec_of(small_cluster(access={"bootstrapToken": {"rotationDays": 10, "overlapDays": 20}}))
     assert "overlapDays (20) must be at most rotationDays (10)" in str(error.value)
     with pytest.raises(SpecError) as error:
-        parse_cluster(small_cluster(access={"bootstrapToken": {"ttlHours": 2160}}))
+        spec_of(small_cluster(access={"bootstrapToken": {"ttlHours": 2160}}))
     assert "ttlHours is gone" in str(error.value) and "rotationDays" in str(error.value)
 
 

@@ -27,9 +27,8 @@ from components.offline.engine import ProgramRun, Registration, run_program
 from components.planning.cluster_plan import plan_cluster
 from components.planning.ip_plan import CONTROL_PLANE_BLOCK
 from components.planning.pki import BREAK_GLASS_CERT, CLUSTER_CA, kubeadm_apiserver_cert, plan_certificates
-from components.spec import parse_cluster
 from tests.support.real_pki import issue, make_ca
-from tests.support.stacks import ROOT, small_cluster
+from tests.support.stacks import ROOT, small_cluster, spec_of
 
 ADMIN = "203.0.113.0/28"
 INCIDENT = "198.51.100.16/29"
@@ -51,7 +50,7 @@ def _of(run: ProgramRun, typ: str) -> list[Registration]:
 
 
 def test_a_second_frontend_reaches_the_same_api_servers(run: ProgramRun) -> None:
-    plan = plan_cluster(parse_cluster(_raw()))
+    plan = plan_cluster(spec_of(_raw()))
     [lb] = _of(run, "azure-native:network:LoadBalancer")
     frontends = {f["name"]: f for f in lb.inputs["frontendIPConfigurations"]}
     assert set(frontends) == {"apiserver", BREAK_GLASS_FRONTEND}
@@ -65,7 +64,7 @@ def test_a_second_frontend_reaches_the_same_api_servers(run: ProgramRun) -> None
     assert rules[BREAK_GLASS_FRONTEND]["backendAddressPool"] == rules["apiserver"]["backendAddressPool"]
     assert rules[BREAK_GLASS_FRONTEND]["frontendIPConfiguration"]["id"].endswith(
         f"/frontendIPConfigurations/{BREAK_GLASS_FRONTEND}")
-    assert plan_cluster(parse_cluster(small_cluster())).ip.block(CONTROL_PLANE_BLOCK).ips_needed + 1 == \
+    assert plan_cluster(spec_of(small_cluster())).ip.block(CONTROL_PLANE_BLOCK).ips_needed + 1 == \
         plan.ip.block(CONTROL_PLANE_BLOCK).ips_needed
 
 
@@ -93,7 +92,7 @@ def test_the_certificate_authenticates_in_the_exempt_group_at_the_breakglass_add
     """Go's TLS (here Python's, same rules) at the break-glass frontend's address: the API server's serving
     certificate (kubeadm's, with the certSANs the plan gives) names it; the client certificate carries clientAuth
     and the break-glass group as its organization, which the API server takes as the user's group."""
-    plan = plan_cluster(parse_cluster(_raw()))
+    plan = plan_cluster(spec_of(_raw()))
     ca = make_ca(CLUSTER_CA, "kubernetes")
     planned = {c.name: c for c in plan_certificates(plan.spec.name, plan.ip, plan.control_plane)}
     client = issue(planned[BREAK_GLASS_CERT], ca)
@@ -136,7 +135,7 @@ def test_the_certificate_authenticates_in_the_exempt_group_at_the_breakglass_add
 def test_the_kubeconfig_names_the_breakglass_endpoint() -> None:
     from components.bootstrap.kubeconfig import render_kubeconfig
 
-    plan = plan_cluster(parse_cluster(_raw()))
+    plan = plan_cluster(spec_of(_raw()))
     text = render_kubeconfig("test", plan.ip.break_glass_endpoint, "CA", "CERT", "KEY", user="breakglass")
     document = yaml.safe_load(text)
     assert document["clusters"][0]["cluster"]["server"] == f"https://{plan.ip.break_glass_ip}:6443"

@@ -7,9 +7,8 @@ from __future__ import annotations
 from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import plan_cluster
 from components.planning.cni_rollout import plan_cni_rollout
-from components.spec import parse_cluster
 from components.spec.workloads import CniRolloutSpec
-from tests.support.stacks import small_cluster, stack_spec
+from tests.support.stacks import small_cluster, spec_of, stack_spec
 
 
 def test_the_width_meets_the_target_at_the_per_agent_time() -> None:
@@ -32,9 +31,9 @@ def test_prods_cilium_release_rolls_42_agents_at_a_time(prod_run: ProgramRun) ->
 def test_the_stack_sets_its_target_and_the_plan_states_the_model() -> None:
     raw = small_cluster()
     raw.setdefault("inCluster", {})["cniRollout"] = {"targetHours": 0.5, "secondsPerAgent": 60}
-    plan = plan_cluster(parse_cluster(raw))
+    plan = plan_cluster(spec_of(raw))
     nodes = plan.nodes + plan.control_plane.api.count
     assert plan.cni_rollout.max_unavailable == -(-nodes * 60 // 1800) > 1
     raw["inCluster"]["cniRollout"] = {"targetHours": 0.001}  # faster than all at once: every node at once
-    assert plan_cluster(parse_cluster(raw)).cni_rollout.max_unavailable == nodes
+    assert plan_cluster(spec_of(raw)).cni_rollout.max_unavailable == nodes
     assert "ceil(nodes x seconds per agent / target)" in plan.cni_rollout.text

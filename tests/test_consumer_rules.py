@@ -18,13 +18,12 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
-from components.spec import parse_cluster
-from tests.support.stacks import small_cluster
+from tests.support.stacks import small_cluster, spec_of
 
 
 def _problems(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(SpecError) as caught:
-        plan_cluster(parse_cluster(raw))
+        plan_cluster(spec_of(raw))
     return [str(p) for p in caught.value.problems]
 
 
@@ -131,7 +130,7 @@ def test_too_many_nodes_in_all() -> None:
     raw = small_cluster()
     raw["pools"] += [{"name": f"cpu{i}", "kind": "cpu", "vmSize": "Standard_D4s_v5", "count": 60_000} for i in range(2)]
     with pytest.raises(SpecError) as caught:
-        parse_cluster(raw)
+        spec_of(raw)
     assert "fixed" in str(caught.value) and "65,536" in str(caught.value)
 
 
@@ -153,4 +152,4 @@ ACCEPTED: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.mark.parametrize("raw", [c[1] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
 def test_accepted_where_the_consumers_accept(raw: dict[str, Any]) -> None:
-    plan_cluster(parse_cluster(copy.deepcopy(raw)))
+    plan_cluster(spec_of(copy.deepcopy(raw)))

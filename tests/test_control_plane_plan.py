@@ -16,8 +16,8 @@ from components.planning.control_plane import GIB, place_members, plan_control_p
 from components.planning.limits import effective_limits
 from components.planning.placement import plan_pools
 from components.planning.registry import cluster_upstream_images, plan_registry
-from components.spec import ClusterSpec, parse_cluster
-from tests.support.stacks import small_cluster
+from components.spec import ClusterSpec
+from tests.support.stacks import small_cluster, spec_of
 
 
 def load_of(spec: ClusterSpec) -> ApiLoad:
@@ -27,7 +27,7 @@ def load_of(spec: ClusterSpec) -> ApiLoad:
 def _gpu_nodes(count: int, **overrides: Any) -> ClusterSpec:
     raw = small_cluster(**overrides)
     raw["pools"][1]["count"] = count
-    return parse_cluster(raw)
+    return spec_of(raw)
 
 
 def test_prod_sizes_and_zone_loss(prod_spec) -> None:
@@ -47,7 +47,7 @@ def test_round_robin_never_gives_a_zone_a_quorum_with_three_or_more_zones(member
 
 
 def _problems(cp: dict[str, Any], zones: list[str] | None = None) -> list[str]:
-    spec = parse_cluster(small_cluster(controlPlane=cp, **({"zones": zones} if zones else {})))
+    spec = spec_of(small_cluster(controlPlane=cp, **({"zones": zones} if zones else {})))
     with pytest.raises(SpecError) as caught:
         plan_control_plane(spec, load_of(spec))
     return [str(p) for p in caught.value.problems]
@@ -62,7 +62,7 @@ def test_even_or_small_etcd_is_refused(members: int) -> None:
 def test_two_zones_put_a_quorum_in_one_unless_overridden() -> None:
     [line] = _problems({"etcd": {"members": 3}, "eventsEtcd": None}, zones=["1", "2"])
     assert "put 2 in zone 1, a quorum of 2" in line and "quorumOverrideReason" in line
-    spec = parse_cluster(small_cluster(zones=["1", "2"], controlPlane={
+    spec = spec_of(small_cluster(zones=["1", "2"], controlPlane={
         "etcd": {"members": 3, "quorumOverrideReason": "region has two zones"}, "eventsEtcd": None}))
     plan = plan_control_plane(spec, load_of(spec))
     assert not plan.etcd.survives_loss_of("1")
@@ -79,7 +79,7 @@ def test_api_server_override_too_small_shows_the_need_and_its_source() -> None:
 
 
 def test_etcd_without_nvme_uses_a_guaranteed_iops_disk() -> None:
-    spec = parse_cluster(small_cluster(controlPlane={"etcd": {"vmSize": "Standard_D16ds_v5"}, "eventsEtcd": None}))
+    spec = spec_of(small_cluster(controlPlane={"etcd": {"vmSize": "Standard_D16ds_v5"}, "eventsEtcd": None}))
     plan = plan_control_plane(spec, load_of(spec))
     assert not plan.etcd.data_on_nvme and "Premium SSD v2" in plan.etcd.reasoning
 
@@ -115,7 +115,7 @@ def test_bigger_node_objects_cost_memory() -> None:
     raw = small_cluster()
     raw["pools"][1]["count"] = 2_000
     raw["pools"][1]["labels"] = {f"example.com/label-{i}": "x" * 60 for i in range(20)}
-    labelled = load_of(parse_cluster(raw))
+    labelled = load_of(spec_of(raw))
     node = {k.kind: k for k in plain.kinds}["Node"]
     assert {k.kind: k for k in labelled.kinds}["Node"].bytes_each > node.bytes_each + 1_000
     assert labelled.heap_bytes > plain.heap_bytes
@@ -128,7 +128,7 @@ def test_etcd_that_cannot_fit_its_quota_is_an_error_naming_the_source() -> None:
                         network={"addressSpace": ["10.0.0.0/8"]})
     raw["pools"][1].update(count=30_000, podsPerNode=110, vmSize="Standard_D4s_v5", kind="cpu")
     with pytest.raises(SpecError) as caught:
-        plan_control_plane(spec := parse_cluster(raw), load_of(spec))
+        plan_control_plane(spec := spec_of(raw), load_of(spec))
     [line] = [str(p) for p in caught.value.problems]
     assert line.startswith("cluster.controlPlane.etcd: etcd would hold ~")
     assert "past the 8 GiB quota maximum (etcd v3.6 dev-guide/limit.md" in line

@@ -33,10 +33,9 @@ from components.errors import SpecError
 from components.offline.cost_report import cost_data, print_cost
 from components.offline.policy_runner import run_policies
 from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.spec import parse_cluster
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.policy_mutations import BUDGET, COST_POLICY_MUTATIONS
-from tests.support.stacks import ROOT
+from tests.support.stacks import ROOT, spec_of
 from tools.refresh_prices import ANSWERS, kind_and_sku, manifest_answers, refresh, refresh_many, rows_of_answer
 
 DATA = ROOT / "tests" / "data" / "prices"
@@ -46,7 +45,7 @@ TODAY = date(2026, 11, 26)
 
 
 def _plan(raw: dict[str, Any], today: date = TODAY) -> ClusterPlan:
-    return plan_cluster(parse_cluster(raw), today)
+    return plan_cluster(spec_of(raw), today)
 
 
 def _dev(**cost: Any) -> dict[str, Any]:
@@ -341,13 +340,13 @@ def test_spot_pricing_follows_priority() -> None:
     raw = _dev()
     raw["pools"][1]["pricing"] = "spot"
     with pytest.raises(SpecError, match="set priority: spot"):
-        parse_cluster(raw)
+        spec_of(raw)
     raw["pools"][1]["priority"] = "spot"
     raw["pools"][1].pop("pricing")
-    assert parse_cluster(raw).pools[1].pricing_option == "spot"
+    assert spec_of(raw).pools[1].pricing_option == "spot"
     raw["pools"][1]["pricing"] = "reservation1y"
     with pytest.raises(SpecError, match="Spot rate"):
-        parse_cluster(raw)
+        spec_of(raw)
 
 
 @pytest.mark.parametrize(("content", "expect"), [
@@ -371,7 +370,7 @@ def test_a_bad_price_file_is_one_line_naming_the_key(tmp_path: Path, monkeypatch
 @pytest.mark.parametrize("name", ["/etc/prices.yaml", "../prices.yaml", "prices/../../x.yaml", "prices.txt"])
 def test_the_price_file_stays_inside_the_project(name: str) -> None:
     with pytest.raises(SpecError) as error:
-        parse_cluster(_dev(priceFile=name))
+        spec_of(_dev(priceFile=name))
     assert [p.path for p in error.value.problems] == ["cluster.cost.priceFile"]
 
 

@@ -23,12 +23,11 @@ from components.diff.compare import PlanDiff, changed_paths, diff_sides
 from components.diff.render import capacity_lines as render_capacity
 from components.diff.replacement import refused, replacements, replacing
 from components.diff.sides import Side, side_from_document
-from components.spec import parse_cluster
 from tests.support.cli import gpucluster
 from tests.support.diff_scenarios import diff, planned, side, ssh_key
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.scale_sets import as_typed_class, is_scale_set
-from tests.support.stacks import plan_stack
+from tests.support.stacks import plan_stack, spec_of
 
 
 def _kinds(result: PlanDiff, severity: str) -> set[str]:
@@ -252,7 +251,7 @@ def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit
     from components.planning.cluster_plan import plan_cluster
 
     raw = stack_raw("prod")
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     base = side_from_document("prod", preview_document(prod_run), report_data(
         plan_cluster(spec), "prod", Counter(r.type for r in prod_run.registrations if r.custom), [], {}))
     # 520 more nodes: past 8,000 the API servers need a 17th vCPU (one per 500 nodes), so a bigger size
@@ -340,7 +339,7 @@ def test_a_pool_that_grows_past_etcds_quota_step_warns_how_to_roll_it() -> None:
     def summary(count: int) -> dict[str, Any]:
         raw = small_cluster(network={"addressSpace": ["10.0.0.0/12"]})
         raw["pools"][1]["count"] = count
-        etcd = plan_cluster(parse_cluster(raw)).control_plane.etcd
+        etcd = plan_cluster(spec_of(raw)).control_plane.etcd
         return {"controlPlane": {"etcd": {"quotaBackendGib": etcd.quota_backend_bytes / 2**30}, "eventsEtcd": None}}
 
     base, head = summary(1500), summary(2400)

@@ -178,13 +178,12 @@ def test_prod_agents_fit_and_a_lost_zone_is_counted(prod_spec: ClusterSpec) -> N
 def test_a_stack_whose_agents_outgrow_one_api_server_fails_the_plan() -> None:
     """One API server for 1,500 GPU nodes: its 600 seats (400 + 200 in flight) give the node agents 46
     (ceil(600 x 20 / 265)); the health agents and NFD workers need about 100 at the SLO's second."""
-    from components.spec import parse_cluster
-    from tests.support.stacks import small_cluster
+    from tests.support.stacks import small_cluster, spec_of
 
     raw = small_cluster(controlPlane={"apiServers": {"count": 1}, "etcd": {"members": 3}, "eventsEtcd": None})
     raw["pools"][1]["count"] = 1_500
     with pytest.raises(SpecError) as caught:
-        plan_checked(parse_cluster(raw))
+        plan_checked(spec_of(raw))
     [line] = [str(p) for p in caught.value.problems if "node agents" in str(p)]
     assert "it has 46 (46 on each of 1 API servers" in line
     assert "gpucluster-health/gpu-health-gpu: 2/min x 1,500 nodes = 50 req/s" in line

@@ -18,15 +18,14 @@ from hypothesis import strategies as st
 from components.errors import SpecError
 from components.planning.ip_plan import plan_ip
 from components.planning.limits import effective_limits
-from components.spec import parse_cluster
-from tests.support.stacks import STACKS, small_cluster
+from tests.support.stacks import STACKS, small_cluster, spec_of
 
 # The entry limit is not what these tests check; passing a fixed limit needs a declared exception.
 BIG_LIMIT = {"privateIpsPerVnet": {"value": 10_000_000, "note": "test", "azureException": {"reference": "layout test"}}}
 
 
 def _plan(raw: dict[str, Any]):
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     return plan_ip(spec, effective_limits(spec))
 
 

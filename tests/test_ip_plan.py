@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 from components.errors import SpecError
 from components.planning.ip_plan import RDMA, plan_ip, prefix_for
 from components.planning.limits import effective_limits
-from components.spec import parse_cluster
-from tests.support.stacks import small_cluster, small_spec
+from tests.support.stacks import small_cluster, small_spec, spec_of
 
 
 def plan(raw: dict[str, Any]):
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     return plan_ip(spec, effective_limits(spec))
 
 
@@ -155,7 +154,7 @@ def test_a_declared_exception_passes_a_fixed_limit() -> None:
     raw["pools"][1]["count"] = 3000
     raw["limits"] = {"privateIpsPerVnet": {"value": 100_000, "note": "granted",
                                            "azureException": {"reference": "case 2611220010001"}}}
-    limit = effective_limits(parse_cluster(raw))["privateIpsPerVnet"]
+    limit = effective_limits(spec_of(raw))["privateIpsPerVnet"]
     assert limit.past_fixed and limit.exception == "case 2611220010001"
     assert plan(raw).capacity.private_ip_limit == 100_000
 

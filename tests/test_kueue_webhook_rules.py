@@ -14,8 +14,7 @@ from typing import Any
 from components.kubernetes.objects.kueue import kueue_objects
 from components.planning.cluster_plan import plan_cluster
 from components.planning.scheduling import split_proportionally, split_within
-from components.spec import parse_cluster
-from tests.support.stacks import stack_spec
+from tests.support.stacks import spec_of, stack_spec
 
 
 def _quantity(value: int | str) -> int:
@@ -47,7 +46,7 @@ def test_a_lending_limit_within_the_quota_stays_within_it_on_every_flavor() -> N
     raw["balloons"] = []
     raw["teams"] = [{"name": "research", "quota": {"gpus": 4}, "lendingLimit": {"gpus": 3},
                      "pools": ["t4", "t4b", "confidential"]}]
-    plan = plan_cluster(parse_cluster(raw))
+    plan = plan_cluster(spec_of(raw))
     objects = kueue_objects(plan.scheduling)
     assert _webhook_refusals(objects) == []
     lent = {f.flavor: f.lending_limit.gpus for f in plan.scheduling.teams[0].flavors if f.lending_limit}

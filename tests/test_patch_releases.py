@@ -14,8 +14,7 @@ from components.catalog.versions import KUBERNETES_RELEASES
 from components.errors import SpecError
 from components.offline.versions_report import version_warnings, versions_data
 from components.planning.cluster_plan import plan_cluster
-from components.spec import parse_cluster
-from tests.support.stacks import small_cluster
+from tests.support.stacks import small_cluster, spec_of
 
 LATEST = KUBERNETES_RELEASES["1.36"].latest_patch
 NEXT = "1.36." + str(int(LATEST.split(".")[2]) + 1)
@@ -24,18 +23,18 @@ SOURCE = "kubernetes.io/releases lists it; apt-cache madison kubeadm shows it, 2
 
 def test_every_patch_up_to_the_tables_newest_plans() -> None:
     for patch in range(int(LATEST.split(".")[2]) + 1):
-        assert plan_cluster(parse_cluster(small_cluster(kubernetesVersion=f"1.36.{patch}"))).versions.patch_verified \
+        assert plan_cluster(spec_of(small_cluster(kubernetesVersion=f"1.36.{patch}"))).versions.patch_verified \
             is None
 
 
 def test_a_newer_patch_needs_the_stacks_confirmation() -> None:
     with pytest.raises(SpecError, match=r"or confirm this one and say where under cluster.kubernetesPatchVerified"):
-        plan_cluster(parse_cluster(small_cluster(kubernetesVersion=NEXT)))
+        plan_cluster(spec_of(small_cluster(kubernetesVersion=NEXT)))
 
 
 def test_a_confirmed_patch_plans_and_the_summary_says_so() -> None:
     raw = small_cluster(kubernetesVersion=NEXT, kubernetesPatchVerified={"version": NEXT, "source": SOURCE})
-    plan = plan_cluster(parse_cluster(raw))
+    plan = plan_cluster(spec_of(raw))
     assert plan.versions.patch_verified == SOURCE
     data = versions_data(plan)
     assert data["kubernetes"]["version"] == NEXT

@@ -15,10 +15,9 @@ from components.errors import SpecError
 from components.offline.policy_runner import run_policies
 from components.planning.limits import effective_limits
 from components.planning.placement import GPU_ZONE_SHARE, PoolPlan, infiniband_domains, plan_pools, split_pool
-from components.spec import parse_cluster
 from components.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG
 from policies.rules import ALL_POLICIES
-from tests.support.stacks import plan_stack, small_cluster
+from tests.support.stacks import plan_stack, small_cluster, spec_of
 
 PLACEMENT_RULES = [p for p in ALL_POLICIES if p.name.endswith(("-gpu-zone-share", "-infiniband-zone-loss"))]
 
@@ -58,7 +57,7 @@ def test_prod_gpu_pool_uses_the_fewest_domains_of_at_most_100(prod_spec) -> None
 def test_raised_domain_limit_gives_bigger_domains() -> None:
     raw = small_cluster(limits={"vmsPerInfinibandDomain": {"value": 300, "note": "ticket"}})
     raw["pools"][1]["count"] = 900
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     gpu = plan_pools(spec, effective_limits(spec))[1]
     assert [s.capacity for s in gpu.scale_sets] == [300, 300, 300] and gpu.max_per_scale_set == 300
 
@@ -86,7 +85,7 @@ def test_every_infiniband_pool_the_planner_accepts_passes_the_zone_rules(count: 
     zones were 2 domains in zones 1 and 2, each holding 50% of the GPUs."""
     raw = small_cluster(zones=list(zones), limits={"vmsPerInfinibandDomain": {"value": max_per_set, "note": "ticket"}})
     raw["pools"][1]["count"] = count
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     try:
         pools = plan_pools(spec, effective_limits(spec))
     except SpecError:
@@ -104,7 +103,7 @@ def test_the_fewest_domains_that_keep_each_zone_within_its_share(count: int, dom
 
 
 def problems(raw: dict[str, Any]) -> list[str]:
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     with pytest.raises(SpecError) as caught:
         plan_pools(spec, effective_limits(spec))
     return [str(p) for p in caught.value.problems]
@@ -134,7 +133,7 @@ def _with_custom_size(**fields: Any) -> dict[str, Any]:
 
 
 def test_custom_size_is_accepted() -> None:
-    spec = parse_cluster(_with_custom_size(gpuModel="H100-80GB-HBM3", gpuVendor="nvidia"))
+    spec = spec_of(_with_custom_size(gpuModel="H100-80GB-HBM3", gpuVendor="nvidia"))
     assert plan_pools(spec, effective_limits(spec))[1].gpus == 1200
 
 
@@ -173,7 +172,7 @@ def test_infiniband_on_a_size_without_it() -> None:
 
 
 def test_domain_limit_above_300() -> None:
-    spec = parse_cluster(small_cluster(limits={"vmsPerInfinibandDomain": {"value": 400, "note": "ticket"}}))
+    spec = spec_of(small_cluster(limits={"vmsPerInfinibandDomain": {"value": 400, "note": "ticket"}}))
     with pytest.raises(SpecError, match=r"cluster.limits.vmsPerInfinibandDomain.value: Azure does not raise this past 300"):
         effective_limits(spec)
 
@@ -190,7 +189,7 @@ def test_duplicate_pool_names_and_zones() -> None:
 def test_unknown_region_needs_declared_zones() -> None:
     assert problems(small_cluster(location="marsnorth"))[0].startswith("cluster.location: 'marsnorth' is not in")
     raw = small_cluster(location="marsnorth", limits={"regionZones": {"zones": ["1", "2", "3"], "note": "new region"}})
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     assert len(plan_pools(spec, effective_limits(spec))) == 2
 
 
@@ -204,7 +203,7 @@ def test_ephemeral_os_disk_only_where_the_resource_disk_holds_it() -> None:
     raw = small_cluster()
     raw["pools"].append({"name": "h200", "kind": "gpu", "vmSize": "Standard_ND96isr_H200_v5", "count": 2})
     raw["pools"][0]["osDiskGib"] = 64
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     system, h100, h200 = plan_pools(spec, effective_limits(spec))
     assert h100.ephemeral_os_disk  # 128 GiB OS disk on a 1,000 GiB resource disk
     assert not h200.ephemeral_os_disk  # resource disk unconfirmed (0 in the catalogue)

@@ -10,8 +10,8 @@ import pytest
 
 from components.errors import SpecError
 from components.simulation.check import plan_checked
-from components.spec import CONFIG_KEY, load_stack_file, parse_cluster
-from tests.support.stacks import STACKS
+from components.spec import CONFIG_KEY, load_stack_file
+from tests.support.stacks import STACKS, spec_of
 
 RACK_NODE_PODS = {
     "cilium-agent", "cilium-envoy", "node-local-dns", "nfd-worker", "nvidia-container-toolkit", "nvidia-device-plugin",
@@ -27,7 +27,7 @@ def _raw() -> dict[str, Any]:
 
 
 def test_a_rack_node_counts_every_system_pod_and_keeps_a_pod_per_gpu() -> None:
-    plan = plan_checked(parse_cluster(_raw()))
+    plan = plan_checked(spec_of(_raw()))
     assert plan.bring_up is not None
     rack = next(n for n in plan.bring_up.node_pods if n.pool == "gb300")
     assert set(rack.daemonsets) == RACK_NODE_PODS
@@ -38,7 +38,7 @@ def test_sixteen_pods_on_a_rack_node_is_refused_with_the_fix() -> None:
     raw = _raw()
     raw["pools"][1]["podsPerNode"] = 16
     with pytest.raises(SpecError) as refused:
-        plan_checked(parse_cluster(raw))
+        plan_checked(spec_of(raw))
     [problem] = [p for p in refused.value.problems if p.path == "cluster.pools[1].podsPerNode"]
     assert "15 per-node system pods" in problem.message and "leave 1 of 16 pods for work" in problem.message
     assert "set podsPerNode to at least 19" in problem.message
@@ -48,7 +48,7 @@ def test_work_pods_per_node_is_what_the_stack_asks() -> None:
     raw = _raw()
     raw["pools"][1]["workPodsPerNode"] = 11
     with pytest.raises(SpecError) as refused:
-        plan_checked(parse_cluster(raw))
+        plan_checked(spec_of(raw))
     assert any("fewer than the 11 workPodsPerNode asks; set podsPerNode to at least 26" in p.message
                for p in refused.value.problems)
 
@@ -59,6 +59,6 @@ def test_by_default_a_node_must_keep_one_pod_for_work() -> None:
     raw = small_cluster()
     raw["pools"][1]["podsPerNode"] = 13  # the GPU pool's 13 per-node system pods fill it
     with pytest.raises(SpecError) as refused:
-        plan_checked(parse_cluster(raw))
+        plan_checked(spec_of(raw))
     assert any(p.path == "cluster.pools[1].podsPerNode" and "leave 0 of 13 pods" in p.message
                and "fewer than the 1 workPodsPerNode" in p.message for p in refused.value.problems)

@@ -19,6 +19,7 @@ from components.preflight import Context, context_for, preflight, problems
 from components.preflight.rules import RULES, WARNINGS
 from components.spec import ClusterSpec
 from tests.support.scale_sets import as_typed_class, is_scale_set
+from tests.support.stacks import spec_of
 
 Steps = list[dict[str, Any]]
 State = dict[str, Any]
@@ -270,7 +271,7 @@ def test_stack_confirmed_zones_are_enforced_and_silence_the_warnings(prod_spec: 
     raw = prod_spec.model_dump(by_alias=True, mode="json")
     raw["sizeRegions"] = {"Standard_ND96isr_H100_v5": {"regions": ["eastus2"], "zones": {"eastus2": ["1", "2"]},
                                                        "source": "az vm list-skus -l eastus2 --zone, 2026-11-20"}}
-    result = preflight(prod_steps, context_for(plan_cluster(ClusterSpec.model_validate(raw))))
+    result = preflight(prod_steps, context_for(plan_cluster(spec_of(raw))))
     failing = {f.path for f in result.errors if f.source == "size-region"}
     zone3 = {s["newState"]["urn"].rsplit("::", 1)[-1] for s in prod_steps
              if is_scale_set(s["newState"]) and "::h100-z3-" in s["newState"]["urn"]}

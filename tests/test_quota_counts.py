@@ -19,10 +19,10 @@ from components.errors import SpecError
 from components.offline.engine import ProgramRun
 from components.planning.cluster_plan import plan_cluster
 from components.planning.quota import CountNeed, count_problems
-from components.spec import ClusterSpec, parse_cluster
+from components.spec import ClusterSpec
 from policies.rules.props import resource_kind
 from tests.support.plan_sides import stack_raw
-from tests.support.stacks import plan_stack, small_cluster
+from tests.support.stacks import plan_stack, small_cluster, spec_of
 
 
 def _counts(spec: ClusterSpec) -> dict[str, CountNeed]:
@@ -55,13 +55,13 @@ def test_a_declared_public_ip_quota_below_the_need_fails_the_plan(prod_spec: Clu
     raw = prod_spec.model_dump(by_alias=True, mode="json")
     raw["resourceQuota"] = {"standardPublicIps": 10}
     with pytest.raises(SpecError) as caught:
-        plan_cluster(ClusterSpec.model_validate(raw))
+        plan_cluster(spec_of(raw))
     [problem] = caught.value.problems
     assert problem.path == "cluster.resourceQuota.standardPublicIps"
     assert "needs 16 Standard public IP addresses (a public IP prefix counts in full) in eastus2 but the declared " \
            "quota is 10 (short by 6)" in problem.message
     raw["resourceQuota"] = {"standardPublicIps": 16}
-    assert not _counts(ClusterSpec.model_validate(raw))["standardPublicIps"].exceeds_default
+    assert not _counts(spec_of(raw))["standardPublicIps"].exceeds_default
 
 
 def test_too_many_scale_sets_for_a_region_fails_the_plan() -> None:
@@ -71,7 +71,7 @@ def test_too_many_scale_sets_for_a_region_fails_the_plan() -> None:
                         network={"addressSpace": ["10.0.0.0/12"]})
     raw["pools"][1]["count"] = 2_600
     with pytest.raises(SpecError) as caught:
-        plan_cluster(parse_cluster(raw))
+        plan_cluster(spec_of(raw))
     assert [(p.path, "2,604 virtual machine scale sets" in p.message and "allows 2,500" in p.message)
             for p in caught.value.problems] == [("cluster.pools", True)]
 
@@ -92,7 +92,7 @@ def test_public_ip_prefixes_have_no_count_of_their_own() -> None:
 
 def test_only_adjustable_counts_can_be_declared() -> None:
     with pytest.raises(SpecError, match=r"cluster\.resourceQuota\.natGateways: unknown key"):
-        parse_cluster(small_cluster(resourceQuota={"natGateways": 5000}))
+        spec_of(small_cluster(resourceQuota={"natGateways": 5000}))
 
 
 def test_public_ip_shortfall_exits_2_and_writes_nothing(tmp_path: Path) -> None:

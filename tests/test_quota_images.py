@@ -15,13 +15,13 @@ import yaml
 from components.catalog import images
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
-from components.spec import ImageRef, parse_cluster
+from components.spec import ImageRef
 from tests.support.plan_sides import stack_raw
-from tests.support.stacks import plan_stack, small_cluster
+from tests.support.stacks import plan_stack, small_cluster, spec_of
 
 
 def test_quota_rows_include_the_regional_total() -> None:
-    plan = plan_cluster(parse_cluster(small_cluster()))
+    plan = plan_cluster(spec_of(small_cluster()))
     rows = {q.family: q.vcpus for q in plan.quota}
     assert rows["cores"] == sum(v for f, v in rows.items() if f not in ("cores", "lowPriorityCores"))
     assert rows["standardNDSH100v5Family"] == 150 * 96
@@ -30,7 +30,7 @@ def test_quota_rows_include_the_regional_total() -> None:
 def test_a_declared_quota_below_the_need_fails_the_plan_naming_family_need_and_quota() -> None:
     raw = small_cluster(vcpuQuota={"standardNDSH100v5Family": 4_800, "cores": 1_000_000})
     with pytest.raises(SpecError) as caught:
-        plan_cluster(parse_cluster(raw))
+        plan_cluster(spec_of(raw))
     [problem] = caught.value.problems
     assert problem.path == "cluster.vcpuQuota.standardNDSH100v5Family"
     assert "needs 14,400 standardNDSH100v5Family vCPUs in eastus but the declared quota is 4,800 (short by 9,600)" \
@@ -40,7 +40,7 @@ def test_a_declared_quota_below_the_need_fails_the_plan_naming_family_need_and_q
 def test_the_regional_total_is_checked_too() -> None:
     raw = small_cluster(vcpuQuota={"cores": 10_000})
     with pytest.raises(SpecError) as caught:
-        plan_cluster(parse_cluster(raw))
+        plan_cluster(spec_of(raw))
     assert [p.path for p in caught.value.problems] == ["cluster.vcpuQuota.cores"]
 
 

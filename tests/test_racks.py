@@ -24,13 +24,13 @@ from components.planning.limits import effective_limits
 from components.planning.node_template import node_labels
 from components.planning.placement import plan_pools
 from components.preflight import context_for, preflight
-from components.spec import CONFIG_KEY, ClusterSpec, load_stack_file, parse_cluster
+from components.spec import CONFIG_KEY, ClusterSpec, load_stack_file
 from policies.rules import ALL_POLICIES
 from tests.support.preflight_mutations import (
     RACK_MUTATIONS,
     inputs_of,
 )
-from tests.support.stacks import STACKS, plan_stack
+from tests.support.stacks import STACKS, plan_stack, spec_of
 
 Steps = list[dict[str, Any]]
 GB300 = "Standard_ND128isr_GB300_v6"
@@ -75,7 +75,7 @@ def test_the_g5_gb300_size_is_catalogued_and_takes_racks() -> None:
     assert (g5.gpu_model, g5.quota_family) == (gb300.gpu_model, gb300.quota_family)
     raw = _raw()
     raw["pools"][1]["vmSize"] = g5.name
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     rack = next(p for p in plan_pools(spec, effective_limits(spec)) if p.name == "gb300")
     assert rack.racks is not None and rack.gpus == 432 and rack.arm64
 
@@ -97,7 +97,7 @@ def test_subgroup_names_are_a_checked_input(change: Any, expected: str) -> None:
     raw = _raw()
     change(raw["pools"][1]["racks"]["groups"][1])
     with pytest.raises(SpecError) as refused:
-        parse_cluster(raw)
+        spec_of(raw)
     [problem] = refused.value.problems
     assert problem.path.startswith("cluster.pools[1].racks.groups[1]") and expected in f"{problem.path}: {problem.message}"
 
@@ -105,7 +105,7 @@ def test_subgroup_names_are_a_checked_input(change: Any, expected: str) -> None:
 def test_declared_subgroup_names_reach_the_rack_scale_sets() -> None:
     raw = _raw()
     raw["pools"][1]["racks"]["groups"][2]["subgroups"] = ["sg-7f3a", "sg-91c2"]
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     rack = next(p for p in plan_pools(spec, effective_limits(spec)) if p.name == "gb300")
     assert [s.rack.subgroup_name for s in rack.scale_sets if s.rack and s.rack.group == "ig3"] == ["sg-7f3a", "sg-91c2"]
 
@@ -114,10 +114,10 @@ def test_high_speed_interconnect_placement_is_configurable_and_create_only() -> 
     from components.azure.scale_set.routes import CREATE_ONLY_PATHS
     raw = _raw()
     raw["pools"][1]["racks"]["highSpeedInterconnectPlacement"] = "None"
-    assert parse_cluster(raw).pools[1].racks.high_speed_interconnect_placement == "None"  # type: ignore[union-attr]
+    assert spec_of(raw).pools[1].racks.high_speed_interconnect_placement == "None"  # type: ignore[union-attr]
     raw["pools"][1]["racks"]["highSpeedInterconnectPlacement"] = "Ring"
     with pytest.raises(SpecError):
-        parse_cluster(raw)
+        spec_of(raw)
     # absent from azure-mgmt-compute 39.0.0's update model: a change replaces the scale set
     assert "highSpeedInterconnectPlacement" in CREATE_ONLY_PATHS
 
@@ -145,7 +145,7 @@ def test_growing_a_group_appends_racks_and_renames_none(gb300_spec: ClusterSpec)
     pool["racks"]["groups"][0]["racks"] = 3
     pool["racks"]["groups"][0]["subgroups"].append("subgroup2")
     pool["count"] = pool["minCount"] = 7 * 18
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     before = {s.name for p in plan_pools(gb300_spec, effective_limits(gb300_spec)) for s in p.scale_sets}
     after = {s.name for p in plan_pools(spec, effective_limits(spec)) for s in p.scale_sets}
     assert before < after and after - before == {"gb300-z1-g00r02"}
@@ -157,14 +157,14 @@ def test_the_subgroup_size_is_a_parameter() -> None:
     pool["racks"]["subgroupSize"] = 4  # Microsoft's interconnect-group examples use 4 as well as 18
     pool["count"] = pool["minCount"] = 6 * 4
     raw["teams"][0]["quota"]["gpus"] = 48
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     rack = next(p for p in plan_pools(spec, effective_limits(spec)) if p.name == "gb300")
     assert {s.capacity for s in rack.scale_sets} == {4}
     assert rack.racks is not None and {g.block_capacity for g in rack.racks.groups} == {8}
 
 
 def _problems(raw: dict[str, Any]) -> list[str]:
-    spec = parse_cluster(raw)
+    spec = spec_of(raw)
     with pytest.raises(SpecError) as caught:
         plan_pools(spec, effective_limits(spec))
     return [f"{p.path}: {p.message}" for p in caught.value.problems]
@@ -193,7 +193,7 @@ def test_the_quota_family_of_the_rack_size_is_checked() -> None:
     raw = _raw()
     raw["vcpuQuota"] = {"standardNDISRGB300V6Family": 128 * 107}
     with pytest.raises(SpecError) as caught:
-        plan_cluster(parse_cluster(raw))
+        plan_cluster(spec_of(raw))
     assert [p.path for p in caught.value.problems] == ["cluster.vcpuQuota.standardNDISRGB300V6Family"]
     assert "needs 13,824 standardNDISRGB300V6Family vCPUs" in caught.value.problems[0].message
 

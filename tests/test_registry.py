@@ -16,6 +16,7 @@ import yaml
 from components.catalog.registries import OWN_NAMESPACE, parse_image
 from components.errors import SpecError
 from components.kubernetes.objects.images import pod_spec
+from components.offline.mock_values import SUBSCRIPTION
 from components.planning import agents_image
 from components.planning.azure_names import container_registry_name
 from components.planning.cluster_plan import plan_cluster
@@ -127,9 +128,9 @@ def test_docker_hub_needs_a_credential_set_from_key_vault() -> None:
 @pytest.mark.parametrize("cluster", ["dev", "prod", "a", "x" * 63, "team-7-gpu"])
 def test_registry_names_fit_azures_rule(cluster: str) -> None:
     """5-50 alphanumerics (resource-name-rules.md, Microsoft.ContainerRegistry registries)."""
-    name = container_registry_name(cluster, "eastus2")
+    name = container_registry_name(cluster, "eastus2", SUBSCRIPTION)
     assert 5 <= len(name) <= 50 and name.isalnum()
-    assert name != container_registry_name(cluster, "westus3")
+    assert name != container_registry_name(cluster, "westus3", SUBSCRIPTION)
 
 
 def _request_path(hosts_toml: str, repository: str, reference: str) -> str:

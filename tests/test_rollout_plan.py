@@ -198,11 +198,10 @@ def test_summary_and_report_carry_the_rollout(dev_out: Path) -> None:
 
 def test_bad_rollout_settings_name_the_key() -> None:
     from components.errors import SpecError
-    from components.spec import parse_cluster
-    from tests.support.stacks import small_cluster
+    from tests.support.stacks import small_cluster, spec_of
 
     with pytest.raises(SpecError) as raised:
-        parse_cluster(small_cluster(rollout={"batchPercent": 0, "gpuDomainsPerWave": 65}))
+        spec_of(small_cluster(rollout={"batchPercent": 0, "gpuDomainsPerWave": 65}))
     assert sorted(str(p) for p in raised.value.problems) == [
         "cluster.rollout.batchPercent: must be >= 1 (got 0)", "cluster.rollout.gpuDomainsPerWave: must be <= 64 (got 65)"]
 

@@ -23,10 +23,9 @@ from components.offline.preview import preview_document
 from components.offline.replaced_domains import replaced_domain_violations
 from components.offline.report_data import report_data
 from components.planning.cluster_plan import plan_cluster
-from components.spec import parse_cluster
 from policies.rules.replacements import Replaced, judge
 from tests.support.plan_sides import plan_document, stack_raw
-from tests.support.stacks import ROOT
+from tests.support.stacks import ROOT, spec_of
 
 H100, H200 = "Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"
 
@@ -47,7 +46,7 @@ def _head() -> tuple[str, str]:
 def _diff(prod_run: ProgramRun, acknowledge: list[str] | None = None) -> PlanDiff:
     raw = stack_raw("prod")
     base = side_from_document("prod", preview_document(prod_run), report_data(
-        plan_cluster(parse_cluster(raw)), "prod", Counter(r.type for r in prod_run.registrations if r.custom), [], {}))
+        plan_cluster(spec_of(raw)), "prod", Counter(r.type for r in prod_run.registrations if r.custom), [], {}))
     document, data = (json.loads(t) for t in _head())
     if acknowledge is not None:
         data["acknowledgeDeletions"] = {"teams": [], "infinibandDomains": acknowledge}

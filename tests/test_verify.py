@@ -67,7 +67,7 @@ def test_the_dev_stack_verifies_with_secondary_addresses(live: World) -> None:
     prefix IPAM controller, nothing for the InfiniBand check."""
     dev = ROOT / "stacks" / "Pulumi.dev.yaml"
     original = live.stack, live.plan
-    live.stack, live.plan = dev, plan_cluster(load_stack_file(dev, "dev").spec)
+    live.stack, live.plan = dev, plan_cluster(load_stack_file(dev, "dev", SUBSCRIPTION).spec)
     try:
         live.reset()
         code, doc = live.run("--json")
@@ -390,7 +390,11 @@ def test_bad_input_is_one_line_and_exit_2(live: World, tmp_path: Path, monkeypat
     for name in ("AZURE_SUBSCRIPTION_ID", "AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET",
                  "AZURE_FEDERATED_TOKEN_FILE", "IDENTITY_ENDPOINT", "MSI_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
-    assert _bad_input(capsys, ["verify", stack, "--kubeconfig", str(live.kubeconfig)]) == [
+    document = yaml.safe_load(live.stack.read_text())
+    del document["config"]["azure-native:subscriptionId"]  # and none in the stack either
+    bare = tmp_path / live.stack.name
+    bare.write_text(yaml.safe_dump(document))
+    assert _bad_input(capsys, ["verify", str(bare), "--kubeconfig", str(live.kubeconfig)]) == [
         "error: --subscription: no subscription: pass --subscription <id> or set AZURE_SUBSCRIPTION_ID "
         "(`az account show --query id -o tsv`)"]
 
@@ -409,6 +413,25 @@ def test_no_azure_credentials_is_one_line_and_exit_2(live: World, tmp_path: Path
                                SUBSCRIPTION]) == [
         "error: Azure credentials: none found (azure-identity DefaultAzureCredential): run `az login`, or set "
         "AZURE_CLIENT_ID and AZURE_TENANT_ID with AZURE_CLIENT_SECRET or AZURE_FEDERATED_TOKEN_FILE for CI"]
+
+
+def test_the_stacks_own_subscription_is_the_one_verify_reads(live: World, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """No --subscription and no AZURE_SUBSCRIPTION_ID: the stack's azure-native:subscriptionId (which also names its
+    registry) is read, so verify goes on to the credentials instead of asking for a subscription."""
+    for name in ("AZURE_SUBSCRIPTION_ID", "AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET",
+                 "AZURE_FEDERATED_TOKEN_FILE", "AZURE_USERNAME", "IDENTITY_ENDPOINT", "MSI_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("AZURE_TOKEN_CREDENTIALS", "dev")
+    document = yaml.safe_load(live.stack.read_text())
+    document["config"]["azure-native:subscriptionId"] = SUBSCRIPTION
+    stack = tmp_path / live.stack.name
+    stack.write_text(yaml.safe_dump(document))
+    [line] = _bad_input(capsys, ["verify", str(stack), "--kubeconfig", str(live.kubeconfig)])
+    assert line.startswith("error: Azure credentials: none found")
 
 
 def test_credentials_that_fail_say_why_in_azure_identitys_words(live: World, tmp_path: Path,

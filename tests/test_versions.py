@@ -22,10 +22,9 @@ from components.offline.preview import preview_document
 from components.offline.versions_report import version_warnings, versions_data
 from components.planning.cluster_plan import plan_cluster
 from components.planning.versions import plan_versions
-from components.spec import parse_cluster
 from policies.rules.versions import kubernetes_end_of_life
 from tests.support.cli import gpucluster
-from tests.support.stacks import ROOT, STACKS, small_cluster, small_spec, stack_spec
+from tests.support.stacks import ROOT, STACKS, small_cluster, small_spec, spec_of, stack_spec
 
 TODAY = date(2026, 11, 22)
 
@@ -207,5 +206,5 @@ def test_an_unreleased_patch_is_a_plan_error() -> None:
     release = KUBERNETES_RELEASES["1.36"]
     major, minor, patch = release.latest_patch.split(".")
     with pytest.raises(SpecError, match=r"is newer than .* the latest 1\.36 patch"):
-        plan_cluster(parse_cluster(small_cluster(kubernetesVersion=f"{major}.{minor}.{int(patch) + 1}")))
-    plan_cluster(parse_cluster(small_cluster(kubernetesVersion=release.latest_patch)))
+        plan_cluster(spec_of(small_cluster(kubernetesVersion=f"{major}.{minor}.{int(patch) + 1}")))
+    plan_cluster(spec_of(small_cluster(kubernetesVersion=release.latest_patch)))

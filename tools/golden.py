@@ -88,6 +88,9 @@ def changed_keys(old: Any, new: Any, path: str = "") -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from components.offline.mock_values import name_registries_offline
+
+    name_registries_offline()
     parser = argparse.ArgumentParser(prog="python -m tools.golden", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)

@@ -38,6 +38,9 @@ def rendered(text: str) -> str:
 
 
 def main() -> None:
+    from components.offline.mock_values import name_registries_offline
+
+    name_registries_offline()
     DOC.write_text(rendered(DOC.read_text()))
     print(f"wrote {DOC}")
 

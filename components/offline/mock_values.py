@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
 import string
 import uuid
@@ -13,6 +14,14 @@ from components.catalog.arm_types import ARM_TYPES
 from components.catalog.autonaming import name_property
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+"""The subscription the offline engine answers for (azure-native's getClientConfig under mocks)."""
+
+
+def name_registries_offline() -> None:
+    """Registry names from the offline engine's subscription (AZURE_SUBSCRIPTION_ID, components/spec/registry_name.py),
+    whatever the caller's environment says: the shipped stacks' figures (the golden file, docs, benchmarks, tests)
+    are the same on every machine."""
+    os.environ["AZURE_SUBSCRIPTION_ID"] = SUBSCRIPTION
 
 
 def _digest(*parts: str) -> bytes:

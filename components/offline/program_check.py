@@ -72,6 +72,22 @@ def require_cli(version: str) -> None:
                                            f"{error}")]) from None
 
 
+def require_subscription(named: str, where: str) -> None:
+    """The subscription azure-native deploys to (its getClientConfig) is the one the registry's name was hashed from
+    (components/spec/registry_name.py): otherwise a later `up` from elsewhere would rename, and so replace, the
+    registry. SpecError with the fix; nothing to check when the stack names its registry itself (`named` empty)."""
+    if not named:
+        return
+    from pulumi_azure_native import authorization
+
+    actual = str(authorization.get_client_config().subscription_id or "").lower()
+    if actual != named:
+        raise SpecError([Problem(where, f"the registry's name is made from subscription {named} ({where}), but "
+                                        f"azure-native deploys to {actual or 'no subscription'}",
+                                 fix=f"pulumi config set azure-native:subscriptionId {actual or '<id>'}, or unset "
+                                     f"{where} if the stack should go there")])
+
+
 def engine_config(project: str) -> dict[str, Any]:
     """The stack config the engine gave the program (the language host's PULUMI_CONFIG), else the cluster alone."""
     import pulumi
@@ -110,13 +126,13 @@ def main(argv: list[str]) -> int:
     from components.offline.engine import run_program
     from components.offline.preview import preview_document
     from components.simulation.check import plan_checked
-    from components.spec import parse_cluster
+    from components.spec.loader import named_cluster
 
     project, stack = argv[1], argv[2]
     config = json.loads(sys.stdin.read() or "{}")
     raw = config.get(f"{project}:cluster")
     try:
-        plan = plan_checked(parse_cluster(json.loads(raw) if isinstance(raw, str) else raw))
+        plan = plan_checked(named_cluster(json.loads(raw) if isinstance(raw, str) else raw, config))
     except SpecError as error:
         problems = list(error.problems)
     else:

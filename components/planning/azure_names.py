@@ -15,32 +15,22 @@ azure-docs articles/azure-resource-manager/management/resource-name-rules.md):
 - Microsoft.ContainerRegistry/registries: 5-50, alphanumerics, globally unique (the login server
   `<name>.azurecr.io` is a DNS name; Azure keeps the name's case but the login server is lowercase).
 
-The registry's name is needed before anything is deployed: every image reference in the manifests, chart values
-and boot documents names its login server, and the plan renders them offline. So it cannot hash the subscription
-(known only at deploy time) as storage and vault names do; it hashes the cluster, its resource group and its
-region, and `cluster.registry.name` overrides it when another tenant holds that name.
+The registry's name is needed before anything is deployed (every image reference names its login server), so it is
+made where the stack is read: components/spec/resource_names.py and registry_name.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import uuid
 
+from components.spec.resource_names import SUFFIX_CHARS, container_registry_name, resource_group_name, stack_hash
+
+__all__ = ["container_registry_name", "deterministic_guid", "key_vault_name", "resource_group_name",
+           "stack_hash", "storage_account_name"]
+
 STORAGE_ACCOUNT_MAX = 24
 KEY_VAULT_MAX = 24
-REGISTRY_MIN = 5
-REGISTRY_MAX = 50
-SUFFIX_CHARS = 8
-
-
-def resource_group_name(cluster: str) -> str:
-    return f"gpucluster-{cluster}"
-
-
-def stack_hash(*parts: str, chars: int = SUFFIX_CHARS) -> str:
-    """Lowercase hex digest of the parts: stable for the same stack, different for another."""
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:chars]
 
 
 def storage_account_name(subscription: str, resource_group: str, cluster: str, purpose: str) -> str:
@@ -58,12 +48,6 @@ def key_vault_name(subscription: str, resource_group: str, cluster: str, purpose
     if not prefix or not prefix[0].isalpha():
         prefix = ("kv" + prefix)[:room].strip("-")
     return f"{prefix}-{stack_hash(subscription, resource_group, 'keyvault', purpose)}"
-
-
-def container_registry_name(cluster: str, location: str) -> str:
-    """`<cluster>` in lowercase letters and digits + `acr` + 8 hex of cluster/group/region: 5-50 alphanumerics."""
-    prefix = re.sub(r"[^a-z0-9]", "", cluster.lower())[: REGISTRY_MAX - SUFFIX_CHARS - 3]
-    return f"{prefix}acr{stack_hash(cluster, resource_group_name(cluster), location, 'registry')}"
 
 
 def deterministic_guid(*parts: str) -> str:

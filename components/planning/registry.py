@@ -31,7 +31,6 @@ from components.catalog.registries import MAX_CACHE_RULES, OWN_NAMESPACE, UPSTRE
 from components.catalog.versions import MINOR_COUPLED
 from components.errors import Problem, SpecError
 from components.planning import agents_image
-from components.planning.azure_names import container_registry_name
 from components.planning.sizes import size_table
 from components.spec import ClusterSpec, PoolKind
 
@@ -156,7 +155,12 @@ def plan_registry(spec: ClusterSpec, images: Iterable[str]) -> RegistryPlan:
         problems.append(Problem("cluster.location", f"{spec.location!r} has no ACR Tasks agent pools, which build the "
                                 f"agents image inside the VNet (docs/registry.md); use one of "
                                 f"{', '.join(sorted(AGENT_POOL_REGIONS))}"))
-    if problems:
+    name = spec.registry.name
+    if not name:  # the loaders name it (components/spec/registry_name.py); a bare spec must too
+        problems.append(Problem("cluster.registry.name", "not set: registry names are global across Azure; load the "
+                                "stack with load_stack_file or with_registry_name(spec, <subscription id>), or set "
+                                "one"))
+    if problems or not name:
         raise SpecError(problems)
-    return RegistryPlan(spec.registry.name or container_registry_name(spec.name, spec.location), upstreams,
+    return RegistryPlan(name, upstreams,
                         agents_image.content_tag(), agents_image.platforms(p.vm_size for p in spec.pools))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from components.input_files import read_bounded
 from components.spec.cluster import ClusterSpec
 from components.spec.config_values import config_value_problems
 from components.spec.errors import problems_from
+from components.spec.registry_name import SUBSCRIPTION_ENV, naming_subscription, with_registry_name
 from components.spec.stack_names import check_stack_name
 from components.spec.yaml_text import MAX_BYTES, MAX_DEPTH, check_size, load_yaml
 
@@ -52,7 +55,19 @@ def resolve_stack_path(stack: str, stacks_dir: Path) -> tuple[str, Path]:
     return check_stack_name(stack, "stack"), stacks_dir / f"Pulumi.{stack}.yaml"
 
 
-def load_stack_file(path: Path, name: str) -> StackFile:
+def load_stack_file(path: Path, name: str, subscription: str = "") -> StackFile:
+    """The stack file, validated; its registry named from the stack's subscription, else `subscription`, else
+    AZURE_SUBSCRIPTION_ID (components/spec/registry_name.py)."""
+    config = read_stack_config(path)
+    raw = config[CONFIG_KEY]
+    if isinstance(raw, str):
+        raw = _json_text(raw, str(path))
+    _reject_secrets(raw, "cluster")
+    return StackFile(name=name, path=path, config=config, spec=named_cluster(raw, config, subscription))
+
+
+def read_stack_config(path: Path) -> dict[str, Any]:
+    """The stack file's `config:` mapping, its values checked as the engine reads them, the cluster not yet parsed."""
     if not path.exists():
         raise SpecError.at(str(path), "stack file not found; pass a stack name under stacks/ or a path to a stack file")
     document = load_yaml(read_bounded(path, MAX_BYTES, "stack file"), str(path))
@@ -66,11 +81,15 @@ def load_stack_file(path: Path, name: str) -> StackFile:
     problems = config_value_problems(config, skip=CONFIG_KEY)
     if problems:
         raise SpecError(problems)
-    raw = config[CONFIG_KEY]
-    if isinstance(raw, str):
-        raw = _json_text(raw, str(path))
-    _reject_secrets(raw, "cluster")
-    return StackFile(name=name, path=path, config=config, spec=parse_cluster(raw))
+    return config
+
+
+def named_cluster(raw: Any, config: Mapping[str, Any], subscription: str = "") -> ClusterSpec:
+    """parse_cluster, with the registry named from the stack's subscription (components/spec/registry_name.py): what
+    `gpucluster plan` and the program under the engine both plan. `subscription` (verify's --subscription) comes
+    before AZURE_SUBSCRIPTION_ID."""
+    environ = {**os.environ, SUBSCRIPTION_ENV: subscription} if subscription else None
+    return with_registry_name(parse_cluster(raw), naming_subscription(config, environ)[0])
 
 
 def _json_text(text: str, where: str) -> Any:

@@ -6,6 +6,7 @@ Imported by the command line for its parser; the Azure SDKs and the Kubernetes c
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import threading
 import time
@@ -177,13 +178,22 @@ def bounded(checks: list[tuple[str, Callable[[], list[Result]]]], limits: Limits
     return results
 
 
-def _plan(stack: str) -> tuple[str, CheckedPlan]:
+def _plan(stack: str, subscription: str | None, needs_azure: bool) -> tuple[str, CheckedPlan, str | None]:
+    """The stack's plan and the subscription to read: `--subscription`, else the stack's
+    `azure-native:subscriptionId`, else AZURE_SUBSCRIPTION_ID (None: azure_access says so). SpecError when Azure is
+    to be read and none of them names one."""
     from components.project import project_root
     from components.simulation.check import plan_checked
     from components.spec import load_stack_file, resolve_stack_path
+    from components.spec.loader import read_stack_config
+    from components.spec.registry_name import SUBSCRIPTION_CONFIG, SUBSCRIPTION_ENV
+    from components.verify.connect import NO_SUBSCRIPTION
 
     name, path = resolve_stack_path(stack, project_root() / "stacks")
-    return name, plan_checked(load_stack_file(path, name).spec)
+    subscription = subscription or read_stack_config(path).get(SUBSCRIPTION_CONFIG) or None
+    if needs_azure and not (subscription or os.environ.get(SUBSCRIPTION_ENV)):
+        raise SpecError.at("--subscription", NO_SUBSCRIPTION)
+    return name, plan_checked(load_stack_file(path, name, subscription or "").spec), subscription
 
 
 def _default_azure(subscription: str | None, endpoint: str | None) -> AzureAccess:
@@ -257,9 +267,9 @@ def _verify(args: argparse.Namespace, console: Console, errors: Console,
                 ("--nccl", args.nccl)) if given]
         if bad:
             raise SpecError(bad)
-        name, plan = _plan(args.stack)
+        name, plan, subscription = _plan(args.stack, args.subscription, needs_azure=not args.cluster_only)
         api_client = None if args.azure_only else kube_api_client(kubeconfig_path(args.kubeconfig), args.context)
-        azure = None if args.cluster_only else azure_factory(args.subscription, args.arm_endpoint)
+        azure = None if args.cluster_only else azure_factory(subscription, args.arm_endpoint)
     except SpecError as error:
         for problem in error.problems:
             errors.print(f"error: {problem}", markup=False, highlight=False)

@@ -41,6 +41,9 @@ class AzureAccess:
                        transport=transport, retry_total=2)
 
 
+NO_SUBSCRIPTION = "no subscription: pass --subscription <id> or set AZURE_SUBSCRIPTION_ID (`az account show --query id -o tsv`)"
+
+
 def azure_access(subscription: str | None, endpoint: str | None) -> AzureAccess:
     """DefaultAzureCredential (environment, workload identity, managed identity, Azure CLI login) and the
     subscription, asked for one token up front so that missing credentials stop verify in one line."""
@@ -52,8 +55,7 @@ def azure_access(subscription: str | None, endpoint: str | None) -> AzureAccess:
     logging.getLogger("azure").addHandler(logging.NullHandler())
     subscription = subscription or os.environ.get("AZURE_SUBSCRIPTION_ID")
     if not subscription:
-        raise SpecError.at("--subscription", "no subscription: pass --subscription <id> or set AZURE_SUBSCRIPTION_ID "
-                                             "(`az account show --query id -o tsv`)")
+        raise SpecError.at("--subscription", NO_SUBSCRIPTION)
     chain = DefaultAzureCredential()
     failures: list[tuple[str, Exception]] = []
     chain.credentials = tuple(_Recorded(c, failures) for c in chain.credentials)

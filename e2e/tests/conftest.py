@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from components.offline.mock_values import name_registries_offline
 from components.planning.cluster_plan import plan_cluster
 from e2e import control_plane as cp
 from e2e.cluster import Stack, apply_stack, kubectl
@@ -18,6 +19,7 @@ from e2e.kwok import dumps, node_templates, start_kwok
 from e2e.report import E2EReport
 from tests.support.stacks import stack_spec
 
+name_registries_offline()  # before any stack loads; the plans' subprocesses inherit it
 ROOT = Path(__file__).resolve().parents[2]
 _REPORT = E2EReport()
 _RUNNING: list[Callable[[], None]] = []

@@ -15,6 +15,7 @@ from components.cluster import GpuCluster, GpuClusterArgs
 from components.errors import SpecError
 from components.simulation.check import plan_checked
 from components.spec import ApiServerSpec, ClusterSpec, ControlPlaneSpec, EtcdSpec, NetworkSpec, PoolKind, PoolSpec
+from components.spec.registry_name import SUBSCRIPTION_CONFIG, naming_subscription, with_registry_name
 
 spec = ClusterSpec(
     name="research",
@@ -30,8 +31,11 @@ spec = ClusterSpec(
 )
 
 try:
-    # The planners and the first-boot check: a CheckedPlan is the only plan GpuCluster takes.
-    plan = plan_checked(spec)
+    # The registry's name is global across Azure: by default it hashes the subscription the stack deploys to
+    # (azure-native:subscriptionId, else AZURE_SUBSCRIPTION_ID). Then the planners and the first-boot check: a
+    # CheckedPlan is the only plan GpuCluster takes.
+    subscription, _ = naming_subscription({SUBSCRIPTION_CONFIG: pulumi.Config("azure-native").get("subscriptionId")})
+    plan = plan_checked(with_registry_name(spec, subscription))
 except SpecError as error:
     raise pulumi.RunError("the research cluster does not plan:\n" + "\n".join(map(str, error.problems))) from None
 

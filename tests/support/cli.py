@@ -10,7 +10,8 @@ from pathlib import Path
 from tests.support.stacks import ROOT
 
 
-def gpucluster(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def gpucluster(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`gpucluster <args>` in a subprocess, with this environment (`env`: another one instead)."""
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)

@@ -11,8 +11,8 @@ from components.diff.compare import PlanDiff, diff_sides
 from components.diff.sides import Side, side_from_document
 from components.planning.ip_plan import plan_ip
 from components.planning.limits import effective_limits
-from components.spec import parse_cluster
 from tests.support.plan_sides import plan_document, stack_raw
+from tests.support.stacks import spec_of
 
 IB_TEAMS = [{"name": "research", "quota": {"gpus": 8}}, {"name": "evals", "quota": {"gpus": 8}}]
 
@@ -29,7 +29,7 @@ def ib_stack(count: int, teams: list[dict[str, Any]]) -> dict[str, Any]:
 
 def pinned(raw: dict[str, Any], layout_of: dict[str, Any]) -> dict[str, Any]:
     """`raw` with every block pinned where `layout_of` has it (a production stack's lock)."""
-    spec = parse_cluster(layout_of)
+    spec = spec_of(layout_of)
     raw["network"]["pinnedBlocks"] = plan_ip(spec, effective_limits(spec)).pins
     return raw
 

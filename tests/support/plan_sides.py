@@ -13,8 +13,7 @@ from components.offline.engine import run_program
 from components.offline.preview import preview_document
 from components.offline.report_data import report_data
 from components.planning.cluster_plan import plan_cluster
-from components.spec import parse_cluster
-from tests.support.stacks import ROOT, STACKS
+from tests.support.stacks import ROOT, STACKS, spec_of
 
 
 def stack_raw(name: str) -> dict[str, Any]:
@@ -24,7 +23,7 @@ def stack_raw(name: str) -> dict[str, Any]:
 
 def plan_document(raw: dict[str, Any], stack: str = "dev") -> tuple[dict[str, Any], dict[str, Any]]:
     """(preview document, summary data) of the stack whose `gpucluster:cluster` is `raw`."""
-    plan = plan_cluster(parse_cluster(raw))
+    plan = plan_cluster(spec_of(raw))
     run = run_program(ROOT / "__main__.py", "gpucluster", stack,
                       {"azure-native:location": raw["location"], "gpucluster:cluster": raw})
     data = report_data(plan, stack, Counter(r.type for r in run.registrations if r.custom), [], run.outputs)

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.spec import ClusterSpec, load_stack_file, parse_cluster
+from components.spec import ClusterSpec, load_stack_file
+from components.spec.loader import named_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
@@ -36,8 +37,14 @@ def small_cluster(**overrides: Any) -> dict[str, Any]:
     return raw
 
 
+def spec_of(raw: Any) -> ClusterSpec:
+    """A `gpucluster:cluster` value as a spec, its registry named as the loaders name it (from AZURE_SUBSCRIPTION_ID,
+    which tests/conftest.py sets)."""
+    return named_cluster(raw, {})
+
+
 def small_spec(**overrides: Any) -> ClusterSpec:
-    return parse_cluster(small_cluster(**overrides))
+    return spec_of(small_cluster(**overrides))
 
 
 def plan_stack(stack: str | Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -95,7 +95,7 @@ class World:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     folder = tmp_path_factory.mktemp("verify")
     stack = folder / "Pulumi.vfy.yaml"
-    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": STACK}}))
+    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": STACK, "azure-native:subscriptionId": SUBSCRIPTION}}))
     plan = plan_cluster(load_stack_file(stack, "vfy").spec)
     tls = self_signed()
     ca = folder / "ca.pem"
