@@ -11,7 +11,7 @@ from components.catalog.metrics_facts import NODE_CPU_GUEST_MODES, NODE_CPU_MODE
 from components.errors import SpecError
 from components.planning.cluster_plan import plan_cluster
 from components.planning.metrics import metrics_problems
-from tests.support.stacks import small_cluster, small_spec, spec_of, stack_spec
+from tests.support.stacks import ALERTS, small_cluster, small_spec, spec_of, stack_spec
 
 
 def test_the_extracted_facts_are_the_upstream_figures() -> None:
@@ -89,17 +89,17 @@ def test_over_the_fixed_query_cap_says_aggregate() -> None:
 
 
 def test_a_raised_limit_counts_and_needs_its_request() -> None:
-    raised = small_cluster(metrics={"workspace": {"activeSeries": 2_000_000, "request": "support case 123"}})
+    raised = small_cluster(metrics={"workspace": {"activeSeries": 2_000_000, "request": "support case 123"}, "alerts": ALERTS})
     metrics = plan_cluster(spec_of(raised)).metrics
     assert metrics is not None
     active = next(limit for limit in metrics.limits if limit.key == "activeSeries")
     assert active.limit == 2_000_000 and active.raised and active.default == 1_000_000
     with pytest.raises(SpecError, match="request"):
-        spec_of(small_cluster(metrics={"workspace": {"activeSeries": 2_000_000}}))
+        spec_of(small_cluster(metrics={"workspace": {"activeSeries": 2_000_000}, "alerts": ALERTS}))
 
 
 def test_shards_follow_the_series_per_shard() -> None:
-    spec = spec_of(small_cluster(metrics={"seriesPerShard": 100_000}))
+    spec = spec_of(small_cluster(metrics={"seriesPerShard": 100_000, "alerts": ALERTS}))
     metrics = plan_cluster(spec).metrics
     assert metrics is not None
     assert metrics.shards == -(-metrics.raw_series // 100_000) > 1

@@ -57,3 +57,46 @@ def test_the_policy_selects_every_team_namespace_and_prod_declares_it() -> None:
     assert namespaces and all(expression["key"] in o["metadata"]["labels"] for o in namespaces)
     assert expression["operator"] == "Exists"
     assert any(o["kind"] == "ValidatingAdmissionPolicyBinding" and o["spec"]["policyName"] == POLICY for o in objects)
+
+
+SYSTEM_NODE_ESCAPE = {"spec": {
+    "nodeSelector": {"kubernetes.io/hostname": "system-000000"},
+    "volumes": [{"name": "containerd", "hostPath": {"path": "/run/containerd"}},
+                {"name": "proc", "hostPath": {"path": "/proc"}}],
+    "containers": [{"name": "c", "image": "i", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}},
+                    "volumeMounts": [{"name": "containerd", "mountPath": "/host/containerd"}]}]}}
+"""A team pod pinned to a system node with the containerd socket, the host's /proc and SYS_ADMIN: none of the first
+three checks sees it."""
+
+
+def test_host_paths_capabilities_host_ipc_and_host_ports_are_refused() -> None:
+    refused = _refusals(SYSTEM_NODE_ESCAPE)
+    assert [m.split(":")[0] for m in refused] == [
+        "a pod in a team namespace may not mount a host path (volumes[].hostPath)",
+        "a pod in a team namespace may not add a capability beyond Pod Security baseline's and IPC_LOCK "
+        "(securityContext.capabilities.add; allowed"]
+    assert len(_refusals(_with(lambda p: p["spec"].update(hostIPC=True)))) == 1
+    port = {"containerPort": 80, "hostPort": 8080}
+    assert len(_refusals(_with(lambda p: p["spec"]["containers"][0].update(ports=[port])))) == 1
+    assert _refusals(_with(lambda p: p["spec"]["containers"][0].update(ports=[{"containerPort": 80}]))) == []
+
+
+def test_ephemeral_containers_are_judged_and_their_subresource_is_matched() -> None:
+    debug = {"name": "debug", "image": "i", "securityContext": {"privileged": True}}
+    assert len(_refusals(_with(lambda p: p["spec"].update(ephemeralContainers=[debug])))) == 1
+    rules = team_pod_policy()[0]["spec"]["matchConstraints"]["resourceRules"]
+    assert {"resources": ["pods/ephemeralcontainers"], "operations": ["UPDATE"], "apiGroups": [""],
+            "apiVersions": ["v1"]} in rules
+
+
+def test_the_allowed_capabilities_are_baselines_extracted_list_and_ipc_lock() -> None:
+    from components.kubernetes.objects.team_pods import ALLOWED_CAPABILITIES, BASELINE
+
+    staging = "v0." + stack_spec("prod").kubernetes_version.split(".", 1)[1]  # the release's staging module
+    assert BASELINE["source"].startswith(f"k8s.io/pod-security-admission@{staging} ")
+    assert ALLOWED_CAPABILITIES[-1] == "IPC_LOCK" and "SYS_ADMIN" not in ALLOWED_CAPABILITIES
+    assert {"CHOWN", "NET_BIND_SERVICE", "SYS_CHROOT"} <= set(ALLOWED_CAPABILITIES)
+    for capability in BASELINE["capabilities"]:
+        adds = _with(lambda p, c=capability: p["spec"]["containers"][0]["securityContext"]["capabilities"]
+                     .update(add=["IPC_LOCK", c]))
+        assert _refusals(adds) == [], capability

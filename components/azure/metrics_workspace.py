@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
+from components.azure.alert_delivery import action_group, rule_actions
 from components.azure.scope import AzureScope
 from components.catalog.azure_roles import role_definition_id
 from components.catalog.metrics import MONITORING_METRICS_PUBLISHER, REMOTE_WRITE_PATH
@@ -30,8 +31,10 @@ def _iso_minutes(duration: str) -> str:
     return f"PT{int(duration.removesuffix('m'))}M"
 
 
-def _alert(rule: AlertRule) -> azure.alertsmanagement.PrometheusRuleArgs:
+def _alert(rule: AlertRule, actions: list[azure.alertsmanagement.PrometheusRuleGroupActionArgs],
+           ) -> azure.alertsmanagement.PrometheusRuleArgs:
     return azure.alertsmanagement.PrometheusRuleArgs(
+        actions=actions,
         alert=rule.alert, expression=rule.expr, for_=_iso_minutes(rule.for_), severity=SEVERITY[rule.severity],
         annotations={"summary": rule.summary}, labels={"severity": rule.severity})
 
@@ -103,7 +106,9 @@ class MetricsWorkspace(pulumi.ComponentResource):
         groups: list[tuple[str, list[azure.alertsmanagement.PrometheusRuleArgs]]] = [("recording", [
             azure.alertsmanagement.PrometheusRuleArgs(record=r.record, expression=r.expr) for r in WORKSPACE_RULES])]
         # Cut as the plan cut them (MetricsPlan.rule_groups: what the workspace's limits were checked against).
-        alerts = [_alert(a) for a in alert_rules(inflight_limit)]
+        self.action_group = action_group(name, plan.alerts, where, self)
+        actions = rule_actions(plan.alerts, self.action_group)
+        alerts = [_alert(a, actions) for a in alert_rules(inflight_limit)]
         recording, *alert_sizes = plan.rule_groups
         assert recording == len(WORKSPACE_RULES) and sum(alert_sizes) == len(alerts), "the plan's rule groups"
         starts = [sum(alert_sizes[:i]) for i in range(len(alert_sizes))]

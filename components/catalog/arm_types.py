@@ -69,6 +69,7 @@ ARM_TYPES: dict[str, ArmType] = dict((
         f"{_RG}/providers/Microsoft.Monitor/accounts/{{azureMonitorWorkspaceName}}",
         "Azure/azure-rest-api-specs specification/monitor/resource-manager/Microsoft.Monitor/Accounts/stable/2023-04-03/"
         "monitoringAccounts_API.json, AzureMonitorWorkspaceResources_Create (azure-native:monitor:AzureMonitorWorkspace)")),
+    _row("azure-native:monitor:ActionGroup", f"{_RG}/providers/Microsoft.Insights/actionGroups/{{actionGroupName}}"),
     ("azure-native:alertsmanagement:PrometheusRuleGroup", ArmType(
         f"{_RG}/providers/Microsoft.AlertsManagement/prometheusRuleGroups/{{ruleGroupName}}",
         "Azure/azure-rest-api-specs specification/alertsmanagement/resource-manager/Microsoft.AlertsManagement/"

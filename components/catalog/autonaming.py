@@ -51,6 +51,7 @@ NAME_PROPERTIES: dict[str, tuple[str, Strategy]] = {
     "azure-native:managedidentity:UserAssignedIdentity": ("resourceName", "random"),
     "azure-native:monitor:AzureMonitorWorkspace": ("azureMonitorWorkspaceName", "random"),
     "azure-native:alertsmanagement:PrometheusRuleGroup": ("ruleGroupName", "random"),
+    "azure-native:monitor:ActionGroup": ("actionGroupName", "random"),
     "azure-native:containerregistry:Registry": ("registryName", "random"),
     "azure-native:containerregistry:CacheRule": ("cacheRuleName", "random"),
     "azure-native:containerregistry:CredentialSet": ("credentialSetName", "random"),

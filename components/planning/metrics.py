@@ -32,6 +32,7 @@ from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WORKSPA
 from components.planning.node_template import registered_taints
 from components.planning.placement import PoolPlan
 from components.spec import ClusterSpec
+from components.spec.alerts import MAX_ACTION_GROUPS, AlertsSpec
 from components.vocabulary import TAINT_UNHEALTHY
 
 ALERT_GROUP_SIZE = WORKSPACE_LIMITS["rulesPerGroup"].value
@@ -90,6 +91,8 @@ class MetricsPlan:
     """What dcgm-exporter's default counter set would produce on the same GPUs, for comparison."""
     counts: dict[str, int]
     """How many of each `Per` the plan has."""
+    alerts: AlertsSpec
+    """Where the alerts are delivered (the stack's receivers and action groups)."""
 
     @property
     def raw_series(self) -> int:
@@ -198,12 +201,12 @@ def plan_metrics(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlan
               *(min(ALERT_GROUP_SIZE, alerts - start) for start in range(0, alerts, ALERT_GROUP_SIZE)))
     plan = MetricsPlan(interval, RULE_INTERVAL_SECONDS, raw, written, (), shards, shard_size, groups,
                        sum(p.gpus for p in pools) * sum(1 for _, kind in DCGM_DEFAULT_COUNTERS if kind != "label"),
-                       counts)
+                       counts, spec.metrics.alerts)
     return replace(plan, limits=_limits(spec, plan))
 
 
 def metrics_problems(plan: MetricsPlan) -> list[Problem]:
-    problems = []
+    problems = _delivery_problems(plan)
     for limit in plan.limits:
         if limit.fits:
             continue
@@ -219,3 +222,17 @@ def metrics_problems(plan: MetricsPlan) -> list[Problem]:
                 f"{plan.largest.metric} has {limit.used:,} series but Azure Monitor caps {limit.description} at "
                 f"{limit.limit:,}, which cannot be raised: aggregate it further at the edge (docs/metrics.md)"))
     return problems
+
+
+def _delivery_problems(plan: MetricsPlan) -> list[Problem]:
+    alerts = plan.alerts
+    groups = int(alerts.own_group) + len(alerts.action_group_ids)
+    if not groups:
+        return [Problem("cluster.metrics.alerts", f"the {sum(plan.rule_groups[1:])} alerts would reach no one: set "
+                        "emails, webhooks, armRoles (e.g. [Owner]: the subscription's owners, by e-mail) or "
+                        "actionGroupIds (docs/metrics.md, \"Alert delivery\")")]
+    if groups > MAX_ACTION_GROUPS:
+        return [Problem("cluster.metrics.alerts.actionGroupIds", f"an alert rule takes at most {MAX_ACTION_GROUPS} "
+                        f"action groups and this stack gives {groups} (the stack's own receivers are one): put "
+                        "receivers in fewer groups")]
+    return []

@@ -99,6 +99,11 @@ NAMING: dict[str, NameRule] = {
     # 2023-03-01/PrometheusRuleGroups.json: `ruleGroupName` pattern.
     "azure-native:alertsmanagement:PrometheusRuleGroup": NameRule(
         r"^[^:@/#{}%&+*<>?]+$", "none of : @ / # { } % & + * < > ?", "resourceGroup"),
+    # Action groups: no rule read for Microsoft.Insights/actionGroups; the library's group is autonamed from
+    # `<cluster>-metrics-alerts`, and this check keeps names to letters, digits and `-`, inside any rule.
+    "azure-native:monitor:ActionGroup": NameRule(
+        r"^[A-Za-z0-9][A-Za-z0-9-]{0,127}$", "1-128 letters, digits and `-`, starting with a letter or digit",
+        "resourceGroup"),
     "azure-native:managedidentity:UserAssignedIdentity": NameRule(
         r"^[A-Za-z0-9][A-Za-z0-9_-]{2,127}$", "3-128 letters, digits, `-`, `_`, starting with a letter or digit",
         "resourceGroup"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from components.spec.alerts import AlertsSpec
 from components.spec.base import SpecModel, WholeNumber
 
 
@@ -32,3 +33,6 @@ class MetricsSpec(SpecModel):
     """Raw series one edge Prometheus holds (its head block keeps every series it scrapes): the design point of one
     shard, sized with its memory; the plan runs ceil(raw in the zone / this) shards per zone."""
     workspace: WorkspaceLimitsSpec = WorkspaceLimitsSpec()
+    alerts: AlertsSpec = AlertsSpec()
+    """Where the alerts go: e-mails, webhooks, built-in roles' members, existing action groups. Required: a stack
+    whose alerts would reach no one does not plan."""

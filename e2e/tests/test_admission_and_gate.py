@@ -40,6 +40,64 @@ def test_a_team_pod_on_the_host_network_is_refused(dev_stack: Stack, report: E2E
     assert plain.returncode == 0, plain.stderr
 
 
+ESCAPES: dict[str, dict[str, Any]] = {
+    "host paths and SYS_ADMIN on a system node": {
+        "nodeName": "system-000000",
+        "volumes": [{"name": "containerd", "hostPath": {"path": "/run/containerd"}},
+                    {"name": "proc", "hostPath": {"path": "/proc"}}],
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1",
+                        "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}},
+                        "volumeMounts": [{"name": "proc", "mountPath": "/host/proc"}]}]},
+    "SYS_ADMIN": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1",
+                                  "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]},
+    "host IPC": {"hostIPC": True},
+    "a host port": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1",
+                                    "ports": [{"containerPort": 80, "hostPort": 8080}]}]},
+}
+
+
+def test_a_team_pod_that_reaches_into_its_node_is_refused(dev_stack: Stack, report: E2EReport) -> None:
+    """The real kube-apiserver's CEL refuses each way into a node the first three checks missed; IPC_LOCK passes."""
+    cp.wait_until(lambda: kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-",
+                                  stdin=json.dumps(_pod("probe", hostNetwork=True))).returncode != 0,
+                  60, "the policy refusing")
+    outcomes = {what: kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-",
+                              stdin=json.dumps(_pod(f"escape-{i}", **spec)))
+                for i, (what, spec) in enumerate(ESCAPES.items())}
+    training = kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-", stdin=json.dumps(_pod(
+        "training", containers=[{"name": "c", "image": "registry.k8s.io/pause:3.10.1",
+                                 "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}])))
+    refused = {what: done.returncode != 0 and "gpucluster-team-pods-off-host" in done.stderr
+               for what, done in outcomes.items()}
+    report.scenario("team pods reaching into their node refused by the real ValidatingAdmissionPolicy",
+                    "passed" if all(refused.values()) and training.returncode == 0 else "failed",
+                    refused=refused, training=training.stderr.strip())
+    assert all(refused.values()), {w: d.stderr for w, d in outcomes.items()}
+    assert "may not mount a host path" in outcomes["host paths and SYS_ADMIN on a system node"].stderr
+    # kube-apiserver answers with the first validation that fails; each way in is also tried alone
+    assert "add a capability beyond" in outcomes["SYS_ADMIN"].stderr
+    assert "share the host IPC namespace" in outcomes["host IPC"].stderr
+    assert "bind a host port" in outcomes["a host port"].stderr
+    assert training.returncode == 0, training.stderr
+
+
+def test_a_privileged_ephemeral_container_is_refused(dev_stack: Stack, report: E2EReport) -> None:
+    """`kubectl debug --profile=sysadmin` writes a privileged ephemeral container through pods/ephemeralcontainers."""
+    kubectl(dev_stack.plane, "delete", "pod", "debug-target", "-n", TEAM_NAMESPACE, "--ignore-not-found")
+    created = kubectl(dev_stack.plane, "create", "-f", "-", stdin=json.dumps(_pod("debug-target")))
+    assert created.returncode == 0, created.stderr
+    pod = json.loads(kubectl(dev_stack.plane, "get", "pod", "debug-target", "-n", TEAM_NAMESPACE, "-o", "json").stdout)
+    pod["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "registry.k8s.io/pause:3.10.1",
+                                           "securityContext": {"privileged": True}}]
+    path = f"/api/v1/namespaces/{TEAM_NAMESPACE}/pods/debug-target/ephemeralcontainers"
+    patched = kubectl(dev_stack.plane, "replace", "--raw", path, "-f", "-", stdin=json.dumps(pod))
+    kubectl(dev_stack.plane, "delete", "pod", "debug-target", "-n", TEAM_NAMESPACE, "--wait=false")
+    report.scenario("privileged ephemeral container refused on pods/ephemeralcontainers",
+                    "passed" if patched.returncode != 0 and "privileged" in patched.stderr else "failed",
+                    answer=patched.stderr.strip())
+    assert patched.returncode != 0 and "gpucluster-team-pods-off-host" in patched.stderr, patched.stderr
+
+
 def _failed_creates(plane: cp.ControlPlane) -> list[str]:
     events = cp.json_get(plane, "/api/v1/events")["items"]
     return [f"{e['involvedObject']['namespace']}/{e['involvedObject']['name']}: {e['message']}" for e in events

@@ -15,6 +15,8 @@ from components.cluster import GpuCluster, GpuClusterArgs
 from components.errors import SpecError
 from components.simulation.check import plan_checked
 from components.spec import ApiServerSpec, ClusterSpec, ControlPlaneSpec, EtcdSpec, NetworkSpec, PoolKind, PoolSpec
+from components.spec.alerts import AlertsSpec
+from components.spec.metrics import MetricsSpec
 from components.spec.registry_name import SUBSCRIPTION_CONFIG, naming_subscription, with_registry_name
 
 spec = ClusterSpec(
@@ -28,6 +30,8 @@ spec = ClusterSpec(
         PoolSpec(name="h100", kind=PoolKind.GPU, vm_size="Standard_ND96isr_H100_v5", count=16, pods_per_node=16),
     ],
     control_plane=ControlPlaneSpec(api_servers=ApiServerSpec(count=3), etcd=EtcdSpec(members=3), events_etcd=None),
+    # Where its alerts go: the subscription's owners, by e-mail (docs/metrics.md, "Alert delivery").
+    metrics=MetricsSpec(alerts=AlertsSpec(arm_roles=["Owner"])),
 )
 
 try:

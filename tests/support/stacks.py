@@ -19,6 +19,10 @@ def stack_spec(name: str) -> ClusterSpec:
     return load_stack_file(STACKS / f"Pulumi.{name}.yaml", name).spec
 
 
+ALERTS: dict[str, Any] = {"armRoles": ["Owner"]}
+"""Where a test stack's alerts go (a stack must say: cluster.metrics.alerts)."""
+
+
 def small_cluster(**overrides: Any) -> dict[str, Any]:
     """A minimal valid `gpucluster:cluster` value, as YAML would give it."""
     raw: dict[str, Any] = {
@@ -32,6 +36,7 @@ def small_cluster(**overrides: Any) -> dict[str, Any]:
             {"name": "gpu", "kind": "gpu", "vmSize": "Standard_ND96isr_H100_v5", "count": 150, "podsPerNode": 16},
         ],
         "controlPlane": {"apiServers": {"count": 3}, "etcd": {"members": 3}, "eventsEtcd": None},
+        "metrics": {"alerts": ALERTS},
     }
     raw.update(overrides)
     return raw

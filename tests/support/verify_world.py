@@ -42,6 +42,7 @@ STACK = {
     ],
     "controlPlane": {"apiServers": {"count": 1}, "etcd": {"members": 3}, "eventsEtcd": None},
     "teams": [{"name": "research", "quota": {"gpus": 16}}],
+    "metrics": {"alerts": {"armRoles": ["Owner"]}},
 }
 
 

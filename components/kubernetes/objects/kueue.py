@@ -183,12 +183,28 @@ def local_queue(team: TeamQueuePlan) -> Object:
                spec={"clusterQueue": team.name})
 
 
+DEFAULT_QUEUE = "default"
+"""Kueue's default LocalQueue name (kueue v0.19.2 pkg/controller/constants/constants.go DefaultLocalQueueName): its
+job webhooks give a job without `kueue.x-k8s.io/queue-name` this queue when the namespace has one
+(pkg/controller/jobframework/defaults.go ApplyDefaultLocalQueue)."""
+
+
+def default_queue(team: TeamQueuePlan) -> list[Object]:
+    """A second LocalQueue named `default` on the team's ClusterQueue: a job that names no queue is queued and counted
+    against the team's quota instead of starting outside it (with manageJobsWithoutQueueName, one that still has
+    no queue stays suspended)."""
+    if team.name == DEFAULT_QUEUE:  # the team's own queue is already the namespace's default
+        return []
+    return [obj(API, "LocalQueue", DEFAULT_QUEUE, team.namespace, labels={LABEL_TEAM: team.name},
+                spec={"clusterQueue": team.name})]
+
+
 def kueue_objects(plan: SchedulingPlan) -> list[Object]:
     """Custom resources, in an order `kubectl apply` accepts (referenced objects first)."""
     provisioning = provisioning_objects() if any(f.scales_below_demand for f in plan.flavors) else []
     objects = [*topologies(plan), *(resource_flavor(f) for f in plan.flavors), cohort(plan), *provisioning]
     for team in plan.teams:
-        objects += [cluster_queue(plan, team), team_namespace(team), local_queue(team)]
+        objects += [cluster_queue(plan, team), team_namespace(team), local_queue(team), *default_queue(team)]
     return [*objects, *(team_pod_policy() if plan.teams else ()), *rack_gang_policy(plan)]
 
 
@@ -226,6 +242,10 @@ def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) ->
         # these namespaces alone unless they name a queue (apis/config/v1beta2 configuration_types.go).
         "managedJobsNamespaceSelector": {"matchExpressions": [
             {"key": LABEL_NAMESPACE_NAME, "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)}]},
+        # A job in a team namespace without a queue name is Kueue's, not free to start outside the team's quota
+        # (apis/config/v1beta2 configuration_types.go: "suspended and never started unless they are assigned a
+        # queue"); the namespace's `default` LocalQueue gives it the team's queue (default_queue below).
+        "manageJobsWithoutQueueName": True,
         # All-or-nothing: an admitted workload whose pods are not all ready in time is evicted and requeued
         # (Kueue docs, tasks/manage/setup_wait_for_pods_ready). Admission is not serialised (blockAdmission):
         # topology-aware admission already reserves real nodes for every pod of a gang (docs/scheduling.md).
