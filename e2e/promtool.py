@@ -70,13 +70,13 @@ class Rendered:
     config_maps: dict[str, dict[str, str]]
     """The metrics namespace's ConfigMaps: name -> data."""
     deployments: dict[str, dict[str, Any]]
-    """The metrics namespace's Deployments: name -> object."""
+    """The metrics namespace's workloads (Deployments, the shards' StatefulSets): name -> object."""
     rule_groups: dict[str, dict[str, Any]]
     """The workspace's PrometheusRuleGroups: resource name -> inputs (ARM's shape)."""
 
     @property
     def shards(self) -> list[str]:
-        """The edge Prometheus shards' Deployments, in shard order."""
+        """The edge Prometheus shards' StatefulSets, in shard order."""
         return sorted((name for name in self.deployments if re.fullmatch(f"{PROMETHEUS}-[0-9]+", name)),
                       key=lambda name: int(name.rsplit("-", 1)[1]))
 
@@ -101,7 +101,8 @@ def render_stack(stack: str) -> Rendered:
     return Rendered(
         loaded.spec,
         {r.inputs["metadata"]["name"]: r.inputs["data"] for r in run.registrations if _in_namespace(r, "ConfigMap")},
-        {r.inputs["metadata"]["name"]: r.inputs for r in run.registrations if _in_namespace(r, "Deployment")},
+        {r.inputs["metadata"]["name"]: r.inputs for r in run.registrations if _in_namespace(r, "Deployment")
+         or _in_namespace(r, "StatefulSet")},
         {r.name: r.inputs for r in run.registrations if r.type == RULE_GROUP})
 
 

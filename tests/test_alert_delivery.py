@@ -72,7 +72,7 @@ def test_every_alert_goes_to_the_stacks_own_group_then_the_existing_ones() -> No
     receivers = [*group.inputs["emailReceivers"], *group.inputs["webhookReceivers"], *group.inputs["armRoleReceivers"]]
     assert all(r["useCommonAlertSchema"] for r in receivers)
     rules = _alert_rules(run)
-    assert {r["alert"] for r in rules} == {a.alert for a in alert_rules(1)}
+    assert {r["alert"] for r in rules} == {a.alert for a in alert_rules(1, 1)}
     for rule in rules:
         ids = [a["actionGroupId"] for a in rule["actions"]]
         assert ids[1:] == [EXISTING] and ids[0].endswith(f"/actionGroups/{group.inputs['actionGroupName']}"), rule

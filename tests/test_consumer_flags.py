@@ -3,7 +3,7 @@ source by tools/extract_consumer_facts.py (catalogues in tests/data/consumers/ w
 path of every file read). pflag stops a program at an unknown flag (cluster-autoscaler: ExitOnError), so a flag
 a docstring believes in crash-loops the program.
 
-Read from the plan as `gpucluster plan dev` writes it: Deployments' container args (manifests/), kubeadm's
+Read from the plan as `gpucluster plan dev` writes it: workloads' container args (manifests/), kubeadm's
 extraArgs and the etcd run script (boot/).
 """
 
@@ -74,11 +74,11 @@ def _extra(args: list[dict[str, str]]) -> list[str]:
 
 
 def test_every_container_flag_exists_in_its_program(dev_out: Path) -> None:
-    """Every Deployment's and DaemonSet's container `args` the plan renders, by image."""
+    """Every Deployment's, StatefulSet's and DaemonSet's container `args` the plan renders, by image."""
     checked = set()
-    for path in sorted((dev_out / "manifests").glob("*-d[ae]*-*.yaml")):
+    for path in sorted((dev_out / "manifests").glob("*-*.yaml")):
         workload = yaml.safe_load(path.read_text())
-        if workload["kind"] not in ("Deployment", "DaemonSet"):
+        if workload["kind"] not in ("Deployment", "DaemonSet", "StatefulSet"):
             continue
         for container in workload["spec"]["template"]["spec"]["containers"]:
             if not container.get("args"):

@@ -378,8 +378,8 @@ def test_the_terminal_shows_a_short_cost_block() -> None:
     console = Console(record=True, width=200)
     print_cost(console, {"cost": cost_data(_plan(_dev(priceFile=DEV_QUOTE)))})
     lines = console.export_text().splitlines()
-    assert lines[0].startswith("Cost in eastus2: 12.12 USD/h, 8,847.19 USD/month at 730 h (priced rows only; 2 "
-                               "unpriced); price file tests/data/prices/dev-quote.yaml")
+    assert lines[0].startswith("Cost in eastus2: 10 of 10 machines priced, 2 rows unpriced: the priced rows alone come to "
+                               "12.12 USD/h, 8,847.19 USD/month at 730 h; price file tests/data/prices/dev-quote.yaml")
     assert lines[1] == "  pools USD/h: system 0.50, t4 1.00, confidential 7.00"
     assert len(lines) == 4 and lines[3].startswith("  unpriced (why: summary.json cost.unpriced")
 
@@ -493,3 +493,45 @@ def test_a_pool_whose_pricing_option_has_no_rate_is_not_a_saving(dev_out: Path) 
     first = cost_lines(delta)[0]
     assert first.startswith("cost: +1.00 USD/h") and "priced on one side only: cpu, h100" in first
     assert "-322" not in first
+
+
+def test_a_spot_price_holds_until_its_rows_end_date_and_no_later() -> None:
+    """The Retail Prices API dates Spot meters month by month (effectiveEndDate 2026-09-30 on the saved answer's
+    Spot rows): within the month the dev T4 pool's Spot rate prices it, after it the pool is unpriced, with why."""
+    raw = _dev()
+    raw["pools"][1]["priority"] = "spot"
+    within = _plan(raw, date(2026, 9, 15)).cost
+    assert within is not None
+    [line] = [li for li in within.lines if li.sku == "Standard_NC4as_T4_v3" and li.option == "spot"]
+    assert line.rate is not None and line.rate.until == date(2026, 9, 30)
+    after = _plan(raw, date(2026, 10, 1)).cost
+    assert after is not None
+    [gone] = [li for li in after.lines if li.sku == "Standard_NC4as_T4_v3" and li.option == "spot"]
+    assert gone.rate is None
+    [why] = [u.reason for u in after.unpriced if "Standard_NC4as_T4_v3" in u.reason]
+    assert "spot price for vm Standard_NC4as_T4_v3 in eastus2 ended on 2026-09-30" in why
+    assert "refresh it with tools/refresh_prices.py" in why
+
+
+def test_refreshing_keeps_a_rows_end_date() -> None:
+    from tools.refresh_prices import rows_of_answer
+
+    item = {"armSkuName": "Standard_D4s_v5", "armRegionName": "eastus2", "serviceName": "Virtual Machines",
+            "productName": "Virtual Machines Dv5 Series", "meterName": "D4s v5 Spot", "type": "Consumption",
+            "unitOfMeasure": "1 Hour", "retailPrice": 0.04, "effectiveStartDate": "2026-09-01T00:00:00Z",
+            "effectiveEndDate": "2026-09-30T23:59:00Z"}
+    [row] = rows_of_answer({"Items": [item]}, "a test answer", date(2026, 9, 1))
+    assert row["effectiveEndDate"] == "2026-09-30T23:59:00Z"
+
+
+def test_a_partly_priced_cluster_says_how_much_is_priced_before_any_sum() -> None:
+    """gb300 without a price file: its GB300 VMs have no list price, so the line leads with the machines priced."""
+    console = Console(record=True, width=300)
+    data = cost_data(_plan(stack_raw("gb300")))
+    assert data is not None
+    print_cost(console, {"cost": data})
+    first = console.export_text().splitlines()[0]
+    priced, total = data["machines"]["priced"], data["machines"]["total"]
+    assert priced < total
+    assert first.startswith(f"Cost in {data['region']}: {priced:,} of {total:,} machines priced, ")
+    assert first.index("machines priced") < first.index("USD/h")

@@ -82,7 +82,7 @@ def test_a_misspelt_key_is_caught(plan: ClusterPlan) -> None:
 
 def test_flags_exist_in_each_program(plan: ClusterPlan) -> None:
     objs = objects(plan)
-    assert flags(container(objs, "Deployment", f"{PROMETHEUS}-0")["args"]) <= set(consumers.PROMETHEUS_FLAGS)
+    assert flags(container(objs, "StatefulSet", f"{PROMETHEUS}-0")["args"]) <= set(consumers.PROMETHEUS_FLAGS)
     node_exporter = flags(container(objs, "DaemonSet", "node-exporter")["args"])
     assert node_exporter <= set(consumers.NODE_EXPORTER_FLAGS), node_exporter - set(consumers.NODE_EXPORTER_FLAGS)
     assert {f.removeprefix("collector.") for f in node_exporter if f.startswith("collector.")} - {"disable-defaults"} \
@@ -170,3 +170,44 @@ def test_every_pod_discovery_selects_pods_that_carry_its_labels_and_port(plan: C
 def test_the_operand_catalogue_is_read_at_the_operator_version_the_cluster_runs() -> None:
     assert OPERANDS["tag"] == GPU_OPERATOR.version and len(OPERANDS["commit"]) == 40
     assert OPERANDS["operands"]["nvidia-dcgm-exporter"]["containerPorts"] == [DCGM_EXPORTER_PORT]
+
+
+def _shard(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(o for o in objs if o["metadata"]["name"] == f"{PROMETHEUS}-0" and o["kind"] != "ConfigMap")
+
+
+def test_a_shard_keeps_its_replica_names_and_rolls_on_a_changed_config_or_rule(
+        plan: ClusterPlan, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Deployment's pods get new names on every restart, and `replica: ${POD_NAME}` then writes a new set of
+    series; Prometheus v3.14.0 reads its files at start only (no reload flag is set): the digest on the template
+    rolls the pods when either file changes."""
+    from components.kubernetes.objects import metrics
+    from components.vocabulary import ANNOTATION_CONFIG_DIGEST
+
+    shard = _shard(objects(plan))
+    assert shard["kind"] == "StatefulSet" and shard["spec"]["replicas"] == 2
+    config = prometheus_config(plan.metrics, 0, "test", [], "https://example.invalid/write", "client-id")
+    assert config["global"]["external_labels"]["replica"] == "${POD_NAME}"
+    assert not any(a.startswith(("--config.auto-reload", "--web.enable-lifecycle"))
+                   for a in shard["spec"]["template"]["spec"]["containers"][0]["args"])
+    digest = shard["spec"]["template"]["metadata"]["annotations"][ANNOTATION_CONFIG_DIGEST]
+    assert _shard(objects(plan))["spec"]["template"]["metadata"]["annotations"][ANNOTATION_CONFIG_DIGEST] == digest
+    moved = telemetry_objects(plan, "https://example.invalid/other", "client-id")
+    assert _shard(moved)["spec"]["template"]["metadata"]["annotations"][ANNOTATION_CONFIG_DIGEST] != digest
+    rules = metrics.edge_rules()
+    monkeypatch.setattr(metrics, "edge_rules", lambda: {**rules, "groups": rules["groups"][:-1]})
+    assert _shard(objects(plan))["spec"]["template"]["metadata"]["annotations"][ANNOTATION_CONFIG_DIGEST] != digest
+
+
+def test_the_digest_of_a_config_known_at_deploy_is_an_output_of_the_same_digest() -> None:
+    from components.kubernetes.objects.metrics import config_digest
+
+    class Later:  # a Pulumi output's shape: the value is known only through apply
+        def __init__(self, value: str) -> None:
+            self.value = value
+
+        def apply(self, f: Any) -> Any:
+            return f(self.value)
+
+    assert config_digest(Later("global: {}\n"), "groups: []\n") == config_digest("global: {}\n", "groups: []\n")
+    assert len(config_digest("a", "b")) == 16

@@ -30,7 +30,8 @@ def test_raw_series_by_hand() -> None:
     raw = {s.source: s.series for s in metrics.raw}
     assert raw["dcgm-exporter"] == 150 * 8 * 16 == 19_200
     api_vcpus = plan.control_plane.api.size.vcpus * 3
-    assert raw["node_exporter cpu"] == (150 * 96 + 3 * 4 + api_vcpus) * 10
+    # 8 modes of node_cpu_seconds_total; the guest counter's 2 are dropped at the scrape (below)
+    assert raw["node_exporter cpu"] == (150 * 96 + 3 * 4 + api_vcpus) * 8
     assert raw["node_exporter infiniband"] == 150 * 8 * len(NODE_INFINIBAND_PORT_METRICS)
     # 30 s scrapes: two samples a minute per series
     assert metrics.raw_samples_per_minute == 2 * metrics.raw_series
@@ -103,3 +104,18 @@ def test_shards_follow_the_series_per_shard() -> None:
     metrics = plan_cluster(spec).metrics
     assert metrics is not None
     assert metrics.shards == -(-metrics.raw_series // 100_000) > 1
+
+
+def test_the_raw_count_holds_only_what_the_scrape_keeps() -> None:
+    """The node_exporter job's metric_relabel_configs keep node_cpu_seconds_total and the InfiniBand metrics: the
+    guest-CPU counter never reaches the head block, so the raw count leaves it out."""
+    import re
+
+    from components.kubernetes.objects.metrics import NODE_EXPORTER, prometheus_config
+
+    plan = plan_cluster(small_spec())
+    config = prometheus_config(plan.metrics, 0, "test", [], "https://example.invalid/write", "id")
+    [keep] = next(j for j in config["scrape_configs"] if j["job_name"] == NODE_EXPORTER)["metric_relabel_configs"]
+    assert keep["action"] == "keep" and keep["source_labels"] == ["__name__"]
+    assert re.fullmatch(keep["regex"], "node_cpu_seconds_total")
+    assert not re.fullmatch(keep["regex"], "node_cpu_guest_seconds_total")

@@ -87,6 +87,8 @@ def rows_of_answer(answer: Any, source: str, as_of: date, saved_as: str | None =
         row = {"kind": kind, **{k: item.get(k) for k in API_FIELDS}, "armSkuName": sku, "source": source,
                "asOf": as_of.isoformat(), "answer": saved_as}
         row["savingsPlan"] = row["savingsPlan"] or []
+        if item.get("effectiveEndDate"):  # a Spot meter's price holds for its month only
+            row["effectiveEndDate"] = item["effectiveEndDate"]
         rates_of_row(row)  # refuses a row the catalogue could not read (unknown unit or term)
         rows.append(row)
     return rows

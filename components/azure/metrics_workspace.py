@@ -108,7 +108,7 @@ class MetricsWorkspace(pulumi.ComponentResource):
         # Cut as the plan cut them (MetricsPlan.rule_groups: what the workspace's limits were checked against).
         self.action_group = action_group(name, plan.alerts, where, self)
         actions = rule_actions(plan.alerts, self.action_group)
-        alerts = [_alert(a, actions) for a in alert_rules(inflight_limit)]
+        alerts = [_alert(a, actions) for a in alert_rules(inflight_limit, plan.shards)]
         recording, *alert_sizes = plan.rule_groups
         assert recording == len(WORKSPACE_RULES) and sum(alert_sizes) == len(alerts), "the plan's rule groups"
         starts = [sum(alert_sizes[:i]) for i in range(len(alert_sizes))]

@@ -45,6 +45,8 @@ class Rate:
     """A rate the stack's price file gave (negotiated or quoted), not a list price."""
     answer: str | None = None
     """The saved Retail Prices API answer the rate was read from (a file under components/catalog/data/), if any."""
+    until: date | None = None
+    """The row's `effectiveEndDate` (the API dates Spot meters month by month): past it the rate is gone."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,18 @@ class PriceCatalogue:
     def unpriced_reason(self, kind: str, sku: str) -> str | None:
         return self.unpriced.get((kind, sku)) or self.unpriced.get((kind, "*"))
 
-    def find(self, kind: str, sku: str, region: str, option: str) -> Rate | None:
-        """The rate for the region, else a region-less one; a price-file rate before a catalogue one."""
+    def find(self, kind: str, sku: str, region: str, option: str, on: date | None = None) -> Rate | None:
+        """The rate for the region, else a region-less one; a price-file rate before a catalogue one. `on`: leave
+        out rates whose row ended before that day."""
         matches = [r for r in self.rates if r.kind == kind and r.sku == sku and r.option == option
-                   and r.region in (region, "")]
+                   and r.region in (region, "") and (on is None or r.until is None or r.until >= on)]
         matches.sort(key=lambda r: (not r.from_price_file, r.region != region))
         return matches[0] if matches else None
+
+    def ended(self, kind: str, sku: str, region: str, option: str, on: date) -> Rate | None:
+        """The rate `find` would give but for its end date, if it ended before `on`."""
+        found = self.find(kind, sku, region, option)
+        return found if found is not None and found.until is not None and found.until < on else None
 
     def regions(self, kind: str, sku: str, option: str) -> list[str]:
         return sorted({r.region for r in self.rates if r.kind == kind and r.sku == sku and r.option == option})
@@ -94,9 +102,11 @@ def rates_of_row(row: dict[str, Any]) -> list[Rate]:
     source, as_of = str(row["source"]), date.fromisoformat(str(row["asOf"]))
     price = float(row["retailPrice"])
     answer = str(row["answer"]) if row.get("answer") else None
+    end = row.get("effectiveEndDate")
+    until = date.fromisoformat(str(end)[:10]) if end else None
 
     def rate(option: str, per_hour: float) -> Rate:
-        return Rate(kind, sku, region, option, per_hour, source, as_of, answer=answer)
+        return Rate(kind, sku, region, option, per_hour, source, as_of, answer=answer, until=until)
 
     if row["type"] == "Reservation":
         term = str(row.get("reservationTerm"))

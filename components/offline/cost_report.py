@@ -48,6 +48,8 @@ def cost_data(plan: ClusterPlan) -> Data | None:
         "currency": "USD", "region": cost.region, "hoursPerMonth": hours, "priceFile": cost.price_file,
         "hourly": _figures(cost, pools, 1), "monthly": _figures(cost, pools, hours),
         "complete": not cost.unpriced,
+        "machines": {"priced": sum(li.quantity for li in cost.lines if li.kind == "vm" and li.rate is not None),
+                     "total": sum(li.quantity for li in cost.lines if li.kind == "vm")},
         "lines": [_line(line, hours) for line in cost.lines],
         "infinibandDomains": [{"pool": d.pool, "scaleSet": d.scale_set, "zone": d.zone, "interconnectGroup": d.rack,
                                "nodes": d.nodes, "hourly": usd(d.hourly),
@@ -76,10 +78,15 @@ def print_cost(console: Console, data: Data) -> None:
     if not cost:
         return
     h, m = cost["hourly"], cost["monthly"]
-    partial = "" if cost["complete"] else f" (priced rows only; {len(cost['unpriced'])} unpriced)"
-    console.print(f"[bold]Cost[/bold] in {cost['region']}: {money(h['total'])} USD/h, {money(m['total'])} USD/month "
-                  f"at {cost['hoursPerMonth']} h{partial}" + (f"; price file {cost['priceFile']}" if cost['priceFile']
-                                                               else ""), soft_wrap=True)
+    machines = cost["machines"]
+    # A partial sum is never the headline: how much of the cluster is priced comes first (Infracost likewise puts
+    # "N resources not priced" beside its total).
+    head = (f"{money(h['total'])} USD/h, {money(m['total'])} USD/month at {cost['hoursPerMonth']} h" if cost["complete"]
+            else f"{machines['priced']:,} of {machines['total']:,} machines priced, {len(cost['unpriced'])} rows "
+                 f"unpriced: the priced rows alone come to {money(h['total'])} USD/h, {money(m['total'])} USD/month "
+                 f"at {cost['hoursPerMonth']} h")
+    console.print(f"[bold]Cost[/bold] in {cost['region']}: {head}" + (f"; price file {cost['priceFile']}"
+                                                                       if cost['priceFile'] else ""), soft_wrap=True)
     pools = ", ".join(f"{name} {money(value)}" for name, value in h["pools"].items())
     console.print(f"  pools USD/h: {pools}", soft_wrap=True, markup=False)
     rest = ", ".join(f"{g} {money(h[g])}" for g in GROUPS)

@@ -25,8 +25,11 @@ def cost_section(data: Data) -> list[str]:
     if not cost:
         return []
     h, m = cost["hourly"], cost["monthly"]
-    partial = "" if cost["complete"] else f" (priced rows only: {len(cost['unpriced'])} unpriced)"
-    out = [f"<h2>Cost: {money(h['total'])} USD/h, {money(m['total'])} USD/month{escape(partial)}</h2>",
+    machines = cost["machines"]
+    head = (f"{money(h['total'])} USD/h, {money(m['total'])} USD/month" if cost["complete"]
+            else f"{machines['priced']:,} of {machines['total']:,} machines priced, {len(cost['unpriced'])} rows "
+                 f"unpriced (the priced rows alone: {money(h['total'])} USD/h, {money(m['total'])} USD/month)")
+    out = [f"<h2>Cost: {escape(head)}</h2>",
            f"<p>At {cost['hoursPerMonth']} hours a month in {escape(cost['region'])}"
            + (f", with the price file {escape(cost['priceFile'])}" if cost["priceFile"] else "")
            + f". Not counted: {escape(cost['notCounted'])}.</p>"]

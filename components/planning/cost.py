@@ -166,17 +166,22 @@ def spot_problems(pools: tuple[PoolPlan, ...]) -> list[Problem]:
 
 
 class _Lines:
-    def __init__(self, catalogue: PriceCatalogue, region: str) -> None:
-        self.catalogue, self.region = catalogue, region
+    def __init__(self, catalogue: PriceCatalogue, region: str, today: date) -> None:
+        self.catalogue, self.region, self.today = catalogue, region, today
         self.lines: list[CostLine] = []
         self.unpriced: list[Unpriced] = []
 
     def add(self, group: str, key: str, what: str, quantity: int, kind: str, sku: str, option: str = "payg",
             reason: str | None = None) -> CostLine:
-        rate = None if reason else self.catalogue.find(kind, sku, self.region, option)
+        rate = None if reason else self.catalogue.find(kind, sku, self.region, option, self.today)
         line = CostLine(group, key, what, quantity, kind, sku, option, rate)
         if quantity > 0:
             self.lines.append(line)
+            if rate is None and not reason and (gone := self.catalogue.ended(kind, sku, self.region, option,
+                                                                           self.today)):
+                reason = (f"the catalogue's {option} price for {kind} {sku} in {self.region} ended on "
+                          f"{gone.until} (its row's effectiveEndDate; Spot prices are dated month by month): "
+                          "refresh it with tools/refresh_prices.py, or give one in the stack's cost.priceFile")
             if rate is None:
                 self.unpriced.append(Unpriced(what, reason or _why_unpriced(self.catalogue, kind, sku, self.region,
                                                                             option)))
@@ -239,7 +244,7 @@ def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePl
     if problems := spot_problems(pools):
         raise SpecError(problems)
     region = spec.location
-    add = _Lines(catalogue, region)
+    add = _Lines(catalogue, region, today)
     for pool in pools:
         option = pool.spec.pricing_option
         add.add("pools", f"pool:{pool.name}", f"pool {pool.name}: {pool.nodes:,} x {pool.size.name} ({option})",

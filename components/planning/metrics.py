@@ -143,13 +143,16 @@ def _counts(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePlan
         "apiServer": cp.api.count,
         "etcdMember": members,
         "cluster": 1,
+        "shard": shards,
     }
 
 
 def _raw(pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, interval: int) -> tuple[SourceFigures, ...]:
     gpus = sum(p.gpus for p in pools)
     dcgm = gpus * len(TRAINING_COUNTERS)
-    cpu_modes = len(NODE_CPU_MODES) + len(NODE_CPU_GUEST_MODES)
+    # node_cpu_guest_seconds_total (NODE_CPU_GUEST_MODES) is dropped at the scrape (the job keeps
+    # node_cpu_seconds_total and the InfiniBand metrics only), so the edge never holds it.
+    cpu_modes = len(NODE_CPU_MODES)
     cpus = sum(p.nodes * p.size.vcpus for p in pools) + cp.api.count * cp.api.size.vcpus
     ports = sum(p.nodes * _ib_ports(p) for p in pools)
     # kube_node_spec_taint: one per taint a node has (registered, plus the health agent's unhealthy taint);
@@ -160,8 +163,8 @@ def _raw(pools: tuple[PoolPlan, ...], cp: ControlPlanePlan, interval: int) -> tu
     rows = (
         ("dcgm-exporter", dcgm, f"{gpus:,} GPUs x {len(TRAINING_COUNTERS)} counters"),
         ("node_exporter cpu", cpus * cpu_modes,
-         f"{cpus:,} vCPUs x {cpu_modes} modes (node_cpu_seconds_total {len(NODE_CPU_MODES)}, guest "
-         f"{len(NODE_CPU_GUEST_MODES)})"),
+         f"{cpus:,} vCPUs x {cpu_modes} modes of node_cpu_seconds_total (the {len(NODE_CPU_GUEST_MODES)} guest "
+         "modes' series are dropped at the scrape)"),
         ("node_exporter infiniband", ports * len(NODE_INFINIBAND_PORT_METRICS),
          f"{ports:,} ports x at most {len(NODE_INFINIBAND_PORT_METRICS)} metrics"),
         ("kube-state-metrics nodes", ksm,
@@ -196,7 +199,7 @@ def plan_metrics(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlan
     written = (*(row(r.record, r.per, counts[r.per] * EDGE_REPLICAS, RULE_INTERVAL_SECONDS) for r in RECORDING_RULES),
                *(row(name, per, counts[per] * each * EDGE_REPLICAS, interval) for name, per, each in KEPT_RAW),
                *(row(r.record, r.per, counts[r.per], RULE_INTERVAL_SECONDS) for r in WORKSPACE_RULES))
-    alerts = len(alert_rules(cp.api.flags.max_requests_inflight + cp.api.flags.max_mutating_requests_inflight))
+    alerts = len(alert_rules(cp.api.flags.max_requests_inflight + cp.api.flags.max_mutating_requests_inflight, shards))
     groups = (len(WORKSPACE_RULES),
               *(min(ALERT_GROUP_SIZE, alerts - start) for start in range(0, alerts, ALERT_GROUP_SIZE)))
     plan = MetricsPlan(interval, RULE_INTERVAL_SECONDS, raw, written, (), shards, shard_size, groups,

@@ -13,7 +13,7 @@ from typing import Literal
 from components.vocabulary import TAINT_PREFLIGHT
 
 Per = Literal["gpuNode", "ibNode", "node", "gpuDomain", "team", "teamShard", "priorityLevel", "apiServer",
-              "etcdMember", "cluster"]
+              "etcdMember", "cluster", "shard"]
 """What one series of a rule stands for: its count is the number of those in the plan (`teamShard`: a team's
 partial sum in each edge shard)."""
 Where = Literal["edge", "workspace"]
@@ -78,6 +78,9 @@ RECORDING_RULES: tuple[RecordingRule, ...] = (
                   "teamShard", GROUP_GPU),
     RecordingRule("namespace:gpus_in_use:count", 'count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})',
                   "teamShard", GROUP_GPU),
+    # Whether the node's dcgm-exporter answered its scrape (Prometheus' `up`): a dead exporter is otherwise silent.
+    RecordingRule("node:dcgm_exporter_up:bool", f'max by ({_GPU_BY}) (up{{job="dcgm-exporter"}})', "gpuNode",
+                  GROUP_GPU),
     # Per node: CPU (node_cpu_seconds_total: one series per CPU and mode), InfiniBand ports, Ready, preflight
     RecordingRule("node:cpu_busy:ratio5m", 'avg by (node, zone) (1 - rate(node_cpu_seconds_total{mode="idle"}[5m]))',
                   "node", GROUP_NODE),
@@ -94,6 +97,10 @@ RECORDING_RULES: tuple[RecordingRule, ...] = (
                   "node", GROUP_NODE),
     RecordingRule("node:preflight_tainted:bool", f'max by (node) (kube_node_spec_taint{{key="{TAINT_PREFLIGHT}"}})',
                   "node", GROUP_NODE),
+    # The same for node_exporter (Prometheus' `up`, 1 when the target answered).
+    RecordingRule("node:node_exporter_up:bool", 'max by (node, zone) (up{job="node-exporter"})', "node", GROUP_NODE),
+    # One series per shard replica whatever it scrapes: its absence in the workspace is a shard that writes nothing.
+    RecordingRule("shard:up:bool", "vector(1)", "shard", GROUP_NODE),
     # Control plane: API Priority and Fairness rejections per priority level
     RecordingRule("priority_level:apiserver_flowcontrol_rejected:rate5m",
                   "sum by (priority_level) (rate(apiserver_flowcontrol_rejected_requests_total[5m]))",
@@ -129,9 +136,15 @@ WRITTEN = "[a-z_]+:[a-z0-9_]+:[a-z0-9_]+|" + "|".join(name for name, _, _ in KEP
 """The remote-write allowlist (`write_relabel_configs` keep on `__name__`): recorded series and `KEPT_RAW`."""
 
 
-def alert_rules(inflight_limit: int) -> tuple[AlertRule, ...]:
+def shards_silent(shards: int) -> str:
+    """Each edge shard that wrote nothing for the rule's window, by its `shard` label (absent() keeps the
+    selector's equality matchers as its labels)."""
+    return " or ".join(f'absent(shard:up:bool{{shard="{shard}"}})' for shard in range(shards))
+
+
+def alert_rules(inflight_limit: int, shards: int) -> tuple[AlertRule, ...]:
     """The alerts evaluated in the workspace over what is written to it. `inflight_limit`: one API server's
-    --max-requests-inflight plus --max-mutating-requests-inflight (the plan's)."""
+    --max-requests-inflight plus --max-mutating-requests-inflight (the plan's); `shards`: the edge shards."""
     return (
         AlertRule("EtcdDatabaseNearQuota",
                   f"{one('etcd_mvcc_db_total_size_in_bytes')} / {one('etcd_server_quota_backend_bytes')} > 0.8", "10m",
@@ -161,4 +174,14 @@ def alert_rules(inflight_limit: int) -> tuple[AlertRule, ...]:
         AlertRule("NodeStuckInPreflight", f"{one('node:preflight_tainted:bool')} == 1", "30m", "warning",
                   "a node kept its preflight taint for 30 minutes: its GPU health check has not passed"),
         AlertRule("NodeNotReady", f"{one('node:ready:bool')} == 0", "15m", "warning", "a node has not been Ready for 15 minutes"),
+        # Absence: an exporter that stops answering, one that is gone from a Ready node, a shard that writes nothing.
+        AlertRule("GpuExporterDown", f"{one('node:dcgm_exporter_up:bool')} == 0", "10m", "warning",
+                  "a GPU node's dcgm-exporter does not answer its scrape: that node's GPU alerts cannot fire"),
+        AlertRule("GpuExporterMissing", f"{one('last_over_time(node:dcgm_exporter_up:bool[1h])')} unless on (node) "
+                  f"{one('node:dcgm_exporter_up:bool')} and on (node) {one('node:ready:bool')} == 1", "10m", "warning",
+                  "a Ready GPU node scraped in the last hour has no dcgm-exporter target now (its pod is gone)"),
+        AlertRule("NodeExporterDown", f"{one('node:node_exporter_up:bool')} == 0", "10m", "warning",
+                  "a node's node_exporter does not answer its scrape: its CPU and InfiniBand alerts cannot fire"),
+        AlertRule("EdgeShardSilent", shards_silent(shards), "10m", "critical",
+                  "an edge Prometheus shard writes nothing: no alert on the nodes it scrapes can fire"),
     )

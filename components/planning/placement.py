@@ -17,7 +17,7 @@ from components.catalog.regions import REGION_ZONES
 from components.catalog.vm_sizes import ARM64_SIZES, VmSize
 from components.errors import Problem, SpecError, pool_path
 from components.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
-from components.planning.limits import Limits
+from components.planning.limits import Limit, Limits
 from components.planning.sizes import check_custom_sizes, size_table, unknown_size_message
 from components.spec import ClusterSpec, PoolKind, PoolSpec
 
@@ -327,7 +327,34 @@ def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
             plans.append(PoolPlan(pool, size, rack_zones, True, racks.subgroup_size, sets,
                                   accelerated_networking=accelerated, racks=racks))
             continue
-        plans.append(PoolPlan(pool, size, zones, infiniband, max_per_set,
-                              split_pool(pool.name, pool.count, zones, max_per_set, infiniband),
+        sets = split_pool(pool.name, pool.count, zones, max_per_set, infiniband)
+        if infiniband:
+            problems.extend(_repacked(spec, pool, zones, limits["vmsPerInfinibandDomain"], sets))
+        plans.append(PoolPlan(pool, size, zones, infiniband, max_per_set, sets,
                               accelerated_networking=accelerated, confidential=plan_confidential(pool, spec.location)))
+    if problems:
+        raise SpecError(problems)
     return tuple(plans)
+
+
+def _repacked(spec: ClusterSpec, pool: PoolSpec, zones: tuple[str, ...], limit: Limit,
+              sets: tuple[ScaleSetPlan, ...]) -> list[Problem]:
+    """A raised domain limit packs the pool into fewer, bigger domains: on a deployed stack the domains the default
+    limit gives and the raised one does not are deleted with the jobs on them. Refused unless the stack
+    acknowledges each of them (a new stack acknowledges them too: nothing is there to delete)."""
+    if limit.value <= limit.default:
+        return []
+    kept = {s.name for s in sets}
+    lost = [s.name for s in split_pool(pool.name, pool.count, zones, limit.default, True) if s.name not in kept]
+    unacknowledged = [n for n in lost if not spec.acknowledge_deletions.covers_domain(n)]
+    if not unacknowledged:
+        return []
+    return [Problem(limit.override_path, f"raising it to {limit.value} packs {pool.name} into {len(sets)} InfiniBand "
+                    f"domains instead of the {len(sets) + len(lost)} the default {limit.default} gives: on a deployed "
+                    f"stack that deletes {len(lost)} domains with their jobs ({_names(lost)}); drain them and name "
+                    "them in cluster.acknowledgeDeletions.infinibandDomains (on a new stack too, where nothing is "
+                    "deleted), or keep the default limit")]
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 4 else f"{names[0]}, {names[1]}, ... {names[-1]}"

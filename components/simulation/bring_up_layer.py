@@ -381,12 +381,12 @@ def service_gives(objects: list[Object], dns_service_ip: str) -> dict[str, tuple
 
 
 def read_workloads(objects: list[Object], plan: ClusterPlan, sources: dict[str, str] | None = None) -> list[Workload]:
-    """Deployments and DaemonSets as the simulation places them, every need read from the pod spec."""
+    """Deployments, StatefulSets and DaemonSets as the simulation places them, every need read from the pod spec."""
     table = gives_table(plan.prefix_mode)
     from_services = service_gives(objects, str(plan.ip.dns_service_ip))
     found = []
     for o in objects:
-        if o["kind"] not in ("Deployment", "DaemonSet"):
+        if o["kind"] not in ("Deployment", "DaemonSet", "StatefulSet"):
             continue
         pod = pod_spec(o)
         assert pod is not None

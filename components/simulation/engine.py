@@ -230,7 +230,7 @@ def _explain(start: Workload, pool: PoolState, workloads: list[Workload], placed
                 return "; ".join(links)
             else:
                 current = giver
-                if giver.kind == "Deployment" and _selector_only(giver, pool) and pools:
+                if giver.kind in ("Deployment", "StatefulSet") and _selector_only(giver, pool) and pools:
                     # A controller gives on every pool from wherever it runs: follow it where it may run.
                     pool = next((p for p in pools if not _selector_only(giver, p)), pool)
     return "; ".join(links)
@@ -322,7 +322,7 @@ def simulate(pools: list[PoolState], workloads: list[Workload]) -> BringUp:
                     stuck.append(Stuck(w.name, pool.name, _explain(w, pool, workloads, placed, pools)
                                        or "never scheduled"))
     for w in workloads:
-        if w.kind == "Deployment" and w.one_per_node and placed[w.name]:
+        if w.kind in ("Deployment", "StatefulSet") and w.one_per_node and placed[w.name]:
             room = sum(p.nodes for p in pools if _blocker(w, p, _daemon_load(workloads, placed, p.name)) is None)
             if room and w.replicas > room:
                 stuck.append(Stuck(w.name, None, f"{w.replicas} replicas, one per node (required pod anti-affinity "

@@ -59,7 +59,7 @@ def upstream_repository(reference: str, plan: ClusterPlan) -> str:
 def workload_images(objects: list[Object], plan: ClusterPlan) -> dict[str, tuple[str, ...]]:
     found: dict[str, tuple[str, ...]] = {name: (image,) for name, image in CHART_POD_IMAGES.items()}
     for o in objects:
-        pod: dict[str, Any] | None = pod_spec(o) if o["kind"] in ("Deployment", "DaemonSet") else None
+        pod: dict[str, Any] | None = pod_spec(o) if o["kind"] in ("Deployment", "DaemonSet", "StatefulSet") else None
         if pod is None:
             continue
         images = {upstream_repository(str(c["image"]), plan) for key in CONTAINER_LISTS for c in pod.get(key) or []

@@ -7,6 +7,8 @@ diff`) such a deletion is an error unless it is acknowledged here.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 from pydantic import Field
 
 from components.spec.base import SpecModel
@@ -17,8 +19,13 @@ class AcknowledgedDeletions(SpecModel):
     """Teams whose namespace (and queues, and every workload in them) this change deletes."""
     infiniband_domains: list[str] = Field(default_factory=list)
     """Scale sets (InfiniBand domains) this change deletes, or replaces (a new VM size or zone: the provider deletes
-    the scale set and creates it again): names such as `h100-z3-10`, or shell patterns such as `h100-*`. Without it a
-    change may replace at most one domain of a pool (policies/rules/replacements.py; at `pulumi up`, the node scale
-    sets' provider refuses the second: components/azure/scale_set/replacement_guard.py)."""
+    the scale set and creates it again): names such as `h100-z3-10`, or shell patterns such as `h100-*`. Every
+    InfiniBand and rack scale set it does not name is declared with Pulumi's `protect`, so the engine deletes or
+    replaces none of them (components/azure/scale_set/body.py); the plan and the policy pack judge the same
+    (policies/rules/replacements.py, components/planning/placement.py)."""
     note: str | None = None
     """Why, for the reviewer (a ticket, the drain that was done)."""
+
+    def covers_domain(self, name: str) -> bool:
+        """Whether `infinibandDomains` (names or shell patterns) names the scale set `name`."""
+        return any(fnmatchcase(name, pattern) for pattern in self.infiniband_domains)

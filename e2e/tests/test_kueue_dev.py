@@ -164,6 +164,26 @@ def test_what_a_finished_workload_keeps(queues: Stack, report: E2EReport) -> Non
     assert kept["admission"] and kept["QuotaReserved"] == "True", kept
 
 
+def test_a_job_without_a_queue_name_is_the_teams_not_free(queues: Stack, report: E2EReport) -> None:
+    """A Job that names no queue in a team namespace: Kueue's webhook gives it the namespace's `default` LocalQueue
+    (on the team's ClusterQueue), and it is suspended until admitted against the team's quota, not started outside
+    it. Over quota, it waits like any gang."""
+    quota = next(r["nominalQuota"] for g in _cluster_queue(queues)["spec"]["resourceGroups"] for f in g["flavors"]
+                 for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+    job = _job("no-queue", int(quota) + 1, 1, "1s")
+    del job["metadata"]["labels"]
+    _submit(queues, job)
+    made = cp.json_get(queues.plane, f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/no-queue")
+    workload = _wait_condition(queues, "no-queue", "QuotaReserved", "False")
+    report.scenario("a Job without a queue name goes to the team's default LocalQueue and waits for quota",
+                    "passed", queue=made["metadata"].get("labels", {}).get("kueue.x-k8s.io/queue-name"),
+                    suspend=made["spec"].get("suspend"), workload_queue=workload["spec"].get("queueName"))
+    assert made["metadata"]["labels"].get("kueue.x-k8s.io/queue-name") == "default"
+    assert workload["spec"]["queueName"] == "default" and made["spec"].get("suspend") is True
+    assert not any(p["spec"].get("nodeName") for p in _pods(queues, "no-queue"))
+    kubectl(queues.plane, "delete", "job", "no-queue", "-n", NAMESPACE, "--wait=false")
+
+
 def test_kueue_reports_its_pinned_version(queues: Stack, report: E2EReport) -> None:
     """Kueue has no --version: it logs the version its build stamped when it starts (cmd/kueue/main.go)."""
     kueue = queues.applied.kueue

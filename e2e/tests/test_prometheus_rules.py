@@ -155,6 +155,8 @@ class Cluster:
     inflight_limit: int
     alerts: dict[str, dict[str, Any]]
     """The workspace's alert rules by name (Prometheus rule-file shape)."""
+    shards: int
+    """The stack's edge shards."""
 
     def job(self, name: str) -> dict[str, Any]:
         return _job(self.config, name)
@@ -223,7 +225,8 @@ def _cluster(rendered: Rendered, plan: ClusterPlan) -> Cluster:
         etcd={target: quotas[member[target.rsplit(":", 1)[0]].rsplit("-", 1)[0]]
               for group in _job(config, "etcd")["static_configs"] for target in group["targets"]},
         inflight_limit=cp.api.flags.max_requests_inflight + cp.api.flags.max_mutating_requests_inflight,
-        alerts={r["alert"]: r for g in workspace["groups"] for r in g["rules"] if "alert" in r})
+        alerts={r["alert"]: r for g in workspace["groups"] for r in g["rules"] if "alert" in r},
+        shards=len(rendered.shards))
 
 
 @pytest.fixture(scope="module")
@@ -298,6 +301,9 @@ class World:
         config = self.cluster.job(job)
         target = target_labels(config, discovered)
         assert target is not None, f"job {job} drops the target {discovered['__address__']}"
+        # Prometheus writes `up` for every target it scrapes: 1 when the scrape answered.
+        if not any(s.metric == "up" and s.labels == target for s in self.series):
+            self.series.append(Series("up", target, const(1)))
         for metric, labels, shape in exposed:
             assert not target.keys() & labels.keys(), (job, metric)
             kept = relabel({"__name__": metric, **labels, **target}, config.get("metric_relabel_configs", []))
@@ -447,6 +453,23 @@ def _no_change(w: World) -> None:
     return None
 
 
+def on_node_exporter(c: Cluster) -> dict[str, str]:
+    target = target_labels(c.job(NODE_EXPORTER), pod_target(NAMESPACE, c.nodes[1].name, c.nodes[1].address,
+                                                            NODE_EXPORTER_PORT, c.nodes[1]))
+    assert target is not None
+    return {"node": target["node"], "zone": target["zone"], **c.external}
+
+
+def _shards_written(shape: Callable[[int, int], Shape]) -> Callable[[World], None]:
+    """`shard:up:bool` as each replica of each shard writes it (the workspace-only test of EdgeShardSilent: a shard
+    that stops evaluates nothing, which the edge rules run in a unit test cannot show)."""
+    def change(w: World) -> None:
+        c = w.cluster
+        w.series = [Series("shard:up:bool", {**c.external, "shard": str(shard), "replica": f"prometheus-{shard}-{r}"},
+                           shape(shard, r)) for shard in range(c.shards) for r in range(2)]
+    return change
+
+
 SCENARIOS: dict[str, tuple[Case, ...]] = {
     "EtcdDatabaseNearQuota": (
         Case("every member at 35% of its quota, one growing to 75%", 60,
@@ -525,6 +548,41 @@ SCENARIOS: dict[str, tuple[Case, ...]] = {
              lambda w: w.taint(w.cluster.nodes[0], PREFLIGHT_TAINT, present(1)),
              silent_at=(29,), fires_at=(32, 45), firing=on_kube_node),
     ),
+    "GpuExporterDown": (
+        Case("dcgm-exporter restarting: its scrapes fail for 4 minutes", 40,
+             lambda w: w.set("up", during(0, 1, 10, 14), job="dcgm-exporter", node=w.cluster.nodes[0].name),
+             silent_at=(12, 20, 40)),
+        Case("dcgm-exporter stops answering", 40,
+             lambda w: w.set("up", step(1, 0, 10), job="dcgm-exporter", node=w.cluster.nodes[0].name),
+             silent_at=(9,), fires_at=(22, 40), firing=on_node),
+    ),
+    "GpuExporterMissing": (
+        Case("a GPU node removed: its exporter and its Ready series go together", 45, _both(
+            lambda w: w.set("up", present(1, 0, 15), job="dcgm-exporter", node=w.cluster.nodes[0].name),
+            lambda w: w.set("kube_node_status_condition", present(1, 0, 15), node=w.cluster.nodes[0].name,
+                            status="true")), silent_at=(10, 20, 30, 45)),
+        # The target's series end with a staleness marker at minute 15 (as Prometheus marks a target that is gone),
+        # so the gap shows from minute 15 and the alert fires 10 minutes later.
+        Case("a Ready GPU node's dcgm-exporter pod is gone (its target with it)", 45,
+             lambda w: w.set("up", present(1, 0, 15), job="dcgm-exporter", node=w.cluster.nodes[0].name),
+             silent_at=(14, 24), fires_at=(26, 45), firing=on_node),
+    ),
+    "NodeExporterDown": (
+        Case("node_exporter answers again after 3 minutes", 40,
+             lambda w: w.set("up", during(0, 1, 10, 13), job=NODE_EXPORTER, node=w.cluster.nodes[1].name),
+             silent_at=(11, 20, 40)),
+        Case("node_exporter stops answering", 40,
+             lambda w: w.set("up", step(1, 0, 10), job=NODE_EXPORTER, node=w.cluster.nodes[1].name),
+             silent_at=(9,), fires_at=(22, 40), firing=on_node_exporter),
+    ),
+    "EdgeShardSilent": (
+        Case("every shard's replicas writing, one of shard 0's stopping", 30,
+             _shards_written(lambda shard, replica: present(1, 0, 10) if (shard, replica) == (0, 1) else const(1)),
+             silent_at=(5, 15, 30)),
+        Case("shard 0 stops writing (both replicas down)", 40,
+             _shards_written(lambda shard, replica: present(1, 0, 10) if shard == 0 else const(1)),
+             silent_at=(9, 14), fires_at=(27, 40), firing=lambda c: {"shard": c.external["shard"]}),
+    ),
     "NodeNotReady": (
         Case("a kubelet restart: NotReady for 5 minutes", 40,
              _ready(during(0, 1, 10, 15), during(1, 0, 10, 15), const(0)), silent_at=(12, 20, 40)),
@@ -536,6 +594,8 @@ SCENARIOS: dict[str, tuple[Case, ...]] = {
 }
 """Per alert: the cases where it must stay silent (a healthy node, with what a healthy node may do) and the failures
 it names, where it must fire, with the alert's labels. Minutes count from the start of a test."""
+WORKSPACE_ONLY = {"EdgeShardSilent"}
+"""Alerts tested on the series the shards write, the workspace's rules alone: a shard that stops runs no edge rule."""
 
 
 @pytest.fixture(scope="module")
@@ -560,7 +620,7 @@ def _checks(alert: str, case: Case, c: Cluster) -> list[AlertCheck]:
 
 
 def test_every_alert_has_cases(cluster: Cluster) -> None:
-    alerts = {a.alert for a in alert_rules(cluster.inflight_limit)}
+    alerts = {a.alert for a in alert_rules(cluster.inflight_limit, cluster.shards)}
     assert set(cluster.alerts) == alerts, "the workspace's alerts are the plan's"
     assert set(SCENARIOS) == alerts, f"alerts without unit tests: {sorted(alerts - set(SCENARIOS))}"
     for alert, cases in SCENARIOS.items():
@@ -573,7 +633,7 @@ def test_a_healthy_gpu_feeds_every_exported_counter() -> None:
                                                  "etcd_server_quota_backend_bytes"}
 
 
-@pytest.mark.parametrize("alert", [a.alert for a in alert_rules(0)])  # the names, whatever the limit
+@pytest.mark.parametrize("alert", [a.alert for a in alert_rules(0, 1)])  # the names, whatever the limit
 def test_the_alert_fires_on_its_failure_and_not_on_a_healthy_node(
         alert: str, cluster: Cluster, rule_files: tuple[Path, list[str]], report: E2EReport) -> None:
     folder, order = rule_files
@@ -586,7 +646,10 @@ def test_the_alert_fires_on_its_failure_and_not_on_a_healthy_node(
         groups.append(unit_test_group(f"{alert}: {case.what}", cluster.scrape_seconds, case.minutes, world.series,
                                       _checks(alert, case, cluster)))
     path = folder / f"{alert}.test.yml"
-    path.write_text(yaml.safe_dump(unit_test_file(["edge.yml", "workspace.yml"], cluster.evaluation_seconds, order, groups),
+    files = ["workspace.yml"] if alert in WORKSPACE_ONLY else ["edge.yml", "workspace.yml"]
+    if alert in WORKSPACE_ONLY:
+        order = [g for g in order if "@" not in g]  # the edge groups are named <group>@<replica> (as_written)
+    path.write_text(yaml.safe_dump(unit_test_file(files, cluster.evaluation_seconds, order, groups),
                                    sort_keys=False, width=1 << 16))
     run = promtool("test", "rules", path.name, cwd=folder)
     report.scenario(f"promtool test rules: {alert} fires on its failure, silent on a healthy node",

@@ -233,6 +233,12 @@ def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
         inputs["highSpeedInterconnectPlacement"] = spec.racks.high_speed_interconnect_placement
     # The provider never diffs or sends sku.capacity; ignoring it here also keeps a changed plan size out of
     # the engine's diff (the value in the state stays the create's).
+    acknowledged = acknowledges(args.acknowledged_domains, plan.name)
+    # An InfiniBand domain or a rack is deleted only when the stack says so: Pulumi's `protect` refuses the delete
+    # under the engine (a domain the program no longer declares keeps the flag of its last `up`), lifted by naming it
+    # in acknowledgeDeletions.infinibandDomains (docs/operations.md, "Acknowledging a deletion").
+    protect = (plan.infiniband or plan.rack is not None) and not acknowledged
     return NodeScaleSet(plan.name, scope.subscription_id, inputs,
-                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["sku.capacity"])),
-                        replacement_acknowledged=acknowledges(args.acknowledged_domains, plan.name))
+                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                            ignore_changes=["sku.capacity"], protect=protect)),
+                        replacement_acknowledged=acknowledged)

@@ -11,6 +11,7 @@ rendered here are checked against what tools/extract_prometheus_keys.py read the
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -30,7 +31,7 @@ from components.catalog.metrics import (
 from components.kubernetes.objects.common import Object, obj, on_system_nodes
 from components.planning.metrics import MetricsPlan
 from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WRITTEN
-from components.vocabulary import LABEL_APP, LABEL_IB_DOMAIN, LABEL_ZONE
+from components.vocabulary import ANNOTATION_CONFIG_DIGEST, LABEL_APP, LABEL_IB_DOMAIN, LABEL_ZONE
 
 NAMESPACE = "gpucluster-metrics"
 NODE_EXPORTER, KSM, PROMETHEUS = "node-exporter", "kube-state-metrics", "prometheus"
@@ -180,13 +181,26 @@ def shard_name(shard: int) -> str:
     return f"{PROMETHEUS}-{shard}"
 
 
+def config_digest(config_text: Any, rules_text: str) -> Any:
+    """16 hex of sha256 over a shard's prometheus.yml and the rule file: on the pod template, so a changed config,
+    remote-write URL or rule rolls the shard's pods (Prometheus reads both at start, and v3.14.0 reloads only on
+    SIGHUP, on /-/reload with --web.enable-lifecycle, or with --config.auto-reload: cmd/prometheus/main.go; none
+    is set here). A rolled pod starts with an empty head block: its raw history was only at the edge anyway.
+    `config_text` may be a Pulumi output (its remote-write URL is known at deploy): then the digest is one too."""
+    def digest(text: str) -> str:
+        return hashlib.sha256(f"{text}\0{rules_text}".encode()).hexdigest()[:16]
+
+    return config_text.apply(digest) if hasattr(config_text, "apply") else digest(config_text)
+
+
 def prometheus_objects(plan: MetricsPlan, cluster: str, etcd: list[str], remote_write_url: Any, client_id: Any,
                        render_yaml: Any = None) -> list[Object]:
-    """One Deployment per shard, of `EDGE_REPLICAS` replicas spread over zones, with its own prometheus.yml. The
+    """One StatefulSet per shard, of `EDGE_REPLICAS` replicas spread over zones, with its own prometheus.yml. The
     account lists and watches what discovery reads (pods with their nodes; endpoint slices with their services) and
     reads the API servers' /metrics. `render_yaml` turns a config holding Pulumi outputs into text (default:
     yaml.safe_dump of plain values, emitted by libyaml: components/bootstrap/cloud_config.py)."""
     dump = render_yaml or safe_yaml
+    rules_text = safe_yaml(edge_rules())
     account = [{"kind": "ServiceAccount", "name": PROMETHEUS, "namespace": NAMESPACE}]
     objects: list[Object] = [
         obj("v1", "ServiceAccount", PROMETHEUS, NAMESPACE),
@@ -198,8 +212,7 @@ def prometheus_objects(plan: MetricsPlan, cluster: str, etcd: list[str], remote_
         obj(RBAC, "ClusterRoleBinding", f"gpucluster:{PROMETHEUS}",
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                      "name": f"gpucluster:{PROMETHEUS}"}, subjects=account),
-        obj("v1", "ConfigMap", f"{PROMETHEUS}-rules", NAMESPACE,
-            data={"edge.yml": safe_yaml(edge_rules())}),
+        obj("v1", "ConfigMap", f"{PROMETHEUS}-rules", NAMESPACE, data={"edge.yml": rules_text}),
     ]
     # Memory for the raw series each shard holds (targets are split evenly by node hash), not the cap.
     per_shard = math.ceil(plan.raw_series / plan.shards)
@@ -225,12 +238,15 @@ def prometheus_objects(plan: MetricsPlan, cluster: str, etcd: list[str], remote_
                 "volumes": [{"name": "config", "configMap": {"name": name}},
                             {"name": "rules", "configMap": {"name": f"{PROMETHEUS}-rules"}},
                             {"name": "data", "emptyDir": {"sizeLimit": f"{memory_gib * 2}Gi"}}]}
-        config = prometheus_config(plan, shard, cluster, etcd, remote_write_url, client_id)
+        config_text = dump(prometheus_config(plan, shard, cluster, etcd, remote_write_url, client_id))
+        # A StatefulSet: its pods keep their names (`<shard>-0`, `<shard>-1`) across restarts, so the `replica`
+        # external label (${POD_NAME}) names the same series after a restart instead of a new set of them.
         objects += [
-            obj("v1", "ConfigMap", name, NAMESPACE, data={"prometheus.yml": dump(config)}),
-            obj("apps/v1", "Deployment", name, NAMESPACE, labels=labels, spec={
-                "replicas": EDGE_REPLICAS, "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": spec}}),
+            obj("v1", "ConfigMap", name, NAMESPACE, data={"prometheus.yml": config_text}),
+            obj("apps/v1", "StatefulSet", name, NAMESPACE, labels=labels, spec={
+                "replicas": EDGE_REPLICAS, "selector": {"matchLabels": labels}, "podManagementPolicy": "Parallel",
+                "template": {"metadata": {"labels": labels, "annotations": {
+                    ANNOTATION_CONFIG_DIGEST: config_digest(config_text, rules_text)}}, "spec": spec}}),
         ]
     return objects
 
