@@ -50,6 +50,11 @@ REFUSED: list[tuple[str, dict[str, Any], str, str]] = [
     ("label kubernetes.io other", _with_pool(labels={"kubernetes.io/team": "a"}), "cluster.pools[1].labels",
      "kubelet refuses"),
     ("label k8s.io", _with_pool(labels={"example.k8s.io/x": "a"}), "cluster.pools[1].labels", "kubelet refuses"),
+    # kubelet accepts its own labels in --node-labels, so one would name every node of the pool the same
+    ("label hostname", _with_pool(labels={"kubernetes.io/hostname": "gpu"}), "cluster.pools[1].labels",
+     "kubelet sets it on each node itself"),
+    ("label zone", _with_pool(labels={"topology.kubernetes.io/zone": "1"}), "cluster.pools[1].labels",
+     "kubelet sets it on each node itself"),
     ("label overrides the pool label", _with_pool(labels={"gpucluster.io/pool": "other"}), "cluster.pools[1].labels",
      "library's own"),
     ("label key two slashes", _with_pool(labels={"a/b/c": "x"}), "cluster.pools[1].labels", "more than one '/'"),

@@ -353,6 +353,9 @@ def test_spot_pricing_follows_priority() -> None:
     (None, "no such file"),
     ("rows: [", "invalid YAML"),
     ("source: x y z\nasOf: 2026-11-01\nrows: [{sku: Standard_D4s_v5}]\n", "usdPerHour"),
+    # two rows for one size and option would price it 2 or 2,000 USD/h by their order
+    ("source: x y z\nasOf: 2026-11-01\nrows: [{sku: Standard_D4s_v5, usdPerHour: 2}, "
+     "{sku: Standard_D4s_v5, usdPerHour: 2000}]\n", "rows[0] and rows[1] both price vm Standard_D4s_v5"),
 ])
 def test_a_bad_price_file_is_one_line_naming_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      content: str | None, expect: str) -> None:

@@ -48,8 +48,9 @@ def test_growing_a_pool_under_the_default_limit_never_asks() -> None:
 
 
 def _scale_sets(run: ProgramRun) -> dict[str, Any]:
-    return {r.name: r for r in run.registrations if r.type == SCALE_SET and "vmScaleSetName" in r.inputs
-            or r.type == SCALE_SET and r.inputs.get("armType", "").endswith("virtualMachineScaleSets")}
+    """The node scale sets (the capacity-free route's dynamic resources with a scale set's ARM type), by name."""
+    return {r.name: r for r in run.registrations
+            if r.type == SCALE_SET and str(r.inputs.get("armType", "")).endswith("virtualMachineScaleSets")}
 
 
 def _run(acknowledged: list[str]) -> ProgramRun:

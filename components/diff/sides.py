@@ -17,8 +17,8 @@ MAX_SUMMARY_BYTES = 4 * MIB
 """summary.json of prod is 76 KB with its cost (60 KB before it), of prod x4 (bench/) 140 KB before the cost."""
 MAX_BOOT_FILE_BYTES = 256 * KIB
 """A boot document becomes a VM's customData, which Azure caps at 65,535 bytes (azure-rest-api-specs
-Microsoft.Compute OSProfile.customData: "The maximum length of the binary array is 65535 bytes"); prod's largest
-is under 10 KB."""
+Microsoft.Compute OSProfile.customData: "The maximum length of the binary array is 65535 bytes"); prod's largest,
+the API servers', is about 41 KB with real keys (components/offline/custom_data_size.py measures each)."""
 MAX_BOOT_FILES = 2_000
 """prod writes 52 boot documents, prod x4 about 150."""
 

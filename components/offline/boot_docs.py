@@ -9,6 +9,7 @@ the machines will run. Byte-identical for the same stack.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from components.bootstrap.apiserver import render_apiserver_cloud_init
@@ -41,12 +42,28 @@ def at_deploy(what: str) -> str:
     return f"[at deploy: {what}]"
 
 
-def _pki_marker(path: str) -> str:
-    return secret(f"/etc/kubernetes/pki/{path}") if path.endswith(".key") else at_deploy(f"/etc/kubernetes/pki/{path}")
+Filler = Callable[[bool, str], str]
+"""(secret, what) -> the text standing for a value known only at deploy: a marker in the plan's documents, a value
+of the real size where customData is measured (components/offline/custom_data_size.py)."""
 
 
-def boot_documents(plan: ClusterPlan) -> dict[str, str]:
-    """File name -> #cloud-config text, for the API servers, each etcd member and each scale set."""
+def marker(is_secret: bool, what: str) -> str:
+    return secret(what) if is_secret else at_deploy(what)
+
+
+def boot_documents(plan: ClusterPlan, fill: Filler = marker) -> dict[str, str]:
+    """File name -> #cloud-config text, for the API servers, each etcd member and each scale set; `fill` gives each
+    value known only at deploy (default: a marker saying what it is)."""
+
+    def secret(what: str) -> str:
+        return fill(True, what)
+
+    def at_deploy(what: str) -> str:
+        return fill(False, what)
+
+    def _pki_marker(path: str) -> str:
+        return fill(path.endswith(".key"), f"/etc/kubernetes/pki/{path}")
+
     tokens = plan.tokens
     token = secret(f"bootstrap token of rotation period {tokens.current.period}, expires {tokens.current.expiration}")
     identity = PullIdentity(at_deploy("client id of the registry pull identity"), at_deploy("tenant id"))

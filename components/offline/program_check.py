@@ -1,6 +1,7 @@
 """One set of refusals for `gpucluster plan` and `pulumi up`: what Azure would refuse in the program's resources (the
 ARM preflight), a first boot that cannot come up in the order the program applies it, a file a boot document names
-that its image lacks, and what the stack's Kubernetes minor no longer serves.
+that its image lacks, a boot document over Azure's customData cap, and what the stack's Kubernetes minor no longer
+serves.
 
 These checks read what the program registers, so `gpucluster plan` runs them on its own run under mocks
 (components/offline/engine.py). A real `pulumi up` or `pulumi preview` cannot run the program under mocks in its own
@@ -29,6 +30,7 @@ PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
 def run_problems(run: ProgramRun, plan: ClusterPlan, document: dict[str, Any]) -> list[Problem]:
     """Every refusal of a program run, in the order `gpucluster plan` reports them (the first kind found)."""
     from components.offline.boot_docs import boot_documents, missing_image_files
+    from components.offline.custom_data_size import custom_data_problems, custom_data_sizes
     from components.offline.manifests import helm_releases, kubernetes_objects
     from components.offline.removals import find_uses, removal_problems
     from components.preflight import problems as preflight_problems
@@ -45,6 +47,8 @@ def run_problems(run: ProgramRun, plan: ClusterPlan, document: dict[str, Any]) -
     documents = boot_documents(plan)
     if missing := missing_image_files(plan, documents):
         return list(missing)
+    if too_big := custom_data_problems(custom_data_sizes(plan)):
+        return too_big
     uses = find_uses(kubernetes_objects(run.registrations), helm_releases(run.registrations), documents)
     return list(removal_problems(uses, plan.versions.kubernetes_version))
 

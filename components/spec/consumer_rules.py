@@ -91,7 +91,10 @@ def check_node_labels(labels: Mapping[str, str]) -> Mapping[str, str]:
         if problem:
             raise ValueError(f"label {problem}")
         namespace = _namespace(key)
-        if _is_kubernetes_namespace(namespace) and key not in KUBELET_LABELS and not any(
+        if key in KUBELET_LABELS:  # k8s.io/kubelet v0.36.4 pkg/apis/well_known_labels.go kubeletLabels
+            raise ValueError(f"label {key!r}: kubelet sets it on each node itself (its name, zone, region, size, OS "
+                             "and architecture); a pool label would give every node of the pool the same value")
+        if _is_kubernetes_namespace(namespace) and not any(
                 namespace == n or namespace.endswith("." + n) for n in KUBELET_LABEL_NAMESPACES):
             raise ValueError(
                 f"label {key!r}: kubelet refuses 'kubernetes.io' and 'k8s.io' labels other than its own set (such as "

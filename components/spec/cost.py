@@ -62,6 +62,19 @@ class PriceFile(SpecModel):
     as_of: date
     rows: list[PriceFileRow] = Field(min_length=1, max_length=1000)
 
+    @field_validator("rows")
+    @classmethod
+    def _one_price_each(cls, rows: list[PriceFileRow]) -> list[PriceFileRow]:
+        """Two rows for one kind, SKU, region and option would price it by their order: refused."""
+        seen: dict[tuple[str, str, str, str], int] = {}
+        for index, row in enumerate(rows):
+            key = (row.kind, row.sku, row.region, row.option)
+            if key in seen:
+                raise ValueError(f"rows[{seen[key]}] and rows[{index}] both price {row.kind} {row.sku} "
+                                 f"({row.option}{', ' + row.region if row.region else ', every region'}): keep one")
+            seen[key] = index
+        return rows
+
     @field_validator("as_of", mode="before")
     @classmethod
     def _day(cls, value: object) -> object:
