@@ -24,7 +24,7 @@ from components.diff.render import capacity_lines as render_capacity
 from components.diff.replacement import refused, replacements, replacing
 from components.diff.sides import Side, side_from_document
 from tests.support.cli import gpucluster
-from tests.support.diff_scenarios import diff, planned, side, ssh_key
+from tests.support.diff_scenarios import diff, planned, scenario, side, ssh_key
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.scale_sets import as_typed_class, is_scale_set
 from tests.support.stacks import plan_stack, spec_of
@@ -85,14 +85,25 @@ def test_shrinking_an_infiniband_pool_and_removing_a_team_need_acknowledgement()
     deleted_sets = [c.name for c in result.changes if c.action == "delete"
                     and c.type == "azure-native:compute:VirtualMachineScaleSet"]
     assert sorted(deleted_sets) == ["h100-z1-01", "h100-z2-01", "h100-z3-01"]
-    assert errors == {("deleted-infiniband-domain", s) for s in deleted_sets} | {("deleted-team-namespace", "evals")}
+    # The base's `up` protected every domain: the engine refuses the delete, and the diff says so too
+    assert errors == {(kind, s) for s in deleted_sets for kind in ("deleted-infiniband-domain", "protected")} | {
+        ("deleted-team-namespace", "evals")}
     delta = result.capacity["delta"]
     assert (delta["nodes"], delta["gpus"], delta["infinibandDomains"]) == (-300, -2400, -3)
     assert result.capacity["head"]["teamQuota"].keys() == {"research"}
 
+    # Acknowledged in the same change: still protected in the base's state, so two steps are needed
     acknowledged = diff("ib-600", "ib-300-one-team", {"teams": ["evals"], "infinibandDomains": ["h100-*"]})
-    assert not acknowledged.errors
+    assert {f.source for f in acknowledged.errors} == {"protected"}
+    assert all("while the stack still declares it" in (f.fix or "") for f in acknowledged.errors)
     assert _kinds(acknowledged, "warning") == {"deleted-infiniband-domain", "deleted-team-namespace"}
+    # Step one, the acknowledgement alone, lifts the protection; step two removes the domains
+    first = scenario("ib-600")
+    first["acknowledgeDeletions"] = {"infinibandDomains": ["h100-*"]}
+    document, data = plan_document(first)
+    lifted = diff_sides(side_from_document("ib-600-acknowledged", document, data), side("ib-300-one-team", {
+        "teams": ["evals"], "infinibandDomains": ["h100-*"]}))
+    assert not lifted.errors
 
 
 def test_adding_a_pool_creates_it_and_flags_the_api_server_resize() -> None:

@@ -175,3 +175,25 @@ def test_a_retry_after_that_is_not_a_finite_number_is_unreadable_not_a_crash(hea
 
     assert retry_after(headers) is None
     assert retry_after({"Retry-After": "-5"}) == 0.0 and retry_after({"retry-after-ms": "1500"}) == 1.5
+
+
+def test_a_retry_after_past_the_deadline_is_cut_to_it_and_the_line_says_the_time_waited(
+        tmp_path: Path, declared: dict[str, Any]) -> None:
+    """`Retry-After: 36000` against a 7,200-second wait: it sleeps 7,200 s in all (an injected clock, no real wait),
+    polls at its deadline, and says it waited 7200 s, which it did."""
+    with fake_arm(tmp_path) as arm:
+        scale_sets, wait = _connect(ScaleSetProvider, arm), _connect(ScaleSetsReadyProvider, arm, interval=30)
+        arm.operation_seconds, arm.retry_after = 3600, 36000
+        created = scale_sets.create(copy.deepcopy(declared["h100-z1-00"]))
+        now = [0.0]
+        slept: list[float] = []
+
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            now[0] += seconds
+
+        wait.clock, wait.sleep = (lambda: now[0]), sleep
+        with pytest.raises(ScaleSetsNotReadyError) as late:
+            wait.create(_wait_inputs(declared, {"h100-z1-00": created.outs}, deadlineSeconds=7200))
+        assert slept == [7200] and now[0] == 7200
+        assert "h100-z1-00 still Creating after 7200 s" in str(late.value)

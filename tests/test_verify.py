@@ -9,6 +9,7 @@ failing fixture (one field of that state changed), and every run's recorded requ
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -556,3 +557,27 @@ def test_the_nccl_floor_is_the_sourced_line_rate_share() -> None:
         floor = nccl.floor_gbps(size)
         assert floor is not None and floor[0] == pytest.approx(280.0) and "MicrosoftDocs" in floor[1]
     assert nccl.floor_gbps("Standard_NC4as_T4_v3") is None
+
+
+def test_a_server_that_echoes_the_callers_token_does_not_get_it_printed(live: World) -> None:
+    """A 403 whose body repeats the request's Authorization header, from ARM and from the API server: the verdicts
+    name the refusal, never the token (components/verify/results.py `redacted`)."""
+    from tests.support.verify_world import ARM_TOKEN
+
+    skus = next(k for k in live.arm.routes if k.endswith("/providers/Microsoft.Compute/skus"))
+    cilium = "/apis/apps/v1/namespaces/kube-system/daemonsets/cilium"
+    saved = live.arm.routes[skus], live.kube.routes[cilium]
+    live.arm.routes[skus] = (403, {"error": {"code": "AuthorizationFailed",
+                                             "message": f"denied for Authorization: Bearer {ARM_TOKEN}"}})
+    live.kube.routes[cilium] = (403, {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                                      "message": "forbidden for Authorization: Bearer fixture-token"})
+    try:
+        code, doc = live.run("--json")
+        _, text = live.run()
+    finally:
+        live.arm.routes[skus], live.kube.routes[cilium] = saved
+    failed = {r["check"]: r["detail"] for r in verdicts(doc, "fail")}
+    assert code == 1 and {"azure.sizes", "cluster.cni"} <= set(failed)
+    for output in (json.dumps(doc), text["text"]):
+        assert ARM_TOKEN not in output and "fixture-token" not in output
+    assert "Bearer ***" in failed["azure.sizes"] + failed["cluster.cni"]

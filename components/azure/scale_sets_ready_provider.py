@@ -29,6 +29,8 @@ Nothing of this resource lives in Azure: read returns what it recorded, delete h
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import email.utils
 import math
 import time
@@ -117,6 +119,10 @@ def failure_line(outcomes: list[Outcome], entries: list[dict[str, Any]], deadlin
 class ScaleSetsReadyProvider(ComputeProvider):
     """Waits, in one RPC, for the long-running operations of every node scale set the program declares."""
 
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+    """Seconds, for the deadline (a test gives a clock of its own)."""
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         entries = news.get(SCALE_SETS)
@@ -159,7 +165,7 @@ class ScaleSetsReadyProvider(ComputeProvider):
         if not entries:
             return
         seconds = float(props[DEADLINE])
-        deadline = time.monotonic() + seconds
+        deadline = self.clock() + seconds
         # One client per subscription, shared by the threads (azure-core's pipeline serves concurrent requests).
         clients = {sub: self._client(sub) for sub in sorted({parse_id(str(e["id"]))["subscriptionId"] for e in entries})}
         with ThreadPoolExecutor(max_workers=min(int(props[CONCURRENCY]), len(entries))) as pool:
@@ -201,17 +207,20 @@ class ScaleSetsReadyProvider(ComputeProvider):
                 if status in TERMINAL or status is None:
                     code = (document.get("error") or {}).get("code") if status in ("Failed", "Canceled") else None
                     break
-            delay = retry_after(answer.headers) or self._interval()
-            if time.monotonic() + delay > deadline:
+            # A Retry-After past the deadline (36000) is cut to it: the wait polls once more at its deadline and
+            # never outlives it, so "after <deadline> s" in the failure line is the time it waited.
+            left = deadline - self.clock()
+            if left <= 0:
                 return Outcome(entry["name"], self._state(client, where), timed_out=True)
-            time.sleep(delay)
+            self.sleep(min(retry_after(answer.headers) or self._interval(), left))
         while True:
             state = self._state(client, where)
             if state in TERMINAL:
                 return Outcome(entry["name"], state, code)
-            if time.monotonic() + self._interval() > deadline:
+            left = deadline - self.clock()
+            if left <= 0:
                 return Outcome(entry["name"], state, timed_out=True)
-            time.sleep(self._interval())
+            self.sleep(min(self._interval(), left))
 
     @staticmethod
     def _state(client: Any, where: dict[str, str]) -> str:

@@ -287,10 +287,17 @@ def _flags(result: PlanDiff, base: Side, head: Side, moved: dict[str, str]) -> N
         if change.type == SCALE_SET and change.action in ("create", "delete"):
             pool = str(_tags(state).get(POOL_TAG, "?"))
             (created if change.action == "create" else deleted)[pool].append(change.name)
-        if change.action in ("delete", "replace") and old and old.get("protect"):
+        # The engine refuses to delete a resource its last `up` protected, and to replace one the program still
+        # protects (pulumi/pulumi step.go DeleteStep.Apply, step_generator.go: unprotect and replace may share an
+        # update, a delete reads the old state's flag).
+        if old and old.get("protect") and (change.action == "delete" or (
+                change.action == "replace" and (new is None or new.get("protect")))):
+            fix = ("acknowledge it in cluster.acknowledgeDeletions.infinibandDomains and run `pulumi up` while the "
+                   "stack still declares it (that lifts its protection), then remove it (docs/operations.md, "
+                   "\"Acknowledging a deletion\")" if change.type == SCALE_SET and change.action == "delete"
+                   else "a protected resource is never replaced by a plan; follow docs/operations.md")
             flags.append(Flag(Severity.ERROR, "protected", change.name,
-                              f"{change.type} is protected and this change would {change.action} it",
-                              "a protected resource is never replaced by a plan; follow docs/operations.md"))
+                              f"{change.type} is protected and this change would {change.action} it", fix))
         if change.type == SUBNET and change.action in ("update", "replace") and old and new:
             before, after = (old["inputs"].get("addressPrefix"), new["inputs"].get("addressPrefix"))
             if before != after:

@@ -6,6 +6,7 @@ Imported by the command line for its parser; the Azure SDKs and the Kubernetes c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import threading
@@ -250,7 +251,7 @@ def _verify(args: argparse.Namespace, console: Console, errors: Console,
     from components.verify.check_registrations import FEATURE_NAME
     from components.verify.connect import kube_api_client, kubeconfig_path
     from components.verify.readonly import WriteRefusedError
-    from components.verify.results import failures, guarded
+    from components.verify.results import failures, guarded, redacted
 
     try:
         bad = [Problem("--feature", f"{f!r}: give it as Microsoft.<Namespace>/<FeatureName>")
@@ -285,6 +286,7 @@ def _verify(args: argparse.Namespace, console: Console, errors: Console,
         config = kubeconfig_path(args.kubeconfig)
         results += guarded("cluster.nccl", lambda: run_nccl(plan, config, args.context, api_client),
                            WriteRefusedError, (*_unreachable(), NcclError))
+    results = redacted(results, _sent_secrets(azure, api_client))
     cluster = str(api_client.configuration.host) if api_client is not None else "not read (--azure-only)"
     subscription = azure.subscription if azure is not None else "not read (--cluster-only)"
     if args.json:
@@ -292,6 +294,18 @@ def _verify(args: argparse.Namespace, console: Console, errors: Console,
     else:
         report.print_results(console, name, subscription, cluster, results)
     return EXIT_FAILED if failures(results) else EXIT_OK
+
+
+def _sent_secrets(azure: AzureAccess | None, api_client: Any) -> list[str]:
+    """The bearer tokens the run sent: the kubeconfig's (or its exec plugin's) and ARM's, as the clients hold them."""
+    found: list[str] = []
+    if api_client is not None:
+        for value in (getattr(api_client.configuration, "api_key", None) or {}).values():
+            found += [str(value), str(value).removeprefix("Bearer ").strip()]
+    if azure is not None:
+        with contextlib.suppress(Exception):  # no token to hide is no token to leak
+            found.append(azure.credential.get_token(azure.scope).token)  # the cached token the checks sent
+    return found
 
 
 def cmd_verify(args: argparse.Namespace, console: Console, errors: Console) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from components.results import Severity
@@ -94,3 +94,20 @@ def bound_failure(name: str, error: BoundError) -> Result:
                   "verify stopped here so that it ends: look at what the service answers (a proxy in the path, a "
                   "server looping its pages, a throttled subscription), then run again; the bounds are listed in "
                   "docs/operations.md", "components/verify/bounds.py")
+
+
+REDACTED = "***"
+
+
+def redacted(results: list[Result], secrets: Iterable[str]) -> list[Result]:
+    """The verdicts with every secret the run sent (a bearer token) replaced by `***`: a server that echoes the
+    caller's request in an error body must not put the token on the terminal or in `--json`."""
+    words = sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True)  # the longest first
+
+    def clean(text: str) -> str:
+        for word in words:
+            text = text.replace(word, REDACTED)
+        return text
+
+    return [replace(r, path=clean(r.path), message=clean(r.message), fix=clean(r.fix), source=clean(r.source))
+            for r in results] if words else results

@@ -52,14 +52,18 @@ ARM_404 = {"error": {"code": "ResourceNotFound", "message": "The resource was no
 KUBE_404 = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
 
 
+ARM_TOKEN = "fixture-arm-token-4f1c9e"
+"""The bearer token FakeCredential hands out (the fake ARM does not check it; a test has a server echo it)."""
+
+
 class FakeCredential:
     """A TokenCredential that hands out a token without Azure AD (the fake ARM does not read it)."""
 
     def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
-        return AccessToken("fixture", int(time.time()) + 3600)
+        return AccessToken(ARM_TOKEN, int(time.time()) + 3600)
 
     def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
-        return AccessTokenInfo("fixture", int(time.time()) + 3600)
+        return AccessTokenInfo(ARM_TOKEN, int(time.time()) + 3600)
 
 
 @dataclass
