@@ -29,11 +29,10 @@ Nothing of this resource lives in Azure: read returns what it recorded, delete h
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import email.utils
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
