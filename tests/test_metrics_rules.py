@@ -83,3 +83,11 @@ def test_alerts_read_only_what_the_edge_writes() -> None:
         workspace = {r.record for r in WORKSPACE_RULES}
         assert read and all(re.fullmatch(WRITTEN, name) or name in workspace for name in read), (alert.alert, read)
     assert len({a.alert for a in alerts}) == len(alerts)
+
+
+def test_an_alert_on_a_field_not_known_to_count_says_so() -> None:
+    """NVML's legacy NVLink CRC field reads zero on Hopper (DataDog/datadog-agent PR 55966): the alert is marked."""
+    from components.planning.metrics_rules import NVLINK_UNVERIFIED
+
+    marked = {a.alert: a.unverified for a in alert_rules(3000, 4) if a.unverified}
+    assert marked == {"GpuNvlinkErrors": NVLINK_UNVERIFIED} and "Hopper" in NVLINK_UNVERIFIED

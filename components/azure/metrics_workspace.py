@@ -36,7 +36,8 @@ def _alert(rule: AlertRule, actions: list[azure.alertsmanagement.PrometheusRuleG
     return azure.alertsmanagement.PrometheusRuleArgs(
         actions=actions,
         alert=rule.alert, expression=rule.expr, for_=_iso_minutes(rule.for_), severity=SEVERITY[rule.severity],
-        annotations={"summary": rule.summary}, labels={"severity": rule.severity})
+        annotations={"summary": rule.summary, **({"unverified": rule.unverified} if rule.unverified else {})},
+        labels={"severity": rule.severity})
 
 
 def _parts(resource_id: str) -> tuple[str, str]:

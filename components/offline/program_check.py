@@ -86,10 +86,10 @@ def require_subscription(named: str, where: str) -> None:
 
     actual = str(authorization.get_client_config().subscription_id or "").lower()
     if actual != named:
+        fix = (f"pulumi config set azure-native:subscriptionId {actual or '<id>'}, or unset {where} if the stack "
+               "should go there")
         raise SpecError([Problem(where, f"the registry's name is made from subscription {named} ({where}), but "
-                                        f"azure-native deploys to {actual or 'no subscription'}",
-                                 fix=f"pulumi config set azure-native:subscriptionId {actual or '<id>'}, or unset "
-                                     f"{where} if the stack should go there")])
+                                        f"azure-native deploys to {actual or 'no subscription'}: {fix}", fix=fix)])
 
 
 def engine_config(project: str) -> dict[str, Any]:

@@ -39,6 +39,9 @@ class AlertRule:
     for_: str
     severity: str
     summary: str
+    unverified: str = ""
+    """Why the rule's input is not known to count on the fleet's GPUs (an `unverified` annotation on the alert);
+    empty: its promtool case and its source settle it."""
 
 
 _GPU_BY = "node, domain, zone"
@@ -136,6 +139,11 @@ WRITTEN = "[a-z_]+:[a-z0-9_]+:[a-z0-9_]+|" + "|".join(name for name, _, _ in KEP
 """The remote-write allowlist (`write_relabel_configs` keep on `__name__`): recorded series and `KEPT_RAW`."""
 
 
+NVLINK_UNVERIFIED = ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL is NVML's legacy field, which reports success with "
+                     "zero on Hopper (DataDog/datadog-agent PR 55966, which reads the per-link counters nvidia-smi "
+                     "uses instead); whether dcgm-exporter 4.5.3-4.8.2 counts on H100 and GB300 is not verified here")
+
+
 def shards_silent(shards: int) -> str:
     """Each edge shard that wrote nothing for the rule's window, by its `shard` label (absent() keeps the
     selector's equality matchers as its labels)."""
@@ -164,7 +172,7 @@ def alert_rules(inflight_limit: int, shards: int) -> tuple[AlertRule, ...]:
         AlertRule("GpuRowRemapFailure", f"{one('node:gpu_row_remap_failure:max')} > 0", "0m", "critical",
                   "a GPU failed to remap a row: the GPU needs replacing"),
         AlertRule("GpuNvlinkErrors", f"{one('node:gpu_nvlink_crc_errors:rate5m')} > 1", "15m", "warning",
-                  "NVLink CRC errors on a node's GPUs"),
+                  "NVLink CRC errors on a node's GPUs", unverified=NVLINK_UNVERIFIED),
         # increase() extrapolates to the window's ends (two downs read about 2.02): compare whole downs.
         AlertRule("InfinibandLinkFlapping", f"round({one('node:ib_link_downed:increase1h')}) > 2", "0m", "warning",
                   "an InfiniBand port went down more than twice in an hour"),

@@ -14,7 +14,7 @@ components/catalog/pod_security_baseline.json by tools/pod_security_baseline.py)
 register memory with its HCAs (docs/scheduling.md); a level cannot be widened by one capability. So the policy
 takes baseline's checks that concern the host (`check_hostNamespaces.go`, `check_privileged.go`,
 `check_hostPathVolumes.go`, `check_hostPorts.go`, `check_capabilities_baseline.go`) with IPC_LOCK added; baseline's
-AppArmor, SELinux, /proc mount, seccomp and sysctl checks are not taken (docs/scheduling.md says so).
+AppArmor, SELinux, /proc mount, seccomp and sysctl checks are not taken (docs/capacity.md says so).
 """
 
 from __future__ import annotations
