@@ -4,9 +4,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from components.offline import custom_data_size
 from components.offline.boot_docs import boot_documents
 from components.offline.custom_data_size import CUSTOM_DATA_MAX, custom_data_problems, custom_data_sizes, real_size_value
+from components.offline.engine import ProgramRun
+from components.offline.preview import preview_document
+from components.offline.program_check import run_problems
 from components.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
@@ -42,3 +47,15 @@ def test_a_document_over_the_cap_is_one_plan_error_naming_it() -> None:
     assert problem.path == "boot/apiserver.yaml"
     assert f"{CUSTOM_DATA_MAX + 1:,} bytes" in problem.message and "65,535" in problem.message
     assert custom_data_problems({"apiserver.yaml": CUSTOM_DATA_MAX}) == []
+
+
+def test_plan_and_program_refuse_a_document_over_the_cap(dev_run: ProgramRun, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusals `gpucluster plan` and `pulumi up` share (program_check.run_problems) include the size: with a cap
+    below dev's API-server document, it is refused; at Azure's cap, nothing is."""
+    plan = plan_cluster(stack_spec("dev"))
+    document = preview_document(dev_run)
+    assert run_problems(dev_run, plan, document) == []
+    monkeypatch.setattr(custom_data_size, "CUSTOM_DATA_MAX", 10_000)
+    problems = run_problems(dev_run, plan, document)
+    assert "boot/apiserver.yaml" in {p.path for p in problems}
+    assert all("customData" in p.message for p in problems)

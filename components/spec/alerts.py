@@ -8,6 +8,7 @@ id. A stack whose alerts would go nowhere does not plan.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -59,8 +60,6 @@ class AlertsSpec(SpecModel):
 
 
 def _matching(values: list[str], pattern: str, what: str) -> list[str]:
-    import re
-
     for value in values:
         if not re.match(pattern, value):
             raise ValueError(f"{value!r} is not {what}")
