@@ -82,3 +82,26 @@ def test_the_chart_default_would_cover_them() -> None:
     default = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
                                      "values": ["kube-system", "kueue-system"]}]}
     assert _covered(default, "gpu-operator") and _covered(default, "gpucluster-health")
+
+
+POD_KINDS = ("Pod", "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job", "CronJob")
+
+
+def _namespaces_running_pods(out: Path) -> set[str]:
+    """Every chart release's namespace (each chart runs pods) and each namespace the plan's own workloads run in."""
+    found = {yaml.safe_load(p.read_text())["namespace"] for p in (out / "charts").glob("*.yaml")}
+    for path in (out / "manifests").glob("*.yaml"):
+        found |= {o["metadata"]["namespace"] for o in yaml.safe_load_all(path.read_text())
+                  if o and o.get("kind") in POD_KINDS}
+    return found
+
+
+def test_the_pod_webhook_covers_no_platform_pod(dev_out: Path) -> None:
+    """With the `pod` integration on, the chart's mpod.kb.io fails closed on what managedJobsNamespaceSelector
+    covers: a platform pod there (a DaemonSet's, the registry's, Cilium's) could not start while Kueue is down."""
+    kueue = json.loads((CATALOGUES / "values-kueue.json").read_text())
+    assert "mpod.kb.io" in kueue["webhooks_following_managed_jobs_namespace_selector"]
+    selector = _job_webhook_selector(dev_out)
+    running = _namespaces_running_pods(dev_out)
+    assert {"kube-system", "gpu-operator", "kueue-system", "gpucluster-metrics"} <= running
+    assert {ns for ns in running if _covered(selector, ns)} == set()

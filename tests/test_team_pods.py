@@ -100,3 +100,60 @@ def test_the_allowed_capabilities_are_baselines_extracted_list_and_ipc_lock() ->
         adds = _with(lambda p, c=capability: p["spec"]["containers"][0]["securityContext"]["capabilities"]
                      .update(add=["IPC_LOCK", c]))
         assert _refusals(adds) == [], capability
+
+
+def _container_context(**fields: Any) -> Any:
+    return lambda p: p["spec"]["containers"][0]["securityContext"].update(fields)
+
+
+def _pod_context(**fields: Any) -> Any:
+    return lambda p: p["spec"].setdefault("securityContext", {}).update(fields)
+
+
+BASELINE_REFUSED: dict[str, tuple[Any, str]] = {
+    "Windows HostProcess": (_pod_context(windowsOptions={"hostProcess": True}), "HostProcess"),
+    "AppArmor unconfined": (_container_context(appArmorProfile={"type": "Unconfined"}), "AppArmor"),
+    "AppArmor annotation": (lambda p: p.setdefault("metadata", {}).setdefault("annotations", {}).update(
+        {"container.apparmor.security.beta.kubernetes.io/trainer": "unconfined"}), "AppArmor"),
+    "seccomp unconfined": (_pod_context(seccompProfile={"type": "Unconfined"}), "seccomp"),
+    "seccomp unconfined in a container": (_container_context(seccompProfile={"type": "Unconfined"}), "seccomp"),
+    "SELinux spc_t": (_container_context(seLinuxOptions={"type": "spc_t"}), "SELinux"),
+    "SELinux user": (_pod_context(seLinuxOptions={"user": "system_u"}), "SELinux"),
+    "unmasked /proc": (_container_context(procMount="Unmasked"), "/proc"),
+    "an unsafe sysctl": (_pod_context(sysctls=[{"name": "kernel.msgmax", "value": "1"}]), "sysctl"),
+    "a probe on another host": (lambda p: p["spec"]["containers"][0].update(
+        livenessProbe={"httpGet": {"host": "169.254.169.254", "port": 80}}), "probe"),
+    "a preStop on another host": (lambda p: p["spec"]["containers"][0].update(
+        lifecycle={"preStop": {"tcpSocket": {"host": "10.0.0.1", "port": 22}}}), "lifecycle"),
+}
+
+
+def test_the_rest_of_baseline_is_refused_one_rule_each() -> None:
+    """Each of baseline's other checks (k8s.io/pod-security-admission v0.36.4 policy/check_*.go) refuses its case
+    with its own message, and only that one."""
+    for what, (change, word) in BASELINE_REFUSED.items():
+        refusals = _refusals(_with(change))
+        assert len(refusals) == 1 and word in refusals[0], (what, refusals)
+
+
+def test_what_baseline_allows_is_admitted() -> None:
+    allowed = [
+        _pod_context(seccompProfile={"type": "RuntimeDefault"}, appArmorProfile={"type": "Localhost",
+                                                                                 "localhostProfile": "p"}),
+        _container_context(seLinuxOptions={"type": "container_t", "level": "s0:c1"}, procMount="Default"),
+        _pod_context(sysctls=[{"name": "net.ipv4.tcp_keepalive_time", "value": "60"}]),
+        lambda p: p["spec"]["containers"][0].update(readinessProbe={"httpGet": {"port": 8080, "host": ""}}),
+        lambda p: p.setdefault("metadata", {}).setdefault("annotations", {}).update(
+            {"container.apparmor.security.beta.kubernetes.io/trainer": "localhost/train"}),
+        # a pod in its own user namespace may unmask /proc (baseline from 1.35)
+        lambda p: (p["spec"].update(hostUsers=False), _container_context(procMount="Unmasked")(p)),
+    ]
+    for change in allowed:
+        assert _refusals(_with(change)) == []
+
+
+def test_team_namespaces_are_audited_at_baseline() -> None:
+    objects = kueue_objects(plan_cluster(stack_spec("prod")).scheduling)
+    namespaces = [o for o in objects if o["kind"] == "Namespace"]
+    assert namespaces and all(o["metadata"]["labels"]["pod-security.kubernetes.io/audit"] == "baseline"
+                              for o in namespaces)

@@ -41,8 +41,9 @@ def test_a_team_pod_on_the_host_network_is_refused(dev_stack: Stack, report: E2E
 
 
 ESCAPES: dict[str, dict[str, Any]] = {
+    # Pinned by node selector: Kueue gates every team pod, and the API server refuses a gated pod's spec.nodeName.
     "host paths and SYS_ADMIN on a system node": {
-        "nodeName": "system-000000",
+        "nodeSelector": {"kubernetes.io/hostname": "system-z1-00-000000"},
         "volumes": [{"name": "containerd", "hostPath": {"path": "/run/containerd"}},
                     {"name": "proc", "hostPath": {"path": "/proc"}}],
         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1",
@@ -53,11 +54,20 @@ ESCAPES: dict[str, dict[str, Any]] = {
     "host IPC": {"hostIPC": True},
     "a host port": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1",
                                     "ports": [{"containerPort": 80, "hostPort": 8080}]}]},
+    # The rest of Pod Security baseline, which the policy takes as it stands.
+    "seccomp unconfined": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}},
+    "AppArmor unconfined": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1",
+                                            "securityContext": {"appArmorProfile": {"type": "Unconfined"}}}]},
+    "SELinux spc_t": {"securityContext": {"seLinuxOptions": {"type": "spc_t"}}},
+    "an unsafe sysctl": {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "65536"}]}},
+    "a probe on IMDS": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1", "livenessProbe": {
+        "httpGet": {"host": "169.254.169.254", "path": "/metadata/identity/oauth2/token", "port": 80}}}]},
 }
 
 
 def test_a_team_pod_that_reaches_into_its_node_is_refused(dev_stack: Stack, report: E2EReport) -> None:
-    """The real kube-apiserver's CEL refuses each way into a node the first three checks missed; IPC_LOCK passes."""
+    """The real kube-apiserver's CEL refuses each way into a node the first three checks missed, and the rest of
+    Pod Security baseline; IPC_LOCK passes."""
     cp.wait_until(lambda: kubectl(dev_stack.plane, "create", "--dry-run=server", "-f", "-",
                                   stdin=json.dumps(_pod("probe", hostNetwork=True))).returncode != 0,
                   60, "the policy refusing")

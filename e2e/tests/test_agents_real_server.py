@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.kubernetes.objects.balloons import NAMESPACE as BALLOONS
 from components.kubernetes.scripts import health_agent as ha
 from components.kubernetes.scripts import rack_clique as rc
 from components.kubernetes.scripts import rollout as ro
@@ -515,12 +516,14 @@ def test_the_rollout_controller_rolls_a_wave_on_the_real_server(dev_stack: Stack
     node["spec"]["providerID"] = rollout_world.PROVIDER.format(t4.scale_set, index)  # ARM's name for the VM
     name = create_node(dev_stack, node, leftovers)
     untaint(plane, name, ro.PREFLIGHT)  # in service: its first check passed
-    job = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rollout-e2e-job", "namespace": "team-research"},
+    # A pod outside Kueue on the wave's node, which leaves by eviction: a platform one (a balloon's namespace), since
+    # Kueue's pod integration gates every team pod, and a gated pod cannot name its node.
+    job = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rollout-e2e-job", "namespace": BALLOONS},
            "spec": {"nodeName": name, "tolerations": [{"operator": "Exists"}],
                     "containers": [{"name": "train", "image": "registry.k8s.io/pause:3.10.1"}]}}
     made = kubectl(plane, "create", "-f", "-", stdin=json.dumps(job))
     assert made.returncode == 0, made.stderr
-    leftovers.append(["pod", "rollout-e2e-job", "-n", "team-research"])
+    leftovers.append(["pod", "rollout-e2e-job", "-n", BALLOONS])
     for kind, object_name in (("configmap", ro.STATE_CONFIGMAP), ("lease", ro.LEASE)):
         kubectl(plane, "delete", kind, object_name, "-n", namespace, "--ignore-not-found")
         leftovers.append([kind, object_name, "-n", namespace])

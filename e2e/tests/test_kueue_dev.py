@@ -184,6 +184,70 @@ def test_a_job_without_a_queue_name_is_the_teams_not_free(queues: Stack, report:
     kubectl(queues.plane, "delete", "job", "no-queue", "-n", NAMESPACE, "--wait=false")
 
 
+def _gated_pod(name: str, gpus: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name}},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "train", "image": "registry.k8s.io/pause:3.10.1",
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)},
+                              "limits": {"nvidia.com/gpu": str(gpus)}}}]}}
+
+
+def _pod_workload(stack: Stack, pod: str) -> dict[str, Any] | None:
+    items = cp.json_get(stack.plane, f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NAMESPACE}/workloads")["items"]
+    return next((w for w in items if any(o["kind"] == "Pod" and o["name"] == pod
+                                         for o in w["metadata"].get("ownerReferences", []))), None)
+
+
+def test_a_bare_pod_and_a_deployments_pod_wait_for_the_teams_quota(queues: Stack, report: E2EReport) -> None:
+    """Kueue's `pod` integration: a pod without a Job, or one a Deployment makes, in a team namespace gets the
+    `default` queue, Kueue's scheduling gate and a Workload of its own on the team's queue; over quota the gate stays
+    (the bare pod's Workload says why): the quota is not bypassed by leaving out the Job, nor by naming a node."""
+    quota = next(r["nominalQuota"] for g in _cluster_queue(queues)["spec"]["resourceGroups"] for f in g["flavors"]
+                 for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+    bare = {"apiVersion": "v1", "kind": "Pod", **_gated_pod("bare-pod", int(quota) + 1)}
+    template = _gated_pod("served", int(quota) + 1)
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "served", "namespace": NAMESPACE},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "served"}},
+                           "template": {"metadata": {"labels": {"app": "served"}},
+                                        "spec": {**template["spec"], "restartPolicy": "Always"}}}}
+    _submit(queues, bare)
+    _submit(queues, deployment)
+    pods: dict[str, dict[str, Any]] = {}
+
+    def held() -> bool:
+        listed = cp.json_get(queues.plane, f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
+        pods.update({p["metadata"]["labels"]["app"]: p for p in listed
+                     if p["metadata"].get("labels", {}).get("app") in ("bare-pod", "served")})
+        if len(pods) < 2:
+            return False
+        workloads = {app: _pod_workload(queues, p["metadata"]["name"]) for app, p in pods.items()}
+        return (all(w and w["spec"].get("queueName") == "default" for w in workloads.values())
+                and _condition(workloads["bare-pod"], "QuotaReserved").get("status") == "False")
+
+    try:
+        cp.wait_until(held, 180, "the bare pod's and the Deployment pod's Workloads queued, the bare pod's held")
+    except TimeoutError:
+        seen = {app: {"labels": p["metadata"].get("labels"), "gates": p["spec"].get("schedulingGates"),
+                      "workload": (_pod_workload(queues, p["metadata"]["name"]) or {}).get("status")}
+                for app, p in pods.items()}
+        raise AssertionError(f"not held over quota: {json.dumps(seen)}") from None
+    seen = {app: {"queue": p["metadata"]["labels"].get("kueue.x-k8s.io/queue-name"),
+                  "gates": [g["name"] for g in p["spec"].get("schedulingGates", [])],
+                  "node": p["spec"].get("nodeName")} for app, p in pods.items()}
+    report.scenario("a bare pod and a Deployment's pod go to the team's default LocalQueue and wait for quota",
+                    "passed", pods=seen)
+    for pod in seen.values():
+        assert pod["queue"] == "default" and "kueue.x-k8s.io/admission" in pod["gates"] and not pod["node"], seen
+    kubectl(queues.plane, "delete", "deployment", "served", "-n", NAMESPACE, "--wait=false")
+    kubectl(queues.plane, "delete", "pod", "bare-pod", "-n", NAMESPACE, "--wait=false")
+    # Naming a node does not skip the queue: the gate Kueue adds makes the API server refuse spec.nodeName.
+    pinned = {"apiVersion": "v1", "kind": "Pod", **_gated_pod("pinned", 1)}
+    pinned["spec"]["nodeName"] = queues.nodes[0]
+    refused = kubectl(queues.plane, "create", "--dry-run=server", "-f", "-", stdin=json.dumps(pinned))
+    assert refused.returncode != 0 and "schedulingGates" in refused.stderr, refused.stderr
+
+
 def test_kueue_reports_its_pinned_version(queues: Stack, report: E2EReport) -> None:
     """Kueue has no --version: it logs the version its build stamped when it starts (cmd/kueue/main.go)."""
     kueue = queues.applied.kueue

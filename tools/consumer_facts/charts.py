@@ -80,13 +80,15 @@ def job_templates(repo_dir: Path, commit: str, listing: list[str]) -> list[str]:
 
 def managed_jobs_selector_webhooks(repo_dir: Path, commit: str, listing: list[str]) -> list[str]:
     """Kueue's chart: the webhooks whose namespaceSelector is the manager config's managedJobsNamespaceSelector
-    (`{{- if (hasKey $managerConfig "managedJobsNamespaceSelector") }}` right under `namespaceSelector:`)."""
+    (`{{- if (hasKey $managerConfig "managedJobsNamespaceSelector") }}` right under `namespaceSelector:`), with the
+    webhook's failurePolicy and the template lines choosing it in between (mpod.kb.io, mdeployment.kb.io)."""
     names: list[str] = []
     for path in listing:
         if not path.endswith("webhook/manifests.yaml"):
             continue
         text = git(repo_dir, "show", f"{commit}:{path}")
-        names += re.findall(r"^\s*name: ([a-z0-9.-]+)\n\s*namespaceSelector:\n\s*\{\{- if \(hasKey \$managerConfig "
+        names += re.findall(r"^\s*name: ([a-z0-9.-]+)\n(?:\s*(?:\{\{-? [^\n]*\}\}|failurePolicy: \w+)\n)*"
+                            r"\s*namespaceSelector:\n\s*\{\{- if \(hasKey \$managerConfig "
                             r"\"managedJobsNamespaceSelector\"\) \}\}", text, re.M)
     return sorted(set(names))
 

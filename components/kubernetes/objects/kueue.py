@@ -175,7 +175,10 @@ def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
 
 
 def team_namespace(team: TeamQueuePlan) -> Object:
-    return obj("v1", "Namespace", team.namespace, labels={LABEL_TEAM: team.name})
+    """Pod Security admission audits at `baseline` (its `pod-security.kubernetes.io/audit` label): enforcing is the
+    team-pod policy's (objects/team_pods.py), which is baseline with IPC_LOCK allowed."""
+    return obj("v1", "Namespace", team.namespace, labels={LABEL_TEAM: team.name,
+                                                           "pod-security.kubernetes.io/audit": "baseline"})
 
 
 def local_queue(team: TeamQueuePlan) -> Object:
@@ -254,8 +257,13 @@ def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) ->
             "blockAdmission": False,
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
         },
+        # `pod`: a bare pod, or a Deployment's or StatefulSet's pods, in a team namespace is Kueue's too, so the
+        # team's quota cannot be bypassed by leaving out the Job (v0.19.2 pkg/controller/jobs/pod/pod_webhook.go
+        # Default: a pod whose ancestor is a Kueue-managed job is left to that job; any other gets the `default`
+        # LocalQueue and the `kueue.x-k8s.io/admission` scheduling gate). The chart's mpod.kb.io webhook then fails
+        # closed on the namespaces managedJobsNamespaceSelector covers, which leaves out every platform namespace.
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob",
-                                        "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob"]},
+                                        "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob", "pod"]},
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
         # A gang's pods ask for the node's InfiniBand HCAs (objects/rdma.py). No ClusterQueue covers that resource,
         # and a requested resource no resource group covers makes the workload inadmissible ("resource %s

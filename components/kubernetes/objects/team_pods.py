@@ -12,9 +12,11 @@ Why not Pod Security admission itself: its `baseline` level refuses every capabi
 (k8s.io/pod-security-admission `policy/check_capabilities_baseline.go`, extracted into
 components/catalog/pod_security_baseline.json by tools/pod_security_baseline.py), and a training pod adds IPC_LOCK to
 register memory with its HCAs (docs/scheduling.md); a level cannot be widened by one capability. So the policy
-takes baseline's checks that concern the host (`check_hostNamespaces.go`, `check_privileged.go`,
-`check_hostPathVolumes.go`, `check_hostPorts.go`, `check_capabilities_baseline.go`) with IPC_LOCK added; baseline's
-AppArmor, SELinux, /proc mount, seccomp and sysctl checks are not taken (docs/capacity.md says so).
+takes every baseline check at v0.36.4 (`policy/check_*.go`, the files named beside each rule below) as baseline
+states it, with the one difference that IPC_LOCK is allowed. The allowed SELinux types and safe sysctls are extracted
+into the same catalogue; the AppArmor and seccomp profile types are the API's enum values the checks name.
+Pod Security admission's own `audit` label at `baseline` is set on each team namespace too (objects/kueue.py
+`team_namespace`), so a pod the policy lets through by IPC_LOCK is marked in the API server's audit log.
 """
 
 from __future__ import annotations
@@ -51,6 +53,43 @@ NO_HOST_PORTS = _every_container("!has(c.ports) || c.ports.all(p, !has(p.hostPor
 NO_HOST_PATHS = "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))"
 
 
+def _when(path: str, condition: str) -> str:
+    """`condition` holds wherever `path` (a dotted field path, each step optional) is set."""
+    steps = path.split(".")
+    absent = [f"!has({'.'.join(steps[:i])})" for i in range(2, len(steps) + 1)]
+    return f"({' || '.join(absent)} || {condition})"
+
+
+def _pod_and_containers(field: str, condition: str) -> str:
+    """`condition` over `p` for the pod's securityContext.<field> and every container's."""
+    pod = _when(f"object.spec.securityContext.{field}", condition.replace("p.", f"object.spec.securityContext.{field}."))
+    return f"{pod} && " + _every_container(_when(f"c.securityContext.{field}",
+                                                  condition.replace("p.", f"c.securityContext.{field}.")))
+
+
+PROFILE_TYPES = ["RuntimeDefault", "Localhost"]
+"""check_appArmorProfile.go allowedProfileType, check_seccompProfile_baseline.go validSeccomp."""
+NOT_HOST_PROCESS = _pod_and_containers("windowsOptions", "!has(p.hostProcess) || !p.hostProcess")
+APPARMOR = (_pod_and_containers("appArmorProfile", f"p.type in {json.dumps(PROFILE_TYPES)}") + " && "
+            # allowedAnnotationValue: empty, runtime/default or localhost/<profile>
+            "(!has(object.metadata.annotations) || object.metadata.annotations.all(k, "
+            "!k.startsWith('container.apparmor.security.beta.kubernetes.io/') || "
+            "object.metadata.annotations[k] in ['', 'runtime/default'] || "
+            "object.metadata.annotations[k].startsWith('localhost/')))")
+SECCOMP = _pod_and_containers("seccompProfile", f"p.type in {json.dumps(PROFILE_TYPES)}")
+SELINUX = _pod_and_containers(
+    "seLinuxOptions", f"(!has(p.type) || p.type in {json.dumps(BASELINE['selinuxTypes'])}) && "
+    "(!has(p.user) || p.user == '') && (!has(p.role) || p.role == '')")
+PROC_MOUNT = ("(has(object.spec.hostUsers) && !object.spec.hostUsers) || "  # a user-namespaced pod (1.35 baseline)
+              + _every_container(_when("c.securityContext.procMount", "c.securityContext.procMount == 'Default'")))
+SYSCTLS = _when("object.spec.securityContext.sysctls",
+                f"object.spec.securityContext.sysctls.all(s, s.name in {json.dumps(BASELINE['sysctls'])})")
+HANDLERS = [f"{probe}.{kind}" for probe in ("livenessProbe", "readinessProbe", "startupProbe",
+                                            "lifecycle.postStart", "lifecycle.preStop")
+            for kind in ("httpGet", "tcpSocket")]
+NO_PROBE_HOSTS = _every_container(" && ".join(_when(f"c.{h}.host", f"c.{h}.host == ''") for h in HANDLERS))
+
+
 def team_pod_policy() -> list[Object]:
     why = ("on a system node it reaches IMDS (169.254.169.254) and the add-on identities' tokens; the IMDS guard "
            "covers pod-network pods only (docs/capacity.md)")
@@ -81,6 +120,30 @@ def team_pod_policy() -> list[Object]:
                         f"(securityContext.capabilities.add; allowed: {', '.join(ALLOWED_CAPABILITIES)}): {why}"},
             {"expression": NO_HOST_PORTS,
              "message": f"{rule} bind a host port (ports[].hostPort): {why}"},
+            # The rest of baseline, as it stands (policy/check_<name>.go at v0.36.4).
+            {"expression": NOT_HOST_PROCESS,
+             "message": f"{rule} run a Windows HostProcess container (windowsOptions.hostProcess; Pod Security "
+                        "baseline, check_windowsHostProcess.go)"},
+            {"expression": APPARMOR,
+             "message": f"{rule} set an AppArmor profile other than RuntimeDefault or Localhost (appArmorProfile, "
+                        "or the container.apparmor.security.beta.kubernetes.io annotation; Pod Security baseline, "
+                        "check_appArmorProfile.go)"},
+            {"expression": SECCOMP,
+             "message": f"{rule} set a seccomp profile other than RuntimeDefault or Localhost (seccompProfile.type; "
+                        "Pod Security baseline, check_seccompProfile_baseline.go)"},
+            {"expression": SELINUX,
+             "message": f"{rule} set a custom SELinux user or role, or a type outside "
+                        f"{', '.join(t for t in BASELINE['selinuxTypes'] if t)} (seLinuxOptions; Pod Security "
+                        "baseline, check_seLinuxOptions.go)"},
+            {"expression": PROC_MOUNT,
+             "message": f"{rule} unmask /proc (securityContext.procMount other than Default) outside a user "
+                        "namespace (Pod Security baseline, check_procMount_baseline.go)"},
+            {"expression": SYSCTLS,
+             "message": f"{rule} set a sysctl outside Pod Security baseline's safe set (securityContext.sysctls; "
+                        f"allowed: {', '.join(BASELINE['sysctls'])}; check_sysctls.go)"},
+            {"expression": NO_PROBE_HOSTS,
+             "message": f"{rule} point a probe or lifecycle handler at another host (httpGet.host, tcpSocket.host; "
+                        "Pod Security baseline, check_hostProbesAndhostLifecycle.go)"},
         ]})
     binding = obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", POLICY, spec={
         "policyName": POLICY, "validationActions": ["Deny"]})
