@@ -3,19 +3,19 @@ export what it publishes."""
 
 import pulumi
 
-from components.catalog.deploy_runner import PULUMI_CLI_VERSION
-from components.cluster import GpuCluster, GpuClusterArgs
-from components.errors import SpecError
-from components.offline.program_check import (
+from gpucluster.catalog.deploy_runner import PULUMI_CLI_VERSION
+from gpucluster.cluster import GpuCluster, GpuClusterArgs
+from gpucluster.errors import SpecError
+from gpucluster.offline.program_check import (
     check_in_child,
     engine_config,
     require_cli,
     require_subscription,
     under_real_engine,
 )
-from components.simulation.check import plan_checked
-from components.spec.loader import named_cluster
-from components.spec.registry_name import SUBSCRIPTION_CONFIG, naming_subscription
+from gpucluster.simulation.check import plan_checked
+from gpucluster.spec.loader import named_cluster
+from gpucluster.spec.registry_name import SUBSCRIPTION_CONFIG, naming_subscription
 
 try:
     raw = pulumi.Config().require_object("cluster")

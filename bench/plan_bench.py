@@ -35,9 +35,9 @@ start = time.perf_counter()
 if sys.argv[3] == "lift-nat-ceiling":
     # prod x4 (30,000 nodes) exceeds one NAT gateway; the benchmark lifts the 16-IP ceiling to measure the
     # rest (the resource shape is the same: one gateway). A real cluster of that size must be split.
-    from components.catalog import limits
+    from gpucluster.catalog import limits
     del limits.OVERRIDE_CEILINGS["natGatewayPublicIps"]
-from components.cli import main
+from gpucluster.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["plan", sys.argv[1], "--quiet", "--out", sys.argv[2]])
 seconds = time.perf_counter() - start
@@ -145,7 +145,7 @@ def stacks(folder: Path) -> list[tuple[str, Path, str]]:
 @contextlib.contextmanager
 def _lifted(mode: str) -> Iterator[None]:
     """The NAT-gateway ceiling lifted while the row is planned here (the child lifts its own), restored after."""
-    from components.catalog import limits
+    from gpucluster.catalog import limits
 
     saved = dict(limits.OVERRIDE_CEILINGS)
     if mode == "lift-nat-ceiling":
@@ -164,9 +164,9 @@ HEADER = (f"{'stack':<9}{'nodes':>8}{'IB dom.':>8}{'scale sets':>11}{'resources'
 def measure(label: str, path: Path, mode: str, folder: Path) -> tuple[str, str | None]:
     """One row of the table, and why the stack was not measured (None when it was): a stack the planner refuses
     (its first problem) or a measurement whose process failed is reported in its row, and the table goes on."""
-    from components.errors import SpecError
-    from components.simulation.check import plan_checked
-    from components.spec import load_stack_file
+    from gpucluster.errors import SpecError
+    from gpucluster.simulation.check import plan_checked
+    from gpucluster.spec import load_stack_file
 
     name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     try:
@@ -212,7 +212,7 @@ def profile(stack: str, top: int) -> None:
     from collections import defaultdict
     from contextlib import redirect_stdout
 
-    from components.cli import main
+    from gpucluster.cli import main
 
     profiler = cProfile.Profile()
     with tempfile.TemporaryDirectory() as tmp, redirect_stdout(io.StringIO()):
@@ -239,7 +239,7 @@ def profile(stack: str, top: int) -> None:
 
 
 def main() -> None:
-    from components.offline.mock_values import name_registries_offline
+    from gpucluster.offline.mock_values import name_registries_offline
 
     name_registries_offline()
     parser = argparse.ArgumentParser(description="offline plan benchmark")

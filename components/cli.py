@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from components.diff.command import add_parser as add_diff_parser
-from components.diff.command import cmd_diff
-from components.errors import Problem, SpecError
-from components.project import project_root
-from components.verify.command import add_parser as add_verify_parser
-from components.verify.command import cmd_verify
+from gpucluster.diff.command import add_parser as add_diff_parser
+from gpucluster.diff.command import cmd_diff
+from gpucluster.errors import Problem, SpecError
+from gpucluster.project import project_root
+from gpucluster.verify.command import add_parser as add_verify_parser
+from gpucluster.verify.command import cmd_verify
 
 if TYPE_CHECKING:
-    from components.spec import StackFile
+    from gpucluster.spec import StackFile
 
 EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -36,28 +36,28 @@ def _fail(problems: SpecError, console: Console) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from components.diff.command import check_base, diff_against_base, refusals
-    from components.diff.render import print_diff
-    from components.offline.boot_docs import boot_documents, write_boot_documents
-    from components.offline.engine import run_program
-    from components.offline.first_up import first_up, write_runner_files
-    from components.offline.html_report import render_report
-    from components.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
-    from components.offline.output import check_output_folder, output_path, write_output
-    from components.offline.policy_config import read_policy_config, stack_policy_config
-    from components.offline.policy_runner import run_policies
-    from components.offline.preview import preview_document, write_preview
-    from components.offline.program_check import run_problems
-    from components.offline.progress import Progress
-    from components.offline.removals import KEY as REMOVALS_KEY
-    from components.offline.removals import find_uses, removals_data
-    from components.offline.report_data import report_data
-    from components.offline.summary import print_summary, print_violations
-    from components.preflight import run_preflight
-    from components.preflight.report import KEY as PREFLIGHT_KEY
-    from components.preflight.report import print_warnings, warning_rows
-    from components.simulation.check import plan_checked
-    from components.spec import load_stack_file, resolve_stack_path
+    from gpucluster.diff.command import check_base, diff_against_base, refusals
+    from gpucluster.diff.render import print_diff
+    from gpucluster.offline.boot_docs import boot_documents, write_boot_documents
+    from gpucluster.offline.engine import run_program
+    from gpucluster.offline.first_up import first_up, write_runner_files
+    from gpucluster.offline.html_report import render_report
+    from gpucluster.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
+    from gpucluster.offline.output import check_output_folder, output_path, write_output
+    from gpucluster.offline.policy_config import read_policy_config, stack_policy_config
+    from gpucluster.offline.policy_runner import run_policies
+    from gpucluster.offline.preview import preview_document, write_preview
+    from gpucluster.offline.program_check import run_problems
+    from gpucluster.offline.progress import Progress
+    from gpucluster.offline.removals import KEY as REMOVALS_KEY
+    from gpucluster.offline.removals import find_uses, removals_data
+    from gpucluster.offline.report_data import report_data
+    from gpucluster.offline.summary import print_summary, print_violations
+    from gpucluster.preflight import run_preflight
+    from gpucluster.preflight.report import KEY as PREFLIGHT_KEY
+    from gpucluster.preflight.report import print_warnings, warning_rows
+    from gpucluster.simulation.check import plan_checked
+    from gpucluster.spec import load_stack_file, resolve_stack_path
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
     root = project_root()
@@ -151,14 +151,14 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     """A saved preview against the pack. The policy config is the file given, or the one of the stack the user
     names; never one the document picks for itself (its `config.stack`, its URNs). Without either, every rule
     runs at its defaults, the strictest."""
-    from components.offline.policy_config import read_policy_config, stack_policy_config
-    from components.offline.policy_runner import run_policies_on_states
-    from components.offline.preview import read_preview
-    from components.offline.preview_steps import preview_stack, steps_from_preview
-    from components.offline.replaced_domains import replaced_domain_violations
-    from components.offline.summary import print_violations
-    from components.spec import load_stack_file
-    from components.spec.stack_names import check_stack_name
+    from gpucluster.offline.policy_config import read_policy_config, stack_policy_config
+    from gpucluster.offline.policy_runner import run_policies_on_states
+    from gpucluster.offline.preview import read_preview
+    from gpucluster.offline.preview_steps import preview_stack, steps_from_preview
+    from gpucluster.offline.replaced_domains import replaced_domain_violations
+    from gpucluster.offline.summary import print_violations
+    from gpucluster.spec import load_stack_file
+    from gpucluster.spec.stack_names import check_stack_name
 
     root = project_root()
     acknowledged: list[str] | None = None  # the stack's acknowledgeDeletions.infinibandDomains, when it is named
@@ -198,9 +198,9 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
 def _preflight_preview(states: list[dict[str, Any]], stack: StackFile) -> None:
     """The ARM preflight over a saved preview, for the stack the user named: the rules need the stack's region,
     sizes and limits. What Azure would refuse raises a SpecError (exit 2)."""
-    from components.preflight import problems as preflight_problems
-    from components.preflight import run_preflight
-    from components.simulation.check import plan_checked
+    from gpucluster.preflight import problems as preflight_problems
+    from gpucluster.preflight import run_preflight
+    from gpucluster.simulation.check import plan_checked
 
     checked = run_preflight([{"newState": state} for state in states], plan_checked(stack.spec))
     if checked.errors:
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=160)
     errors = Console(stderr=True, soft_wrap=True)  # one problem per line, never wrapped
     if args.command == "backend-url":
-        from components.offline.backend_url import main as backend_url_main
+        from gpucluster.offline.backend_url import main as backend_url_main
 
         return backend_url_main()
     handler = {"plan": cmd_plan, "check": cmd_check, "diff": cmd_diff, "verify": cmd_verify}[args.command]
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         # that Ctrl-C at the terminal stops only the foreground (POSIX, Shell Command Language 2.11).
         signal.signal(signal.SIGINT, _interrupted)
     if args.command == "plan":
-        from components.offline.gc_budget import fewer_collections
+        from gpucluster.offline.gc_budget import fewer_collections
 
         with fewer_collections():  # a third of a plan's CPU was full collections (components/offline/gc_budget.py)
             return handler(args, console, errors)

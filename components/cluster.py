@@ -9,27 +9,27 @@ from typing import Any
 import pulumi
 import pulumi_tls as tls
 
-from components.azure.addon_identities import AddonIdentities, AddonIdentitiesArgs
-from components.azure.bootstrap_token import BootstrapTokens, BootstrapTokensArgs
-from components.azure.control_plane import ControlPlane, ControlPlaneArgs
-from components.azure.deploy_runner import DeployRunner, DeployRunnerArgs
-from components.azure.metrics_workspace import MetricsWorkspace, MetricsWorkspaceArgs
-from components.azure.network import Network, NetworkArgs
-from components.azure.node_images import NodeImages, NodeImagesArgs
-from components.azure.pki import ClusterPki, ClusterPkiArgs
-from components.azure.registry import ContainerRegistry, ContainerRegistryArgs
-from components.azure.scale_set.body import NodeAccess, NodeJoin
-from components.azure.scale_set.pool import NodePool, NodePoolArgs
-from components.azure.scale_sets_ready import ScaleSetsReady, ready_entry
-from components.azure.scope import AzureScope
-from components.bootstrap.kubeconfig import render_kubeconfig
-from components.kubernetes.in_cluster import InCluster, InClusterArgs, TelemetryRefs
-from components.kubernetes.join_access import JoinAccess, JoinAccessArgs
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.ip_plan import pool_block_name
-from components.planning.pki import BREAK_GLASS_CERT, plan_certificates
-from components.simulation.check import CheckedPlan
-from components.spec import PoolKind
+from gpucluster.azure.addon_identities import AddonIdentities, AddonIdentitiesArgs
+from gpucluster.azure.bootstrap_token import BootstrapTokens, BootstrapTokensArgs
+from gpucluster.azure.control_plane import ControlPlane, ControlPlaneArgs
+from gpucluster.azure.deploy_runner import DeployRunner, DeployRunnerArgs
+from gpucluster.azure.metrics_workspace import MetricsWorkspace, MetricsWorkspaceArgs
+from gpucluster.azure.network import Network, NetworkArgs
+from gpucluster.azure.node_images import NodeImages, NodeImagesArgs
+from gpucluster.azure.pki import ClusterPki, ClusterPkiArgs
+from gpucluster.azure.registry import ContainerRegistry, ContainerRegistryArgs
+from gpucluster.azure.scale_set.body import NodeAccess, NodeJoin
+from gpucluster.azure.scale_set.pool import NodePool, NodePoolArgs
+from gpucluster.azure.scale_sets_ready import ScaleSetsReady, ready_entry
+from gpucluster.azure.scope import AzureScope
+from gpucluster.bootstrap.kubeconfig import render_kubeconfig
+from gpucluster.kubernetes.in_cluster import InCluster, InClusterArgs, TelemetryRefs
+from gpucluster.kubernetes.join_access import JoinAccess, JoinAccessArgs
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.ip_plan import pool_block_name
+from gpucluster.planning.pki import BREAK_GLASS_CERT, plan_certificates
+from gpucluster.simulation.check import CheckedPlan
+from gpucluster.spec import PoolKind
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.results import Severity
+from gpucluster.results import Severity
 
 
 @dataclass(frozen=True)

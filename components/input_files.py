@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from components.errors import SpecError
+from gpucluster.errors import SpecError
 
 KIB, MIB = 1 << 10, 1 << 20
 

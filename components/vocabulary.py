@@ -25,6 +25,9 @@ LABEL_INTERCONNECT_GROUP_ID = "gpucluster.io/interconnect-group-id"
 LABEL_INTERCONNECT_SUBGROUP_ID = "gpucluster.io/interconnect-subgroup-id"
 LABEL_TEAM = "gpucluster.io/team"
 """On a team's namespace; Kueue's queues select it."""
+LABEL_POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
+"""Pod Security admission's audit level on a namespace (k8s.io/pod-security-admission v0.36.4 api/constants.go
+AuditLevelLabel)."""
 LABEL_GPU_PRODUCT = "gpucluster.io/gpu-product"
 """Our product label, not `nvidia.com/gpu.product`: GPU feature discovery owns that key and overwrites it with the
 NVML device name, spaces as dashes ("NVIDIA-H100-80GB-HBM3"; NVIDIA/k8s-device-plugin internal/lm/resource.go

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import yaml
 
-from components.catalog.deploy_runner import PULUMI_CLI_VERSION
-from components.catalog.metrics import PROMETHEUS_VERSION
-from components.catalog.metrics_consumers import PROMETHEUS_COMMIT
-from components.catalog.metrics_facts import DCGM_EXPORTER_COMMIT, DCGM_EXPORTER_TAG
-from components.catalog.versions import DEFAULT_MINOR, KUEUE, MINOR_COUPLED
+from gpucluster.catalog.deploy_runner import PULUMI_CLI_VERSION
+from gpucluster.catalog.metrics import PROMETHEUS_VERSION
+from gpucluster.catalog.metrics_consumers import PROMETHEUS_COMMIT
+from gpucluster.catalog.metrics_facts import DCGM_EXPORTER_COMMIT, DCGM_EXPORTER_TAG
+from gpucluster.catalog.versions import DEFAULT_MINOR, KUEUE, MINOR_COUPLED
 
 ROOT = Path(__file__).resolve().parent
 MODULES = ROOT / "consumers"

@@ -21,11 +21,11 @@ from typing import Any
 
 import yaml
 
-from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
-from components.planning.cluster_plan import ClusterPlan
 from e2e.consumers import binary, by_name, install_dir
 from e2e.control_plane import ControlPlane
 from e2e.processes import Program
+from gpucluster.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 
 def complete_after(duration: str) -> dict[str, str]:

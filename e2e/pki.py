@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.planning.pki import CertPlan
+from gpucluster.planning.pki import CertPlan
 from tests.support.real_pki import Issued, issue, make_ca
 
 

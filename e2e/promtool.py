@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes.objects.metrics import NAMESPACE, PROMETHEUS
-from components.offline.engine import Registration, run_program
-from components.spec import ClusterSpec, load_stack_file
 from e2e.consumers import binary
+from gpucluster.kubernetes.objects.metrics import NAMESPACE, PROMETHEUS
+from gpucluster.offline.engine import Registration, run_program
+from gpucluster.spec import ClusterSpec, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from components.offline.engine import ProgramRun, run_program
-from components.offline.mock_values import name_registries_offline
-from components.spec import ClusterSpec, load_stack_file
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.offline.mock_values import name_registries_offline
+from gpucluster.spec import ClusterSpec, load_stack_file
 from tests.support.stacks import ROOT, STACKS, stack_spec
 
 name_registries_offline()  # before any stack loads; the plans' subprocesses inherit it
@@ -123,7 +123,7 @@ def _cli_plan(factory: pytest.TempPathFactory, stack: str, *flags: str) -> tuple
 
     def build(folder: Path) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-m", "components.cli", "plan", stack, *flags, "--out",
+        done = subprocess.run([sys.executable, "-m", "gpucluster.cli", "plan", stack, *flags, "--out",
                                str(folder / stack)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         (folder / "result.json").write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
 

@@ -20,9 +20,9 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.compute import ComputeManagementClient, models
 
-from components.azure.scale_set.provider import ScaleSetProvider
-from components.catalog.arm_operations import GALLERY_IMAGE_READ
-from components.offline.engine import ProgramRun
+from gpucluster.azure.scale_set.provider import ScaleSetProvider
+from gpucluster.catalog.arm_operations import GALLERY_IMAGE_READ
+from gpucluster.offline.engine import ProgramRun
 from tests.support.fake_arm import DEPLOYER, FakeArm, Grant, IdentityCredential, fake_arm
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.azure.registry import BUILD_SCRIPT
-from components.catalog.acr_tasks import AGENT_POOL_NAME
-from components.errors import SpecError
-from components.offline.engine import ProgramRun
-from components.planning import agents_image
-from components.planning.cluster_plan import plan_cluster
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK
+from gpucluster.azure.registry import BUILD_SCRIPT
+from gpucluster.catalog.acr_tasks import AGENT_POOL_NAME
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning import agents_image
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
 from tests.support.stacks import ROOT, small_spec, stack_spec
 
 ACR_KEYS = json.loads((ROOT / "components" / "catalog" / "acr_task_keys.json").read_text())

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from components.errors import SpecError
-from components.offline.engine import ProgramRun, run_program
-from components.planning.cluster_plan import plan_cluster
-from components.planning.metrics_rules import alert_rules
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.metrics_rules import alert_rules
 from tests.support.stacks import ROOT, small_cluster, spec_of
 
 GROUP = "azure-native:monitor:ActionGroup"

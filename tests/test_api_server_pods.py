@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from components.errors import SpecError
-from components.kubernetes.scripts.prefix_ipam import expand, nic_blocks
-from components.offline.engine import ProgramRun
-from components.planning.pod_addresses import API_SERVER_POD_ADDRESSES, api_server_pod_addresses
-from components.planning.vnet_entries import count_entries
-from components.simulation.bring_up_layer import CONTROL_PLANE_POOL, bring_up, own_workloads, pool_states
-from components.simulation.check import plan_checked
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.scripts.prefix_ipam import expand, nic_blocks
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.pod_addresses import API_SERVER_POD_ADDRESSES, api_server_pod_addresses
+from gpucluster.planning.vnet_entries import count_entries
+from gpucluster.simulation.bring_up_layer import CONTROL_PLANE_POOL, bring_up, own_workloads, pool_states
+from gpucluster.simulation.check import plan_checked
 from tests.support.stacks import stack_spec
 
 
@@ -27,7 +27,7 @@ def test_without_addresses_on_their_nics_the_api_servers_never_join_the_pod_netw
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The earlier API-server NIC (one IP configuration): the controller has nothing to publish for those nodes,
     Cilium's agent there never gives a pod network, and the Kueue objects' admission never passes."""
-    import components.simulation.bring_up_layer as bring_up_layer
+    import gpucluster.simulation.bring_up_layer as bring_up_layer
     plan = plan_checked(stack_spec("prod"))
     monkeypatch.setattr(bring_up_layer, "api_server_pod_addresses", lambda spec: 0)
     with pytest.raises(SpecError) as error:

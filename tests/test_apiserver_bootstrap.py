@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from components.bootstrap.apiserver import BOOT_SCRIPT
-from components.planning.control_plane import scale_flags
+from gpucluster.bootstrap.apiserver import BOOT_SCRIPT
+from gpucluster.planning.control_plane import scale_flags
 from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
 
 

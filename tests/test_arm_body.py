@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from components.azure.scale_set.routes import CREATE_ONLY_PATHS, SCALE_SET_API_VERSION, scale_set_replacement
-from components.azure.scale_set.update_schema import ROOT, UPDATE_DEFINITIONS, UPDATE_SCHEMA_API_VERSION
-from components.azure.scale_set.wire import (
+from gpucluster.azure.scale_set.routes import CREATE_ONLY_PATHS, SCALE_SET_API_VERSION, scale_set_replacement
+from gpucluster.azure.scale_set.update_schema import ROOT, UPDATE_DEFINITIONS, UPDATE_SCHEMA_API_VERSION
+from gpucluster.azure.scale_set.wire import (
     UnknownFieldError,
     create_only_paths_at,
     fields,
@@ -25,7 +25,7 @@ from components.azure.scale_set.wire import (
     model,
     to_wire,
 )
-from components.offline.engine import ProgramRun
+from gpucluster.offline.engine import ProgramRun
 from tests.support.scale_sets import is_scale_set
 
 

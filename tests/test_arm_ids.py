@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from components.catalog.arm_types import ARM_TYPES, SUB_RESOURCES, id_pattern
-from components.catalog.autonaming import NAME_PROPERTIES
-from components.offline.engine import ProgramRun
-from components.offline.mock_values import SUBSCRIPTION, computed_state
-from components.offline.preview import preview_document
+from gpucluster.catalog.arm_types import ARM_TYPES, SUB_RESOURCES, id_pattern
+from gpucluster.catalog.autonaming import NAME_PROPERTIES
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.mock_values import SUBSCRIPTION, computed_state
+from gpucluster.offline.preview import preview_document
 
 PATTERNS = [id_pattern(t.path) for t in (*ARM_TYPES.values(), *SUB_RESOURCES.values())]
 ID = re.compile(rf"/subscriptions/{SUBSCRIPTION}[^\"\s\\]*")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from components.catalog.autonaming import NAME_PROPERTIES, autoname, default_name
-from components.offline.engine import ProgramRun
-from components.preflight.naming import NAMING
-from policies.rules.props import resource_kind
+from gpucluster.catalog.autonaming import NAME_PROPERTIES, autoname, default_name
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.policies.rules.props import resource_kind
+from gpucluster.preflight.naming import NAMING
 
 URN = "urn:pulumi:stack::project::azure-native:storage:StorageAccount::test"
 

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.catalog.addon_permissions import ADDON_PERMISSIONS, addons_for
-from components.offline.engine import ProgramRun
-from components.planning.azure_names import deterministic_guid, key_vault_name, storage_account_name
-from components.planning.security_rules import source_prefix_fields
-from components.spec.pools import NAME_PATTERN
+from gpucluster.catalog.addon_permissions import ADDON_PERMISSIONS, addons_for
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.azure_names import deterministic_guid, key_vault_name, storage_account_name
+from gpucluster.planning.security_rules import source_prefix_fields
+from gpucluster.spec.pools import NAME_PATTERN
 
 STORAGE = re.compile(r"^[a-z0-9]{3,24}$")
 VAULT = re.compile(r"^[a-zA-Z][a-zA-Z0-9-]{1,22}[a-zA-Z0-9]$")

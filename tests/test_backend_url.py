@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.offline.backend_url import BackendUnknownError, backend_url
+from gpucluster.offline.backend_url import BackendUnknownError, backend_url
 
 
 def _home(tmp_path: Path, current: str) -> Path:

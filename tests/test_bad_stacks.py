@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.errors import SpecError
-from components.planning.cluster_plan import plan_cluster
-from components.spec import CONFIG_KEY, load_stack_file
+from gpucluster.errors import SpecError
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import CONFIG_KEY, load_stack_file
 from tests.support.cli import gpucluster
 from tests.support.stacks import STACKS
 

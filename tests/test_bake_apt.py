@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.images.bundle import bake_bundle
+from gpucluster.images.bundle import bake_bundle
 
 APT_GET = shutil.which("apt-get")
 DPKG_QUERY = shutil.which("dpkg-query")
@@ -201,7 +201,7 @@ def test_bake_transactions_read_their_versions_from_the_plan(tmp_path: Path) -> 
 
 
 def test_etcd_bake_makes_no_apt_transaction() -> None:
-    from components.images.bundle import IMAGES_DIR
+    from gpucluster.images.bundle import IMAGES_DIR
 
     script = (IMAGES_DIR / "etcd" / "bake.sh").read_text()
     assert "install_packages" not in script and "apt_" not in script and "install_kubernetes" not in script

@@ -7,7 +7,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from components.catalog import limits
+from gpucluster.catalog import limits
 from tests.support.stacks import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from components.errors import SpecError
-from components.kubernetes.objects.images import pod_spec
-from components.kubernetes.objects.layer import layer_objects
-from components.planning.cluster_plan import ClusterPlan
-from components.simulation.bring_up_layer import bring_up, own_workloads, service_needs
-from components.simulation.check import plan_checked
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.images import pod_spec
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.simulation.bring_up_layer import bring_up, own_workloads, service_needs
+from gpucluster.simulation.check import plan_checked
 from tests.support.stacks import stack_spec
 
 

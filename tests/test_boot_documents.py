@@ -16,19 +16,19 @@ import pytest
 import yaml
 from jsonschema import Draft4Validator
 
-from components.bootstrap import cloud_config
-from components.bootstrap.apiserver import (
+from gpucluster.bootstrap import cloud_config
+from gpucluster.bootstrap.apiserver import (
     BOOT_SCRIPT as API_BOOT,
 )
-from components.bootstrap.apiserver import (
+from gpucluster.bootstrap.apiserver import (
     SKIP_PHASES,
 )
-from components.bootstrap.host_prep import KERNEL_MODULES, MODULES_FILE, PROVIDER_ID_PATCH, SYSCTL_FILE, provider_id
-from components.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
-from components.bootstrap.node import JOIN_COMMAND
-from components.images.content import image_files
-from components.offline.boot_docs import boot_documents, write_boot_documents
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.bootstrap.host_prep import KERNEL_MODULES, MODULES_FILE, PROVIDER_ID_PATCH, SYSCTL_FILE, provider_id
+from gpucluster.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
+from gpucluster.bootstrap.node import JOIN_COMMAND
+from gpucluster.images.content import image_files
+from gpucluster.offline.boot_docs import boot_documents, write_boot_documents
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.stacks import stack_spec
 
 SCHEMA = Path(__file__).parent / "data" / "cloud-init-22.4" / "schema-cloud-config-v1.json"

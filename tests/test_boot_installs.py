@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from components.offline.boot_docs import BOOT_DIR, write_boot_documents
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.offline.boot_docs import BOOT_DIR, write_boot_documents
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 INSTALLS = {

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.bootstrap.boot_unit import RESTART_SECONDS, start_unit
-from components.catalog.node_images import CONTAINERD_CONFIG_VERSION, NODE_IMAGES
-from components.images.content import CONTAINERD_CONFIG, image_files
-from components.offline.boot_docs import boot_documents
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.bootstrap.boot_unit import RESTART_SECONDS, start_unit
+from gpucluster.catalog.node_images import CONTAINERD_CONFIG_VERSION, NODE_IMAGES
+from gpucluster.images.content import CONTAINERD_CONFIG, image_files
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")

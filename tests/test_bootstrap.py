@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.node import ARP_SYSCTLS, NodeBootstrap, render_cloud_init
-from components.planning.cluster_plan import plan_cluster
-from components.planning.node_template import PREFLIGHT_TAINT, autoscaler_tags, node_labels, split_min
-from components.planning.taints import NodeTaint
-from components.vocabulary import LABEL_IB_DOMAIN, TAINT_PREFLIGHT
+from gpucluster.bootstrap.node import ARP_SYSCTLS, NodeBootstrap, render_cloud_init
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.node_template import PREFLIGHT_TAINT, autoscaler_tags, node_labels, split_min
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.vocabulary import LABEL_IB_DOMAIN, TAINT_PREFLIGHT
 from tests.support.stacks import small_spec
 
 
@@ -47,8 +47,8 @@ def test_kubelet_patch_has_max_pods_taints_and_parallel_pulls() -> None:
 
 def test_arp_sysctls_are_in_every_node_image_not_the_boot_document() -> None:
     """The node images carry the sysctl file (tests/test_sysctl_order.py checks which value wins)."""
-    from components.bootstrap.host_prep import SYSCTL_FILE
-    from components.images.content import image_files
+    from gpucluster.bootstrap.host_prep import SYSCTL_FILE
+    from gpucluster.images.content import image_files
 
     assert SYSCTL_FILE not in _files(render_cloud_init(_bootstrap()))
     for definition in ("gpu", "cpu", "confidential"):

@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 import yaml
 
-from components.bootstrap.apiserver import BOOT_SCRIPT, KUBEADM_CONFIG
-from components.errors import SpecError
-from components.kubernetes.objects.join import (
+from gpucluster.bootstrap.apiserver import BOOT_SCRIPT, KUBEADM_CONFIG
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.join import (
     SECRET_TYPE,
     cluster_info_kubeconfig,
     join_rbac,
     secret_name,
     token_string_data,
 )
-from components.offline.boot_docs import boot_documents
-from components.offline.engine import ProgramRun, Registration, run_program
-from components.planning.bootstrap_tokens import NODE_GROUP, plan_bootstrap_tokens
-from components.planning.cluster_plan import plan_cluster
-from components.spec import BootstrapTokenSpec, load_stack_file
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.offline.engine import ProgramRun, Registration, run_program
+from gpucluster.planning.bootstrap_tokens import NODE_GROUP, plan_bootstrap_tokens
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import BootstrapTokenSpec, load_stack_file
 from tests.support.stacks import ROOT, STACKS, small_cluster, spec_of
 
 DAY = date(2026, 11, 20)

@@ -22,11 +22,11 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.azure.control_plane import BREAK_GLASS_FRONTEND
-from components.offline.engine import ProgramRun, Registration, run_program
-from components.planning.cluster_plan import plan_cluster
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK
-from components.planning.pki import BREAK_GLASS_CERT, CLUSTER_CA, kubeadm_apiserver_cert, plan_certificates
+from gpucluster.azure.control_plane import BREAK_GLASS_FRONTEND
+from gpucluster.offline.engine import ProgramRun, Registration, run_program
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
+from gpucluster.planning.pki import BREAK_GLASS_CERT, CLUSTER_CA, kubeadm_apiserver_cert, plan_certificates
 from tests.support.real_pki import issue, make_ca
 from tests.support.stacks import ROOT, small_cluster, spec_of
 
@@ -133,7 +133,7 @@ def test_the_certificate_authenticates_in_the_exempt_group_at_the_breakglass_add
 
 
 def test_the_kubeconfig_names_the_breakglass_endpoint() -> None:
-    from components.bootstrap.kubeconfig import render_kubeconfig
+    from gpucluster.bootstrap.kubeconfig import render_kubeconfig
 
     plan = plan_cluster(spec_of(_raw()))
     text = render_kubeconfig("test", plan.ip.break_glass_endpoint, "CA", "CERT", "KEY", user="breakglass")

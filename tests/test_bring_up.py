@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from components.errors import SpecError
-from components.planning.cluster_plan import plan_cluster
-from components.simulation.bring_up_layer import bring_up, chart_workloads, own_workloads, pool_states
-from components.simulation.check import CheckedPlan, check_plan, plan_checked
-from components.simulation.engine import simulate
+from gpucluster.errors import SpecError
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.simulation.bring_up_layer import bring_up, chart_workloads, own_workloads, pool_states
+from gpucluster.simulation.check import CheckedPlan, check_plan, plan_checked
+from gpucluster.simulation.engine import simulate
 from tests.support.stacks import stack_spec
 
 
@@ -47,7 +47,7 @@ def test_a_broken_toleration_fails_naming_the_workload_and_the_taint() -> None:
 
 def test_stuck_workloads_are_a_plan_error() -> None:
     plan = plan_checked(stack_spec("dev"))
-    from components.simulation.engine import Workload
+    from gpucluster.simulation.engine import Workload
     needy = Workload("needs-a-label", "Deployment", {"example.com/never": "true"}, ())
     with pytest.raises(SpecError, match=r"cluster\.inCluster: needs-a-label cannot start"):
         bring_up(plan, [needy])
@@ -57,7 +57,7 @@ def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
     """Requests against allocatable: with the DaemonSets' requests on the node, a pod needing more than the
     rest of a node is stuck, named with its requests."""
     plan = plan_checked(stack_spec("dev"))
-    from components.simulation.engine import Workload
+    from gpucluster.simulation.engine import Workload
     system = next(p for p in pool_states(plan) if p.name == "system")
     huge = Workload("huge", "Deployment", {"gpucluster.io/role": "system"}, (), cpu_millis=system.cpu_millis + 1)
     boot = simulate(pool_states(plan), [*chart_workloads(plan), *own_workloads(plan), huge])
@@ -66,7 +66,7 @@ def test_a_pod_larger_than_a_node_lands_nowhere() -> None:
 
 
 def test_effective_requests_follow_the_init_container_rule() -> None:
-    from components.simulation.bring_up_layer import requests
+    from gpucluster.simulation.bring_up_layer import requests
     pod = {"initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
            "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
                           {"resources": {"requests": {"cpu": "250m", "memory": "2Gi"}}}]}
@@ -76,8 +76,8 @@ def test_effective_requests_follow_the_init_container_rule() -> None:
 def test_report_shows_boot_order_and_versions() -> None:
     from collections import Counter
 
-    from components.offline.html_report import render_report
-    from components.offline.report_data import report_data
+    from gpucluster.offline.html_report import render_report
+    from gpucluster.offline.report_data import report_data
     html = render_report(report_data(plan_checked(stack_spec("dev")), "dev", Counter(), []))
     assert "First boot: when each workload can start" in html and "gpu-health-t4" in html
     assert "Versions: Kubernetes 1.36.4, end of life 2027-06-28" in html
@@ -86,9 +86,9 @@ def test_report_shows_boot_order_and_versions() -> None:
 def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templates_say() -> None:
     """The simulation's taints and labels are the kubelet's registerWithTaints and node-labels as rendered
     (components/bootstrap/node.py), and the autoscaler's scale-from-zero template taints, pool by pool."""
-    from components.bootstrap.node import NodeBootstrap, kubelet_patch
-    from components.planning.node_template import autoscaler_tags, node_labels, registered_taints
-    from components.vocabulary import AUTOSCALER_TAINT_TAG_PREFIX
+    from gpucluster.bootstrap.node import NodeBootstrap, kubelet_patch
+    from gpucluster.planning.node_template import autoscaler_tags, node_labels, registered_taints
+    from gpucluster.vocabulary import AUTOSCALER_TAINT_TAG_PREFIX
     plan = plan_checked(stack_spec("prod"))
     states = {s.name: s for s in pool_states(plan)}
     for pool in plan.pools:
@@ -108,7 +108,7 @@ def test_simulated_nodes_register_what_the_boot_documents_and_autoscaler_templat
 def test_the_preflight_taint_on_every_pool_would_stop_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """The former design: every node registered the preflight taint, only GPU health checks removed it, and no
     system add-on tolerated it. The simulation names CoreDNS and the taint, with nothing to remove it there."""
-    import components.planning.node_template as node_template
+    import gpucluster.planning.node_template as node_template
     monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
     with pytest.raises(SpecError) as error:
         bring_up(plan_cluster(stack_spec("dev")))
@@ -121,8 +121,8 @@ def test_pulumi_up_and_the_cli_refuse_a_stuck_first_boot_alike(monkeypatch: pyte
     """The planners do not reach the in-cluster layer: `plan_cluster` leaves the simulation to the entry point above
     it. The CLI and `__main__.py` plan through `plan_checked`, whose CheckedPlan is the only plan `GpuCluster` takes:
     a plain ClusterPlan is refused before anything is declared, so no stuck stack reaches `pulumi up` unchecked."""
-    import components.planning.node_template as node_template
-    from components.cluster import GpuClusterArgs
+    import gpucluster.planning.node_template as node_template
+    from gpucluster.cluster import GpuClusterArgs
     monkeypatch.setattr(node_template, "registers_preflight", lambda pool: True)
     plan = plan_cluster(stack_spec("dev"))
     assert plan.bring_up is None and plan.agent_load is None
@@ -151,7 +151,7 @@ def test_a_checked_plan_changed_after_its_check_is_not_checked() -> None:
 def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
     """kube-scheduler's InterPodAffinity (required anti-affinity on kubernetes.io/hostname: one replica per node)
     and NodeAffinity (required nodeSelectorTerms ORed, matchExpressions ANDed; core/v1 NodeSelectorRequirement)."""
-    from components.simulation.engine import Workload
+    from gpucluster.simulation.engine import Workload
     plan = plan_checked(stack_spec("dev"))
     system = {"gpucluster.io/role": "system"}
     too_many = Workload("too-many", "Deployment", system, (), replicas=3, one_per_node=True)  # dev: 2 system nodes
@@ -171,8 +171,8 @@ def test_replicas_one_per_node_and_required_node_affinity_are_judged() -> None:
 def test_toleration_semantics_follow_core_v1() -> None:
     """k8s.io/api core/v1 toleration.go ToleratesTaint: empty key with Exists matches every taint; an effect
     given must match; Equal compares the value (empty operator means Equal)."""
-    from components.planning.taints import NodeTaint
-    from components.simulation.engine import tolerates
+    from gpucluster.planning.taints import NodeTaint
+    from gpucluster.simulation.engine import tolerates
     taint = NodeTaint("gpucluster.io/preflight", "pending", "NoSchedule")
     assert tolerates(({"operator": "Exists"},), taint)
     assert not tolerates(({"operator": "Exists", "effect": "NoExecute"},), taint)
@@ -185,8 +185,8 @@ def test_toleration_semantics_follow_core_v1() -> None:
 def test_each_chart_row_names_the_template_and_tag_it_was_read_from() -> None:
     """The charts' pods are a table, not `helm template` output (no reachable registry ships the pinned archives):
     every row says where, and at which release, its fields were read."""
-    from components.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
-    from components.simulation.bring_up_layer import chart_objects
+    from gpucluster.catalog.versions import CILIUM, GPU_OPERATOR, KUEUE
+    from gpucluster.simulation.bring_up_layer import chart_objects
     releases = (CILIUM.version, GPU_OPERATOR.version, KUEUE.version, "v0.18.3")
     for row in chart_objects():
         assert any(r in row.source for r in releases), row.source

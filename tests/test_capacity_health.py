@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from components.errors import SpecError
-from components.kubernetes.objects.autoscaler import autoscaler_args, max_scale_down_parallelism
-from components.kubernetes.objects.balloons import balloon_deployment
-from components.kubernetes.objects.dns import coredns_replicas
-from components.kubernetes.objects.health import recheck_limit
-from components.kubernetes.scripts import health_agent as agent
-from components.offline.engine import ProgramRun
-from components.offline.manifests import helm_releases, kubernetes_objects
-from components.planning.cluster_plan import plan_cluster
-from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
-from components.project import project_root
-from components.spec import ClusterSpec, load_stack_file
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.autoscaler import autoscaler_args, max_scale_down_parallelism
+from gpucluster.kubernetes.objects.balloons import balloon_deployment
+from gpucluster.kubernetes.objects.dns import coredns_replicas
+from gpucluster.kubernetes.objects.health import recheck_limit
+from gpucluster.kubernetes.scripts import health_agent as agent
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.manifests import helm_releases, kubernetes_objects
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF, BALLOON_CLASS, WORKLOAD_CLASSES
+from gpucluster.project import project_root
+from gpucluster.spec import ClusterSpec, load_stack_file
 from tests.support.manifest_validation import validate_object
 from tests.support.stacks import small_spec
 

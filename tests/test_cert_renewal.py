@@ -17,7 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.bootstrap.cert_renewal import (
+from gpucluster.bootstrap.cert_renewal import (
     KUBEADM_CERTS,
     KUBECONFIGS,
     RENEW_SCRIPT,
@@ -26,10 +26,10 @@ from components.bootstrap.cert_renewal import (
     apiserver_renew_script,
     etcd_renew_script,
 )
-from components.bootstrap.etcd import BOOT_SCRIPT as ETCD_BOOT_SCRIPT
-from components.offline.boot_docs import boot_documents
-from components.planning.cluster_plan import plan_cluster
-from components.planning.pki import CLIENT, SERVER, CertPlan
+from gpucluster.bootstrap.etcd import BOOT_SCRIPT as ETCD_BOOT_SCRIPT
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.pki import CLIENT, SERVER, CertPlan
 from tests.support.real_pki import Issued, make_ca
 from tests.support.stacks import stack_spec
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kubernetes.objects.charts import gpu_operator_values
-from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.kueue import kueue_chart_values
-from components.kubernetes.objects.rack_dra import dra_driver_values, dranet_values
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.kubernetes.objects.charts import gpu_operator_values
+from gpucluster.kubernetes.objects.images import serve_chart_values
+from gpucluster.kubernetes.objects.kueue import kueue_chart_values
+from gpucluster.kubernetes.objects.rack_dra import dra_driver_values, dranet_values
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.config_fields import config_schema, unknown_config_fields
 from tests.support.stacks import stack_spec
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from components.errors import SpecError
-from components.offline.preview_steps import deleted_states, stack_name, steps_from_preview
+from gpucluster.errors import SpecError
+from gpucluster.offline.preview_steps import deleted_states, stack_name, steps_from_preview
 from tests.support.scale_sets import as_typed_class, is_scale_set
 from tests.support.stacks import ROOT
 
@@ -30,7 +30,7 @@ SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d7
 
 def gpucluster(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "gpucluster.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -62,15 +62,15 @@ def test_prod_is_deployable_in_prefix_mode(prod_cli_plan) -> None:
         inputs = state["inputs"]
         assert state["type"] == "pulumi-python:dynamic:Resource" and inputs["apiVersion"] == "2026-07-02"
         assert inputs["armType"] == "Microsoft.Compute/virtualMachineScaleSets"
-        assert inputs["__provider"] == "[dynamic provider components.azure.scale_set_provider.ScaleSetProvider]"
+        assert inputs["__provider"] == "[dynamic provider gpucluster.azure.scale_set_provider.ScaleSetProvider]"
         [nic] = inputs["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"]
         assert any(c.get("privateIPAddressPrefixLength") == 28 for c in nic["ipConfigurations"])
 
 
 def test_plan_writes_every_boot_document(prod_cli_plan) -> None:
     """out/<stack>/boot/: the documents machines boot with, secrets as markers (components/offline/boot_docs.py)."""
-    from components.offline.boot_docs import boot_documents
-    from components.planning.cluster_plan import plan_cluster
+    from gpucluster.offline.boot_docs import boot_documents
+    from gpucluster.planning.cluster_plan import plan_cluster
     from tests.support.stacks import stack_spec
 
     _, out = prod_cli_plan

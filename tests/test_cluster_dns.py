@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes.objects.dns import COREFILE, coredns_objects
-from components.kubernetes.objects.images import pod_spec
-from components.kubernetes.objects.layer import layer_objects
-from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
-from components.planning.cluster_plan import plan_cluster
-from components.planning.pod_needs import dns_type, needs_cluster_dns
-from components.simulation.bring_up_layer import chart_objects
+from gpucluster.kubernetes.objects.dns import COREFILE, coredns_objects
+from gpucluster.kubernetes.objects.images import pod_spec
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.kubernetes.objects.prefix_ipam import prefix_ipam_objects
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.pod_needs import dns_type, needs_cluster_dns
+from gpucluster.simulation.bring_up_layer import chart_objects
 from tests.support.stacks import stack_spec
 
 AZURE = {"subscription_id": "s", "tenant_id": "t", "resource_group": "rg", "client_id": "c"}

@@ -4,10 +4,10 @@ release renders into the agent DaemonSet's updateStrategy (cilium/cilium templat
 
 from __future__ import annotations
 
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import plan_cluster
-from components.planning.cni_rollout import plan_cni_rollout
-from components.spec.workloads import CniRolloutSpec
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.cni_rollout import plan_cni_rollout
+from gpucluster.spec.workloads import CniRolloutSpec
 from tests.support.stacks import small_cluster, spec_of, stack_spec
 
 

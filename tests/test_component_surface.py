@@ -26,7 +26,8 @@ def components() -> list[type]:
         source = path.read_text()
         if "pulumi.ComponentResource)" not in source:
             continue
-        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        parts = ("gpucluster", *path.relative_to(COMPONENTS).with_suffix("").parts)
+        module = importlib.import_module(".".join(parts))
         found += [c for _, c in inspect.getmembers(module, inspect.isclass)
                   if issubclass(c, pulumi.ComponentResource) and c.__module__ == module.__name__]
     return found
@@ -79,7 +80,7 @@ def test_azure_components_take_their_place_as_one_scope() -> None:
     """Where an Azure component's resources go is one AzureScope, never a resource group, region or tags of its own."""
     loose = {"resource_group_name", "location", "tags", "subscription_id", "cluster"}
     for cls in components():
-        if cls.__module__.startswith("components.azure.") and cls.__name__ not in ("Network", "ClusterPki",
+        if cls.__module__.startswith("gpucluster.azure.") and cls.__name__ not in ("Network", "ClusterPki",
                                                                                      "BootstrapTokens"):
             fields = {f.name for f in dataclasses.fields(importlib.import_module(cls.__module__).__dict__[
                 f"{cls.__name__}Args"])}

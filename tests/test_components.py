@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.offline.engine import ProgramRun, Registration, run_program
-from components.offline.manifests import kubernetes_objects
-from components.project import project_root
-from policies.rules.props import resource_kind
+from gpucluster.offline.engine import ProgramRun, Registration, run_program
+from gpucluster.offline.manifests import kubernetes_objects
+from gpucluster.policies.rules.props import resource_kind
+from gpucluster.project import project_root
 from tests.support.stacks import small_cluster
 
 ROOT = project_root(Path(__file__).parent)
@@ -104,7 +104,7 @@ def test_ca_hash_is_sha256_of_the_public_key_der() -> None:
     """kubeadm's --discovery-token-ca-cert-hash: sha256 over the DER SubjectPublicKeyInfo."""
     import hashlib
 
-    from components.azure.pki import ca_public_key_hash
+    from gpucluster.azure.pki import ca_public_key_hash
 
     der = bytes(range(256)) * 2
     body = base64.b64encode(der).decode()

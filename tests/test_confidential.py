@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.bootstrap.confidential import (
+from gpucluster.bootstrap.confidential import (
     ATTESTATION_LOG,
     GATE_PATH,
     GATE_UNIT,
@@ -21,20 +21,20 @@ from components.bootstrap.confidential import (
     VERIFIER,
     gate_script,
 )
-from components.bootstrap.node import BOOT_SCRIPT, JOIN_COMMAND, NodeBootstrap, render_cloud_init
-from components.catalog.images import UBUNTU_CVM_2404, UBUNTU_HPC_2204, is_confidential_image
-from components.catalog.node_images import NODE_IMAGES
-from components.errors import SpecError
-from components.images.bundle import IMAGES_DIR
-from components.images.content import image_files
-from components.offline.engine import ProgramRun, Registration, run_program
-from components.planning.cluster_plan import plan_cluster
-from components.planning.node_images import NodeImage
-from components.planning.node_template import CONFIDENTIAL_TAINT, autoscaler_tags, node_labels, node_taints
-from components.project import project_root
-from components.spec import ClusterSpec
-from components.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE
-from policies.rules.props import resource_kind
+from gpucluster.bootstrap.node import BOOT_SCRIPT, JOIN_COMMAND, NodeBootstrap, render_cloud_init
+from gpucluster.catalog.images import UBUNTU_CVM_2404, UBUNTU_HPC_2204, is_confidential_image
+from gpucluster.catalog.node_images import NODE_IMAGES
+from gpucluster.errors import SpecError
+from gpucluster.images.bundle import IMAGES_DIR
+from gpucluster.images.content import image_files
+from gpucluster.offline.engine import ProgramRun, Registration, run_program
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.node_images import NodeImage
+from gpucluster.planning.node_template import CONFIDENTIAL_TAINT, autoscaler_tags, node_labels, node_taints
+from gpucluster.policies.rules.props import resource_kind
+from gpucluster.project import project_root
+from gpucluster.spec import ClusterSpec
+from gpucluster.vocabulary import LABEL_ATTESTATION, LABEL_CC_MODE
 from tests.support.stacks import small_cluster, small_spec
 
 ROOT = project_root(Path(__file__).parent)
@@ -362,8 +362,8 @@ def test_customer_managed_key_passes_the_arm_preflight(customer_key_run: Program
     """Vault name (global, 3-24), key and disk encryption set names, DiskWithVMGuestState with the confidential
     disk encryption set, Premium vault for the RSA-HSM key: Azure accepts them. The test cluster sits in eastus,
     where NCC sizes are not offered, so that is the only finding."""
-    from components.offline.preview import preview_document
-    from components.preflight import context_for, preflight
+    from gpucluster.offline.preview import preview_document
+    from gpucluster.preflight import context_for, preflight
 
     raw = _cluster(confidential={"customerManagedKey": {"orchestratorObjectId": ORCHESTRATOR}})
     result = preflight(preview_document(customer_key_run)["steps"], context_for(plan_cluster(small_spec(**raw))))

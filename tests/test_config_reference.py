@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from components.spec import ClusterSpec
+from gpucluster.spec import ClusterSpec
 from tools.config_reference import BEGIN, END, render, table
 
 _FACTORY = object()  # a default_factory: the schema gives no default

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.catalog import metrics_consumers
+from gpucluster.catalog import metrics_consumers
 from tools.consumer_facts.go_source import go_flags, go_mod_version, normalized
 
 CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"

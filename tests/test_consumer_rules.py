@@ -16,8 +16,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from components.errors import SpecError
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.errors import SpecError
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import small_cluster, spec_of
 
 

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.errors import SpecError
-from components.planning.api_sizing import ANCHOR_LABELS, ApiLoad, NodeShape, plan_api_load
-from components.planning.cluster_plan import api_load
-from components.planning.control_plane import GIB, place_members, plan_control_plane
-from components.planning.limits import effective_limits
-from components.planning.placement import plan_pools
-from components.planning.registry import cluster_upstream_images, plan_registry
-from components.spec import ClusterSpec
+from gpucluster.errors import SpecError
+from gpucluster.planning.api_sizing import ANCHOR_LABELS, ApiLoad, NodeShape, plan_api_load
+from gpucluster.planning.cluster_plan import api_load
+from gpucluster.planning.control_plane import GIB, place_members, plan_control_plane
+from gpucluster.planning.limits import effective_limits
+from gpucluster.planning.placement import plan_pools
+from gpucluster.planning.registry import cluster_upstream_images, plan_registry
+from gpucluster.spec import ClusterSpec
 from tests.support.stacks import small_cluster, spec_of
 
 

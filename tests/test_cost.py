@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from components.catalog.prices import (
+from gpucluster.catalog.prices import (
     HOURS_PER_MONTH,
     KINDS,
     TERM_HOURS,
@@ -25,14 +25,14 @@ from components.catalog.prices import (
     price_catalogue,
     rates_of_row,
 )
-from components.diff.compare import diff_sides
-from components.diff.cost import cost_delta, cost_lines
-from components.diff.render import diff_section, print_diff
-from components.diff.sides import side_from_document
-from components.errors import SpecError
-from components.offline.cost_report import cost_data, print_cost
-from components.offline.policy_runner import run_policies
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.diff.compare import diff_sides
+from gpucluster.diff.cost import cost_delta, cost_lines
+from gpucluster.diff.render import diff_section, print_diff
+from gpucluster.diff.sides import side_from_document
+from gpucluster.errors import SpecError
+from gpucluster.offline.cost_report import cost_data, print_cost
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.policy_mutations import BUDGET, COST_POLICY_MUTATIONS
 from tests.support.stacks import ROOT, spec_of

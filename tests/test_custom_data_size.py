@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from components.offline import custom_data_size
-from components.offline.boot_docs import boot_documents
-from components.offline.custom_data_size import CUSTOM_DATA_MAX, custom_data_problems, custom_data_sizes, real_size_value
-from components.offline.engine import ProgramRun
-from components.offline.preview import preview_document
-from components.offline.program_check import run_problems
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.offline import custom_data_size
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.offline.custom_data_size import CUSTOM_DATA_MAX, custom_data_problems, custom_data_sizes, real_size_value
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.preview import preview_document
+from gpucluster.offline.program_check import run_problems
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from components.catalog.in_cluster import DCGM_IMAGE
-from components.kubernetes.scripts import health_agent as agent
+from gpucluster.catalog.in_cluster import DCGM_IMAGE
+from gpucluster.kubernetes.scripts import health_agent as agent
 
 DCGM = json.loads((Path(__file__).parent / "data" / "dcgm_output.json").read_text())
 DIAG, HEALTH = DCGM["diag"], DCGM["health"]

@@ -23,15 +23,15 @@ import pytest
 import yaml
 from jsonschema import Draft4Validator
 
-from components.bootstrap.deploy_runner import PACKAGES, SETUP_PATH, SETUP_SCRIPT, render_runner_cloud_init
-from components.catalog import deploy_runner as catalog
-from components.errors import SpecError
-from components.offline.engine import ProgramRun, Registration
-from components.offline.first_up import FIRST_EXCLUDE, excluded, first_up
-from components.planning.cluster_plan import plan_cluster
-from components.planning.deploy_runner import RUN_COMMAND_NAME, plan_deploy_runner, runner_enabled
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK
-from components.planning.runner_step2 import (
+from gpucluster.bootstrap.deploy_runner import PACKAGES, SETUP_PATH, SETUP_SCRIPT, render_runner_cloud_init
+from gpucluster.catalog import deploy_runner as catalog
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun, Registration
+from gpucluster.offline.first_up import FIRST_EXCLUDE, excluded, first_up
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.deploy_runner import RUN_COMMAND_NAME, plan_deploy_runner, runner_enabled
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
+from gpucluster.planning.runner_step2 import (
     PARAMETERS,
     PROTECTED,
     SCRIPT_FILE,
@@ -40,7 +40,7 @@ from components.planning.runner_step2 import (
     start_script,
     step2_command,
 )
-from components.spec import ClusterSpec
+from gpucluster.spec import ClusterSpec
 from tests.support.cli import gpucluster
 from tests.support.stacks import ROOT, small_cluster, small_spec
 
@@ -466,8 +466,8 @@ def test_the_readme_walks_the_command_the_plan_prints_for_dev(dev_spec: ClusterS
 def test_the_preflight_and_the_pack_judge_the_runner_as_every_vm(dev_out: Path, dev_spec: ClusterSpec) -> None:
     """A size with no availability row is a preflight warning on the runner; a role the pack does not know is a
     violation of the machines' tag rule; as the stack ships it, the pack says nothing about it."""
-    from components.offline.policy_runner import run_policies
-    from components.preflight import run_preflight
+    from gpucluster.offline.policy_runner import run_policies
+    from gpucluster.preflight import run_preflight
 
     steps = json.loads((dev_out / "preview.json").read_text())["steps"]
     [runner] = [s["newState"] for s in steps if s["newState"]["type"] == VM and "DeployRunner" in s["newState"]["urn"]]
@@ -487,7 +487,7 @@ def test_the_runner_reads_the_metrics_workspaces_rule_where_azure_put_it(prod_ru
     """Every run of the program reads the workspace's default data collection rule and endpoint
     (monitor:getDataCollectionRule/Endpoint) in the managed group Azure makes for them, outside the cluster's group,
     and refreshes the publisher's role assignment on that rule: the runner's identity reads there."""
-    from components.catalog.azure_roles import MONITORING_READER
+    from gpucluster.catalog.azure_roles import MONITORING_READER
 
     [publisher] = [r for r in prod_run.registrations if r.name.endswith("-writer-publisher")]
     rule = str(publisher.inputs["scope"])  # the workspace's default rule, as Azure reports it (mock_values.py)

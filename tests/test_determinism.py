@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from components.offline.engine import ProgramRun
-from components.offline.manifests import kubernetes_objects, write_manifests
-from components.offline.policy_runner import run_policies
-from components.offline.preview import preview_document, stable_order
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.manifests import kubernetes_objects, write_manifests
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.offline.preview import preview_document, stable_order
 from tests.support.stacks import ROOT
 
 
@@ -26,7 +26,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def two_dev_plans(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     outs = [tmp_path_factory.mktemp("det") / "out" for _ in range(2)]
-    procs = [subprocess.Popen([sys.executable, "-m", "components.cli", "plan", "dev", "--quiet", "--out", str(out)],
+    procs = [subprocess.Popen([sys.executable, "-m", "gpucluster.cli", "plan", "dev", "--quiet", "--out", str(out)],
                               cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": str(seed)},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for seed, out in zip((1, 2), outs, strict=True)]

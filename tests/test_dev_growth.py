@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from components.offline.engine import ProgramRun, run_program
-from components.offline.policy_runner import run_policies
-from components.offline.preview import preview_document
-from components.spec import load_stack_file
-from components.vocabulary import AUTOSCALER_GPUS_TAG
-from policies.rules import ALL_POLICIES
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.offline.preview import preview_document
+from gpucluster.policies.rules import ALL_POLICIES
+from gpucluster.spec import load_stack_file
+from gpucluster.vocabulary import AUTOSCALER_GPUS_TAG
 from tests.support.stacks import ROOT, STACKS, plan_stack
 
 RULE = "azure-native-compute-virtualmachinescaleset-gpu-zone-share"

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.diff.command import refusals
-from components.diff.compare import PlanDiff, changed_paths, diff_sides
-from components.diff.render import capacity_lines as render_capacity
-from components.diff.replacement import refused, replacements, replacing
-from components.diff.sides import Side, side_from_document
+from gpucluster.diff.command import refusals
+from gpucluster.diff.compare import PlanDiff, changed_paths, diff_sides
+from gpucluster.diff.render import capacity_lines as render_capacity
+from gpucluster.diff.replacement import refused, replacements, replacing
+from gpucluster.diff.sides import Side, side_from_document
 from tests.support.cli import gpucluster
 from tests.support.diff_scenarios import diff, planned, scenario, side, ssh_key
 from tests.support.plan_sides import plan_document, stack_raw
@@ -70,7 +70,7 @@ def test_a_version_bump_with_new_image_versions_reaches_new_instances_only() -> 
 def test_the_diff_prints_the_image_bump_and_how_azure_applies_it(tmp_path: Path) -> None:
     from rich.console import Console
 
-    from components.diff.render import print_diff
+    from gpucluster.diff.render import print_diff
 
     console = Console(record=True, width=400)
     print_diff(console, diff("previous-patch", "new-images"))
@@ -257,9 +257,9 @@ def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit
     team's quota; the diff names both, and moves no block (prod's blocks are pinned)."""
     from collections import Counter
 
-    from components.offline.preview import preview_document
-    from components.offline.report_data import report_data
-    from components.planning.cluster_plan import plan_cluster
+    from gpucluster.offline.preview import preview_document
+    from gpucluster.offline.report_data import report_data
+    from gpucluster.planning.cluster_plan import plan_cluster
 
     raw = stack_raw("prod")
     spec = spec_of(raw)
@@ -280,7 +280,7 @@ def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit
 
 
 def base_nodes(base: Side) -> int:
-    from components.diff.capacity import capacity
+    from gpucluster.diff.capacity import capacity
 
     return int(capacity(base)["nodes"])
 
@@ -343,8 +343,8 @@ def test_the_route_replaces_what_azure_cannot_change_in_place(path: str, value: 
 def test_a_pool_that_grows_past_etcds_quota_step_warns_how_to_roll_it() -> None:
     """1,500 to 2,400 GPU VMs move etcd's --quota-backend-bytes from 2 to 4 GiB in the members' boot documents,
     which running members never read again: the diff says so and how to roll it, member by member."""
-    from components.diff.compare import running_sizing_flags
-    from components.planning.cluster_plan import plan_cluster
+    from gpucluster.diff.compare import running_sizing_flags
+    from gpucluster.planning.cluster_plan import plan_cluster
     from tests.support.stacks import small_cluster
 
     def summary(count: int) -> dict[str, Any]:

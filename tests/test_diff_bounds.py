@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.diff.compare import MAX_CHANGED_PATHS, changed_paths, diff_sides
-from components.diff.sides import Side
-from components.vocabulary import POOL_TAG
-from policies.rules.props import SCALE_SET
+from gpucluster.diff.compare import MAX_CHANGED_PATHS, changed_paths, diff_sides
+from gpucluster.diff.sides import Side
+from gpucluster.policies.rules.props import SCALE_SET
+from gpucluster.vocabulary import POOL_TAG
 
 
 def test_changed_paths_compare_leaf_by_leaf() -> None:

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from components.diff.command import diff_against_base
-from components.diff.compare import diff_sides
-from components.diff.render import print_diff
-from components.diff.sides import Side
-from components.diff.values import ValueChange
-from components.diff.visible import visible
-from components.errors import SpecError
+from gpucluster.diff.command import diff_against_base
+from gpucluster.diff.compare import diff_sides
+from gpucluster.diff.render import print_diff
+from gpucluster.diff.sides import Side
+from gpucluster.diff.values import ValueChange
+from gpucluster.diff.visible import visible
+from gpucluster.errors import SpecError
 from tests.support.cli import gpucluster
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- do-not-print"

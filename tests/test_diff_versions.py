@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from components.diff.compare import diff_sides
-from components.diff.sides import Side
-from components.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
+from gpucluster.diff.compare import diff_sides
+from gpucluster.diff.sides import Side
+from gpucluster.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
 from tests.support.cli import gpucluster
 
 SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"

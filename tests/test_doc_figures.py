@@ -9,8 +9,8 @@ import re
 
 from pulumi_policy import EnforcementLevel
 
-from components.cli import parser
-from policies.rules import ALL_POLICIES
+from gpucluster.cli import parser
+from gpucluster.policies.rules import ALL_POLICIES
 from tests.support.stacks import ROOT, STACKS
 from tools.golden import GOLDEN
 
@@ -46,7 +46,7 @@ def test_plan_help_names_the_stacks_under_stacks() -> None:
 
 def test_configuration_lists_every_top_level_key_once() -> None:
     """docs/configuration.md's key table: every key of `gpucluster:cluster` (the spec's own names), none twice."""
-    from components.spec import ClusterSpec
+    from gpucluster.spec import ClusterSpec
 
     table = _read("docs/configuration.md").split("\n## ", 1)[0]
     cells = re.findall(r"^\| ([^|]+) \|", table, re.M)[1:]  # the first column, past the header
@@ -56,7 +56,7 @@ def test_configuration_lists_every_top_level_key_once() -> None:
 
 
 def test_images_md_lists_what_each_image_pre_pulls() -> None:
-    from components.catalog.node_images import prepull_images
+    from gpucluster.catalog.node_images import prepull_images
 
     table = _read("docs/images.md").split("| image | pre-pulled |", 1)[1].split("\n\n", 1)[0]
     stated: dict[str, list[str]] = {}

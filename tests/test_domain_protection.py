@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.errors import SpecError
-from components.offline.engine import ProgramRun, run_program
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.plan_sides import stack_raw
 from tests.support.stacks import ROOT, small_cluster, spec_of
 

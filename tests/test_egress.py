@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.errors import SpecError
-from components.planning.egress import plan_egress
-from components.planning.limits import effective_limits
+from gpucluster.errors import SpecError
+from gpucluster.planning.egress import plan_egress
+from gpucluster.planning.limits import effective_limits
 from tests.support.stacks import small_spec
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.etcd import EtcdBootstrap, EtcdMember, etcd_flags, render_etcd_cloud_init
+from gpucluster.bootstrap.etcd import EtcdBootstrap, EtcdMember, etcd_flags, render_etcd_cloud_init
 
 PEERS = (EtcdMember("etcd-0", "10.0.0.68"), EtcdMember("etcd-1", "10.0.0.69"), EtcdMember("etcd-2", "10.0.0.70"))
 

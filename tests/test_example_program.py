@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from components.offline.engine import ProgramRun, run_program
-from components.spec import ApiServerSpec, ClusterSpec, ControlPlaneSpec, EtcdSpec, NetworkSpec, PoolKind, PoolSpec
-from components.vocabulary import CLUSTER_TAG
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.spec import ApiServerSpec, ClusterSpec, ControlPlaneSpec, EtcdSpec, NetworkSpec, PoolKind, PoolSpec
+from gpucluster.vocabulary import CLUSTER_TAG
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "own_program"

@@ -16,10 +16,10 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from components.errors import SpecError
-from components.kubernetes.in_cluster import with_proxy
-from components.offline.engine import ProgramRun
-from components.planning.first_up import READINESS_SCRIPT, FirstUpPlan, plan_first_up
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.in_cluster import with_proxy
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.first_up import READINESS_SCRIPT, FirstUpPlan, plan_first_up
 from tests.support.real_pki import issue_cert
 from tests.support.stacks import small_spec
 
@@ -138,7 +138,7 @@ def test_the_plan_names_the_proxy_without_its_password() -> None:
     not part of that (#53 item 3, the summary)."""
     import json
 
-    from components.offline.first_up import first_up, without_password
+    from gpucluster.offline.first_up import first_up, without_password
 
     spec = small_spec(inCluster={"apiAccess": {"path": "proxy", "proxyUrl": "socks5://ops:s3cr3t@127.0.0.1:1080"}})
     steps = first_up([], spec, "--policy-pack policies")

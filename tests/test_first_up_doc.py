@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from components.azure.node_images import BUILD_TIMEOUT_MINUTES
-from components.planning.deploy_runner import ALLOCATION_WAIT_SECONDS
-from components.planning.runner_step2 import LOG_FILE, POLL_SECONDS
+from gpucluster.azure.node_images import BUILD_TIMEOUT_MINUTES
+from gpucluster.planning.deploy_runner import ALLOCATION_WAIT_SECONDS
+from gpucluster.planning.runner_step2 import LOG_FILE, POLL_SECONDS
 from tests.support.stacks import ROOT, stack_spec
 
 DOC = ROOT / "docs" / "operations.md"
@@ -34,7 +34,7 @@ def test_the_commands_are_the_ones_devs_plan_prints(dev_out: Path) -> None:
 
 def test_the_bounds_are_the_codes(dev_out: Path) -> None:
     section = _section()
-    from components.planning.deploy_runner import plan_deploy_runner
+    from gpucluster.planning.deploy_runner import plan_deploy_runner
 
     timeouts = set()
     for stack in SHIPPED:

@@ -8,9 +8,9 @@ import json
 import re
 from pathlib import Path
 
-from components.offline.engine import ProgramRun, Registration
-from components.offline.first_up import FIRST_EXCLUDE, excluded, first_up, urn_glob
-from components.spec import ClusterSpec
+from gpucluster.offline.engine import ProgramRun, Registration
+from gpucluster.offline.first_up import FIRST_EXCLUDE, excluded, first_up, urn_glob
+from gpucluster.spec import ClusterSpec
 from tests.support.scale_sets import is_scale_set
 
 API_CLIENTS = re.compile(r"\b(curl|kubectl|helm|docker)\b")

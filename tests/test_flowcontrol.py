@@ -16,22 +16,22 @@ from typing import Any
 
 import pytest
 
-from components.catalog.flowcontrol import CHART_AGENTS, DEFAULT_PRECEDENCE, DEFAULT_SHARES
-from components.errors import SpecError
-from components.kubernetes.objects.common import obj
-from components.kubernetes.objects.flowcontrol import (
+from gpucluster.catalog.flowcontrol import CHART_AGENTS, DEFAULT_PRECEDENCE, DEFAULT_SHARES
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.common import obj
+from gpucluster.kubernetes.objects.flowcontrol import (
     BREAKGLASS_GROUP,
     NODE_AGENTS,
     calls_api,
     flowcontrol_objects,
     node_agent_accounts,
 )
-from components.kubernetes.objects.node_agents import layer_daemonsets
-from components.offline.engine import ProgramRun
-from components.offline.manifests import kubernetes_objects
-from components.planning.agent_load import AgentLoad, nominal_seats, plan_agent_load
-from components.simulation.check import plan_checked
-from components.spec import ClusterSpec
+from gpucluster.kubernetes.objects.node_agents import layer_daemonsets
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.manifests import kubernetes_objects
+from gpucluster.planning.agent_load import AgentLoad, nominal_seats, plan_agent_load
+from gpucluster.simulation.check import plan_checked
+from gpucluster.spec import ClusterSpec
 from tests.support.manifest_validation import validate_object
 
 MAX_HASH_BITS = 60

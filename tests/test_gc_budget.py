@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components import cli
-from components.offline.gc_budget import PLAN_THRESHOLDS, fewer_collections
+from gpucluster import cli
+from gpucluster.offline.gc_budget import PLAN_THRESHOLDS, fewer_collections
 
 
 def _recording(seen: list[tuple[int, int, int]]) -> Any:

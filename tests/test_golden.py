@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.offline.engine import ProgramRun
+from gpucluster.offline.engine import ProgramRun
 from tools import golden
 from tools.golden import GOLDEN, changed_keys, figures, stack_names
 

@@ -15,9 +15,9 @@ import pytest
 from celpy.adapter import json_to_cel
 from celpy.celtypes import BoolType
 
-from components.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, NODE_NAME_CLAIM, RECHECK_ACCOUNT, node_policy
-from components.vocabulary import TAINT_PREFLIGHT as PREFLIGHT_TAINT_KEY
-from components.vocabulary import TAINT_UNHEALTHY as UNHEALTHY_TAINT_KEY
+from gpucluster.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, NODE_NAME_CLAIM, RECHECK_ACCOUNT, node_policy
+from gpucluster.vocabulary import TAINT_PREFLIGHT as PREFLIGHT_TAINT_KEY
+from gpucluster.vocabulary import TAINT_UNHEALTHY as UNHEALTHY_TAINT_KEY
 
 AGENT = f"system:serviceaccount:{NAMESPACE}:{AGENT_ACCOUNT}"
 RECHECK = f"system:serviceaccount:{NAMESPACE}:{RECHECK_ACCOUNT}"

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes.objects import health
-from components.kubernetes.scripts import health_agent as agent
-from components.kubernetes.scripts import kube_client as kc
+from gpucluster.kubernetes.objects import health
+from gpucluster.kubernetes.scripts import health_agent as agent
+from gpucluster.kubernetes.scripts import kube_client as kc
 from tests.support.fake_kube import FakeKube, Fault, deep_json
 from tests.support.fake_rbac import service_account_user
 

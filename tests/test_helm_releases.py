@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, KUEUE_RELEASE, RELEASES
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import ClusterPlan
-from components.simulation.bring_up_layer import releases_at_size
-from components.simulation.check import plan_checked
-from components.simulation.release_readiness import daemonset_ready, max_unavailable, scaled, tolerated_unready
+from gpucluster.kubernetes.objects.releases import CILIUM_RELEASE, GPU_OPERATOR_RELEASE, KUEUE_RELEASE, RELEASES
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.simulation.bring_up_layer import releases_at_size
+from gpucluster.simulation.check import plan_checked
+from gpucluster.simulation.release_readiness import daemonset_ready, max_unavailable, scaled, tolerated_unready
 from tests.support.stacks import stack_spec
 
 
@@ -75,7 +75,7 @@ def test_the_layers_daemonsets_and_balloons_are_not_awaited(prod_run: ProgramRun
     """pulumi-kubernetes provider/pkg/await/daemonset.go waits (10 minutes by default) until kstatus calls the
     DaemonSet Current: every desired pod available, on all 3,125 H100 nodes for a health DaemonSet whose pods run
     GPU diagnostics first. Balloons are ready only on nodes that passed them. Both are created without the wait."""
-    from components.vocabulary import ANNOTATION_SKIP_AWAIT
+    from gpucluster.vocabulary import ANNOTATION_SKIP_AWAIT
     workloads = [r for r in prod_run.registrations
                  if r.type in ("kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:Deployment")]
     skipped = {r.inputs["metadata"]["name"] for r in workloads
@@ -90,7 +90,7 @@ def test_the_charts_folder_names_each_release_as_helm_installs_it(prod_run: Prog
     """out/<stack>/charts/<resource>.yaml: `release` is the name Helm installs the chart under (the Release's `name`),
     which `helm template <release>` must be given for the objects to carry the installed names; the Pulumi resource's
     name, which differs, only names the file."""
-    from components.offline.manifests import helm_releases, write_charts
+    from gpucluster.offline.manifests import helm_releases, write_charts
 
     releases = helm_releases(prod_run.registrations)
     written = {p.name: yaml.safe_load(p.read_text()) for p in write_charts(releases, tmp_path)}

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.spec import load_stack_file
+from gpucluster.cli import main
+from gpucluster.spec import load_stack_file
 from tests.support.stacks import ROOT, STACKS
 
 DATA = ROOT / "tests" / "data"
@@ -133,7 +133,7 @@ def _limit_memory() -> None:
 
 def _cli(*args: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gpucluster.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout, preexec_fn=_limit_memory)
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from components.cli import main
-from components.offline.output import store_of, write_output
-from components.offline.output_marker import MARKER, has_marker, marker_text
+from gpucluster.cli import main
+from gpucluster.offline.output import store_of, write_output
+from gpucluster.offline.output_marker import MARKER, has_marker, marker_text
 from tests.support.stacks import ROOT
 
 CASES = ROOT / "tests" / "data" / "hostile_out"

@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from components.catalog import image_platforms
-from components.catalog.image_platforms import AMD64, ARM64, ImagePlatforms
-from components.errors import SpecError
-from components.kubernetes.objects.layer import layer_objects
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.simulation.bring_up_layer import bring_up
-from components.simulation.check import check_plan
-from components.simulation.image_arch import architecture_problems, pool_platforms
+from gpucluster.catalog import image_platforms
+from gpucluster.catalog.image_platforms import AMD64, ARM64, ImagePlatforms
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.simulation.bring_up_layer import bring_up
+from gpucluster.simulation.check import check_plan
+from gpucluster.simulation.image_arch import architecture_problems, pool_platforms
 from tests.support.stacks import stack_spec
 
 

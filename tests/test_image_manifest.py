@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.bootstrap import registry
-from components.catalog.node_images import ACR_CREDENTIAL_PROVIDER, NODE_IMAGES
-from components.images.bundle import bake_bundle, pins
-from components.images.manifest import image_manifest, missing_files, named_files
-from components.offline.boot_docs import boot_documents, document_images, missing_image_files
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.bootstrap import registry
+from gpucluster.catalog.node_images import ACR_CREDENTIAL_PROVIDER, NODE_IMAGES
+from gpucluster.images.bundle import bake_bundle, pins
+from gpucluster.images.manifest import image_manifest, missing_files, named_files
+from gpucluster.offline.boot_docs import boot_documents, document_images, missing_image_files
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.stacks import stack_spec
 
 PAYLOAD = b"ELF provider"

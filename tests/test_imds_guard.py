@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes.objects.images import pod_spec
-from components.kubernetes.objects.imds_guard import (
+from gpucluster.kubernetes.objects.images import pod_spec
+from gpucluster.kubernetes.objects.imds_guard import (
     ACCOUNT_LABEL,
     IMDS_CIDR,
     KIND,
@@ -24,10 +24,10 @@ from components.kubernetes.objects.imds_guard import (
     identity_accounts,
     imds_policy,
 )
-from components.kubernetes.objects.layer import layer_objects
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.spec import ClusterSpec
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.spec import ClusterSpec
 
 Labels = dict[str, str]
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.apiserver import BOOT_SCRIPT as API_BOOT
-from components.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
-from components.bootstrap.node import NodeBootstrap, kubelet_patch
-from components.kubernetes.objects.autoscaler import autoscaler_args
-from components.kubernetes.objects.charts import gpu_operator_values
-from components.kubernetes.objects.dns import COREFILE
-from components.offline.boot_docs import boot_documents
-from components.offline.manifests import helm_releases
-from components.planning.cluster_plan import plan_cluster
-from components.planning.node_template import registers_preflight
-from components.planning.pki import api_server_host
-from components.vocabulary import TAINT_PREFLIGHT, TAINT_UNHEALTHY
+from gpucluster.bootstrap.apiserver import BOOT_SCRIPT as API_BOOT
+from gpucluster.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
+from gpucluster.bootstrap.node import NodeBootstrap, kubelet_patch
+from gpucluster.kubernetes.objects.autoscaler import autoscaler_args
+from gpucluster.kubernetes.objects.charts import gpu_operator_values
+from gpucluster.kubernetes.objects.dns import COREFILE
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.offline.manifests import helm_releases
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.node_template import registers_preflight
+from gpucluster.planning.pki import api_server_host
+from gpucluster.vocabulary import TAINT_PREFLIGHT, TAINT_UNHEALTHY
 from tests.support.stacks import stack_spec
 
 
@@ -74,7 +74,7 @@ def test_autoscaler_flags_follow_its_source() -> None:
 def test_the_autoscaler_updates_only_its_own_lease() -> None:
     """RBAC resourceNames limit get/update to the Lease the autoscaler's leader election names; `create` cannot be
     limited by name (kubernetes.io/docs/reference/access-authn-authz/rbac, "Referring to resources")."""
-    from components.kubernetes.objects.autoscaler import LEASE, autoscaler_objects
+    from gpucluster.kubernetes.objects.autoscaler import LEASE, autoscaler_objects
     objects = autoscaler_objects("prod", 7500, 0.01, {"subscription_id": "s", "tenant_id": "t", "resource_group": "g",
                                                       "client_id": "c"}, "1.36")
     cluster_rules = next(o for o in objects if o["kind"] == "ClusterRole")["rules"]
@@ -92,8 +92,8 @@ def test_our_gpu_product_label_is_not_the_one_feature_discovery_owns() -> None:
     operator) writes `nvidia.com/gpu.product` from the NVML name ("NVIDIA-H100-80GB-HBM3"), overwriting whatever the
     kubelet registered; the autoscaler's scale-from-zero template (our scale-set tags) would then describe a label
     no running node has."""
-    from components.planning.node_template import autoscaler_tags, node_labels
-    from components.vocabulary import LABEL_GPU_PRODUCT
+    from gpucluster.planning.node_template import autoscaler_tags, node_labels
+    from gpucluster.vocabulary import LABEL_GPU_PRODUCT
     plan = plan_cluster(stack_spec("prod"))
     gpu = next(p for p in plan.pools if p.size.gpus)
     labels = node_labels(gpu, gpu.scale_sets[0], "eastus")
@@ -108,8 +108,8 @@ def test_health_checks_share_the_operators_host_engine() -> None:
     `nvidia-dcgm` Service (internalTrafficPolicy Local, assets/state-dcgm) and points the exporter at it
     (controllers/object_controls.go DCGM_REMOTE_HOSTENGINE_INFO). A second host engine in the health pod
     would manage the same GPUs twice."""
-    from components.catalog.in_cluster import DCGM_IMAGE
-    from components.kubernetes.objects.health import health_objects
+    from gpucluster.catalog.in_cluster import DCGM_IMAGE
+    from gpucluster.kubernetes.objects.health import health_objects
 
     assert gpu_operator_values()["dcgm"] == {"enabled": True}
     assert DCGM_IMAGE.endswith(":4.5.2-1-ubuntu22.04")  # the chart's dcgm.version
@@ -134,7 +134,7 @@ def test_every_value_we_set_is_read_by_the_chart() -> None:
     import json
     from pathlib import Path
 
-    from components.kubernetes.objects.kueue import kueue_chart_values
+    from gpucluster.kubernetes.objects.kueue import kueue_chart_values
 
     read = json.loads((Path(__file__).parent / "data" / "chart_value_paths.json").read_text())
     for chart, values in (("gpu-operator", gpu_operator_values()), ("kueue", kueue_chart_values(10, "crd"))):
@@ -168,8 +168,8 @@ def test_each_health_account_has_only_its_own_calls() -> None:
     ServiceAccountTokenPodNodeInfo GA in 1.32: kubernetes pkg/features/versioned_kube_features.go) and to our two
     taints. The recheck lists nodes and pods (per node by field selector) and deletes pods in its namespace only.
     What the policy's CEL decides is evaluated in tests/test_health_admission.py."""
-    from components.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, RECHECK_ACCOUNT, health_objects
-    from components.kubernetes.scripts import health_agent
+    from gpucluster.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, RECHECK_ACCOUNT, health_objects
+    from gpucluster.kubernetes.scripts import health_agent
     from tests.support.manifest_validation import validate_object
 
     assert health_agent.UNHEALTHY == TAINT_UNHEALTHY and health_agent.PREFLIGHT == TAINT_PREFLIGHT

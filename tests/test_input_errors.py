@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
+from gpucluster.cli import main
 from tests.support.stacks import ROOT
 
 DEV = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())
@@ -74,14 +74,14 @@ def test_a_bad_value_is_one_line_naming_its_key(case: str, tmp_path: Path, capsy
 
 
 def test_a_whole_float_is_the_integer_pulumi_hands_over(tmp_path: Path) -> None:
-    from components.spec import load_stack_file
+    from gpucluster.spec import load_stack_file
 
     spec = load_stack_file(stack_with(tmp_path, {"inCluster.apiAccess.readyTimeoutMinutes": 2.0}), "dev").spec
     assert spec.in_cluster.api_access.ready_timeout_minutes == 2
 
 
 def test_one_key_per_line_is_accepted(tmp_path: Path) -> None:
-    from components.spec import load_stack_file
+    from gpucluster.spec import load_stack_file
 
     spec = load_stack_file(stack_with(tmp_path, {"access.sshPublicKeys": [ED25519 + "\n"]}), "dev").spec
     assert spec.access.ssh_public_keys == [ED25519 + "\n"]  # a trailing newline is the .pub file's own

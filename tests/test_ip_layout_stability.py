@@ -15,9 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.errors import SpecError
-from components.planning.ip_plan import plan_ip
-from components.planning.limits import effective_limits
+from gpucluster.errors import SpecError
+from gpucluster.planning.ip_plan import plan_ip
+from gpucluster.planning.limits import effective_limits
 from tests.support.stacks import STACKS, small_cluster, spec_of
 
 # The entry limit is not what these tests check; passing a fixed limit needs a declared exception.

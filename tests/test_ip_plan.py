@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.errors import SpecError
-from components.planning.ip_plan import RDMA, plan_ip, prefix_for
-from components.planning.limits import effective_limits
+from gpucluster.errors import SpecError
+from gpucluster.planning.ip_plan import RDMA, plan_ip, prefix_for
+from gpucluster.planning.limits import effective_limits
 from tests.support.stacks import small_cluster, small_spec, spec_of
 
 

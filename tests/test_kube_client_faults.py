@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes.scripts import kube_client as kc
+from gpucluster.kubernetes.scripts import kube_client as kc
 from tests.support.fake_kube import FakeKube, Fault
 
 NODE = "/api/v1/nodes/gpu-0"

@@ -4,7 +4,7 @@ import base64
 
 import yaml
 
-from components.bootstrap.kubeconfig import render_kubeconfig
+from gpucluster.bootstrap.kubeconfig import render_kubeconfig
 
 
 def test_kubeconfig_points_at_the_load_balancer_with_embedded_credentials() -> None:

@@ -9,12 +9,12 @@ from typing import Any
 
 import yaml
 
-from components.azure.api_servers import API_SCALE_SET
-from components.catalog.in_cluster import CSR_APPROVER_IMAGE
-from components.kubernetes.objects.csr_approver import API_SERVER_COMPUTER_NAME_PREFIX, csr_approver_from_plan
-from components.kubernetes.objects.images import serve_objects
-from components.offline.boot_docs import boot_documents
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.azure.api_servers import API_SCALE_SET
+from gpucluster.catalog.in_cluster import CSR_APPROVER_IMAGE
+from gpucluster.kubernetes.objects.csr_approver import API_SERVER_COMPUTER_NAME_PREFIX, csr_approver_from_plan
+from gpucluster.kubernetes.objects.images import serve_objects
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 FLAGS_V1_2_14 = ("level", "metrics-bind-address", "health-probe-bind-address", "leader-election", "provider-regex",

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from components.verify import nccl
+from gpucluster.verify import nccl
 
 CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"
 

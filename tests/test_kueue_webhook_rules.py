@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from components.kubernetes.objects.kueue import kueue_objects
-from components.planning.cluster_plan import plan_cluster
-from components.planning.scheduling import split_proportionally, split_within
+from gpucluster.kubernetes.objects.kueue import kueue_objects
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.scheduling import split_proportionally, split_within
 from tests.support.stacks import spec_of, stack_spec
 
 

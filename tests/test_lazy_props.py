@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
-from components.offline.lazy_props import lazy_props
+from gpucluster.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
+from gpucluster.offline.lazy_props import lazy_props
 
 INPUTS: dict[str, Any] = {
     "sku": {"name": "Standard_D4s_v5", "capacity": 3},

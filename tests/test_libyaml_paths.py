@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from components.bootstrap import cloud_config
-from components.images import manifest
-from components.kubernetes.objects import imds_guard
-from components.kubernetes.objects.layer import layer_objects, telemetry_objects
-from components.offline.boot_docs import boot_documents, document_images, missing_image_files
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.bootstrap import cloud_config
+from gpucluster.images import manifest
+from gpucluster.kubernetes.objects import imds_guard
+from gpucluster.kubernetes.objects.layer import layer_objects, telemetry_objects
+from gpucluster.offline.boot_docs import boot_documents, document_images, missing_image_files
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.stacks import stack_spec
 
 STACKS = ("dev", "prod", "gb300")

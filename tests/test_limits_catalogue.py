@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.catalog.limits import DEFAULT_LIMITS
-from components.errors import SpecError
-from components.planning.limits import effective_limits
+from gpucluster.catalog.limits import DEFAULT_LIMITS
+from gpucluster.errors import SpecError
+from gpucluster.planning.limits import effective_limits
 from tests.support.stacks import small_spec
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from components.catalog.deploy_runner import PULUMI_CLI_VERSION
+from gpucluster.catalog.deploy_runner import PULUMI_CLI_VERSION
 from tests.support.stacks import ROOT
 
 

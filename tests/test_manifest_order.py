@@ -21,9 +21,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.offline.crds import group_of
-from components.offline.engine import ProgramRun
-from components.offline.manifests import kubernetes_objects, write_manifests
+from gpucluster.offline.crds import group_of
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.manifests import kubernetes_objects, write_manifests
 from tests.support.manifest_validation import KUBERNETES_VERSION
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.catalog import metrics_facts
+from gpucluster.catalog import metrics_facts
 from tools.extract_metrics_facts import (
     cpu_modes,
     csv_counters,

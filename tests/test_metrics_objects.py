@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 import yaml
 
-from components.catalog import metrics_consumers as consumers
-from components.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
-from components.catalog.metrics import TRAINING_COUNTERS
-from components.catalog.versions import GPU_OPERATOR
-from components.kubernetes.objects.charts import DCGM_COUNTERS_CONFIG, gpu_operator_values
-from components.kubernetes.objects.imds_guard import identity_accounts
-from components.kubernetes.objects.layer import layer_objects, telemetry_objects
-from components.kubernetes.objects.metrics import DCGM_EXPORTER_PORT, NAMESPACE, PROMETHEUS, prometheus_config
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.metrics_rules import RECORDING_RULES
+from gpucluster.catalog import metrics_consumers as consumers
+from gpucluster.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
+from gpucluster.catalog.metrics import TRAINING_COUNTERS
+from gpucluster.catalog.versions import GPU_OPERATOR
+from gpucluster.kubernetes.objects.charts import DCGM_COUNTERS_CONFIG, gpu_operator_values
+from gpucluster.kubernetes.objects.imds_guard import identity_accounts
+from gpucluster.kubernetes.objects.layer import layer_objects, telemetry_objects
+from gpucluster.kubernetes.objects.metrics import DCGM_EXPORTER_PORT, NAMESPACE, PROMETHEUS, prometheus_config
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.metrics_rules import RECORDING_RULES
 from tests.support.stacks import small_spec, stack_spec
 
 LABEL_MAPS = {"external_labels", "labels"}
@@ -181,8 +181,8 @@ def test_a_shard_keeps_its_replica_names_and_rolls_on_a_changed_config_or_rule(
     """A Deployment's pods get new names on every restart, and `replica: ${POD_NAME}` then writes a new set of
     series; Prometheus v3.14.0 reads its files at start only (no reload flag is set): the digest on the template
     rolls the pods when either file changes."""
-    from components.kubernetes.objects import metrics
-    from components.vocabulary import ANNOTATION_CONFIG_DIGEST
+    from gpucluster.kubernetes.objects import metrics
+    from gpucluster.vocabulary import ANNOTATION_CONFIG_DIGEST
 
     shard = _shard(objects(plan))
     assert shard["kind"] == "StatefulSet" and shard["spec"]["replicas"] == 2
@@ -200,7 +200,7 @@ def test_a_shard_keeps_its_replica_names_and_rolls_on_a_changed_config_or_rule(
 
 
 def test_the_digest_of_a_config_known_at_deploy_is_an_output_of_the_same_digest() -> None:
-    from components.kubernetes.objects.metrics import config_digest
+    from gpucluster.kubernetes.objects.metrics import config_digest
 
     class Later:  # a Pulumi output's shape: the value is known only through apply
         def __init__(self, value: str) -> None:

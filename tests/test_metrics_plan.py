@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from components.catalog.metrics import TRAINING_COUNTERS, WORKSPACE_LIMITS
-from components.catalog.metrics_facts import NODE_CPU_GUEST_MODES, NODE_CPU_MODES, NODE_INFINIBAND_PORT_METRICS
-from components.errors import SpecError
-from components.planning.cluster_plan import plan_cluster
-from components.planning.metrics import metrics_problems
+from gpucluster.catalog.metrics import TRAINING_COUNTERS, WORKSPACE_LIMITS
+from gpucluster.catalog.metrics_facts import NODE_CPU_GUEST_MODES, NODE_CPU_MODES, NODE_INFINIBAND_PORT_METRICS
+from gpucluster.errors import SpecError
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.metrics import metrics_problems
 from tests.support.stacks import ALERTS, small_cluster, small_spec, spec_of, stack_spec
 
 
@@ -111,7 +111,7 @@ def test_the_raw_count_holds_only_what_the_scrape_keeps() -> None:
     guest-CPU counter never reaches the head block, so the raw count leaves it out."""
     import re
 
-    from components.kubernetes.objects.metrics import NODE_EXPORTER, prometheus_config
+    from gpucluster.kubernetes.objects.metrics import NODE_EXPORTER, prometheus_config
 
     plan = plan_cluster(small_spec())
     config = prometheus_config(plan.metrics, 0, "test", [], "https://example.invalid/write", "id")

@@ -9,9 +9,9 @@ from typing import Any
 import promql_parser
 import pytest
 
-from components.catalog.metrics import KSM_NODE_METRICS, TRAINING_COUNTERS, WORKSPACE_LIMITS
-from components.catalog.metrics_facts import DCGM_FIELD_NAMES, NODE_INFINIBAND_PORT_METRICS
-from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WORKSPACE_RULES, WRITTEN, alert_rules
+from gpucluster.catalog.metrics import KSM_NODE_METRICS, TRAINING_COUNTERS, WORKSPACE_LIMITS
+from gpucluster.catalog.metrics_facts import DCGM_FIELD_NAMES, NODE_INFINIBAND_PORT_METRICS
+from gpucluster.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WORKSPACE_RULES, WRITTEN, alert_rules
 
 EXPORTED = (
     {c.field for c in TRAINING_COUNTERS} | {"node_cpu_seconds_total"}
@@ -87,7 +87,7 @@ def test_alerts_read_only_what_the_edge_writes() -> None:
 
 def test_an_alert_on_a_field_not_known_to_count_says_so() -> None:
     """NVML's legacy NVLink CRC field reads zero on Hopper (DataDog/datadog-agent PR 55966): the alert is marked."""
-    from components.planning.metrics_rules import NVLINK_UNVERIFIED
+    from gpucluster.planning.metrics_rules import NVLINK_UNVERIFIED
 
     marked = {a.alert: a.unverified for a in alert_rules(3000, 4) if a.unverified}
     assert marked == {"GpuNvlinkErrors": NVLINK_UNVERIFIED} and "Hopper" in NVLINK_UNVERIFIED

@@ -4,10 +4,10 @@ read whatever the case of their segments."""
 
 from __future__ import annotations
 
-from components.azure.metrics_workspace import _parts
-from components.catalog.metrics import WORKSPACE_LIMITS
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.azure.metrics_workspace import _parts
+from gpucluster.catalog.metrics import WORKSPACE_LIMITS
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 

@@ -15,19 +15,19 @@ from typing import Any
 
 import pytest
 
-from components.azure.node_images import served_name
-from components.catalog.deploy_runner import RUNNER_IMAGE
-from components.catalog.in_cluster import PAUSE_IMAGE
-from components.catalog.node_images import CONTAINERD, NODE_IMAGES, POOL_KIND_IMAGE, prepull_images
-from components.catalog.registries import OWN_NAMESPACE
-from components.errors import SpecError
-from components.images.bundle import bake_bundle
-from components.images.content import CONTAINERD_CONFIG, image_files
-from components.offline.engine import ProgramRun, Registration
-from components.offline.manifests import kubernetes_objects
-from components.planning.cluster_plan import plan_cluster
-from components.planning.node_images import MAX_REPLICAS, NodeImage
-from components.spec import PoolKind
+from gpucluster.azure.node_images import served_name
+from gpucluster.catalog.deploy_runner import RUNNER_IMAGE
+from gpucluster.catalog.in_cluster import PAUSE_IMAGE
+from gpucluster.catalog.node_images import CONTAINERD, NODE_IMAGES, POOL_KIND_IMAGE, prepull_images
+from gpucluster.catalog.registries import OWN_NAMESPACE
+from gpucluster.errors import SpecError
+from gpucluster.images.bundle import bake_bundle
+from gpucluster.images.content import CONTAINERD_CONFIG, image_files
+from gpucluster.offline.engine import ProgramRun, Registration
+from gpucluster.offline.manifests import kubernetes_objects
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.node_images import MAX_REPLICAS, NodeImage
+from gpucluster.spec import PoolKind
 from tests.support.scale_sets import is_scale_set
 from tests.support.stacks import small_cluster, small_spec, stack_spec
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.catalog.addon_permissions import NODE_LIFECYCLE, addons_for
-from components.kubernetes.objects.images import pod_spec
-from components.kubernetes.objects.layer import layer_objects
-from components.kubernetes.objects.node_lifecycle import APP, CONFIG_PATH
-from components.offline.engine import ProgramRun
-from components.simulation.check import plan_checked
+from gpucluster.catalog.addon_permissions import NODE_LIFECYCLE, addons_for
+from gpucluster.kubernetes.objects.images import pod_spec
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.kubernetes.objects.node_lifecycle import APP, CONFIG_PATH
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.simulation.check import plan_checked
 from tests.support.manifest_validation import validate_object
 from tests.support.stacks import stack_spec
 

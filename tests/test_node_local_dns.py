@@ -14,13 +14,13 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes.objects.dns import COREFILE
-from components.kubernetes.objects.nodelocaldns import corefile, node_local_dns_objects
-from components.offline.boot_docs import boot_documents
-from components.offline.engine import ProgramRun
-from components.offline.manifests import kubernetes_objects
-from components.planning.ip_plan import NODE_LOCAL_DNS_IP
-from components.simulation.check import plan_checked
+from gpucluster.kubernetes.objects.dns import COREFILE
+from gpucluster.kubernetes.objects.nodelocaldns import corefile, node_local_dns_objects
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.manifests import kubernetes_objects
+from gpucluster.planning.ip_plan import NODE_LOCAL_DNS_IP
+from gpucluster.simulation.check import plan_checked
 from tests.support.manifest_validation import validate_object
 from tests.support.stacks import stack_spec
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from components.spec import PoolKind
+from gpucluster.spec import PoolKind
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX_HOME = ROOT / "components" / "planning" / "pod_addresses.py"
@@ -135,7 +135,7 @@ def test_boot_names_only_the_boot_chain() -> None:
     found = {f"{path.relative_to(ROOT)}: {', '.join(names)}" for path in sorted((ROOT / "components").rglob("*.py"))
              if (names := boot_names(path.read_text(), path.stem))}
     assert found == set()
-    assert boot_names("from components.simulation.boot_layer import first_boot\nplan.first_boot\n", "check") == [
+    assert boot_names("from gpucluster.simulation.boot_layer import first_boot\nplan.first_boot\n", "check") == [
         "boot_layer", "first_boot"]
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import main
-from components.errors import SpecError
-from components.offline import output
-from components.offline.output import store_of, write_output
+from gpucluster.cli import main
+from gpucluster.errors import SpecError
+from gpucluster.offline import output
+from gpucluster.offline.output import store_of, write_output
 from tests.support.stacks import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -51,7 +51,7 @@ def _bound_by_permissions() -> None:
 
 def _plan_unprivileged(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run([sys.executable, "-m", "components.cli", "plan", *args], cwd=cwd, env=ENV,
+        return subprocess.run([sys.executable, "-m", "gpucluster.cli", "plan", *args], cwd=cwd, env=ENV,
                               preexec_fn=_bound_by_permissions, capture_output=True, text=True, timeout=300)
     except subprocess.SubprocessError as error:
         pytest.skip(f"cannot run without the capabilities that override permissions here: {error}")
@@ -114,7 +114,7 @@ def test_a_write_the_kernel_refuses_mid_plan_is_one_line_and_exit_2(tmp_path: Pa
     def small_files() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
 
-    result = subprocess.run([sys.executable, "-m", "components.cli", "plan", "dev", "--out", str(out), "--quiet"],
+    result = subprocess.run([sys.executable, "-m", "gpucluster.cli", "plan", "dev", "--out", str(out), "--quiet"],
                             cwd=ROOT, env=ENV, preexec_fn=small_files, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr
     _one_line(result.stderr, "File too large", "previous output is as it was")

@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import _interrupted, main
-from components.errors import SpecError
-from components.offline.output import check_output_folder, store_of, write_output
-from components.offline.output_marker import MARKER
+from gpucluster.cli import _interrupted, main
+from gpucluster.errors import SpecError
+from gpucluster.offline.output import check_output_folder, store_of, write_output
+from gpucluster.offline.output_marker import MARKER
 from tests.support.stacks import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def _plan(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "components.cli", "plan", *args], cwd=cwd, env=ENV,
+    return subprocess.run([sys.executable, "-m", "gpucluster.cli", "plan", *args], cwd=cwd, env=ENV,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -122,7 +122,7 @@ def _as_in_the_foreground() -> None:
 _KILLED_WRITER = """
 import os, signal, sys
 from pathlib import Path
-from components.offline.output import write_output
+from gpucluster.offline.output import write_output
 def write(folder):
     (folder / "preview.json").write_text("partial")
     os.kill(os.getpid(), signal.{sig})
@@ -148,7 +148,7 @@ def test_killed_mid_write_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_p
 
 def test_ctrl_c_during_a_plan_exits_130_quietly(tmp_path: Path, inherited_sigint: None) -> None:
     out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "components.cli", "plan", "dev", "--out", str(out)], cwd=ROOT,
+    process = subprocess.Popen([sys.executable, "-m", "gpucluster.cli", "plan", "dev", "--out", str(out)], cwd=ROOT,
                                env=ENV, preexec_fn=_as_in_the_foreground, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
@@ -181,7 +181,7 @@ def test_the_cli_leaves_an_ignored_sigint_ignored(tmp_path: Path, inherited: str
 
 def test_two_concurrent_plans_to_one_folder_both_finish(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    runs = [subprocess.Popen([sys.executable, "-m", "components.cli", "plan", "dev", "--out", str(out), "--quiet"],
+    runs = [subprocess.Popen([sys.executable, "-m", "gpucluster.cli", "plan", "dev", "--out", str(out), "--quiet"],
                              cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)]
     results = [(r.wait(timeout=300), r.communicate()) for r in runs]

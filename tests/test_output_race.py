@@ -15,8 +15,8 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-from components.offline.output import store_of, write_output
-from components.offline.output_marker import MARKER
+from gpucluster.offline.output import store_of, write_output
+from gpucluster.offline.output_marker import MARKER
 
 WRITERS, ROUNDS = 4, 60
 

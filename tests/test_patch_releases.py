@@ -10,10 +10,10 @@ from datetime import date
 
 import pytest
 
-from components.catalog.versions import KUBERNETES_RELEASES
-from components.errors import SpecError
-from components.offline.versions_report import version_warnings, versions_data
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.catalog.versions import KUBERNETES_RELEASES
+from gpucluster.errors import SpecError
+from gpucluster.offline.versions_report import version_warnings, versions_data
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import small_cluster, spec_of
 
 LATEST = KUBERNETES_RELEASES["1.36"].latest_patch

@@ -13,10 +13,10 @@ import pulumi
 import pulumi_tls as tls
 import pytest
 
-from components.azure.pki import warn_before_expiry
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import plan_cluster
-from components.planning.pki_lifetimes import certificate_names, expiry_warning
+from gpucluster.azure.pki import warn_before_expiry
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.pki_lifetimes import certificate_names, expiry_warning
 from tests.support.stacks import ROOT, stack_spec
 
 PKI_DOC = ROOT / "docs" / "pki.md"

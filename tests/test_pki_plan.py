@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from components.planning.cluster_plan import plan_cluster
-from components.planning.pki import ETCD_CA, etcd_member_ips, kubeadm_apiserver_cert, plan_certificates
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.pki import ETCD_CA, etcd_member_ips, kubeadm_apiserver_cert, plan_certificates
 
 
 def test_api_server_sans_include_the_load_balancer(prod_spec) -> None:

@@ -10,13 +10,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.catalog.vm_sizes import CATALOG, SUPPORTED_GPU_VENDORS
-from components.errors import SpecError
-from components.offline.policy_runner import run_policies
-from components.planning.limits import effective_limits
-from components.planning.placement import GPU_ZONE_SHARE, PoolPlan, infiniband_domains, plan_pools, split_pool
-from components.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG
-from policies.rules import ALL_POLICIES
+from gpucluster.catalog.vm_sizes import CATALOG, SUPPORTED_GPU_VENDORS
+from gpucluster.errors import SpecError
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.planning.limits import effective_limits
+from gpucluster.planning.placement import GPU_ZONE_SHARE, PoolPlan, infiniband_domains, plan_pools, split_pool
+from gpucluster.policies.rules import ALL_POLICIES
+from gpucluster.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, POOL_TAG, ROLE_TAG
 from tests.support.stacks import plan_stack, small_cluster, spec_of
 
 PLACEMENT_RULES = [p for p in ALL_POLICIES if p.name.endswith(("-gpu-zone-share", "-infiniband-zone-loss"))]

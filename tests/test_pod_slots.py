@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from components.errors import SpecError
-from components.simulation.check import plan_checked
-from components.spec import CONFIG_KEY, load_stack_file
+from gpucluster.errors import SpecError
+from gpucluster.simulation.check import plan_checked
+from gpucluster.spec import CONFIG_KEY, load_stack_file
 from tests.support.stacks import STACKS, spec_of
 
 RACK_NODE_PODS = {

@@ -11,11 +11,11 @@ import pytest
 from pulumi_policy import PolicyCustomTimeouts, PolicyResourceOptions, ResourceValidationArgs
 from pulumi_policy.policy import _NotApplicableError
 
-from components.errors import SpecError
-from components.offline.policy_runner import check_config, run_policies
-from policies.rules import ALL_POLICIES
-from policies.rules.machines import bootstrap_data_secret
-from policies.rules.props import machines_per_zone
+from gpucluster.errors import SpecError
+from gpucluster.offline.policy_runner import check_config, run_policies
+from gpucluster.policies.rules import ALL_POLICIES
+from gpucluster.policies.rules.machines import bootstrap_data_secret
+from gpucluster.policies.rules.props import machines_per_zone
 from tests.support.scale_sets import as_typed_class, is_scale_set
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
@@ -199,7 +199,7 @@ def test_docs_name_every_rule_and_setting() -> None:
 
 
 def test_etcd_port_coverage_reads_ranges_and_judges_unreadable_ones() -> None:
-    from policies.rules.network import _covers_port
+    from gpucluster.policies.rules.network import _covers_port
 
     assert _covers_port({"destinationPortRange": "2379-2380"}, 2380)
     assert not _covers_port({"destinationPortRanges": ["22", "6443"]}, 2379)
@@ -210,7 +210,7 @@ def test_etcd_port_coverage_reads_ranges_and_judges_unreadable_ones() -> None:
 def test_zone_balance_is_judged_per_scale_set() -> None:
     from pulumi_policy import PolicyResource, StackValidationArgs
 
-    from policies.rules.failure_domains import apiserver_zone_spread
+    from gpucluster.policies.rules.failure_domains import apiserver_zone_spread
 
     opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from components.offline.policy_runner import Violation, run_policies
-from components.offline.preview import preview_document
-from policies.rules import ALL_POLICIES
-from policies.rules.props import resource_kind
+from gpucluster.offline.policy_runner import Violation, run_policies
+from gpucluster.offline.preview import preview_document
+from gpucluster.policies.rules import ALL_POLICIES
+from gpucluster.policies.rules.props import resource_kind
 from tests.support.policy_mutations import COST_POLICY_MUTATIONS, RACK_POLICY_MUTATIONS
 from tests.support.scale_sets import as_typed_class
 

@@ -17,13 +17,13 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
-from components.kubernetes.scripts.prefix_ipam import (
+from gpucluster.kubernetes.scripts.prefix_ipam import (
     blocks_by_instance,
     expand,
     pool_patch,
     sync_plan,
 )
-from components.planning.agents_image import CONTEXT, DOCKERFILE
+from gpucluster.planning.agents_image import CONTEXT, DOCKERFILE
 
 DATA = Path(__file__).resolve().parent / "data" / "prefix_ipam"
 SUB = "00000000-0000-0000-0000-000000000000"
@@ -87,8 +87,8 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     rights are its calls: list/watch nodes, list/watch/patch CiliumNodes (each call authorized by these roles in the
     fake API server: tests/support/ipam_world.py as_the_controller), create its Lease and get/update that one Lease
     (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
-    from components.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
-    from components.kubernetes.scripts import prefix_ipam
+    from gpucluster.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
+    from gpucluster.kubernetes.scripts import prefix_ipam
     objects = {o["kind"]: o for o in prefix_ipam_objects({"client_id": "cid"}, "api.prod.internal", 6443,
                                                                  "acr.azurecr.io/gpucluster/agents:1")}
     pod = objects["Deployment"]["spec"]["template"]["spec"]
@@ -113,7 +113,7 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
 
 
 def test_cilium_takes_crd_ipam_in_prefix_mode_and_azure_ipam_otherwise() -> None:
-    from components.kubernetes.objects.charts import cilium_values
+    from gpucluster.kubernetes.objects.charts import cilium_values
     azure = {"resource_group": "rg", "subscription_id": "s", "tenant_id": "t", "client_id": "c"}
     prefix = cilium_values("api", 6443, "10.0.0.0/12", {}, prefix_mode=True)
     assert prefix["ipam"] == {"mode": "crd"} and "azure" not in prefix and prefix["routingMode"] == "native"
@@ -124,9 +124,9 @@ def test_cilium_takes_crd_ipam_in_prefix_mode_and_azure_ipam_otherwise() -> None
 def test_first_boot_waits_for_the_controller_in_prefix_mode(prod_spec) -> None:
     """With `ipam: crd` no pod gets a network before the controller has published addresses: without it the
     first boot is stuck, naming the chain."""
-    from components.planning.cluster_plan import plan_cluster
-    from components.simulation.bring_up_layer import chart_workloads, own_workloads, pool_states
-    from components.simulation.engine import simulate
+    from gpucluster.planning.cluster_plan import plan_cluster
+    from gpucluster.simulation.bring_up_layer import chart_workloads, own_workloads, pool_states
+    from gpucluster.simulation.engine import simulate
     plan = plan_cluster(prod_spec)
     workloads = [w for w in own_workloads(plan) if w.name != "gpucluster-prefix-ipam"]
     boot = simulate(pool_states(plan), [*chart_workloads(plan), *workloads])

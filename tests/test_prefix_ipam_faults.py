@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from components.kubernetes.scripts import kube_client as kc
-from components.kubernetes.scripts import prefix_ipam as ipam
-from components.planning.agents_image import CONTEXT, DOCKERFILE, SCRIPTS
+from gpucluster.kubernetes.scripts import kube_client as kc
+from gpucluster.kubernetes.scripts import prefix_ipam as ipam
+from gpucluster.planning.agents_image import CONTEXT, DOCKERFILE, SCRIPTS
 from tests.support.fake_kube import FakeAzure, FakeKube, Fault, deep_json
 from tests.support.ipam_world import (
     CILIUM,

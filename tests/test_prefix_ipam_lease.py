@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from components.kubernetes.scripts import prefix_ipam as ipam
+from gpucluster.kubernetes.scripts import prefix_ipam as ipam
 from tests.support.fake_kube import FakeAzure, FakeKube, Fault
 from tests.support.ipam_world import CILIUM, LEASE_PATH, controller, populate, servers
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 from ipaddress import IPv4Network
 
-from components.errors import SpecError
-from components.offline.engine import ProgramRun
-from components.planning.ip_plan import members_fitting, plan_ip, slots_needed
-from components.planning.limits import effective_limits
-from components.planning.pod_addresses import node_addressing
-from components.preflight.compute import VMSS, check_machines
-from components.preflight.model import Resource, azure_resources
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.ip_plan import members_fitting, plan_ip, slots_needed
+from gpucluster.planning.limits import effective_limits
+from gpucluster.planning.pod_addresses import node_addressing
+from gpucluster.preflight.compute import VMSS, check_machines
+from gpucluster.preflight.model import Resource, azure_resources
 from tests.support.scale_sets import is_scale_set
 from tests.support.stacks import small_spec
 
@@ -95,17 +95,17 @@ def test_prod_scale_sets_declare_one_configuration_per_block(prod_run: ProgramRu
 
 
 def _ctx(spec):
-    from components.planning.cluster_plan import plan_cluster
-    from components.preflight import context_for
+    from gpucluster.planning.cluster_plan import plan_cluster
+    from gpucluster.preflight import context_for
     return context_for(plan_cluster(spec))
 
 
 def test_the_prerequisite_is_said_plainly(prod_spec) -> None:
     from collections import Counter
 
-    from components.offline.html_report import render_report
-    from components.offline.report_data import report_data
-    from components.planning.cluster_plan import plan_cluster
+    from gpucluster.offline.html_report import render_report
+    from gpucluster.offline.report_data import report_data
+    from gpucluster.planning.cluster_plan import plan_cluster
     data = report_data(plan_cluster(prod_spec), "prod", Counter(), [])
     assert data["ipPlan"]["prefixOnNic"] == {"pools": [p.name for p in prod_spec.pools], "onboarding": None}
     html = render_report(data)

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from components.catalog.autonaming import default_name
-from components.catalog.availability import AVAILABILITY, availability_rows, priced_availability
-from components.catalog.prices import price_catalogue
-from components.offline.engine import ProgramRun
-from components.offline.preview import preview_document
-from components.planning.cluster_plan import plan_cluster
-from components.preflight import Context, context_for, preflight, problems
-from components.preflight.rules import RULES, WARNINGS
-from components.spec import ClusterSpec
+from gpucluster.catalog.autonaming import default_name
+from gpucluster.catalog.availability import AVAILABILITY, availability_rows, priced_availability
+from gpucluster.catalog.prices import price_catalogue
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.preview import preview_document
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.preflight import Context, context_for, preflight, problems
+from gpucluster.preflight.rules import RULES, WARNINGS
+from gpucluster.spec import ClusterSpec
 from tests.support.scale_sets import as_typed_class, is_scale_set
 from tests.support.stacks import spec_of
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def gpucluster(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "gpucluster.cli", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
-from components.planning.cluster_plan import plan_cluster
-from components.preflight import context_for, preflight
+from gpucluster.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.preflight import context_for, preflight
 from tests.support.stacks import stack_spec
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"

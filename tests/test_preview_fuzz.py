@@ -170,7 +170,7 @@ def test_a_large_deep_preview_stays_within_the_memory_limit(tmp_path: Path) -> N
         .replace("null", lists))
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     for args in (["check", str(path)], ["diff", str(path), str(DEV_PREVIEW)]):
-        result = subprocess.run([sys.executable, "-m", "components.cli", *args], cwd=ROOT, env=env, text=True,
+        result = subprocess.run([sys.executable, "-m", "gpucluster.cli", *args], cwd=ROOT, env=env, text=True,
                                 capture_output=True, timeout=120, preexec_fn=_limit_memory)
         assert result.returncode == 2, result.stderr[-2000:]
         assert "is larger than 32 MiB" in result.stderr

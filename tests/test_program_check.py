@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.errors import SpecError
-from components.offline import program_check
+from gpucluster.errors import SpecError
+from gpucluster.offline import program_check
 from tests.support.cli import gpucluster
 from tests.support.stacks import ROOT
 

@@ -26,9 +26,9 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.scale_set.provider import ScaleSetProvider
-from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
-from components.offline.engine import ProgramRun
+from gpucluster.azure.scale_set.provider import ScaleSetProvider
+from gpucluster.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
+from gpucluster.offline.engine import ProgramRun
 from tests.support.dynamic_host import dynamic_host, props, unprops
 from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
 from tests.support.held_worker import HeldWorkerProvider

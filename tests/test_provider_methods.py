@@ -24,11 +24,11 @@ from pulumi.dynamic import ConfigureRequest, ResourceProvider
 from pulumi.dynamic.config import Config
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.azure.interconnect_block_provider import InterconnectBlockProvider
-from components.azure.scale_set.arm_client import NotOursError
-from components.azure.scale_set.provider import ScaleSetProvider
-from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
-from components.offline.engine import ProgramRun
+from gpucluster.azure.interconnect_block_provider import InterconnectBlockProvider
+from gpucluster.azure.scale_set.arm_client import NotOursError
+from gpucluster.azure.scale_set.provider import ScaleSetProvider
+from gpucluster.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
+from gpucluster.offline.engine import ProgramRun
 from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
 from tests.support.providers import concrete_providers, dynamic_resource_providers
 

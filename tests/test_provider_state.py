@@ -6,7 +6,8 @@ state for every RPC (`pulumi/dynamic/__main__.py` get_provider). Pickled by valu
 code of the day the resource was created and a changed library would never reach it (pulumi/pulumi#16826, #6490);
 pickled with a credential, the secret would sit in plaintext in all 43 scale sets' state. Ours is pickled by reference
 (module path and class name, then four plain attributes), so:
-- the state names `components.azure.<module>.<Class>`: that import path must stay stable (docs/architecture.md);
+- the state names `gpucluster.azure.<module>.<Class>`: that import path must stay stable (docs/architecture.md);
+  state written while the import name was `components` loads in the project's folder (components/ is there);
 - a code change reaches existing resources (the host imports today's class);
 - a Python or Pulumi upgrade changes the bytes (pickle protocol, dill), never the diff: `__provider` is not a change.
 """
@@ -26,9 +27,9 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.scale_set.arm_client import CredentialInStateError
-from components.azure.scale_set.provider import ScaleSetProvider
-from components.offline.engine import ProgramRun
+from gpucluster.azure.scale_set.arm_client import CredentialInStateError
+from gpucluster.azure.scale_set.provider import ScaleSetProvider
+from gpucluster.offline.engine import ProgramRun
 from tests.support.dynamic_host import ROOT, dynamic_host, props, unprops
 from tests.support.fake_arm import DEPLOYER, FakeCredential, fake_arm
 from tests.support.providers import concrete_providers
@@ -55,7 +56,7 @@ def _globals(serialized: str) -> list[tuple[str, str]]:
 def test_the_state_names_the_provider_class_and_holds_no_code_and_no_secret(provider_class: type) -> None:
     serialized = serialize_provider(provider_class())
     assert _globals(serialized) == [(provider_class.__module__, provider_class.__name__)]
-    assert provider_class.__module__.startswith("components.azure.") and len(serialized) < 400
+    assert provider_class.__module__.startswith("gpucluster.azure.") and len(serialized) < 400
     loaded = dill.loads(base64.b64decode(serialized))
     assert type(loaded) is provider_class and vars(loaded) == {
         "endpoint": None, "credential": None, "connection_verify": True, "polling_interval": None}
@@ -73,19 +74,23 @@ SAVED_STATE = json.loads((ROOT / "tests" / "data" / "provider_state" / "scale_se
 """`__provider` values serialized by the code before the provider moved into components/azure/scale_set/."""
 
 
-def test_a_state_written_before_the_provider_moved_loads_and_new_state_names_the_same_class() -> None:
-    """The provider lives in components/azure/scale_set/provider.py; deployed state names
-    components.azure.scale_set_provider.ScaleSetProvider. That path still loads the saved state, and a new state
-    pickles the same reference (byte for byte at the saved pickle protocol)."""
-    stable = [("components.azure.scale_set_provider", "ScaleSetProvider")]
+def test_a_state_written_before_the_provider_moved_loads_and_new_state_names_the_import_name() -> None:
+    """The provider lives in components/azure/scale_set/provider.py, imported as `gpucluster`; state deployed
+    before names components.azure.scale_set_provider.ScaleSetProvider (the import name was `components` then). The
+    host runs in the project's folder, where components/ still is: that path loads the saved state into today's
+    class. A new state names gpucluster.azure.scale_set_provider, byte for byte the old pickle with the new name."""
+    old, new = ("components.azure.scale_set_provider", "ScaleSetProvider"), ("gpucluster.azure.scale_set_provider",
+                                                                          "ScaleSetProvider")
     for state in SAVED_STATE["states"].values():
         loaded = dill.loads(base64.b64decode(state["serialized"]))
         assert type(loaded) is ScaleSetProvider and vars(loaded) == state["attributes"]
-        assert _globals(state["serialized"]) == stable
+        assert _globals(state["serialized"]) == [old]
         today = ScaleSetProvider(**state["attributes"])
-        assert _globals(serialize_provider(today)) == stable
-        again = base64.b64encode(dill.dumps(today, protocol=SAVED_STATE["protocol"])).decode()
-        assert again == state["serialized"]
+        assert _globals(serialize_provider(today)) == [new]
+        again = dill.dumps(today, protocol=SAVED_STATE["protocol"])
+        renamed = base64.b64decode(state["serialized"]).replace(
+            bytes([len(old[0])]) + old[0].encode(), bytes([len(new[0])]) + new[0].encode())
+        assert again == renamed
 
 
 def _diff(host: Any, olds: dict[str, Any], news: dict[str, Any]) -> Any:
@@ -117,6 +122,7 @@ def test_a_code_change_reaches_resources_created_before_it(tmp_path: Path) -> No
     state = serialize_provider(ScaleSetProvider())
     changed = tmp_path / "project"
     shutil.copytree(ROOT / "components", changed / "components", ignore=shutil.ignore_patterns("__pycache__"))
+    (changed / "gpucluster").symlink_to("components")  # the import name, as in the project
     module = changed / "components" / "azure" / "scale_set" / "provider.py"
     module.write_text(module.read_text() + (
         "\n\ndef _changed_diff(self, _id, olds, news):\n"

@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from components.errors import SpecError
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import ClusterPlan
-from components.simulation.bring_up_layer import bring_up
-from components.simulation.check import check_order, plan_checked
-from components.simulation.pulumi_order import ApplyOrder, Recorded, prerequisite_problems
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.simulation.bring_up_layer import bring_up
+from gpucluster.simulation.check import check_order, plan_checked
+from gpucluster.simulation.pulumi_order import ApplyOrder, Recorded, prerequisite_problems
 from tests.support.stacks import stack_spec
 
 

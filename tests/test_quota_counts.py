@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.catalog.quotas import COUNT_QUOTAS
-from components.errors import SpecError
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import plan_cluster
-from components.planning.quota import CountNeed, count_problems
-from components.spec import ClusterSpec
-from policies.rules.props import resource_kind
+from gpucluster.catalog.quotas import COUNT_QUOTAS
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.quota import CountNeed, count_problems
+from gpucluster.policies.rules.props import resource_kind
+from gpucluster.spec import ClusterSpec
 from tests.support.plan_sides import stack_raw
 from tests.support.stacks import plan_stack, small_cluster, spec_of
 

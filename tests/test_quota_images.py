@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.catalog import images
-from components.errors import SpecError
-from components.planning.cluster_plan import plan_cluster
-from components.spec import ImageRef
+from gpucluster.catalog import images
+from gpucluster.errors import SpecError
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import ImageRef
 from tests.support.plan_sides import stack_raw
 from tests.support.stacks import plan_stack, small_cluster, spec_of
 

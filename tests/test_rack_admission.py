@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from components.kubernetes.objects.kueue import (
+from gpucluster.kubernetes.objects.kueue import (
     CHANNEL_RESOURCE,
     COMPUTE_DOMAIN_CHANNEL_CLASS,
     kueue_configuration,
 )
-from components.vocabulary import ANNOTATION_REQUIRED_TOPOLOGY
+from gpucluster.vocabulary import ANNOTATION_REQUIRED_TOPOLOGY
 from tests.support.kueue_admission import (
     GPU,
     HOSTNAME,

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from components.catalog.flowcontrol import RACK_CHART_AGENTS
-from components.kubernetes.objects.flowcontrol import NODE_AGENTS
-from components.offline.engine import ProgramRun, run_program
-from components.offline.manifests import kubernetes_objects
-from components.planning.cluster_plan import ClusterPlan
-from components.simulation.check import plan_checked
-from components.spec import load_stack_file
+from gpucluster.catalog.flowcontrol import RACK_CHART_AGENTS
+from gpucluster.kubernetes.objects.flowcontrol import NODE_AGENTS
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.offline.manifests import kubernetes_objects
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.simulation.check import plan_checked
+from gpucluster.spec import load_stack_file
 from tests.support.stacks import ROOT, STACKS, stack_spec
 
 RACK_ACCOUNTS = {("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-service-account-kubeletplugin"),

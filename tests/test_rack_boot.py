@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.bootstrap.host_prep import RETRY_FUNCTION
-from components.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, rack_boot_lines
-from components.images.content import image_files
-from components.kubernetes.objects.charts import gpu_operator_values
-from components.offline.boot_docs import boot_documents
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.bootstrap.host_prep import RETRY_FUNCTION
+from gpucluster.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, rack_boot_lines
+from gpucluster.images.content import image_files
+from gpucluster.kubernetes.objects.charts import gpu_operator_values
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")

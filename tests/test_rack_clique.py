@@ -17,14 +17,14 @@ from typing import Any
 import celpy
 from celpy.adapter import json_to_cel
 
-from components.kubernetes.objects.layer import gpu_health_objects
-from components.kubernetes.objects.rack_clique import APP, rack_clique_policy
-from components.kubernetes.scripts import rack_clique
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.node_template import node_labels
-from components.verify.check_racks import check_racks
-from components.vocabulary import LABEL_GPU_CLIQUE, LABEL_INTERCONNECT_SUBGROUP_ID, LABEL_POOL, LABEL_RACK
-from components.vocabulary import TAINT_RACK_UNPROVEN as VOCABULARY_TAINT
+from gpucluster.kubernetes.objects.layer import gpu_health_objects
+from gpucluster.kubernetes.objects.rack_clique import APP, rack_clique_policy
+from gpucluster.kubernetes.scripts import rack_clique
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.node_template import node_labels
+from gpucluster.verify.check_racks import check_racks
+from gpucluster.vocabulary import LABEL_GPU_CLIQUE, LABEL_INTERCONNECT_SUBGROUP_ID, LABEL_POOL, LABEL_RACK
+from gpucluster.vocabulary import TAINT_RACK_UNPROVEN as VOCABULARY_TAINT
 from tests.support.stacks import ROOT, stack_spec
 
 UUID = "8b1f33a6-6c35-4f55-9d3e-1f1a3f0c2d11"
@@ -178,7 +178,7 @@ def test_verify_passes_a_proven_rack_and_fails_a_stray_or_short_one() -> None:
 
 
 def test_verify_reads_each_groups_subgroups_and_names_a_declared_one_azure_lacks() -> None:
-    from components.verify.check_racks import NETWORK_API, check_subgroups
+    from gpucluster.verify.check_racks import NETWORK_API, check_subgroups
 
     class Groups:
         subscription, resource_group = "sub", "gb300-rg"

@@ -28,15 +28,15 @@ from typing import Any
 
 import pytest
 
-from components.catalog.in_cluster import DRA_DRIVER_NAMESPACE
-from components.catalog.versions import DRA_DRIVER, DRANET, RACK_ADDONS
-from components.kubernetes.objects.kueue import kueue_configuration
-from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
-from components.offline.engine import ProgramRun
-from components.offline.policy_runner import run_policies
-from components.offline.preview import preview_document
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.registry import cluster_upstream_images
+from gpucluster.catalog.in_cluster import DRA_DRIVER_NAMESPACE
+from gpucluster.catalog.versions import DRA_DRIVER, DRANET, RACK_ADDONS
+from gpucluster.kubernetes.objects.kueue import kueue_configuration
+from gpucluster.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.offline.preview import preview_document
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.registry import cluster_upstream_images
 from tests.support.kueue_admission import TOLERATE_GPU, Gang, InadmissibleError, admit, rack_nodes, rack_objects, racks_of
 from tests.support.stacks import ROOT, stack_spec
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from components.offline.engine import ProgramRun
-from components.offline.policy_runner import run_policies
-from components.offline.preview import preview_document
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.offline.preview import preview_document
 from tests.support.policy_mutations import (
     GANG,
     RACK_POLICY_MUTATIONS,

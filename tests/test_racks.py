@@ -10,22 +10,22 @@ from typing import Any
 
 import pytest
 
-from components.azure.interconnect_block_provider import InterconnectBlockProvider, patch_body
-from components.azure.interconnect_block_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_COMPUTE_API
-from components.azure.scale_set.provider import ScaleSetProvider, body
-from components.azure.scale_set.wire import to_wire
-from components.catalog.vm_sizes import CATALOG
-from components.errors import SpecError
-from components.offline.engine import ProgramRun
-from components.offline.policy_runner import run_policies
-from components.offline.preview import preview_document
-from components.planning.cluster_plan import plan_cluster
-from components.planning.limits import effective_limits
-from components.planning.node_template import node_labels
-from components.planning.placement import plan_pools
-from components.preflight import context_for, preflight
-from components.spec import CONFIG_KEY, ClusterSpec, load_stack_file
-from policies.rules import ALL_POLICIES
+from gpucluster.azure.interconnect_block_provider import InterconnectBlockProvider, patch_body
+from gpucluster.azure.interconnect_block_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_COMPUTE_API
+from gpucluster.azure.scale_set.provider import ScaleSetProvider, body
+from gpucluster.azure.scale_set.wire import to_wire
+from gpucluster.catalog.vm_sizes import CATALOG
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.offline.preview import preview_document
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.limits import effective_limits
+from gpucluster.planning.node_template import node_labels
+from gpucluster.planning.placement import plan_pools
+from gpucluster.policies.rules import ALL_POLICIES
+from gpucluster.preflight import context_for, preflight
+from gpucluster.spec import CONFIG_KEY, ClusterSpec, load_stack_file
 from tests.support.preflight_mutations import (
     RACK_MUTATIONS,
     inputs_of,
@@ -111,7 +111,7 @@ def test_declared_subgroup_names_reach_the_rack_scale_sets() -> None:
 
 
 def test_high_speed_interconnect_placement_is_configurable_and_create_only() -> None:
-    from components.azure.scale_set.routes import CREATE_ONLY_PATHS
+    from gpucluster.azure.scale_set.routes import CREATE_ONLY_PATHS
     raw = _raw()
     raw["pools"][1]["racks"]["highSpeedInterconnectPlacement"] = "None"
     assert spec_of(raw).pools[1].racks.high_speed_interconnect_placement == "None"  # type: ignore[union-attr]

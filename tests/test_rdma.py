@@ -14,15 +14,15 @@ from typing import Any
 
 import yaml
 
-from components.catalog.in_cluster import RDMA_RESOURCE
-from components.kubernetes.objects.images import pod_spec
-from components.kubernetes.objects.kueue import kueue_configuration, kueue_objects
-from components.kubernetes.objects.layer import layer_objects
-from components.kubernetes.objects.rdma import APP
-from components.planning.node_template import autoscaler_tags
-from components.planning.registry import cluster_upstream_images
-from components.simulation.check import plan_checked
-from components.vocabulary import AUTOSCALER_RESOURCE_TAG_PREFIX
+from gpucluster.catalog.in_cluster import RDMA_RESOURCE
+from gpucluster.kubernetes.objects.images import pod_spec
+from gpucluster.kubernetes.objects.kueue import kueue_configuration, kueue_objects
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.kubernetes.objects.rdma import APP
+from gpucluster.planning.node_template import autoscaler_tags
+from gpucluster.planning.registry import cluster_upstream_images
+from gpucluster.simulation.check import plan_checked
+from gpucluster.vocabulary import AUTOSCALER_RESOURCE_TAG_PREFIX
 from tests.support.manifest_validation import validate_object
 from tests.support.stacks import ROOT, stack_spec
 

@@ -17,7 +17,8 @@ OUTSIDE = ("policies", "tools", "bench")
 
 def packages() -> list[str]:
     """Each package and top-level module under components/, then the folders beside it."""
-    units = sorted(p.name for p in (ROOT / "components").iterdir() if p.is_dir() and any(p.glob("*.py")))
+    units = sorted(p.name for p in (ROOT / "components").iterdir()
+                   if p.is_dir() and not p.is_symlink() and any(p.glob("*.py")))
     modules = sorted(p.stem for p in (ROOT / "components").glob("*.py") if p.stem != "__init__")
     return [f"components/{u}" for u in units] + [f"components/{m}.py" for m in modules] + [f"{o}/" for o in OUTSIDE]
 
@@ -30,7 +31,9 @@ def _imported(source: str) -> set[str]:
                  [a.name for a in node.names] if isinstance(node, ast.Import) else [])
         for name in names:
             parts = name.split(".")
-            if parts[0] == "components" and len(parts) > 1:
+            if parts[:2] == ["gpucluster", "policies"]:  # the pack, imported through the package's name
+                parts = parts[1:]
+            if parts[0] == "gpucluster" and len(parts) > 1:
                 found |= {f"components/{parts[1]}", f"components/{parts[1]}.py"}
             elif parts[0] in OUTSIDE:
                 found.add(f"{parts[0]}/")

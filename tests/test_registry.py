@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from components.catalog.registries import OWN_NAMESPACE, parse_image
-from components.errors import SpecError
-from components.kubernetes.objects.images import pod_spec
-from components.offline.mock_values import SUBSCRIPTION
-from components.planning import agents_image
-from components.planning.azure_names import container_registry_name
-from components.planning.cluster_plan import plan_cluster
-from components.planning.registry import cluster_upstream_images, plan_registry
+from gpucluster.catalog.registries import OWN_NAMESPACE, parse_image
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.images import pod_spec
+from gpucluster.offline.mock_values import SUBSCRIPTION
+from gpucluster.planning import agents_image
+from gpucluster.planning.azure_names import container_registry_name
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.registry import cluster_upstream_images, plan_registry
 from tests.support.stacks import small_spec, stack_spec
 
 IMAGE_KEYS = ("image", "repository", "imageRepository")

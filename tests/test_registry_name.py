@@ -15,10 +15,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.errors import SpecError
-from components.offline.mock_values import SUBSCRIPTION
-from components.spec import load_stack_file
-from components.spec.registry_name import SUBSCRIPTION_CONFIG, SUBSCRIPTION_ENV, naming_subscription
+from gpucluster.errors import SpecError
+from gpucluster.offline.mock_values import SUBSCRIPTION
+from gpucluster.spec import load_stack_file
+from gpucluster.spec.registry_name import SUBSCRIPTION_CONFIG, SUBSCRIPTION_ENV, naming_subscription
 from tests.support.cli import gpucluster
 from tests.support.stacks import ROOT, STACKS
 
@@ -49,7 +49,7 @@ def test_two_subscriptions_get_two_names_and_one_subscription_always_the_same(tm
 
 @given(st.uuids(), st.uuids())
 def test_the_name_follows_the_subscription_and_fits_azures_rule(first: object, second: object) -> None:
-    from components.planning.azure_names import container_registry_name
+    from gpucluster.planning.azure_names import container_registry_name
 
     one, two = (container_registry_name("prod", "eastus2", str(s)) for s in (first, second))
     assert one.isalnum() and 5 <= len(one) <= 50
@@ -98,8 +98,8 @@ class Azure(mocks.Mocks):
         return {"subscriptionId": sys.argv[1], "tenantId": "t", "clientId": "c", "objectId": "o"}, []
 
 pulumi.runtime.set_mocks(Azure(), preview=False)
-from components.errors import SpecError
-from components.offline.program_check import require_subscription
+from gpucluster.errors import SpecError
+from gpucluster.offline.program_check import require_subscription
 try:
     require_subscription(sys.argv[2], "AZURE_SUBSCRIPTION_ID")
 except SpecError as error:

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from components.offline.boot_docs import boot_documents
-from components.offline.engine import ProgramRun
-from components.offline.manifests import helm_releases, kubernetes_objects
-from components.offline.removals import KEY, find_uses, removal_problems, removals_data, removals_line
-from components.planning.cluster_plan import plan_cluster
-from components.spec import ClusterSpec
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.manifests import helm_releases, kubernetes_objects
+from gpucluster.offline.removals import KEY, find_uses, removal_problems, removals_data, removals_line
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import ClusterSpec
 
 
 @pytest.fixture(scope="module")

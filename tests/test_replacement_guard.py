@@ -18,15 +18,15 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.scale_set.provider import ScaleSetProvider
-from components.azure.scale_set.replacement_guard import ACK_KEY, ReplacementLedger, ReplacementRefusedError
-from components.azure.scale_set.routes import REPLACEMENT_ACK_INPUT, SCALE_SET_ARM_TYPE
-from components.diff.compare import diff_sides
-from components.diff.sides import side_from_document
-from components.offline.engine import ProgramRun, run_program
-from components.offline.first_up import urn_glob
-from components.offline.preview import preview_document
-from components.spec import ClusterSpec
+from gpucluster.azure.scale_set.provider import ScaleSetProvider
+from gpucluster.azure.scale_set.replacement_guard import ACK_KEY, ReplacementLedger, ReplacementRefusedError
+from gpucluster.azure.scale_set.routes import REPLACEMENT_ACK_INPUT, SCALE_SET_ARM_TYPE
+from gpucluster.diff.compare import diff_sides
+from gpucluster.diff.sides import side_from_document
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.offline.first_up import urn_glob
+from gpucluster.offline.preview import preview_document
+from gpucluster.spec import ClusterSpec
 from tests.support.dynamic_host import dynamic_host, props
 from tests.support.stacks import ROOT, small_cluster
 

@@ -7,10 +7,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from components.offline.html_report import render_report
-from components.offline.report_data import limit_usage, report_data
-from components.planning.cluster_plan import plan_cluster
-from components.spec import LimitOverride
+from gpucluster.offline.html_report import render_report
+from gpucluster.offline.report_data import limit_usage, report_data
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import LimitOverride
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_a_declared_exception_shows_in_red_as_fixed(dev_spec) -> None:
 
     from rich.console import Console
 
-    from components.offline.summary import print_summary
+    from gpucluster.offline.summary import print_summary
     spec = dev_spec.model_copy(update={"limits": dev_spec.limits.model_copy(update={
         "subnets_per_vnet": LimitOverride.model_validate(
             {"value": 4000, "note": "granted", "azureException": {"reference": "case 123"}})})})
@@ -135,7 +135,7 @@ def test_the_default_summary_is_what_a_reviewer_reads_and_details_add_the_rest(p
 
     from rich.console import Console
 
-    from components.offline.summary import print_summary
+    from gpucluster.offline.summary import print_summary
 
     _, out = prod_cli_plan
     data = json.loads((out / "summary.json").read_text())

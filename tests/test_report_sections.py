@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from components.diff.compare import diff_sides
-from components.diff.sides import Side
-from components.offline.html_report import render_report
-from components.planning.cluster_plan import ClusterPlan
-from components.simulation.check import plan_checked
+from gpucluster.diff.compare import diff_sides
+from gpucluster.diff.sides import Side
+from gpucluster.offline.html_report import render_report
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.simulation.check import plan_checked
 from tests.support.stacks import stack_spec
 
 

@@ -17,15 +17,15 @@ import sys
 import typing
 from pathlib import Path
 
-from components.diff.compare import Flag
-from components.errors import Problem
-from components.offline.policy_runner import Violation
-from components.preflight.model import Finding
-from components.results import CheckResult, Severity
-from components.verify.results import Result
-from components.vocabulary import INFINIBAND_TAG, POOL_TAG
-from policies.rules import replacements
-from policies.rules.replacements import Replaced, ReplacementFinding, judge
+from gpucluster.diff.compare import Flag
+from gpucluster.errors import Problem
+from gpucluster.offline.policy_runner import Violation
+from gpucluster.policies.rules import replacements
+from gpucluster.policies.rules.replacements import Replaced, ReplacementFinding, judge
+from gpucluster.preflight.model import Finding
+from gpucluster.results import CheckResult, Severity
+from gpucluster.verify.results import Result
+from gpucluster.vocabulary import INFINIBAND_TAG, POOL_TAG
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("components", "policies", "tools")
@@ -121,7 +121,7 @@ PACK_ALONE = """
 import importlib.abc, sys
 class Refuse(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("components", "policies", "tests"):
+        if name.split(".")[0] in ("components", "gpucluster", "policies", "tests"):
             raise ImportError("the pack runs without " + name)
 sys.meta_path.insert(0, Refuse())
 import rules, rules.replacements

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from components.azure.scale_set.routes import SCALE_SET_API_VERSION
-from components.kubernetes.scripts import kube_client as kc
-from components.kubernetes.scripts import rollout as ro
-from components.kubernetes.scripts import rollout_drain as drain
+from gpucluster.azure.scale_set.routes import SCALE_SET_API_VERSION
+from gpucluster.kubernetes.scripts import kube_client as kc
+from gpucluster.kubernetes.scripts import rollout as ro
+from gpucluster.kubernetes.scripts import rollout_drain as drain
 from tests.support.fake_kube import FakeKube, Fault
 from tests.support.rollout_world import CPU_SET, NS, PODS, SETS, WORKLOADS, Cluster, gang, pod
 
@@ -335,7 +335,7 @@ def test_a_round_writes_at_most_its_share_and_the_next_goes_on(cluster: Cluster)
 
 
 def test_the_controller_sends_the_providers_compute_api_version_and_the_vocabularys_names() -> None:
-    from components.vocabulary import (
+    from gpucluster.vocabulary import (
         ANNOTATION_CHECKPOINT_BY,
         LABEL_IB_DOMAIN,
         LABEL_POOL,
@@ -355,8 +355,8 @@ def test_the_controller_sends_only_the_arm_requests_its_role_grants(cluster: Clu
     """Every ARM request of a whole rollout is one that components/catalog/arm_operations.py read from the
     controller's source, and its action is in the controller's role (tests/test_addon_roles.py checks the role
     against Azure's operations list)."""
-    from components.catalog.addon_permissions import ROLLOUT
-    from components.catalog.arm_operations import rbac_action, rollout_operations
+    from gpucluster.catalog.addon_permissions import ROLLOUT
+    from gpucluster.catalog.arm_operations import rbac_action, rollout_operations
 
     cluster.arm.touch(SETS[1])
     assert cluster.steps(cluster.controller(), 40)[-1] == IDLE

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from components.diff.render import diff_section, print_diff
-from components.diff.rollout import rollout_delta
+from gpucluster.diff.render import diff_section, print_diff
+from gpucluster.diff.rollout import rollout_delta
 from tests.support.diff_scenarios import diff, side
 from tests.support.scale_sets import is_scale_set
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from components.kubernetes.objects.kueue import kueue_objects
-from components.planning.cluster_plan import plan_cluster
-from components.planning.fence import FENCE
+from gpucluster.kubernetes.objects.kueue import kueue_objects
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.fence import FENCE
 from tests.support.kueue_admission import (
     TOLERATE_GPU,
     Gang,

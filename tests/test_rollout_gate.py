@@ -19,11 +19,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from components.bootstrap.kubeconfig import render_kubeconfig
-from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
-from components.kubernetes.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
-from components.offline.engine import ProgramRun
-from components.simulation.pulumi_order import ApplyOrder, Recorded
+from gpucluster.bootstrap.kubeconfig import render_kubeconfig
+from gpucluster.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
+from gpucluster.kubernetes.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.simulation.pulumi_order import ApplyOrder, Recorded
 from tests.support.real_pki import issue_cert
 
 PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/cilium"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.kubernetes.objects.rollout import APP, plan_document, rollout_objects
-from components.kubernetes.scripts import rollout as ro
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.kubernetes.objects.rollout import APP, plan_document, rollout_objects
+from gpucluster.kubernetes.scripts import rollout as ro
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.fake_kube import Seen
 from tests.support.manifest_validation import validate_object
 from tests.support.rollout_world import CPU_SET, PODS, SETS, Cluster, pod

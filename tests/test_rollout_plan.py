@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.catalog.vm_sizes import CATALOG
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.placement import PoolPlan, ordered_zones, split_pool
-from components.planning.rollout import pool_batches, quorum_if_zone_lost, unused_quota
-from components.spec import ClusterSpec, PoolKind, PoolSpec, Quota
-from components.spec.rollout import RolloutSpec
+from gpucluster.catalog.vm_sizes import CATALOG
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.placement import PoolPlan, ordered_zones, split_pool
+from gpucluster.planning.rollout import pool_batches, quorum_if_zone_lost, unused_quota
+from gpucluster.spec import ClusterSpec, PoolKind, PoolSpec, Quota
+from gpucluster.spec.rollout import RolloutSpec
 from tests.support.stacks import small_spec, stack_spec
 
 GPU_SIZE = "Standard_ND96isr_H100_v5"
@@ -197,7 +197,7 @@ def test_summary_and_report_carry_the_rollout(dev_out: Path) -> None:
 
 
 def test_bad_rollout_settings_name_the_key() -> None:
-    from components.errors import SpecError
+    from gpucluster.errors import SpecError
     from tests.support.stacks import small_cluster, spec_of
 
     with pytest.raises(SpecError) as raised:
@@ -208,7 +208,7 @@ def test_bad_rollout_settings_name_the_key() -> None:
 
 def test_the_report_says_when_a_wave_takes_a_whole_scale_set_above_the_batch_share() -> None:
     """prod's CPU pool: a scale set is the smallest wave, and one of them holds more than batchPercent of the pool."""
-    from components.offline.rollout_report import rollout_data, whole_set_text
+    from gpucluster.offline.rollout_report import rollout_data, whole_set_text
 
     plan = plan_cluster(stack_spec("prod"))
     data = rollout_data(plan)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from components.planning.azure_names import resource_group_name
-from components.verify import expected
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.verify import expected
 from tests.support.verify_fakes import SUBSCRIPTION
 from tests.support.verify_world import World
 

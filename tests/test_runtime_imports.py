@@ -76,7 +76,9 @@ problems = [f"imported before the check: {name}" for name in early]
 
 
 def module_name(path):
+    """The import name: components/ is the package `gpucluster`, policies/ its `gpucluster.policies`."""
     parts = list(path.relative_to(root).with_suffix("").parts)
+    parts[:1] = {"components": ["gpucluster"], "policies": ["gpucluster", "policies"]}.get(parts[0], parts[:1])
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 

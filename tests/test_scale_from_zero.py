@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from components.catalog.in_cluster import provisioning_request_crd
-from components.errors import SpecError
-from components.kubernetes.objects.kueue import ATOMIC_SCALE_UP, PROVISIONING_CHECK
-from components.kubernetes.objects.layer import layer_objects
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.scale_from_zero import scale_from_zero_problems
-from components.simulation.bring_up_layer import bring_up
-from components.simulation.check import plan_checked
+from gpucluster.catalog.in_cluster import provisioning_request_crd
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.kueue import ATOMIC_SCALE_UP, PROVISIONING_CHECK
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.scale_from_zero import scale_from_zero_problems
+from gpucluster.simulation.bring_up_layer import bring_up
+from gpucluster.simulation.check import plan_checked
 from tests.support.stacks import stack_spec
 
 
@@ -115,7 +115,7 @@ def test_kueue_restarts_once_the_api_is_served(prod_run: ProgramRun) -> None:
     admission_check), and the check is Active only if Kueue found the ProvisioningRequest API when it started: the
     release's pod annotation names the CRD, so Kueue's pods roll after it is applied (on a cluster where Kueue ran
     before it, too)."""
-    from components.vocabulary import ANNOTATION_PROVISIONING_API
+    from gpucluster.vocabulary import ANNOTATION_PROVISIONING_API
     kueue = next(r for r in prod_run.registrations if r.type == "kubernetes:helm.sh/v3:Release"
                  and r.inputs["name"] == "kueue")
     annotations = kueue.inputs["values"]["controllerManager"]["manager"]["podAnnotations"]

@@ -26,13 +26,13 @@ from pulumi import _types
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
 
-from components.azure.node_images import ImageIds
-from components.azure.scale_set import body as node_body
-from components.azure.scale_set.pool import NodePool, NodePoolArgs
-from components.azure.scale_set.resource import NodeScaleSet
-from components.azure.scope import AzureScope
-from components.offline.engine import ProgramRun, RecordingMonitor
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.azure.node_images import ImageIds
+from gpucluster.azure.scale_set import body as node_body
+from gpucluster.azure.scale_set.pool import NodePool, NodePoolArgs
+from gpucluster.azure.scale_set.resource import NodeScaleSet
+from gpucluster.azure.scope import AzureScope
+from gpucluster.offline.engine import ProgramRun, RecordingMonitor
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.stacks import small_cluster, small_spec, stack_spec
 
 DYNAMIC = "pulumi-python:dynamic:Resource"

@@ -25,12 +25,12 @@ import dill
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.azure.scale_set.arm_client import NotOursError
-from components.azure.scale_set.provider import ScaleSetProvider, patch_body
-from components.azure.scale_set.provider import resource_id as scale_set_id
-from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
-from components.offline.engine import ProgramRun
-from components.vocabulary import CLUSTER_TAG
+from gpucluster.azure.scale_set.arm_client import NotOursError
+from gpucluster.azure.scale_set.provider import ScaleSetProvider, patch_body
+from gpucluster.azure.scale_set.provider import resource_id as scale_set_id
+from gpucluster.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.vocabulary import CLUSTER_TAG
 from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
 
 

@@ -24,10 +24,10 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto
 
-from components.azure.scale_set.provider import ScaleSetProvider
-from components.azure.scale_set.provider import resource_id as scale_set_id
-from components.azure.scale_sets_ready_provider import ScaleSetsNotReadyError, ScaleSetsReadyProvider, retry_after
-from components.offline.engine import ProgramRun
+from gpucluster.azure.scale_set.provider import ScaleSetProvider
+from gpucluster.azure.scale_set.provider import resource_id as scale_set_id
+from gpucluster.azure.scale_sets_ready_provider import ScaleSetsNotReadyError, ScaleSetsReadyProvider, retry_after
+from gpucluster.offline.engine import ProgramRun
 from tests.support.dynamic_host import dynamic_host, props, unprops
 from tests.support.fake_arm import DEPLOYER, FakeArm, fake_arm
 
@@ -77,7 +77,7 @@ def test_failed_allocations_are_named_in_one_line_and_the_next_up_with_refresh_r
         wait_props = props({**_wait_inputs(declared, outs), "__provider": wait})
         line = _rpc_error(lambda: host.Create(proto.CreateRequest(urn=URN.format("w", "prod-nodes-ready"),
                                                                   properties=wait_props)))
-        assert line.startswith("components.azure.scale_sets_ready_provider.ScaleSetsNotReadyError: 2 of 3 node "
+        assert line.startswith("gpucluster.azure.scale_sets_ready_provider.ScaleSetsNotReadyError: 2 of 3 node "
                                "scale sets did not come up: h100-z1-00 ended Failed with AllocationFailed (Azure has "
                                "no capacity for Standard_ND96isr_H100_v5 in zone 1 now")
         assert "h100-z1-01 ended Failed with OverconstrainedAllocationRequest (Azure cannot meet" in line
@@ -171,7 +171,7 @@ def test_what_needs_the_nodes_waits_for_the_allocations_not_for_the_creates(prod
 def test_a_retry_after_that_is_not_a_finite_number_is_unreadable_not_a_crash(headers: dict[str, str]) -> None:
     """float() reads "nan" and "inf"; time.sleep(nan) raises ValueError: such a header reads as absent, and the wait
     falls back to its polling interval (#53 item 2, the crash)."""
-    from components.azure.scale_sets_ready_provider import retry_after
+    from gpucluster.azure.scale_sets_ready_provider import retry_after
 
     assert retry_after(headers) is None
     assert retry_after({"Retry-After": "-5"}) == 0.0 and retry_after({"retry-after-ms": "1500"}) == 1.5

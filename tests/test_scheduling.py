@@ -11,14 +11,14 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.bootstrap.scheduler import scheduler_configuration
-from components.errors import SpecError
-from components.kubernetes.objects.kueue import kueue_chart_values, kueue_configuration, kueue_objects
-from components.kubernetes.objects.priority import priority_classes
-from components.offline.engine import ProgramRun, run_program
-from components.offline.manifests import helm_releases, kubernetes_objects
-from components.planning.cluster_plan import plan_cluster
-from components.planning.scheduling import (
+from gpucluster.bootstrap.scheduler import scheduler_configuration
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.kueue import kueue_chart_values, kueue_configuration, kueue_objects
+from gpucluster.kubernetes.objects.priority import priority_classes
+from gpucluster.offline.engine import ProgramRun, run_program
+from gpucluster.offline.manifests import helm_releases, kubernetes_objects
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.scheduling import (
     AUTOSCALER_EXPENDABLE_CUTOFF,
     BALLOON_CLASS,
     PRIORITY_CLASSES,
@@ -26,8 +26,8 @@ from components.planning.scheduling import (
     WORKLOAD_CLASSES,
     split_proportionally,
 )
-from components.project import project_root
-from components.spec import ClusterSpec
+from gpucluster.project import project_root
+from gpucluster.spec import ClusterSpec
 from tests.support.manifest_validation import CRD_ROOT, shared_schema_dir, validate_object
 from tests.support.stacks import small_cluster, small_spec, stack_spec
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from components.diff.compare import PlanDiff, diff_sides
-from components.diff.sides import side_from_document
-from components.offline.engine import ProgramRun
-from components.offline.preview import preview_document
-from components.offline.replaced_domains import replaced_domain_violations
-from components.offline.report_data import report_data
-from components.planning.cluster_plan import plan_cluster
-from policies.rules.replacements import Replaced, judge
+from gpucluster.diff.compare import PlanDiff, diff_sides
+from gpucluster.diff.sides import side_from_document
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.preview import preview_document
+from gpucluster.offline.replaced_domains import replaced_domain_violations
+from gpucluster.offline.report_data import report_data
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.policies.rules.replacements import Replaced, judge
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.stacks import ROOT, spec_of
 
@@ -113,7 +113,7 @@ def test_check_over_a_real_preview_fails_the_unacknowledged_replacement(prod_run
     assert not any(v.mandatory for v in replaced_domain_violations(preview, None))  # no stack named: unknown
     path = tmp_path / "preview.json"
     path.write_text(json.dumps(preview))
-    result = subprocess.run([sys.executable, "-m", "components.cli", "check", str(path), "--stack", "prod"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "gpucluster.cli", "check", str(path), "--stack", "prod"], cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -125,7 +125,7 @@ def test_where_the_provider_resizes_in_place_the_diff_says_running_vms_keep_thei
     """If the node scale sets' provider sends sku.name in its update (the 2026-07-02 update model carries `sku`;
     the provider's replace table decides, components/azure/scale_set/routes.py), nothing is replaced: no error, and a
     warning per scale set that running VMs keep the old size until updated."""
-    from components.azure.scale_set import routes as arm_routes
+    from gpucluster.azure.scale_set import routes as arm_routes
 
     monkeypatch.setattr(arm_routes, "ROUTE_REPLACES", tuple(r for r in arm_routes.ROUTE_REPLACES if r[0] != "sku"))
     result = _diff(prod_run)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from components.errors import SpecError
-from components.spec import load_stack_file, parse_cluster
+from gpucluster.errors import SpecError
+from gpucluster.spec import load_stack_file, parse_cluster
 from tests.support.stacks import small_cluster
 
 

@@ -21,10 +21,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.errors import SpecError
-from components.offline.output import MARKER, write_output
-from components.planning.cluster_plan import plan_cluster
-from components.spec import load_stack_file
+from gpucluster.errors import SpecError
+from gpucluster.offline.output import MARKER, write_output
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import load_stack_file
 from tests.support.stacks import ROOT, STACKS
 
 SHIPPED = {name: yaml.safe_load((STACKS / f"Pulumi.{name}.yaml").read_text()) for name in ("dev", "prod")}
@@ -138,7 +138,7 @@ def test_hostile_stack_files_end_in_exit_2_and_leave_the_output_alone(tmp_path: 
     stack.write_bytes(content)
     out = tmp_path / "out"
     write_output(out, lambda folder: (folder / "preview.json").write_text("previous"))
-    result = subprocess.run([sys.executable, "-m", "components.cli", "plan", str(stack), "--out", str(out)],
+    result = subprocess.run([sys.executable, "-m", "gpucluster.cli", "plan", str(stack), "--out", str(out)],
                             cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                             capture_output=True, text=True, timeout=120, preexec_fn=_limit_memory)
     assert result.returncode == 2, result.stderr[-2000:]

@@ -10,17 +10,17 @@ from collections import Counter
 import pytest
 from rich.console import Console
 
-from components.offline.engine import ProgramRun
-from components.offline.html_report import render_report
-from components.offline.policy_runner import Violation, enforcement_severity
-from components.offline.preview import preview_document
-from components.offline.report_data import report_data
-from components.offline.summary import print_violations
-from components.planning.cluster_plan import plan_cluster
-from components.preflight import run_preflight
-from components.preflight.fold import merged_message, names_text
-from components.preflight.model import Finding
-from components.preflight.report import KEY, html_section, print_warnings, warning_rows
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.offline.html_report import render_report
+from gpucluster.offline.policy_runner import Violation, enforcement_severity
+from gpucluster.offline.preview import preview_document
+from gpucluster.offline.report_data import report_data
+from gpucluster.offline.summary import print_violations
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.preflight import run_preflight
+from gpucluster.preflight.fold import merged_message, names_text
+from gpucluster.preflight.model import Finding
+from gpucluster.preflight.report import KEY, html_section, print_warnings, warning_rows
 
 
 @pytest.fixture(scope="module")

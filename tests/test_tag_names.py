@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.offline.engine import run_program
-from components.offline.preview import preview_document
-from components.spec import load_stack_file
-from components.spec.consumer_rules import check_tags
+from gpucluster.offline.engine import run_program
+from gpucluster.offline.preview import preview_document
+from gpucluster.spec import load_stack_file
+from gpucluster.spec.consumer_rules import check_tags
 from tests.support.stacks import ROOT, STACKS
 
 PROBE = "probe-owner"

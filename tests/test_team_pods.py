@@ -11,9 +11,9 @@ from typing import Any
 import celpy
 from celpy.adapter import json_to_cel
 
-from components.kubernetes.objects.kueue import kueue_objects
-from components.kubernetes.objects.team_pods import POLICY, team_pod_policy
-from components.planning.cluster_plan import plan_cluster
+from gpucluster.kubernetes.objects.kueue import kueue_objects
+from gpucluster.kubernetes.objects.team_pods import POLICY, team_pod_policy
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 _ENV = celpy.Environment()
@@ -90,7 +90,7 @@ def test_ephemeral_containers_are_judged_and_their_subresource_is_matched() -> N
 
 
 def test_the_allowed_capabilities_are_baselines_extracted_list_and_ipc_lock() -> None:
-    from components.kubernetes.objects.team_pods import ALLOWED_CAPABILITIES, BASELINE
+    from gpucluster.kubernetes.objects.team_pods import ALLOWED_CAPABILITIES, BASELINE
 
     staging = "v0." + stack_spec("prod").kubernetes_version.split(".", 1)[1]  # the release's staging module
     assert BASELINE["source"].startswith(f"k8s.io/pod-security-admission@{staging} ")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from components.azure.node_images import VERSIONS_DELETE_SCRIPT
-from components.offline.engine import ProgramRun, Registration
+from gpucluster.azure.node_images import VERSIONS_DELETE_SCRIPT
+from gpucluster.offline.engine import ProgramRun, Registration
 from tests.support.scale_sets import is_scale_set
 
 GALLERY_IMAGE = "azure-native:compute:GalleryImage"

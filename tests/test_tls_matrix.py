@@ -28,14 +28,14 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from components.bootstrap.apiserver import kubeadm_config
-from components.bootstrap.etcd import etcd_flags, snapshot_script
-from components.bootstrap.from_plan import EtcdSecrets, apiserver_bootstrap, etcd_bootstrap, node_bootstrap
-from components.bootstrap.kubeconfig import render_kubeconfig
-from components.bootstrap.node import render_cloud_init
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK
-from components.planning.pki import (
+from gpucluster.bootstrap.apiserver import kubeadm_config
+from gpucluster.bootstrap.etcd import etcd_flags, snapshot_script
+from gpucluster.bootstrap.from_plan import EtcdSecrets, apiserver_bootstrap, etcd_bootstrap, node_bootstrap
+from gpucluster.bootstrap.kubeconfig import render_kubeconfig
+from gpucluster.bootstrap.node import render_cloud_init
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
+from gpucluster.planning.pki import (
     CLIENT,
     CLUSTER_CA,
     ETCD_CA,

@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.kubernetes.scripts import prefix_ipam
-from components.planning.azure_names import resource_group_name
-from components.planning.cluster_plan import plan_cluster
-from components.spec import load_stack_file
-from components.verify import expected, nccl
-from components.verify.connect import AzureAccess, kube_api_client
-from components.verify.readonly import WriteRefusedError
+from gpucluster.cli import main
+from gpucluster.kubernetes.scripts import prefix_ipam
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import load_stack_file
+from gpucluster.verify import expected, nccl
+from gpucluster.verify.connect import AzureAccess, kube_api_client
+from gpucluster.verify.readonly import WriteRefusedError
 from tests.support.manifest_validation import validate_object
 from tests.support.scale_sets import is_scale_set
 from tests.support.stacks import ROOT
@@ -83,8 +83,8 @@ def test_the_dev_stack_verifies_with_secondary_addresses(live: World) -> None:
 
 def test_the_nic_list_is_the_prefix_ipam_controllers_own_request() -> None:
     """The URL verify reads is the one the controller's ARM lister requests (prefix_ipam.py `Arm.list_nics`)."""
-    from components.kubernetes.scripts import prefix_ipam
-    from components.verify.check_nics import nic_list_url
+    from gpucluster.kubernetes.scripts import prefix_ipam
+    from gpucluster.verify.check_nics import nic_list_url
 
     requested: list[str] = []
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from components.cli import main, parser
-from components.verify import bounds
-from components.verify.command import verify_command
+from gpucluster.cli import main, parser
+from gpucluster.verify import bounds
+from gpucluster.verify.command import verify_command
 from tests.support.stacks import ROOT
 from tests.support.verify_fakes import Answer as Special
 from tests.support.verify_fakes import FakeApi, kubeconfig, serve
@@ -212,7 +212,7 @@ def test_ctrl_c_leaves_no_key_in_tmpdir_and_says_what_happened(live: World, worl
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "components.cli", "verify", str(live.stack), "--kubeconfig",
+    process = subprocess.Popen([sys.executable, "-m", "gpucluster.cli", "verify", str(live.stack), "--kubeconfig",
                                 str(config), "--cluster-only"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

@@ -12,9 +12,9 @@ from typing import Any
 
 from rich.console import Console
 
-from components.cli import parser
-from components.verify.command import PRE_DEPLOY, verify_command
-from components.verify.connect import AzureAccess
+from gpucluster.cli import parser
+from gpucluster.verify.command import PRE_DEPLOY, verify_command
+from gpucluster.verify.connect import AzureAccess
 from tests.support.verify_fakes import SUBSCRIPTION, kubeconfig
 from tests.support.verify_world import FakeCredential, World
 

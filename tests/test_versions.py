@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 import yaml
 
-from components.catalog.versions import CILIUM, KUBERNETES_RELEASES, MINOR_COUPLED, minor_of
-from components.errors import SpecError
-from components.images.bundle import pins
-from components.offline.engine import ProgramRun, Registration, run_program
-from components.offline.policy_runner import run_policies
-from components.offline.preview import preview_document
-from components.offline.versions_report import version_warnings, versions_data
-from components.planning.cluster_plan import plan_cluster
-from components.planning.versions import plan_versions
-from policies.rules.versions import kubernetes_end_of_life
+from gpucluster.catalog.versions import CILIUM, KUBERNETES_RELEASES, MINOR_COUPLED, minor_of
+from gpucluster.errors import SpecError
+from gpucluster.images.bundle import pins
+from gpucluster.offline.engine import ProgramRun, Registration, run_program
+from gpucluster.offline.policy_runner import run_policies
+from gpucluster.offline.preview import preview_document
+from gpucluster.offline.versions_report import version_warnings, versions_data
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.versions import plan_versions
+from gpucluster.policies.rules.versions import kubernetes_end_of_life
 from tests.support.cli import gpucluster
 from tests.support.stacks import ROOT, STACKS, small_cluster, small_spec, spec_of, stack_spec
 
@@ -53,8 +53,8 @@ def test_coupled_versions_follow_the_minor() -> None:
 
 def test_the_layer_uses_the_table() -> None:
     plan = plan_cluster(stack_spec("dev"))
-    from components.kubernetes.objects.autoscaler import autoscaler_objects
-    from components.kubernetes.objects.dns import coredns_objects
+    from gpucluster.kubernetes.objects.autoscaler import autoscaler_objects
+    from gpucluster.kubernetes.objects.dns import coredns_objects
     azure = {"subscription_id": "s", "tenant_id": "t", "resource_group": "g", "client_id": "c"}
     deployment = next(o for o in autoscaler_objects("dev", 6, 0.01, azure, "1.36") if o["kind"] == "Deployment")
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":v1.36.1")
@@ -167,8 +167,8 @@ def test_a_minor_upgrade_changes_only_what_runs_the_minor(two_minors: tuple[Prog
 
 def test_boot_documents_use_the_tables_configuration_apis() -> None:
     """What kubeadm and the kubelet read is the API version the table checks against the minor."""
-    from components.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
-    from components.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
+    from gpucluster.bootstrap.node import NodeBootstrap, kubelet_patch, render_cloud_init
+    from gpucluster.catalog.versions import KUBEADM_API, KUBELET_CONFIG_API
     from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
     init, cluster, kubelet = kubeadm_documents(render_apiserver_document(()))
     assert init["apiVersion"] == cluster["apiVersion"] == KUBEADM_API.version  # type: ignore[index]
@@ -180,7 +180,7 @@ def test_boot_documents_use_the_tables_configuration_apis() -> None:
 
 
 def test_docs_list_every_component_of_the_table() -> None:
-    from components.catalog.versions import ADDONS, NODE_APIS
+    from gpucluster.catalog.versions import ADDONS, NODE_APIS
     text = (ROOT / "docs" / "versions.md").read_text()
     for component in (*ADDONS, *NODE_APIS, *(c for m in MINOR_COUPLED.values() for c in m.components)):
         assert component.name in text and component.version in text, component.key

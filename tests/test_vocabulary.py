@@ -16,8 +16,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import components.vocabulary as vocabulary
-import policies.rules.props as props
+import gpucluster.policies.rules.props as props
+import gpucluster.vocabulary as vocabulary
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCABULARY = ROOT / "components" / "vocabulary.py"

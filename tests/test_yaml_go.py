@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.errors import SpecError
-from components.spec import yaml_go
-from components.spec.yaml_text import Composer, load_yaml, scalar
+from gpucluster.errors import SpecError
+from gpucluster.spec import yaml_go
+from gpucluster.spec.yaml_text import Composer, load_yaml, scalar
 
 INF = math.inf
 GO_DECODE_TESTS: list[tuple[str, Any]] = [

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from components.spec import ClusterSpec
+from gpucluster.spec import ClusterSpec
 from tools.generated_section import with_section
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.bootstrap.cert_renewal import RENEW_SCRIPT, SERVICE, TIMER, etcd_renew_script, renewal_units
-from components.bootstrap.etcd import CLIENT_PORT, PKI_DIR, etcdctl_command
-from components.planning.pki import ETCD_CA, etcd_member_certificates
+from gpucluster.bootstrap.cert_renewal import RENEW_SCRIPT, SERVICE, TIMER, etcd_renew_script, renewal_units
+from gpucluster.bootstrap.etcd import CLIENT_PORT, PKI_DIR, etcdctl_command
+from gpucluster.planning.pki import ETCD_CA, etcd_member_certificates
 
 CERT_TYPES = ("tls:index/locallySignedCert:LocallySignedCert", "tls:index/selfSignedCert:SelfSignedCert")
 KEY_TYPE = "tls:index/privateKey:PrivateKey"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from components.offline.engine import ProgramRun
+    from gpucluster.offline.engine import ProgramRun
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "stacks.json"
@@ -45,13 +45,13 @@ def stack_names() -> list[str]:
 
 def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     """The summary `gpucluster plan <stack>` writes, without the stack outputs (keys, kubeconfig)."""
-    from components.offline.engine import run_program
-    from components.offline.lifetimes_report import DATED_KEYS
-    from components.offline.policy_runner import run_policies
-    from components.offline.preview import preview_document
-    from components.offline.report_data import report_data
-    from components.simulation.check import plan_checked
-    from components.spec import load_stack_file
+    from gpucluster.offline.engine import run_program
+    from gpucluster.offline.lifetimes_report import DATED_KEYS
+    from gpucluster.offline.policy_runner import run_policies
+    from gpucluster.offline.preview import preview_document
+    from gpucluster.offline.report_data import report_data
+    from gpucluster.simulation.check import plan_checked
+    from gpucluster.spec import load_stack_file
 
     loaded = load_stack_file(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)
     plan = plan_checked(loaded.spec)
@@ -88,7 +88,7 @@ def changed_keys(old: Any, new: Any, path: str = "") -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from components.offline.mock_values import name_registries_offline
+    from gpucluster.offline.mock_values import name_registries_offline
 
     name_registries_offline()
     parser = argparse.ArgumentParser(prog="python -m tools.golden", description=(__doc__ or "").split("\n")[0])

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from components.catalog.versions import GPU_OPERATOR
+from gpucluster.catalog.versions import GPU_OPERATOR
 from tools.consumer_facts.mirrors import commit_of, git, mirror
 
 ROOT = Path(__file__).resolve().parent.parent

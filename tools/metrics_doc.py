@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.catalog.metrics import EDGE_REPLICAS
-from components.planning.cluster_plan import plan_cluster
-from components.spec import load_stack_file
+from gpucluster.catalog.metrics import EDGE_REPLICAS
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.spec import load_stack_file
 from tools.generated_section import with_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +38,7 @@ def rendered(text: str) -> str:
 
 
 def main() -> None:
-    from components.offline.mock_values import name_registries_offline
+    from gpucluster.offline.mock_values import name_registries_offline
 
     name_registries_offline()
     DOC.write_text(rendered(DOC.read_text()))

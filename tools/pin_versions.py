@@ -29,8 +29,10 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
-from components.catalog.metrics import PROMETHEUS_VERSION
-from components.catalog.versions import (
+from e2e.consumers import HELM, KWOK
+from e2e.consumers import KUBERNETES as STACKS_KUBERNETES
+from gpucluster.catalog.metrics import PROMETHEUS_VERSION
+from gpucluster.catalog.versions import (
     CILIUM,
     DEFAULT_MINOR,
     DRA_DRIVER,
@@ -41,8 +43,6 @@ from components.catalog.versions import (
     MINOR_COUPLED,
     Component,
 )
-from e2e.consumers import HELM, KWOK
-from e2e.consumers import KUBERNETES as STACKS_KUBERNETES
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "tests" / "data" / "pin_versions.json"

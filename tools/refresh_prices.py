@@ -28,7 +28,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from components.catalog.prices import (
+from gpucluster.catalog.prices import (
     catalogue_from_document,
     is_low_priority,
     is_windows,

@@ -5,7 +5,7 @@ Node scale sets live in scale_set/ (its __init__ lists the modules); the rest is
 
 import sys
 
-from components.azure.scale_set import provider as _scale_set_provider
+from gpucluster.azure.scale_set import provider as _scale_set_provider
 
 # Pulumi pickles the node scale sets' provider into every scale set's state by reference, and the stacks deployed
 # before it moved into scale_set/ name `components.azure.scale_set_provider.ScaleSetProvider`; the class keeps that

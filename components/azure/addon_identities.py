@@ -11,10 +11,10 @@ from typing import Any
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.scope import AzureScope
-from components.catalog.addon_permissions import ADDON_PERMISSIONS, Scope, actions, addons_for
-from components.catalog.azure_roles import role_definition_id
-from components.planning import azure_names as names
+from gpucluster.azure.scope import AzureScope
+from gpucluster.catalog.addon_permissions import ADDON_PERMISSIONS, Scope, actions, addons_for
+from gpucluster.catalog.azure_roles import role_definition_id
+from gpucluster.planning import azure_names as names
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ import re
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.scope import AzureScope
-from components.catalog.azure_roles import MONITORING_READER
-from components.catalog.deploy_runner import CONTRIBUTOR, OWNER
-from components.spec.alerts import AlertsSpec
+from gpucluster.azure.scope import AzureScope
+from gpucluster.catalog.azure_roles import MONITORING_READER
+from gpucluster.catalog.deploy_runner import CONTRIBUTOR, OWNER
+from gpucluster.spec.alerts import AlertsSpec
 
 ARM_ROLE_IDS = {"Owner": OWNER, "Contributor": CONTRIBUTOR, "Monitoring Reader": MONITORING_READER}
 SHORT_NAME_MAX = 12

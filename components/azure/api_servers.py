@@ -8,25 +8,25 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_images import ImageIds
-from components.azure.pki import ClusterPki
-from components.azure.registry import RegistryAccess
-from components.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
-from components.azure.scope import AzureScope
-from components.bootstrap.apiserver import render_apiserver_cloud_init
-from components.bootstrap.from_plan import (
+from gpucluster.azure.node_images import ImageIds
+from gpucluster.azure.pki import ClusterPki
+from gpucluster.azure.registry import RegistryAccess
+from gpucluster.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
+from gpucluster.azure.scope import AzureScope
+from gpucluster.bootstrap.apiserver import render_apiserver_cloud_init
+from gpucluster.bootstrap.from_plan import (
     APISERVER_PKI_CAS,
     APISERVER_PKI_LEAVES,
     PullIdentity,
     apiserver_bootstrap,
     apiserver_pki_paths,
 )
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.control_plane import API_SERVER_OS_DISK_GIB
-from components.planning.node_images import API_SCALE_SET
-from components.planning.pod_addresses import api_server_pod_addresses
-from components.planning.tags import machine_tags
-from components.vocabulary import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.control_plane import API_SERVER_OS_DISK_GIB
+from gpucluster.planning.node_images import API_SCALE_SET
+from gpucluster.planning.pod_addresses import api_server_pod_addresses
+from gpucluster.planning.tags import machine_tags
+from gpucluster.vocabulary import KUBERNETES_EOL_TAG, KUBERNETES_VERSION_TAG
 
 
 def _pki_outputs(pki: ClusterPki) -> dict[str, pulumi.Output[str]]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_random as random
 
-from components.planning.bootstrap_tokens import TokenSchedule
+from gpucluster.planning.bootstrap_tokens import TokenSchedule
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.scope import AzureScope
-from components.catalog.azure_roles import (
+from gpucluster.azure.scope import AzureScope
+from gpucluster.catalog.azure_roles import (
     KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER,
     KEY_VAULT_CRYPTO_SERVICE_RELEASE_USER,
     role_definition_id,
 )
-from components.planning import azure_names as names
-from components.planning.azure_names import key_vault_name
-from components.planning.confidential import DISK_ENCRYPTION_SET_TYPE, KEY_SIZE, KEY_TYPE, CustomerKeyPlan
+from gpucluster.planning import azure_names as names
+from gpucluster.planning.azure_names import key_vault_name
+from gpucluster.planning.confidential import DISK_ENCRYPTION_SET_TYPE, KEY_SIZE, KEY_TYPE, CustomerKeyPlan
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,18 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.api_servers import ApiServersArgs, api_server_scale_set
-from components.azure.etcd_cluster import EtcdCluster, EtcdClusterArgs
-from components.azure.network import NetworkRefs
-from components.azure.node_images import ImageIds
-from components.azure.pki import ClusterPki
-from components.azure.registry import RegistryAccess
-from components.azure.scale_set.body import NodeAccess
-from components.azure.scope import AzureScope
-from components.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
-from components.planning.azure_names import resource_group_name, storage_account_name
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
+from gpucluster.azure.api_servers import ApiServersArgs, api_server_scale_set
+from gpucluster.azure.etcd_cluster import EtcdCluster, EtcdClusterArgs
+from gpucluster.azure.network import NetworkRefs
+from gpucluster.azure.node_images import ImageIds
+from gpucluster.azure.pki import ClusterPki
+from gpucluster.azure.registry import RegistryAccess
+from gpucluster.azure.scale_set.body import NodeAccess
+from gpucluster.azure.scope import AzureScope
+from gpucluster.catalog.azure_roles import STORAGE_BLOB_DATA_CONTRIBUTOR, role_definition_id
+from gpucluster.planning.azure_names import resource_group_name, storage_account_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK
 
 SNAPSHOT_CONTAINER = "etcd-snapshots"
 LB_NAME = "apiserver"

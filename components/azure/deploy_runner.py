@@ -11,15 +11,15 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.network import NetworkRefs
-from components.azure.scale_set.body import NodeAccess, linux_configuration
-from components.azure.scope import AzureScope
-from components.bootstrap.deploy_runner import render_runner_cloud_init
-from components.catalog.azure_roles import MONITORING_READER, role_definition_id
-from components.catalog.deploy_runner import CONDITION_VERSION, PRIVILEGED_ROLES, delegation_condition
-from components.planning.deploy_runner import OS_DISK_GIB, DeployRunnerPlan
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK
-from components.planning.tags import machine_tags
+from gpucluster.azure.network import NetworkRefs
+from gpucluster.azure.scale_set.body import NodeAccess, linux_configuration
+from gpucluster.azure.scope import AzureScope
+from gpucluster.bootstrap.deploy_runner import render_runner_cloud_init
+from gpucluster.catalog.azure_roles import MONITORING_READER, role_definition_id
+from gpucluster.catalog.deploy_runner import CONDITION_VERSION, PRIVILEGED_ROLES, delegation_condition
+from gpucluster.planning.deploy_runner import OS_DISK_GIB, DeployRunnerPlan
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
+from gpucluster.planning.tags import machine_tags
 
 PRINCIPAL_TYPE = "ServicePrincipal"
 """Every identity the stack assigns roles to is a managed identity, a service principal."""

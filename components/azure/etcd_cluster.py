@@ -8,16 +8,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_images import ImageIds
-from components.azure.pki import ClusterPki
-from components.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
-from components.azure.scope import AzureScope
-from components.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
-from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.control_plane import ETCD_DISK_GIB, ETCD_OS_DISK_GIB, EtcdPlan, Member
-from components.planning.pki import ETCD_CA, etcd_member_certificates
-from components.planning.tags import machine_tags
+from gpucluster.azure.node_images import ImageIds
+from gpucluster.azure.pki import ClusterPki
+from gpucluster.azure.scale_set.body import NodeAccess, gallery_image, linux_configuration
+from gpucluster.azure.scope import AzureScope
+from gpucluster.bootstrap.etcd import EtcdMember, render_etcd_cloud_init
+from gpucluster.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.control_plane import ETCD_DISK_GIB, ETCD_OS_DISK_GIB, EtcdPlan, Member
+from gpucluster.planning.pki import ETCD_CA, etcd_member_certificates
+from gpucluster.planning.tags import machine_tags
 
 
 def _custom_data(cluster: ClusterPlan, plan: EtcdPlan, member: Member, pki: ClusterPki,

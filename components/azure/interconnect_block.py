@@ -8,8 +8,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.azure.interconnect_block_provider import InterconnectBlockProvider
-from components.azure.interconnect_block_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_BLOCK_ARM_TYPE
+from gpucluster.azure.interconnect_block_provider import InterconnectBlockProvider
+from gpucluster.azure.interconnect_block_routes import INTERCONNECT_BLOCK_API_VERSION, INTERCONNECT_BLOCK_ARM_TYPE
 
 
 class InterconnectBlock(pulumi.dynamic.Resource):

@@ -24,17 +24,17 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.interconnect_block_routes import (
+from gpucluster.azure.interconnect_block_routes import (
     INTERCONNECT_BLOCK_API_VERSION,
     INTERCONNECT_BLOCK_ARM_TYPE,
     INTERCONNECT_COMPUTE_API,
     interconnect_block_diff,
 )
-from components.azure.scale_set.arm_client import ComputeProvider, check_owned, create_failed
-from components.azure.scale_set.provider import project
-from components.azure.scale_set.routes import PROVIDER_INPUT, api_version_at_least
-from components.azure.scale_set.wire import UnknownFieldError, from_wire, model, to_wire
-from components.vocabulary import CLUSTER_TAG
+from gpucluster.azure.scale_set.arm_client import ComputeProvider, check_owned, create_failed
+from gpucluster.azure.scale_set.provider import project
+from gpucluster.azure.scale_set.routes import PROVIDER_INPUT, api_version_at_least
+from gpucluster.azure.scale_set.wire import UnknownFieldError, from_wire, model, to_wire
+from gpucluster.vocabulary import CLUSTER_TAG
 
 BLOCK_MODEL = "InterconnectBlock"
 BLOCK_UPDATE_MODEL = "InterconnectBlockUpdate"

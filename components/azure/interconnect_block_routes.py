@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.azure.scale_set.routes import PROVIDER_INPUT, SCALE_SET_API_VERSION, leaves, under
+from gpucluster.azure.scale_set.routes import PROVIDER_INPUT, SCALE_SET_API_VERSION, leaves, under
 
 INTERCONNECT_BLOCK_ARM_TYPE = "Microsoft.Compute/interconnectBlocks"
 

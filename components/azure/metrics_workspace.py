@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.alert_delivery import action_group, rule_actions
-from components.azure.scope import AzureScope
-from components.catalog.azure_roles import role_definition_id
-from components.catalog.metrics import MONITORING_METRICS_PUBLISHER, REMOTE_WRITE_PATH
-from components.planning import azure_names as names
-from components.planning.metrics import MetricsPlan
-from components.planning.metrics_rules import WORKSPACE_RULES, AlertRule, alert_rules
+from gpucluster.azure.alert_delivery import action_group, rule_actions
+from gpucluster.azure.scope import AzureScope
+from gpucluster.catalog.azure_roles import role_definition_id
+from gpucluster.catalog.metrics import MONITORING_METRICS_PUBLISHER, REMOTE_WRITE_PATH
+from gpucluster.planning import azure_names as names
+from gpucluster.planning.metrics import MetricsPlan
+from gpucluster.planning.metrics_rules import WORKSPACE_RULES, AlertRule, alert_rules
 
 SEVERITY = {"critical": 1, "warning": 3}
 """Azure Monitor's alert severities: 0 critical ... 4 verbose; ours map to 1 (error) and 3 (informational)."""

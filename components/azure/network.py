@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.planning.azure_names import resource_group_name
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, Block
-from components.planning.security_rules import SecurityRule, plan_security_rules, source_prefix_fields
-from components.planning.tags import base_tags
-from components.spec import PoolKind
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, Block
+from gpucluster.planning.security_rules import SecurityRule, plan_security_rules, source_prefix_fields
+from gpucluster.planning.tags import base_tags
+from gpucluster.spec import PoolKind
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,14 @@ import pulumi
 import pulumi_azure_native as azure
 import pulumi_command as command
 
-from components.azure.scope import AzureScope
-from components.catalog.azure_roles import role_definition_id
-from components.catalog.node_images import GALLERY_OFFER, GALLERY_PUBLISHER, NODE_IMAGES
-from components.catalog.registries import parse_image
-from components.images.bundle import bake_bundle
-from components.planning import azure_names as names
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_images import ImageVersionPlan, NodeImage, gallery_name, version_id
+from gpucluster.azure.scope import AzureScope
+from gpucluster.catalog.azure_roles import role_definition_id
+from gpucluster.catalog.node_images import GALLERY_OFFER, GALLERY_PUBLISHER, NODE_IMAGES
+from gpucluster.catalog.registries import parse_image
+from gpucluster.images.bundle import bake_bundle
+from gpucluster.planning import azure_names as names
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_images import ImageVersionPlan, NodeImage, gallery_name, version_id
 
 IMAGE_BUILDER_ACTIONS = (
     "Microsoft.Compute/galleries/read",

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pulumi
 import pulumi_tls as tls
 
-from components.planning.pki import CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA, CertPlan
-from components.planning.pki_lifetimes import expiry_warning
+from gpucluster.planning.pki import CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA, CertPlan
+from gpucluster.planning.pki_lifetimes import expiry_warning
 
 CA_HOURS = 10 * 365 * 24
 LEAF_HOURS = 365 * 24

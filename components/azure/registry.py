@@ -24,14 +24,14 @@ import pulumi
 import pulumi_azure_native as azure
 import pulumi_command as command
 
-from components.azure.network import NetworkRefs
-from components.azure.scope import AzureScope
-from components.catalog.acr_tasks import AGENT_POOL_COUNT, AGENT_POOL_NAME, AGENT_POOL_TIER
-from components.catalog.azure_roles import ACR_PULL, KEY_VAULT_SECRETS_USER, role_definition_id
-from components.planning import agents_image
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK
-from components.planning.registry import DOCKER_HUB_CREDENTIALS, RegistryPlan
-from components.spec.registry import DockerHubCredentials
+from gpucluster.azure.network import NetworkRefs
+from gpucluster.azure.scope import AzureScope
+from gpucluster.catalog.acr_tasks import AGENT_POOL_COUNT, AGENT_POOL_NAME, AGENT_POOL_TIER
+from gpucluster.catalog.azure_roles import ACR_PULL, KEY_VAULT_SECRETS_USER, role_definition_id
+from gpucluster.planning import agents_image
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
+from gpucluster.planning.registry import DOCKER_HUB_CREDENTIALS, RegistryPlan
+from gpucluster.spec.registry import DockerHubCredentials
 
 PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
 PRIVATE_LINK_GROUP = "registry"

@@ -9,10 +9,10 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.azure.scale_set.resource import NodeScaleSet
-from components.azure.scale_sets_ready_provider import CONCURRENCY, DEADLINE, SCALE_SETS, ScaleSetsReadyProvider
-from components.planning.deploy_runner import ALLOCATION_WAIT_SECONDS
-from components.planning.placement import PoolPlan, ScaleSetPlan
+from gpucluster.azure.scale_set.resource import NodeScaleSet
+from gpucluster.azure.scale_sets_ready_provider import CONCURRENCY, DEADLINE, SCALE_SETS, ScaleSetsReadyProvider
+from gpucluster.planning.deploy_runner import ALLOCATION_WAIT_SECONDS
+from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
 
 CONCURRENCY_LIMIT = 16
 """Scale sets polled at once inside the one RPC: prod's 43 take three turns of GETs, far below ARM's read limits."""

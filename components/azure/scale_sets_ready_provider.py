@@ -39,10 +39,10 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.scale_set.arm_client import ComputeProvider
-from components.azure.scale_set.provider import PROVISIONING_STATE, parse_id, resource_id
-from components.azure.scale_set.routes import PROVIDER_INPUT, SCALE_SET_API_VERSION
-from components.catalog.allocation_failures import fix
+from gpucluster.azure.scale_set.arm_client import ComputeProvider
+from gpucluster.azure.scale_set.provider import PROVISIONING_STATE, parse_id, resource_id
+from gpucluster.azure.scale_set.routes import PROVIDER_INPUT, SCALE_SET_API_VERSION
+from gpucluster.catalog.allocation_failures import fix
 
 SCALE_SETS = "scaleSets"
 DEADLINE = "deadlineSeconds"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from components.planning.tags import base_tags
+from gpucluster.planning.tags import base_tags
 
 
 @dataclass(frozen=True)

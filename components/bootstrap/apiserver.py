@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
-from components.bootstrap.boot_unit import boot_unit as make_unit
-from components.bootstrap.cert_renewal import TIMER, apiserver_renew_script, renewal_files
-from components.bootstrap.cloud_config import dump_cloud_config, safe_yaml, safe_yaml_all
-from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
-from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
-from components.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
-from components.planning.control_plane import ApiServerFlags
-from components.planning.taints import NodeTaint
+from gpucluster.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
+from gpucluster.bootstrap.boot_unit import boot_unit as make_unit
+from gpucluster.bootstrap.cert_renewal import TIMER, apiserver_renew_script, renewal_files
+from gpucluster.bootstrap.cloud_config import dump_cloud_config, safe_yaml, safe_yaml_all
+from gpucluster.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
+from gpucluster.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
+from gpucluster.bootstrap.scheduler import SCHEDULER_CONFIG_PATH, scheduler_configuration
+from gpucluster.planning.control_plane import ApiServerFlags
+from gpucluster.planning.taints import NodeTaint
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",

@@ -16,8 +16,8 @@ The verdict and the verifier's output stay in the node's journal (tag `gpucluste
 
 from __future__ import annotations
 
-from components.bootstrap.host_prep import RETRY_FUNCTION
-from components.vocabulary import LABEL_ATTESTATION
+from gpucluster.bootstrap.host_prep import RETRY_FUNCTION
+from gpucluster.vocabulary import LABEL_ATTESTATION
 
 LKCA_MODPROBE = "install nvidia /sbin/modprobe ecdsa_generic ecdh; /sbin/modprobe --ignore-install nvidia"
 """The driver's Linux-kernel-crypto (LKCA) needs these modules first (Azure/az-cgpu-onboarding `src/nvidia-lkca.conf`)."""

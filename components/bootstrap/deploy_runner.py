@@ -8,8 +8,8 @@ fetched where the plan is made)."""
 
 from __future__ import annotations
 
-from components.bootstrap.cloud_config import dump_cloud_config
-from components.catalog.deploy_runner import (
+from gpucluster.bootstrap.cloud_config import dump_cloud_config
+from gpucluster.catalog.deploy_runner import (
     AZURE_CLI_VERSION,
     PULUMI_ARCHIVE,
     PULUMI_ARCHIVE_URL,

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
-from components.bootstrap.boot_unit import boot_unit as make_unit
-from components.bootstrap.cert_renewal import TIMER, etcd_renew_script, renewal_files
-from components.bootstrap.cloud_config import dump_cloud_config
-from components.bootstrap.host_prep import RETRY_FUNCTION
+from gpucluster.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
+from gpucluster.bootstrap.boot_unit import boot_unit as make_unit
+from gpucluster.bootstrap.cert_renewal import TIMER, etcd_renew_script, renewal_files
+from gpucluster.bootstrap.cloud_config import dump_cloud_config
+from gpucluster.bootstrap.host_prep import RETRY_FUNCTION
 
 DATA_DIR = "/var/lib/etcd"
 PKI_DIR = "/etc/etcd/pki"

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.bootstrap.apiserver import ApiServerBootstrap
-from components.bootstrap.etcd import EtcdBootstrap, EtcdMember
-from components.bootstrap.node import NodeBootstrap
-from components.bootstrap.registry import Mirror, RegistryBoot
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.control_plane import EtcdPlan, Member
-from components.planning.placement import PoolPlan, ScaleSetPlan
+from gpucluster.bootstrap.apiserver import ApiServerBootstrap
+from gpucluster.bootstrap.etcd import EtcdBootstrap, EtcdMember
+from gpucluster.bootstrap.node import NodeBootstrap
+from gpucluster.bootstrap.registry import Mirror, RegistryBoot
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.control_plane import EtcdPlan, Member
+from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
 
 APISERVER_PKI_CAS = {"ca": ("ca.crt", "ca.key"), "front-proxy-ca": ("front-proxy-ca.crt", "front-proxy-ca.key"),
                      "etcd-ca": ("etcd/ca.crt", "etcd/ca.key")}

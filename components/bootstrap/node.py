@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
-from components.bootstrap.boot_unit import boot_unit as make_unit
-from components.bootstrap.cloud_config import dump_cloud_config, safe_yaml
-from components.bootstrap.confidential import GATE_UNIT
-from components.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
-from components.bootstrap.rack import rack_boot_lines
-from components.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
-from components.planning.taints import NodeTaint
+from gpucluster.bootstrap.boot_unit import MARKER_DIR, done_lines, start_unit
+from gpucluster.bootstrap.boot_unit import boot_unit as make_unit
+from gpucluster.bootstrap.cloud_config import dump_cloud_config, safe_yaml
+from gpucluster.bootstrap.confidential import GATE_UNIT
+from gpucluster.bootstrap.host_prep import RETRY_FUNCTION, boot_jitter, hosts_entry, kernel_checks, provider_id_script
+from gpucluster.bootstrap.rack import rack_boot_lines
+from gpucluster.bootstrap.registry import RegistryBoot, kubelet_args, registry_files
+from gpucluster.planning.taints import NodeTaint
 
 ARP_SYSCTLS = {
     # OpenAI, 2018: ARP cache overflow at 2,500 nodes; one neighbour entry per pod IP on a flat network.

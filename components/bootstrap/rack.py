@@ -18,7 +18,7 @@ the settings the rack image and the GPU operator carry. docs/rack-scale.md ("Fir
 
 from __future__ import annotations
 
-from components.vocabulary import LABEL_INTERCONNECT_GROUP_ID, LABEL_INTERCONNECT_SUBGROUP_ID
+from gpucluster.vocabulary import LABEL_INTERCONNECT_GROUP_ID, LABEL_INTERCONNECT_SUBGROUP_ID
 
 IMDS_INTERCONNECT_API_VERSION = "2025-11-11"
 """The api-version DRANET v1.4.0 reads `interconnectGroupId`/`interconnectSubgroupId` at."""

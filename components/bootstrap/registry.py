@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from components.bootstrap.cloud_config import safe_yaml
-from components.catalog.node_images import ACR_CREDENTIAL_PROVIDER
+from gpucluster.bootstrap.cloud_config import safe_yaml
+from gpucluster.catalog.node_images import ACR_CREDENTIAL_PROVIDER
 
 CERTS_DIR = "/etc/containerd/certs.d"
 CREDENTIAL_PROVIDER_CONFIG = "/etc/kubernetes/credential-provider/config.yaml"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.vocabulary import GPU_RESOURCE
+from gpucluster.vocabulary import GPU_RESOURCE
 
 SCHEDULER_CONFIG_PATH = "/etc/kubernetes/scheduler-config.yaml"
 GPU_WEIGHT = 5

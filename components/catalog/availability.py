@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.prices import Rate
+from gpucluster.catalog.prices import Rate
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.versions import DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE
+from gpucluster.catalog.versions import DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from components.spec import ImageRef
+from gpucluster.spec import ImageRef
 
 RUNNER_IMAGE = ImageRef(publisher="Canonical", offer="ubuntu-24_04-lts", sku="server", version="24.04.202609040")
 """Plain Ubuntu 24.04 (Gen2, x64): its python3 is 3.12, which `make install` takes (the project needs 3.11+; 22.04's

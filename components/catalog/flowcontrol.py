@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.in_cluster import DRA_DRIVER_NAMESPACE, DRANET_NAMESPACE
-from components.catalog.versions import DRA_DRIVER, DRANET, GPU_OPERATOR
+from gpucluster.catalog.in_cluster import DRA_DRIVER_NAMESPACE, DRANET_NAMESPACE
+from gpucluster.catalog.versions import DRA_DRIVER, DRANET, GPU_OPERATOR
 
 APF_DEFAULTS_SOURCE = "kubernetes/apiserver v0.36.3 (Kubernetes 1.36) pkg/apis/flowcontrol/bootstrap/default.go"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.vm_sizes import ARM64_SIZES
+from gpucluster.catalog.vm_sizes import ARM64_SIZES
 
 AMD64 = "linux/amd64"
 ARM64 = "linux/arm64"

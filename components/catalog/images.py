@@ -10,7 +10,7 @@ image version.
 
 from __future__ import annotations
 
-from components.spec import ImageRef
+from gpucluster.spec import ImageRef
 
 UBUNTU_HPC_2204 = ImageRef(publisher="microsoft-dsvm", offer="ubuntu-hpc", sku="2204", version="22.04.2024102301")
 """Ubuntu-HPC 22.04, the source of the GPU image: DOCA OFED (InfiniBand), NCCL, HPC-X (../shared/reference/azure.md;

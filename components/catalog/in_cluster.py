@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.catalog.versions import CILIUM, DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE, MINOR_COUPLED, PAUSE_VERSION
+from gpucluster.catalog.versions import CILIUM, DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE, MINOR_COUPLED, PAUSE_VERSION
 
 KUEUE_VERSION = KUEUE.version
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"

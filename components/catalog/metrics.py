@@ -11,7 +11,7 @@ import csv
 import io
 from dataclasses import dataclass
 
-from components.catalog.metrics_facts import NODE_EXPORTER_TAG
+from gpucluster.catalog.metrics_facts import NODE_EXPORTER_TAG
 
 _AMW_LIMITS = ("Microsoft Learn, Azure Monitor service limits, Prometheus metrics (learn.microsoft.com/azure/"
                "azure-monitor/service-limits, include file 'Ingestion', 'Queries', 'Alert and recording rules' tables)")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.images import UBUNTU_2204, UBUNTU_CVM_2404, UBUNTU_HPC_2204, UBUNTU_HPC_2404_GB
-from components.catalog.in_cluster import (
+from gpucluster.catalog.images import UBUNTU_2204, UBUNTU_CVM_2404, UBUNTU_HPC_2204, UBUNTU_HPC_2404_GB
+from gpucluster.catalog.in_cluster import (
     CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
     KUEUE_IMAGE,
@@ -19,9 +19,9 @@ from components.catalog.in_cluster import (
     cluster_autoscaler_image,
     coredns_image,
 )
-from components.catalog.metrics import KUBE_STATE_METRICS_IMAGE, PROMETHEUS_IMAGE
-from components.catalog.versions import MINOR_COUPLED, minor_of
-from components.spec import ImageRef, PoolKind
+from gpucluster.catalog.metrics import KUBE_STATE_METRICS_IMAGE, PROMETHEUS_IMAGE
+from gpucluster.catalog.versions import MINOR_COUPLED, minor_of
+from gpucluster.spec import ImageRef, PoolKind
 
 TRUSTED_LAUNCH_SUPPORTED = "TrustedLaunchSupported"
 CONFIDENTIAL_VM_SUPPORTED = "ConfidentialVmSupported"

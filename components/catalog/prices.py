@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, get_args
 
-from components.spec.cost import PriceFile, PriceKind
+from gpucluster.spec.cost import PriceFile, PriceKind
 
 HOURS_PER_MONTH = 730
 """Monthly figures are hourly x 730, the month Azure's price pages and third-party estimators use (c3x.dev's Azure
@@ -135,7 +135,7 @@ def catalogue_from_document(document: dict[str, Any]) -> PriceCatalogue:
 
 
 def catalogue_document() -> dict[str, Any]:
-    return json.loads(resources.files("components.catalog").joinpath("data/prices.json").read_text("utf-8"))
+    return json.loads(resources.files("gpucluster.catalog").joinpath("data/prices.json").read_text("utf-8"))
 
 
 @cache

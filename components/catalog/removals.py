@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from components.vocabulary import LABEL_CONTROL_PLANE, LABEL_MASTER_REMOVED
+from gpucluster.vocabulary import LABEL_CONTROL_PLANE, LABEL_MASTER_REMOVED
 
 GUIDE = "kubernetes/website deprecation-guide.md"
 KEP_2067 = "kubernetes/enhancements KEP-2067 (kubeadm: rename the master label and taint)"

@@ -6,9 +6,9 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from components.diff.sides import Side
-from components.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
-from policies.rules.props import SCALE_SET, resource_kind
+from gpucluster.diff.sides import Side
+from gpucluster.policies.rules.props import SCALE_SET, resource_kind
+from gpucluster.vocabulary import AUTOSCALER_GPUS_TAG, INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
 
 NOT_NODES = ("apiserver", "etcd", "etcd-events")
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from components.errors import Problem, SpecError
+from gpucluster.errors import Problem, SpecError
 
 if TYPE_CHECKING:  # the CLI imports this module at start; the diff machinery loads when used
-    from components.diff.compare import PlanDiff
-    from components.diff.sides import Side
+    from gpucluster.diff.compare import PlanDiff
+    from gpucluster.diff.sides import Side
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -28,18 +28,18 @@ def add_parser(sub: Any) -> None:
 
 
 def _not_comparable(base: Side, head: Side, fix: str) -> SpecError | None:
-    from components.diff.comparable import why_not_comparable
+    from gpucluster.diff.comparable import why_not_comparable
 
     why = why_not_comparable(base, head)
     return None if why is None else SpecError.at(f"{base.label} -> {head.label}", f"not comparable: {why}; {fix}")
 
 
 def cmd_diff(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from components.diff.comparable import ANYWAY_FLAG, onto, why_not_comparable
-    from components.diff.compare import diff_sides
-    from components.diff.render import print_diff
-    from components.diff.sides import load_side
-    from components.diff.visible import visible
+    from gpucluster.diff.comparable import ANYWAY_FLAG, onto, why_not_comparable
+    from gpucluster.diff.compare import diff_sides
+    from gpucluster.diff.render import print_diff
+    from gpucluster.diff.sides import load_side
+    from gpucluster.diff.visible import visible
 
     try:
         base, head = load_side(args.base), load_side(args.head)
@@ -74,8 +74,8 @@ def diff_against_base(base_folder: str | None, document: dict[str, Any], data: d
     """`gpucluster plan --base DIR`: the plan just made against the base plan; the diff goes into `data`
     (summary.json and report.html). `boot`: this plan's boot documents (what it writes to boot/), compared line by
     line with the base's boot/. Its errors are plan errors: they come back as a SpecError."""
-    from components.diff.compare import diff_sides
-    from components.diff.sides import load_side, side_from_document
+    from gpucluster.diff.compare import diff_sides
+    from gpucluster.diff.sides import load_side, side_from_document
 
     if not base_folder:
         return None

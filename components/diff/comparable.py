@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from components.diff.sides import Side
+from gpucluster.diff.sides import Side
 
 PREFIX = "urn:pulumi:"
 ANYWAY_FLAG = "--across-stacks"

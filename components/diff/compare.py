@@ -14,18 +14,18 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from components.azure.scale_set.routes import PROVIDER_INPUT, REPLACEMENT_ACK_INPUT
-from components.diff.capacity import capacity_delta
-from components.diff.cost import cost_delta
-from components.diff.replacement import refused, replacements
-from components.diff.rollout import rollout_delta
-from components.diff.sides import Side
-from components.diff.values import ABSENT, JSON_VALUES, ValueChange
-from components.diff.versions import version_flags
-from components.results import Severity
-from components.vocabulary import INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
-from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
-from policies.rules.replacements import Replaced, acknowledges, judge
+from gpucluster.azure.scale_set.routes import PROVIDER_INPUT, REPLACEMENT_ACK_INPUT
+from gpucluster.diff.capacity import capacity_delta
+from gpucluster.diff.cost import cost_delta
+from gpucluster.diff.replacement import refused, replacements
+from gpucluster.diff.rollout import rollout_delta
+from gpucluster.diff.sides import Side
+from gpucluster.diff.values import ABSENT, JSON_VALUES, ValueChange
+from gpucluster.diff.versions import version_flags
+from gpucluster.policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
+from gpucluster.policies.rules.replacements import Replaced, acknowledges, judge
+from gpucluster.results import Severity
+from gpucluster.vocabulary import INFINIBAND_TAG, LABEL_TEAM, POOL_TAG, ROLE_TAG
 
 SUBNET = "azure-native:network:Subnet"
 NAMESPACE = "kubernetes:core/v1:Namespace"

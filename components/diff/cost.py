@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.catalog.prices import HOURS_PER_MONTH
-from components.diff.sides import Side
+from gpucluster.catalog.prices import HOURS_PER_MONTH
+from gpucluster.diff.sides import Side
 
 
 def _usd(value: Any) -> float | None:

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from components.errors import SpecError
+from gpucluster.errors import SpecError
 
 REFUSAL = "a plan folder holds only the regular files `gpucluster plan` writes; plan again into a fresh folder"
 

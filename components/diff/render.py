@@ -7,11 +7,11 @@ from typing import Any
 
 from rich.console import Console
 
-from components.diff.compare import Change, PlanDiff
-from components.diff.cost import cost_lines
-from components.diff.rollout import rollout_lines
-from components.diff.values import ValueChange
-from components.diff.visible import visible
+from gpucluster.diff.compare import Change, PlanDiff
+from gpucluster.diff.cost import cost_lines
+from gpucluster.diff.rollout import rollout_lines
+from gpucluster.diff.values import ValueChange
+from gpucluster.diff.visible import visible
 
 ACTIONS = (("replace", "~+", "replaced"), ("delete", "-", "deleted"), ("create", "+", "created"),
            ("update", "~", "updated"))

@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components.azure.scale_set.routes import scale_set_diff
-from policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
+from gpucluster.azure.scale_set.routes import scale_set_diff
+from gpucluster.policies.rules.props import DYNAMIC_RESOURCE, SCALE_SET, resource_kind
 
 _AZ_DIFF = "pulumi-azure-native provider/pkg/provider/diff.go (PUT path parameters replace)"
 _AZ_FORCE_NEW = "pulumi-azure-native provider/pkg/gen/replacement.go (forceNewMap)"

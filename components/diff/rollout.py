@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.diff.sides import Side
-from components.planning.node_images import API_SCALE_SET
-from components.vocabulary import POOL_TAG, ROLE_TAG
+from gpucluster.diff.sides import Side
+from gpucluster.planning.node_images import API_SCALE_SET
+from gpucluster.vocabulary import POOL_TAG, ROLE_TAG
 
 
 def _tags(state: dict[str, Any]) -> dict[str, Any]:

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.diff.plan_folder import check_plan_folder
-from components.errors import SpecError
-from components.input_files import KIB, MIB, load_json, read_bounded
-from components.offline.preview import read_preview
-from components.offline.preview_steps import preview_stack, steps_from_preview
+from gpucluster.diff.plan_folder import check_plan_folder
+from gpucluster.errors import SpecError
+from gpucluster.input_files import KIB, MIB, load_json, read_bounded
+from gpucluster.offline.preview import read_preview
+from gpucluster.offline.preview_steps import preview_stack, steps_from_preview
 
 BOOT_FOLDER = "boot"
 MAX_SUMMARY_BYTES = 4 * MIB

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from components.offline.engine import SECRET_MARK
+from gpucluster.offline.engine import SECRET_MARK
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 """The side of a path that has no value there (the input was added or removed)."""

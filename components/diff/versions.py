@@ -11,9 +11,9 @@ is read from the API-server scale set's tag, so a real `pulumi preview --json` i
 
 from __future__ import annotations
 
-from components.diff.sides import Side
-from components.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
-from policies.rules.props import SCALE_SET
+from gpucluster.diff.sides import Side
+from gpucluster.policies.rules.props import SCALE_SET
+from gpucluster.vocabulary import KUBERNETES_VERSION_TAG, ROLE_TAG
 
 VersionError = tuple[str, str, str]
 """(resource, message, fix) of one error (a `Flag` in components/diff/compare.py)."""

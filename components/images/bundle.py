@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.bootstrap.confidential import GATE_UNIT, GPU_VERIFIER_VERSION
-from components.bootstrap.host_prep import SYSCTL_FILE
-from components.catalog.node_images import (
+from gpucluster.bootstrap.confidential import GATE_UNIT, GPU_VERIFIER_VERSION
+from gpucluster.bootstrap.host_prep import SYSCTL_FILE
+from gpucluster.catalog.node_images import (
     ACR_CREDENTIAL_PROVIDER,
     CONTAINERD,
     DEBIAN_ARCH,
@@ -29,11 +29,12 @@ from components.catalog.node_images import (
     package_files,
     prepull_images,
 )
-from components.catalog.versions import minor_of
-from components.images.content import image_files
+from gpucluster.catalog.versions import minor_of
+from gpucluster.images.content import image_files
 
-IMAGES_DIR = Path(__file__).resolve().parents[2] / "images"
-"""The bake scripts in the repository (images/lib, images/<definition>)."""
+IMAGES_DIR = Path(__file__).parents[1] / "image_sources"
+"""The bake scripts: images/lib and images/<definition> in the project, shipped in the package as
+gpucluster/image_sources/ (a link to images/, pyproject.toml)."""
 BUNDLE_DIR = "/tmp/gpucluster-bake"
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.bootstrap.confidential import (
+from gpucluster.bootstrap.confidential import (
     GATE_PATH,
     GATE_UNIT,
     LKCA_FILE,
@@ -26,12 +26,12 @@ from components.bootstrap.confidential import (
     needrestart_conf,
     persistenced_override,
 )
-from components.bootstrap.host_prep import MODULES_FILE, SYSCTL_FILE, modules_text, sysctl_text
-from components.bootstrap.node import ARP_SYSCTLS
-from components.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, MEMLOCK_DROP_IN
-from components.catalog.in_cluster import PAUSE_IMAGE
-from components.catalog.node_images import CONTAINERD_CONFIG_VERSION
-from components.images.os_guards import NETWORKD_DROPIN, networkd_dropin
+from gpucluster.bootstrap.host_prep import MODULES_FILE, SYSCTL_FILE, modules_text, sysctl_text
+from gpucluster.bootstrap.node import ARP_SYSCTLS
+from gpucluster.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, MEMLOCK_DROP_IN
+from gpucluster.catalog.in_cluster import PAUSE_IMAGE
+from gpucluster.catalog.node_images import CONTAINERD_CONFIG_VERSION
+from gpucluster.images.os_guards import NETWORKD_DROPIN, networkd_dropin
 
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CONTAINERD_CERTS_DIR = "/etc/containerd/certs.d"

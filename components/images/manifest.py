@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from components.catalog.node_images import ACR_CREDENTIAL_PROVIDER, MERGED_USR, NODE_IMAGES, package_files
-from components.images.content import image_files
+from gpucluster.catalog.node_images import ACR_CREDENTIAL_PROVIDER, MERGED_USR, NODE_IMAGES, package_files
+from gpucluster.images.content import image_files
 
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's reader (the same values as `yaml.safe_load`): every boot document of a plan is read here."""

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.azure.addon_identities import AddonAzureRefs
-from components.kubernetes.declare import declare_staged
-from components.kubernetes.objects.layer import capacity_objects, lifecycle_objects, rollout_layer_objects
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.azure.addon_identities import AddonAzureRefs
+from gpucluster.kubernetes.declare import declare_staged
+from gpucluster.kubernetes.objects.layer import capacity_objects, lifecycle_objects, rollout_layer_objects
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.objects.common import Object
+from gpucluster.kubernetes.objects.common import Object
 
 _TYPED: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,

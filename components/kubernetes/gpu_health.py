@@ -8,14 +8,14 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog.in_cluster import GPU_OPERATOR_CHART, GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION
-from components.kubernetes.declare import declare_staged
-from components.kubernetes.helm_release import release
-from components.kubernetes.objects.charts import gpu_operator_values
-from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.layer import device_objects, gpu_health_objects
-from components.kubernetes.objects.releases import GPU_OPERATOR_RELEASE
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.catalog.in_cluster import GPU_OPERATOR_CHART, GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION
+from gpucluster.kubernetes.declare import declare_staged
+from gpucluster.kubernetes.helm_release import release
+from gpucluster.kubernetes.objects.charts import gpu_operator_values
+from gpucluster.kubernetes.objects.images import serve_chart_values
+from gpucluster.kubernetes.objects.layer import device_objects, gpu_health_objects
+from gpucluster.kubernetes.objects.releases import GPU_OPERATOR_RELEASE
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.objects.releases import ReleaseOptions
+from gpucluster.kubernetes.objects.releases import ReleaseOptions
 
 
 def release(name: str, options: ReleaseOptions, chart: str, version: str, namespace: str, values: dict[str, object],

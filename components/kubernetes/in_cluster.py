@@ -16,20 +16,20 @@ import pulumi_command as command
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.azure.addon_identities import AddonAzureRefs
-from components.bootstrap.cloud_config import safe_yaml
-from components.catalog.in_cluster import CILIUM_VERSION
-from components.kubernetes.capacity import Capacity, CapacityArgs
-from components.kubernetes.declare import declare_all, declare_staged
-from components.kubernetes.gpu_health import GpuHealth, GpuHealthArgs
-from components.kubernetes.networking import Networking, NetworkingArgs
-from components.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
-from components.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
-from components.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
-from components.kubernetes.rack_devices import RackDevices, RackDevicesArgs
-from components.kubernetes.rollout_gate import CILIUM_GATE
-from components.kubernetes.scheduling import Scheduling, SchedulingArgs
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.azure.addon_identities import AddonAzureRefs
+from gpucluster.bootstrap.cloud_config import safe_yaml
+from gpucluster.catalog.in_cluster import CILIUM_VERSION
+from gpucluster.kubernetes.capacity import Capacity, CapacityArgs
+from gpucluster.kubernetes.declare import declare_all, declare_staged
+from gpucluster.kubernetes.gpu_health import GpuHealth, GpuHealthArgs
+from gpucluster.kubernetes.networking import Networking, NetworkingArgs
+from gpucluster.kubernetes.objects.flowcontrol import flowcontrol_objects, node_agent_accounts
+from gpucluster.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
+from gpucluster.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
+from gpucluster.kubernetes.rack_devices import RackDevices, RackDevicesArgs
+from gpucluster.kubernetes.rollout_gate import CILIUM_GATE
+from gpucluster.kubernetes.scheduling import Scheduling, SchedulingArgs
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 
 def with_proxy(kubeconfig: str, proxy_url: str | None) -> str:

@@ -14,10 +14,10 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
 
-from components.azure.bootstrap_token import BootstrapTokens
-from components.kubernetes.declare import declare_all
-from components.kubernetes.in_cluster import with_proxy
-from components.kubernetes.objects.join import (
+from gpucluster.azure.bootstrap_token import BootstrapTokens
+from gpucluster.kubernetes.declare import declare_all
+from gpucluster.kubernetes.in_cluster import with_proxy
+from gpucluster.kubernetes.objects.join import (
     SECRET_TYPE,
     cluster_info,
     cluster_info_kubeconfig,
@@ -25,9 +25,9 @@ from components.kubernetes.objects.join import (
     secret_name,
     token_string_data,
 )
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.pki import api_server_endpoint
-from components.vocabulary import LABEL_PART_OF
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.pki import api_server_endpoint
+from gpucluster.vocabulary import LABEL_PART_OF
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,18 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.azure.addon_identities import AddonAzureRefs
-from components.catalog.in_cluster import CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION
-from components.kubernetes.declare import declare_staged
-from components.kubernetes.helm_release import release
-from components.kubernetes.objects.charts import cilium_values
-from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.layer import networking_objects
-from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
-from components.kubernetes.objects.releases import CILIUM_RELEASE
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.ip_plan import API_SERVER_PORT
-from components.planning.pki import api_server_host
+from gpucluster.azure.addon_identities import AddonAzureRefs
+from gpucluster.catalog.in_cluster import CILIUM_CHART, CILIUM_REPO, CILIUM_VERSION
+from gpucluster.kubernetes.declare import declare_staged
+from gpucluster.kubernetes.helm_release import release
+from gpucluster.kubernetes.objects.charts import cilium_values
+from gpucluster.kubernetes.objects.images import serve_chart_values
+from gpucluster.kubernetes.objects.layer import networking_objects
+from gpucluster.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
+from gpucluster.kubernetes.objects.releases import CILIUM_RELEASE
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.ip_plan import API_SERVER_PORT
+from gpucluster.planning.pki import api_server_host
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog.in_cluster import (
+from gpucluster.catalog.in_cluster import (
     DRA_DRIVER_CHART,
     DRA_DRIVER_NAMESPACE,
     DRA_DRIVER_REPO,
@@ -18,17 +18,17 @@ from components.catalog.in_cluster import (
     DRANET_NAMESPACE,
     DRANET_VERSION,
 )
-from components.kubernetes.declare import declare_all
-from components.kubernetes.helm_release import release
-from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.rack_dra import (
+from gpucluster.kubernetes.declare import declare_all
+from gpucluster.kubernetes.helm_release import release
+from gpucluster.kubernetes.objects.images import serve_chart_values
+from gpucluster.kubernetes.objects.rack_dra import (
     dra_driver_values,
     dranet_db_mount,
     dranet_device_class,
     dranet_values,
 )
-from components.kubernetes.objects.releases import DRA_DRIVER_RELEASE, DRANET_RELEASE
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.kubernetes.objects.releases import DRA_DRIVER_RELEASE, DRANET_RELEASE
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
+from gpucluster.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
 
 MIN_READY_PERCENT = 100 - MAX_UNREADY_PERCENT
 TIMEOUT_SECONDS = 1800

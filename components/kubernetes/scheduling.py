@@ -8,16 +8,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION, provisioning_request_crd
-from components.kubernetes.declare import declare_all, declare_staged
-from components.kubernetes.helm_release import release
-from components.kubernetes.objects.images import serve_chart_values
-from components.kubernetes.objects.kueue import has_racks, kueue_chart_values, kueue_objects
-from components.kubernetes.objects.priority import priority_classes
-from components.kubernetes.objects.releases import KUEUE_RELEASE
-from components.planning.registry import RegistryPlan
-from components.planning.scheduling import SchedulingPlan
-from components.spec import InClusterSpec
+from gpucluster.catalog.in_cluster import KUEUE_CHART, KUEUE_NAMESPACE, KUEUE_VERSION, provisioning_request_crd
+from gpucluster.kubernetes.declare import declare_all, declare_staged
+from gpucluster.kubernetes.helm_release import release
+from gpucluster.kubernetes.objects.images import serve_chart_values
+from gpucluster.kubernetes.objects.kueue import has_racks, kueue_chart_values, kueue_objects
+from gpucluster.kubernetes.objects.priority import priority_classes
+from gpucluster.kubernetes.objects.releases import KUEUE_RELEASE
+from gpucluster.planning.registry import RegistryPlan
+from gpucluster.planning.scheduling import SchedulingPlan
+from gpucluster.spec import InClusterSpec
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from components.bootstrap.apiserver import render_apiserver_cloud_init
-from components.bootstrap.etcd import render_etcd_cloud_init
-from components.bootstrap.from_plan import (
+from gpucluster.bootstrap.apiserver import render_apiserver_cloud_init
+from gpucluster.bootstrap.etcd import render_etcd_cloud_init
+from gpucluster.bootstrap.from_plan import (
     EtcdSecrets,
     PullIdentity,
     apiserver_bootstrap,
@@ -22,12 +22,12 @@ from components.bootstrap.from_plan import (
     etcd_bootstrap,
     node_bootstrap,
 )
-from components.bootstrap.node import render_cloud_init
-from components.errors import Problem
-from components.images.manifest import missing_files
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_images import API_SCALE_SET
-from components.planning.pki import etcd_member_certificates
+from gpucluster.bootstrap.node import render_cloud_init
+from gpucluster.errors import Problem
+from gpucluster.images.manifest import missing_files
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_images import API_SCALE_SET
+from gpucluster.planning.pki import etcd_member_certificates
 
 BOOT_DIR = "boot"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.planning.cluster_plan import ClusterPlan
-from components.spec import Quota
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.spec import Quota
 
 
 def quota_data(quota: Quota | None) -> dict[str, int] | None:

@@ -6,8 +6,8 @@ from typing import Any
 
 from rich.console import Console
 
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.cost import CostLine, CostPlan
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.cost import CostLine, CostPlan
 
 Data = dict[str, Any]
 GROUPS = ("controlPlane", "deployRunner", "registry", "natGateway", "publicIps", "loadBalancers", "disks", "snapshotStorage",

@@ -13,9 +13,9 @@ from __future__ import annotations
 import datetime
 from functools import cache
 
-from components.errors import Problem
-from components.offline.boot_docs import boot_documents
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.errors import Problem
+from gpucluster.offline.boot_docs import boot_documents
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 CUSTOM_DATA_MAX = 65_535
 CA_FILES = ("ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "etcd/ca.crt", "etcd/ca.key")

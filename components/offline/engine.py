@@ -21,9 +21,9 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
 
-from components.catalog.autonaming import autoname
-from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
-from components.offline.mock_values import computed_state, invoke_result
+from gpucluster.catalog.autonaming import autoname
+from gpucluster.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
+from gpucluster.offline.mock_values import computed_state, invoke_result
 
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"

@@ -30,13 +30,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from components.bootstrap.deploy_runner import render_runner_cloud_init
-from components.offline.engine import Registration
-from components.planning.azure_names import resource_group_name
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.deploy_runner import plan_deploy_runner
-from components.planning.runner_step2 import LOG_FILE, SCRIPT_FILE, START_FILE, STEP2_SCRIPT, start_script, step2_command
-from components.spec import ClusterSpec
+from gpucluster.bootstrap.deploy_runner import render_runner_cloud_init
+from gpucluster.offline.engine import Registration
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.deploy_runner import plan_deploy_runner
+from gpucluster.planning.runner_step2 import LOG_FILE, SCRIPT_FILE, START_FILE, STEP2_SCRIPT, start_script, step2_command
+from gpucluster.spec import ClusterSpec
 
 FIRST_EXCLUDE = "**:kubernetes:JoinAccess**"
 """Every resource under the join access component, its own URN included (its type is in each child's URN)."""

@@ -7,20 +7,20 @@ import ipaddress
 from html import escape
 from typing import Any
 
-from components.diff.render import diff_section
-from components.offline.cost_report import money
-from components.offline.html_cost import cost_section
-from components.offline.html_sections import (
+from gpucluster.diff.render import diff_section
+from gpucluster.offline.cost_report import money
+from gpucluster.offline.html_cost import cost_section
+from gpucluster.offline.html_sections import (
     agent_load_section,
     balloons_section,
     control_plane_section,
     egress_section,
     teams_section,
 )
-from components.offline.html_table import n, table
-from components.offline.metrics_report import metrics_section
-from components.offline.policy_runner import Violation
-from components.offline.report_data import (
+from gpucluster.offline.html_table import n, table
+from gpucluster.offline.metrics_report import metrics_section
+from gpucluster.offline.policy_runner import Violation
+from gpucluster.offline.report_data import (
     count_status_text,
     entries_text,
     headroom_text,
@@ -28,9 +28,9 @@ from components.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
-from components.offline.rollout_report import rollout_section
-from components.offline.summary import folded_text, folded_violations
-from components.preflight.report import html_section
+from gpucluster.offline.rollout_report import rollout_section
+from gpucluster.offline.summary import folded_text, folded_violations
+from gpucluster.preflight.report import html_section
 
 Data = dict[str, Any]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError, _DictProxy, _is_unknown, _ListProxy
 
-from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
+from gpucluster.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
 
 _NO_PATH: list[str] = []  # the base classes' own path, never read: reads go through __getitem__ below
 

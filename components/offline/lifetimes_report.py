@@ -10,8 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
-from components.planning.bootstrap_tokens import TokenPeriod
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.bootstrap_tokens import TokenPeriod
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 Data = dict[str, Any]
 DATED_KEYS = ("current", "previous", "rotates")

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from components.offline.crds import crds_for
-from components.offline.engine import SECRET_MARK, Registration
+from gpucluster.offline.crds import crds_for
+from gpucluster.offline.engine import SECRET_MARK, Registration
 
 _SKIP_SUFFIXES = ("List", "Patch")
 """`kubernetes:core/v1:ConfigMapList` and friends are not objects to apply; a `...Patch` (server-side apply of part of

@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from components.offline.html_table import n, table
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.offline.html_table import n, table
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 Data = dict[str, Any]
 

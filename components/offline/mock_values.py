@@ -10,8 +10,8 @@ import string
 import uuid
 from typing import Any
 
-from components.catalog.arm_types import ARM_TYPES
-from components.catalog.autonaming import name_property
+from gpucluster.catalog.arm_types import ARM_TYPES
+from gpucluster.catalog.autonaming import name_property
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 """The subscription the offline engine answers for (azure-native's getClientConfig under mocks)."""

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from components.errors import SpecError
-from components.offline.output_marker import MARKER, abandoned_version, has_marker, write_marker
+from gpucluster.errors import SpecError
+from gpucluster.offline.output_marker import MARKER, abandoned_version, has_marker, write_marker
 
 OPTION = "--out"
 LOCK = "lock"

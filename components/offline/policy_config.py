@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from components.errors import SpecError
-from components.input_files import KIB, load_json, read_bounded
-from components.spec.loader import POLICY_CONFIG_KEY
+from gpucluster.errors import SpecError
+from gpucluster.input_files import KIB, load_json, read_bounded
+from gpucluster.spec.loader import POLICY_CONFIG_KEY
 
 CONFIG_FOLDER = PurePosixPath("policies", "config")
 MAX_POLICY_CONFIG_BYTES = 64 * KIB
@@ -23,7 +23,7 @@ WHAT = "policy config (JSON, as for `pulumi preview --policy-pack-config`)"
 
 def read_policy_config(path: Path) -> dict[str, Any]:
     """The pack config in `path`, checked against the rules' schemas as the CLI checks it (exit 2 otherwise)."""
-    from components.offline.policy_runner import check_config
+    from gpucluster.offline.policy_runner import check_config
 
     where = str(path)
     config = load_json(read_bounded(path, MAX_POLICY_CONFIG_BYTES, WHAT), where, WHAT)

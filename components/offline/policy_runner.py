@@ -27,11 +27,11 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError  # what args.not_applicable() raises
 from pulumi_policy.proxy import UnknownValueError
 
-from components.catalog.preview_values import UNKNOWN
-from components.errors import Problem, SpecError
-from components.offline.lazy_props import lazy_props
-from components.results import Severity
-from policies.rules import ALL_POLICIES
+from gpucluster.catalog.preview_values import UNKNOWN
+from gpucluster.errors import Problem, SpecError
+from gpucluster.offline.lazy_props import lazy_props
+from gpucluster.policies.rules import ALL_POLICIES
+from gpucluster.results import Severity
 
 PACK_DEFAULT = EnforcementLevel.MANDATORY
 # A preview document masks secrets; rules that can only judge secretness there are told so.

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.errors import SpecError
-from components.input_files import MIB, load_json, read_bounded
-from components.offline.engine import ProgramRun, Registration
-from components.offline.preview_shape import preview_problems
+from gpucluster.errors import SpecError
+from gpucluster.input_files import MIB, load_json, read_bounded
+from gpucluster.offline.engine import ProgramRun, Registration
+from gpucluster.offline.preview_shape import preview_problems
 
 
 def _step(reg: Registration) -> dict[str, Any]:

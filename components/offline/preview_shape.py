@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
-from components.errors import Problem
-from components.offline.engine import SECRET_MARK
+from gpucluster.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
+from gpucluster.errors import Problem
+from gpucluster.offline.engine import SECRET_MARK
 
 # Step ops, from pulumi/pulumi pkg/resource/deploy/step.go (OpSame ... OpImportReplacement). Deletes and discards
 # carry only `oldState` (pkg/backend/display/json.go, ShowPreviewDigest); the rest carry `newState`.

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.errors import SpecError
-from components.offline.engine import RESOURCE_SIG, SECRET_MARK, SECRET_SIG, SIG_KEY
-from components.spec.stack_names import stack_name_problem
+from gpucluster.errors import SpecError
+from gpucluster.offline.engine import RESOURCE_SIG, SECRET_MARK, SECRET_SIG, SIG_KEY
+from gpucluster.spec.stack_names import stack_name_problem
 
 GONE_OPS = frozenset({"delete", "delete-replaced", "discard", "remove-pending-replace"})
 """Steps after which the resource no longer exists: not part of the stack the policies judge."""

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.errors import Problem, SpecError
-from components.offline.engine import ProgramRun
-from components.planning.cluster_plan import ClusterPlan
+from gpucluster.errors import Problem, SpecError
+from gpucluster.offline.engine import ProgramRun
+from gpucluster.planning.cluster_plan import ClusterPlan
 
 CHECK_ENV = "GPUCLUSTER_PROGRAM_CHECK"
 """Set in the child that runs the check, so the program it runs under mocks does not start another."""
@@ -29,13 +29,13 @@ PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
 
 def run_problems(run: ProgramRun, plan: ClusterPlan, document: dict[str, Any]) -> list[Problem]:
     """Every refusal of a program run, in the order `gpucluster plan` reports them (the first kind found)."""
-    from components.offline.boot_docs import boot_documents, missing_image_files
-    from components.offline.custom_data_size import custom_data_problems, custom_data_sizes
-    from components.offline.manifests import helm_releases, kubernetes_objects
-    from components.offline.removals import find_uses, removal_problems
-    from components.preflight import problems as preflight_problems
-    from components.preflight import run_preflight
-    from components.simulation.check import check_order
+    from gpucluster.offline.boot_docs import boot_documents, missing_image_files
+    from gpucluster.offline.custom_data_size import custom_data_problems, custom_data_sizes
+    from gpucluster.offline.manifests import helm_releases, kubernetes_objects
+    from gpucluster.offline.removals import find_uses, removal_problems
+    from gpucluster.preflight import problems as preflight_problems
+    from gpucluster.preflight import run_preflight
+    from gpucluster.simulation.check import check_order
 
     checked = run_preflight(document["steps"], plan)
     if checked.errors:
@@ -106,7 +106,7 @@ def engine_config(project: str) -> dict[str, Any]:
 def check_in_child(project: str, stack: str, config: dict[str, Any]) -> None:
     """Runs the program under mocks in a child process with this stack config; SpecError with its problems."""
     try:
-        done = subprocess.run([sys.executable, "-m", "components.offline.program_check", project, stack],
+        done = subprocess.run([sys.executable, "-m", "gpucluster.offline.program_check", project, stack],
                               input=json.dumps(config), capture_output=True, text=True,
                               env={**os.environ, CHECK_ENV: "1"}, cwd=PROGRAM.parent, check=False)
     except OSError as error:
@@ -127,10 +127,10 @@ def check_in_child(project: str, stack: str, config: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     """`python -m components.offline.program_check <project> <stack>` with the stack config (a JSON object, the
     engine's PULUMI_CONFIG) on stdin: each problem as a JSON line on stdout and exit 2, or exit 0."""
-    from components.offline.engine import run_program
-    from components.offline.preview import preview_document
-    from components.simulation.check import plan_checked
-    from components.spec.loader import named_cluster
+    from gpucluster.offline.engine import run_program
+    from gpucluster.offline.preview import preview_document
+    from gpucluster.simulation.check import plan_checked
+    from gpucluster.spec.loader import named_cluster
 
     project, stack = argv[1], argv[2]
     config = json.loads(sys.stdin.read() or "{}")

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog.removals import READ_THROUGH, REMOVED_APIS, REMOVED_NAMES, RemovedApi, RemovedName
-from components.errors import Problem
+from gpucluster.catalog.removals import READ_THROUGH, REMOVED_APIS, REMOVED_NAMES, RemovedApi, RemovedName
+from gpucluster.errors import Problem
 
 KEY = "kubernetesRemovals"
 """Its place in summary.json."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.offline.policy_runner import Violation
-from components.offline.preview_steps import replaced_states
-from components.results import Severity
-from policies.rules.props import SCALE_SET, resource_kind
-from policies.rules.replacements import Replaced, judge
+from gpucluster.offline.policy_runner import Violation
+from gpucluster.offline.preview_steps import replaced_states
+from gpucluster.policies.rules.props import SCALE_SET, resource_kind
+from gpucluster.policies.rules.replacements import Replaced, judge
+from gpucluster.results import Severity
 
 DESCRIPTION = "At most one InfiniBand domain of a pool is replaced by one change, unless the stack acknowledges each"
 

@@ -9,22 +9,22 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from components.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
-from components.offline.cluster_data import balloons_data, scheduling_data
-from components.offline.cost_report import cost_data
-from components.offline.lifetimes_report import tokens_data
-from components.offline.metrics_report import metrics_data
-from components.offline.policy_runner import Violation
-from components.offline.rollout_report import rollout_data
-from components.offline.versions_report import bring_up_data, node_pods_data, versions_data
-from components.planning.agent_load import AgentLoadPlan
-from components.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.control_plane import EtcdPlan
-from components.planning.node_images import NodeImagesPlan
-from components.planning.node_template import node_taints
-from components.planning.placement import PoolPlan
-from components.planning.pod_addresses import node_addressing
+from gpucluster.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
+from gpucluster.offline.cluster_data import balloons_data, scheduling_data
+from gpucluster.offline.cost_report import cost_data
+from gpucluster.offline.lifetimes_report import tokens_data
+from gpucluster.offline.metrics_report import metrics_data
+from gpucluster.offline.policy_runner import Violation
+from gpucluster.offline.rollout_report import rollout_data
+from gpucluster.offline.versions_report import bring_up_data, node_pods_data, versions_data
+from gpucluster.planning.agent_load import AgentLoadPlan
+from gpucluster.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.control_plane import EtcdPlan
+from gpucluster.planning.node_images import NodeImagesPlan
+from gpucluster.planning.node_template import node_taints
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.planning.pod_addresses import node_addressing
 
 SCHEMA_VERSION = 1
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from rich.console import Console
 
-from components.offline.html_table import n, table
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.fence import FENCE
-from components.planning.rollout import Wave
+from gpucluster.offline.html_table import n, table
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.fence import FENCE
+from gpucluster.planning.rollout import Wave
 
 Data = dict[str, Any]
 

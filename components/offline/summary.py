@@ -7,11 +7,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from components.offline.cost_report import print_cost
-from components.offline.lifetimes_report import print_tokens
-from components.offline.metrics_report import print_metrics
-from components.offline.policy_runner import SEVERITY_ORDER, Violation
-from components.offline.report_data import (
+from gpucluster.offline.cost_report import print_cost
+from gpucluster.offline.lifetimes_report import print_tokens
+from gpucluster.offline.metrics_report import print_metrics
+from gpucluster.offline.policy_runner import SEVERITY_ORDER, Violation
+from gpucluster.offline.report_data import (
     count_status_text,
     entries_text,
     headroom_text,
@@ -20,9 +20,9 @@ from components.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
-from components.offline.rollout_report import print_rollout
-from components.offline.versions_report import print_versions
-from components.preflight.fold import merged_message, names_text
+from gpucluster.offline.rollout_report import print_rollout
+from gpucluster.offline.versions_report import print_versions
+from gpucluster.preflight.fold import merged_message, names_text
 
 Data = dict[str, Any]
 

@@ -11,10 +11,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from components.offline.removals import KEY as REMOVALS_KEY
-from components.offline.removals import removals_line
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.versions import WARN_DAYS
+from gpucluster.offline.removals import KEY as REMOVALS_KEY
+from gpucluster.offline.removals import removals_line
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.versions import WARN_DAYS
 
 Data = dict[str, Any]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.catalog.flowcontrol import APF_SEATS_SOURCE, DEFAULT_SHARES, SLO_LATENCY_S, SLO_SOURCE
-from components.errors import Problem, SpecError
+from gpucluster.catalog.flowcontrol import APF_SEATS_SOURCE, DEFAULT_SHARES, SLO_LATENCY_S, SLO_SOURCE
+from gpucluster.errors import Problem, SpecError
 
 
 @dataclass(frozen=True)

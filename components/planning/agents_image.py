@@ -12,11 +12,13 @@ import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from components.catalog.image_platforms import AMD64, ARM64, node_platform
+from gpucluster.catalog.image_platforms import AMD64, ARM64, node_platform
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "images" / "agents" / "Dockerfile"
-CONTEXT = ROOT / "components" / "kubernetes" / "scripts"
+PACKAGE = Path(__file__).parents[1]
+"""The package's folder (not resolved: in the project it is the `gpucluster` link, and image_sources/ a link in it)."""
+DOCKERFILE = PACKAGE / "image_sources" / "agents" / "Dockerfile"
+"""images/agents/Dockerfile in the project, shipped in the package as gpucluster/image_sources/ (pyproject.toml)."""
+CONTEXT = PACKAGE / "kubernetes" / "scripts"
 SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py", "rack_clique.py", "rollout.py", "rollout_arm.py",
            "rollout_drain.py")
 """Copied side by side into /opt/gpucluster (the Dockerfile's COPY line): the agents import kube_client from their own

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.planning.taints import NodeTaint
-from components.vocabulary import (
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.vocabulary import (
     ANNOTATION_ATTACH_DETACH,
     ANNOTATION_CRI_SOCKET,
     ANNOTATION_NODE_TTL,

@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.planning.api_objects import event_object, json_size, lease_object, node_object, pod_object
-from components.planning.taints import NodeTaint
-from components.vocabulary import LABEL_INSTANCE_TYPE, LABEL_REGION, LABEL_ZONE
+from gpucluster.planning.api_objects import event_object, json_size, lease_object, node_object, pod_object
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.vocabulary import LABEL_INSTANCE_TYPE, LABEL_REGION, LABEL_ZONE
 
 GIB = 2**30
 ANCHOR_HEAP_BYTES = 70e9

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from components.spec.resource_names import SUFFIX_CHARS, container_registry_name, resource_group_name, stack_hash
+from gpucluster.spec.resource_names import SUFFIX_CHARS, container_registry_name, resource_group_name, stack_hash
 
 __all__ = ["container_registry_name", "deterministic_guid", "key_vault_name", "resource_group_name",
            "stack_hash", "storage_account_name"]

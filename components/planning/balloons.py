@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.errors import Problem, SpecError
-from components.planning.node_template import node_taints
-from components.planning.placement import PoolPlan
-from components.planning.scheduling import BALLOON_CLASS
-from components.planning.taints import NodeTaint
-from components.spec import ClusterSpec
+from gpucluster.errors import Problem, SpecError
+from gpucluster.planning.node_template import node_taints
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.planning.scheduling import BALLOON_CLASS
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.spec import ClusterSpec
 
 NODE_SHARE = 0.85
 """Of a node's vCPUs and memory: above half (one balloon per node), below allocatable after reservations."""

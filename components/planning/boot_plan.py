@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.planning.control_plane import ControlPlanePlan
-from components.planning.ip_plan import NODE_LOCAL_DNS_IP, IpPlan
-from components.planning.node_template import CONTROL_PLANE_TAINT, node_labels, registered_taints
-from components.planning.pki import api_server_cert_sans, api_server_endpoint, etcd_member_ips
-from components.planning.placement import PoolPlan
-from components.planning.taints import NodeTaint
-from components.spec import ClusterSpec
+from gpucluster.planning.control_plane import ControlPlanePlan
+from gpucluster.planning.ip_plan import NODE_LOCAL_DNS_IP, IpPlan
+from gpucluster.planning.node_template import CONTROL_PLANE_TAINT, node_labels, registered_taints
+from gpucluster.planning.pki import api_server_cert_sans, api_server_endpoint, etcd_member_ips
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.spec import ClusterSpec
 
 
 @dataclass(frozen=True)

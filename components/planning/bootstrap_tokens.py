@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from components.spec import BootstrapTokenSpec
+from gpucluster.spec import BootstrapTokenSpec
 
 EPOCH = date(1970, 1, 1)
 NODE_GROUP = "system:bootstrappers:kubeadm:default-node-token"

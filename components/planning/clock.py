@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, date, datetime
 
-from components.errors import Problem, SpecError
+from gpucluster.errors import Problem, SpecError
 
 ENV = "GPUCLUSTER_TODAY"
 

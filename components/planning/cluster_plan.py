@@ -7,39 +7,39 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TypeVar
 
-from components.catalog.prices import price_catalogue, rates_of_price_file
-from components.errors import Problem, SpecError
-from components.planning.agent_load import AgentLoadPlan
-from components.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
-from components.planning.azure_names import resource_group_name
-from components.planning.balloons import BalloonPlan, plan_balloons
-from components.planning.boot_plan import BootPlan, plan_boot
-from components.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
-from components.planning.bring_up import BringUp
-from components.planning.clock import today as clock_today
-from components.planning.cni_rollout import CniRolloutPlan, plan_cni_rollout
-from components.planning.control_plane import ControlPlanePlan, plan_control_plane
-from components.planning.cost import CostPlan, plan_cost, spot_problems
-from components.planning.deploy_runner import DeployRunnerPlan, plan_deploy_runner
-from components.planning.egress import EgressPlan, plan_egress
-from components.planning.first_up import FirstUpPlan, plan_first_up
-from components.planning.ip_plan import IpPlan, plan_ip
-from components.planning.limits import Limits, effective_limits
-from components.planning.metrics import MetricsPlan, metrics_problems, plan_metrics
-from components.planning.node_images import NodeImagesPlan, plan_node_images
-from components.planning.node_template import CONTROL_PLANE_TAINT, node_labels, node_taints
-from components.planning.placement import PoolPlan, plan_pools
-from components.planning.pod_addresses import prefix_mode
-from components.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
-from components.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
-from components.planning.rollout import RolloutPlan, plan_rollout
-from components.planning.scheduling import SchedulingPlan, plan_scheduling
-from components.planning.tag_limits import tag_count_problems
-from components.planning.versions import VersionPlan, plan_versions
-from components.project import project_root
-from components.spec import ClusterSpec, PoolKind
-from components.spec.cost import read_price_file
-from components.vocabulary import LABEL_CONTROL_PLANE, LABEL_EXCLUDE_FROM_LB
+from gpucluster.catalog.prices import price_catalogue, rates_of_price_file
+from gpucluster.errors import Problem, SpecError
+from gpucluster.planning.agent_load import AgentLoadPlan
+from gpucluster.planning.api_sizing import ApiLoad, NodeShape, plan_api_load
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.balloons import BalloonPlan, plan_balloons
+from gpucluster.planning.boot_plan import BootPlan, plan_boot
+from gpucluster.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
+from gpucluster.planning.bring_up import BringUp
+from gpucluster.planning.clock import today as clock_today
+from gpucluster.planning.cni_rollout import CniRolloutPlan, plan_cni_rollout
+from gpucluster.planning.control_plane import ControlPlanePlan, plan_control_plane
+from gpucluster.planning.cost import CostPlan, plan_cost, spot_problems
+from gpucluster.planning.deploy_runner import DeployRunnerPlan, plan_deploy_runner
+from gpucluster.planning.egress import EgressPlan, plan_egress
+from gpucluster.planning.first_up import FirstUpPlan, plan_first_up
+from gpucluster.planning.ip_plan import IpPlan, plan_ip
+from gpucluster.planning.limits import Limits, effective_limits
+from gpucluster.planning.metrics import MetricsPlan, metrics_problems, plan_metrics
+from gpucluster.planning.node_images import NodeImagesPlan, plan_node_images
+from gpucluster.planning.node_template import CONTROL_PLANE_TAINT, node_labels, node_taints
+from gpucluster.planning.placement import PoolPlan, plan_pools
+from gpucluster.planning.pod_addresses import prefix_mode
+from gpucluster.planning.quota import CountNeed, QuotaNeed, count_problems, plan_counts, plan_quota, quota_problems
+from gpucluster.planning.registry import RegistryPlan, cluster_upstream_images, plan_registry
+from gpucluster.planning.rollout import RolloutPlan, plan_rollout
+from gpucluster.planning.scheduling import SchedulingPlan, plan_scheduling
+from gpucluster.planning.tag_limits import tag_count_problems
+from gpucluster.planning.versions import VersionPlan, plan_versions
+from gpucluster.project import project_root
+from gpucluster.spec import ClusterSpec, PoolKind
+from gpucluster.spec.cost import read_price_file
+from gpucluster.vocabulary import LABEL_CONTROL_PLANE, LABEL_EXCLUDE_FROM_LB
 
 T = TypeVar("T")
 

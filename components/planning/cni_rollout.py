@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.spec.workloads import CniRolloutSpec
+from gpucluster.spec.workloads import CniRolloutSpec
 
 
 @dataclass(frozen=True)

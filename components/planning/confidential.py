@@ -18,10 +18,10 @@ import base64
 import json
 from dataclasses import dataclass
 
-from components.catalog.attestation import SHARED_ATTESTATION
-from components.catalog.vm_sizes import VmSize
-from components.errors import Problem, pool_path
-from components.spec import PoolKind, PoolSpec
+from gpucluster.catalog.attestation import SHARED_ATTESTATION
+from gpucluster.catalog.vm_sizes import VmSize
+from gpucluster.errors import Problem, pool_path
+from gpucluster.spec import PoolKind, PoolSpec
 
 SECURITY_TYPE = "ConfidentialVM"
 GUEST_STATE_ONLY = "VMGuestStateOnly"

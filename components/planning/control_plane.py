@@ -11,9 +11,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from components.catalog.vm_sizes import VmSize
-from components.errors import Problem, SpecError
-from components.planning.api_sizing import (
+from gpucluster.catalog.vm_sizes import VmSize
+from gpucluster.errors import Problem, SpecError
+from gpucluster.planning.api_sizing import (
     ANCHOR_SOURCE,
     ETCD_MAX_QUOTA,
     ETCD_QUOTA_SOURCE,
@@ -21,9 +21,9 @@ from components.planning.api_sizing import (
     etcd_file_bytes,
     etcd_quota,
 )
-from components.planning.placement import ordered_zones
-from components.planning.sizes import size_table, unknown_size_message
-from components.spec import ClusterSpec, EtcdSpec
+from gpucluster.planning.placement import ordered_zones
+from gpucluster.planning.sizes import size_table, unknown_size_message
+from gpucluster.spec import ClusterSpec, EtcdSpec
 
 MIN_HEAP_GB = 4.0
 MEMORY_HEADROOM = 1.5

@@ -11,23 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from components.catalog.acr_tasks import AGENT_POOL_COUNT, AGENT_POOL_TIER
-from components.catalog.prices import HOURS_PER_MONTH, PriceCatalogue, Rate
-from components.errors import Problem, SpecError, pool_path
-from components.planning.balloons import BalloonPlan
-from components.planning.control_plane import (
+from gpucluster.catalog.acr_tasks import AGENT_POOL_COUNT, AGENT_POOL_TIER
+from gpucluster.catalog.prices import HOURS_PER_MONTH, PriceCatalogue, Rate
+from gpucluster.errors import Problem, SpecError, pool_path
+from gpucluster.planning.balloons import BalloonPlan
+from gpucluster.planning.control_plane import (
     API_SERVER_OS_DISK_GIB,
     ETCD_DISK_GIB,
     ETCD_OS_DISK_GIB,
     ControlPlanePlan,
 )
-from components.planning.deploy_runner import OS_DISK_GIB as RUNNER_OS_DISK_GIB
-from components.planning.deploy_runner import DeployRunnerPlan
-from components.planning.egress import EgressPlan
-from components.planning.metrics import MetricsPlan
-from components.planning.placement import PoolPlan
-from components.planning.scheduling import FlavorPlan, SchedulingPlan
-from components.spec import ClusterSpec, Quota
+from gpucluster.planning.deploy_runner import OS_DISK_GIB as RUNNER_OS_DISK_GIB
+from gpucluster.planning.deploy_runner import DeployRunnerPlan
+from gpucluster.planning.egress import EgressPlan
+from gpucluster.planning.metrics import MetricsPlan
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.planning.scheduling import FlavorPlan, SchedulingPlan
+from gpucluster.spec import ClusterSpec, Quota
 
 OS_DISK_TYPE = "Premium_LRS"
 ETCD_DATA_DISK_TYPE = "PremiumV2_LRS"

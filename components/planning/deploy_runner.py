@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.deploy_runner import CONTRIBUTOR, RBAC_ADMINISTRATOR, RUNNER_IMAGE
-from components.catalog.vm_sizes import VmSize
-from components.errors import Problem, SpecError
-from components.planning.placement import ordered_zones
-from components.planning.sizes import size_table, unknown_size_message
-from components.spec import ClusterSpec, ImageRef
+from gpucluster.catalog.deploy_runner import CONTRIBUTOR, RBAC_ADMINISTRATOR, RUNNER_IMAGE
+from gpucluster.catalog.vm_sizes import VmSize
+from gpucluster.errors import Problem, SpecError
+from gpucluster.planning.placement import ordered_zones
+from gpucluster.planning.sizes import size_table, unknown_size_message
+from gpucluster.spec import ClusterSpec, ImageRef
 
 ALLOCATION_WAIT_SECONDS = 2 * 3600
 """How long one `up` waits for the node scale sets' allocations (components/azure/scale_sets_ready.py) before it

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.catalog.limits import SNAT_PORTS_PER_PUBLIC_IP
-from components.errors import SpecError
-from components.planning.limits import Limits
-from components.spec import ClusterSpec
+from gpucluster.catalog.limits import SNAT_PORTS_PER_PUBLIC_IP
+from gpucluster.errors import SpecError
+from gpucluster.planning.limits import Limits
+from gpucluster.spec import ClusterSpec
 
 MIN_PREFIX_LENGTH = 28  # 16 addresses: the largest prefix a NAT gateway takes
 MAX_PREFIX_LENGTH = 31  # 2 addresses: the smallest public IP prefix

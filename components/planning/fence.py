@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.vocabulary import LABEL_ADMISSION
+from gpucluster.vocabulary import LABEL_ADMISSION
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.errors import Problem, SpecError
-from components.spec import ClusterSpec
+from gpucluster.errors import Problem, SpecError
+from gpucluster.spec import ClusterSpec
 
 PATH = "cluster.inCluster.apiAccess"
 

@@ -21,15 +21,15 @@ import math
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
-from components.catalog.acr_tasks import AGENT_POOL_COUNT
-from components.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET
-from components.errors import Problem, SpecError, pool_path
-from components.planning.deploy_runner import RUNNER_IPS, runner_enabled
-from components.planning.limits import Limits
-from components.planning.pod_addresses import BLOCK_SIZE, PREFIX_LENGTH, api_server_pod_addresses, node_addressing
-from components.planning.vnet_entries import VnetEntries, count_entries
-from components.spec import ClusterSpec
-from components.spec.network import SCALE_SET_SUBNET_SPARE
+from gpucluster.catalog.acr_tasks import AGENT_POOL_COUNT
+from gpucluster.catalog.limits import RDMA_NETWORK, RESERVED_IPS_PER_SUBNET
+from gpucluster.errors import Problem, SpecError, pool_path
+from gpucluster.planning.deploy_runner import RUNNER_IPS, runner_enabled
+from gpucluster.planning.limits import Limits
+from gpucluster.planning.pod_addresses import BLOCK_SIZE, PREFIX_LENGTH, api_server_pod_addresses, node_addressing
+from gpucluster.planning.vnet_entries import VnetEntries, count_entries
+from gpucluster.spec import ClusterSpec
+from gpucluster.spec.network import SCALE_SET_SUBNET_SPARE
 
 RDMA = IPv4Network(RDMA_NETWORK)
 SMALLEST_SUBNET_PREFIX = 29

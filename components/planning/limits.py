@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog.limits import DEFAULT_LIMITS, OVERRIDE_CEILINGS
-from components.errors import Problem, SpecError
-from components.spec import ClusterSpec, LimitOverride
-from components.spec.limits import LimitsSpec
+from gpucluster.catalog.limits import DEFAULT_LIMITS, OVERRIDE_CEILINGS
+from gpucluster.errors import Problem, SpecError
+from gpucluster.spec import ClusterSpec, LimitOverride
+from gpucluster.spec.limits import LimitsSpec
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from components.catalog.flowcontrol import DEFAULT_SHARES
-from components.catalog.metrics import (
+from gpucluster.catalog.flowcontrol import DEFAULT_SHARES
+from gpucluster.catalog.metrics import (
     EDGE_REPLICAS,
     KSM_READY_STATUSES,
     KSM_REPLICAS,
@@ -20,20 +20,20 @@ from components.catalog.metrics import (
     TRAINING_COUNTERS,
     WORKSPACE_LIMITS,
 )
-from components.catalog.metrics_facts import (
+from gpucluster.catalog.metrics_facts import (
     DCGM_DEFAULT_COUNTERS,
     NODE_CPU_GUEST_MODES,
     NODE_CPU_MODES,
     NODE_INFINIBAND_PORT_METRICS,
 )
-from components.errors import Problem
-from components.planning.control_plane import ControlPlanePlan
-from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WORKSPACE_RULES, Per, alert_rules
-from components.planning.node_template import registered_taints
-from components.planning.placement import PoolPlan
-from components.spec import ClusterSpec
-from components.spec.alerts import MAX_ACTION_GROUPS, AlertsSpec
-from components.vocabulary import TAINT_UNHEALTHY
+from gpucluster.errors import Problem
+from gpucluster.planning.control_plane import ControlPlanePlan
+from gpucluster.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WORKSPACE_RULES, Per, alert_rules
+from gpucluster.planning.node_template import registered_taints
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.spec import ClusterSpec
+from gpucluster.spec.alerts import MAX_ACTION_GROUPS, AlertsSpec
+from gpucluster.vocabulary import TAINT_UNHEALTHY
 
 ALERT_GROUP_SIZE = WORKSPACE_LIMITS["rulesPerGroup"].value
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from components.vocabulary import TAINT_PREFLIGHT
+from gpucluster.vocabulary import TAINT_PREFLIGHT
 
 Per = Literal["gpuNode", "ibNode", "node", "gpuDomain", "team", "teamShard", "priorityLevel", "apiServer",
               "etcdMember", "cluster", "shard"]

@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.catalog.node_images import NODE_IMAGES, POOL_KIND_IMAGE
-from components.errors import Problem, SpecError, pool_path
-from components.planning.control_plane import ControlPlanePlan
-from components.planning.placement import PoolPlan
-from components.spec import ClusterSpec, NodeImageSpec
+from gpucluster.catalog.node_images import NODE_IMAGES, POOL_KIND_IMAGE
+from gpucluster.errors import Problem, SpecError, pool_path
+from gpucluster.planning.control_plane import ControlPlanePlan
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.spec import ClusterSpec, NodeImageSpec
 
 API_SCALE_SET = "apiserver"
 """The API servers' one scale set (components/azure/api_servers.py)."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from components.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
-from components.planning.fence import FENCE
-from components.planning.placement import PoolPlan, ScaleSetPlan
-from components.planning.tags import machine_tags
-from components.planning.taints import NodeTaint
-from components.vocabulary import (
+from gpucluster.catalog.in_cluster import RDMA_HCA_MAX, RDMA_RESOURCE
+from gpucluster.planning.fence import FENCE
+from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
+from gpucluster.planning.tags import machine_tags
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.vocabulary import (
     AUTOSCALER_ENABLED_TAG,
     AUTOSCALER_GPUS_TAG,
     AUTOSCALER_LABEL_TAG_PREFIX,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from components.planning.control_plane import ControlPlanePlan
-from components.planning.ip_plan import API_SERVER_PORT, ETCD_BLOCK, IpPlan
+from gpucluster.planning.control_plane import ControlPlanePlan
+from gpucluster.planning.ip_plan import API_SERVER_PORT, ETCD_BLOCK, IpPlan
 
 CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA = "ca", "etcd-ca", "front-proxy-ca"
 SERVER = ("digital_signature", "key_encipherment", "server_auth")

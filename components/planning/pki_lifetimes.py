@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from components.planning.control_plane import ControlPlanePlan
-from components.planning.ip_plan import IpPlan
-from components.planning.pki import CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA, plan_certificates
+from gpucluster.planning.control_plane import ControlPlanePlan
+from gpucluster.planning.ip_plan import IpPlan
+from gpucluster.planning.pki import CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA, plan_certificates
 
 CA_NAMES = (CLUSTER_CA, ETCD_CA, FRONT_PROXY_CA)
 KUBEADM_ISSUED = ("apiserver", "admin.conf", "super-admin.conf", "controller-manager.conf", "scheduler.conf")

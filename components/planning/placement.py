@@ -13,13 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.catalog.regions import REGION_ZONES
-from components.catalog.vm_sizes import ARM64_SIZES, VmSize
-from components.errors import Problem, SpecError, pool_path
-from components.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
-from components.planning.limits import Limit, Limits
-from components.planning.sizes import check_custom_sizes, size_table, unknown_size_message
-from components.spec import ClusterSpec, PoolKind, PoolSpec
+from gpucluster.catalog.regions import REGION_ZONES
+from gpucluster.catalog.vm_sizes import ARM64_SIZES, VmSize
+from gpucluster.errors import Problem, SpecError, pool_path
+from gpucluster.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
+from gpucluster.planning.limits import Limit, Limits
+from gpucluster.planning.sizes import check_custom_sizes, size_table, unknown_size_message
+from gpucluster.spec import ClusterSpec, PoolKind, PoolSpec
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.spec import ClusterSpec, PoolSpec
+from gpucluster.spec import ClusterSpec, PoolSpec
 
 PREFIX_LENGTH = 28
 """The only prefix length Microsoft documents for IP configurations on NICs."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from components.catalog.quotas import COUNT_QUOTAS, CountQuota
-from components.errors import Problem
-from components.planning.control_plane import ControlPlanePlan
-from components.planning.egress import EgressPlan
-from components.planning.placement import PoolPlan
-from components.spec.quota import ResourceQuotaSpec
+from gpucluster.catalog.quotas import COUNT_QUOTAS, CountQuota
+from gpucluster.errors import Problem
+from gpucluster.planning.control_plane import ControlPlanePlan
+from gpucluster.planning.egress import EgressPlan
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.spec.quota import ResourceQuotaSpec
 
 SPOT_FAMILY = "lowPriorityCores"
 """Spot VMs draw on the regional low-priority vCPU quota, not their size family's."""

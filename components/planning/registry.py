@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from components.catalog.acr_tasks import AGENT_POOL_REGIONS
-from components.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
-from components.catalog.image_platforms import AMD64
-from components.catalog.in_cluster import (
+from gpucluster.catalog.acr_tasks import AGENT_POOL_REGIONS
+from gpucluster.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
+from gpucluster.catalog.image_platforms import AMD64
+from gpucluster.catalog.in_cluster import (
     CSR_APPROVER_IMAGE,
     DCGM_IMAGE,
     KUEUE_IMAGE,
@@ -26,13 +26,13 @@ from components.catalog.in_cluster import (
     cluster_autoscaler_image,
     coredns_image,
 )
-from components.catalog.metrics import METRICS_IMAGES
-from components.catalog.registries import MAX_CACHE_RULES, OWN_NAMESPACE, UPSTREAMS, Upstream, parse_image
-from components.catalog.versions import MINOR_COUPLED
-from components.errors import Problem, SpecError
-from components.planning import agents_image
-from components.planning.sizes import size_table
-from components.spec import ClusterSpec, PoolKind
+from gpucluster.catalog.metrics import METRICS_IMAGES
+from gpucluster.catalog.registries import MAX_CACHE_RULES, OWN_NAMESPACE, UPSTREAMS, Upstream, parse_image
+from gpucluster.catalog.versions import MINOR_COUPLED
+from gpucluster.errors import Problem, SpecError
+from gpucluster.planning import agents_image
+from gpucluster.planning.sizes import size_table
+from gpucluster.spec import ClusterSpec, PoolKind
 
 CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 """What kubeadm init runs as static pods from `imageRepository` with external etcd and its CoreDNS and kube-proxy

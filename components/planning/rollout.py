@@ -34,12 +34,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from components.planning.control_plane import ControlPlanePlan, EtcdPlan, Member
-from components.planning.node_images import API_SCALE_SET
-from components.planning.placement import PoolPlan, ScaleSetPlan
-from components.planning.scheduling import SchedulingPlan
-from components.spec import PoolKind, Quota
-from components.spec.rollout import RolloutSpec
+from gpucluster.planning.control_plane import ControlPlanePlan, EtcdPlan, Member
+from gpucluster.planning.node_images import API_SCALE_SET
+from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
+from gpucluster.planning.scheduling import SchedulingPlan
+from gpucluster.spec import PoolKind, Quota
+from gpucluster.spec.rollout import RolloutSpec
 
 POOL_ORDER = (PoolKind.SYSTEM, PoolKind.CPU, PoolKind.CONFIDENTIAL, PoolKind.GPU, PoolKind.RACK)
 

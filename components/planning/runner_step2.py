@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import shlex
 
-from components.catalog.deploy_runner import READY_FILE, TOOLS
-from components.planning.deploy_runner import RUN_COMMAND_NAME, DeployRunnerPlan
+from gpucluster.catalog.deploy_runner import READY_FILE, TOOLS
+from gpucluster.planning.deploy_runner import RUN_COMMAND_NAME, DeployRunnerPlan
 
 LOG_FILE = "/var/log/gpucluster-step2.log"
 SCRIPT_FILE = "first-up/step2.sh"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.vocabulary import LABEL_POOL, PROVISIONING_REQUEST_CONTROLLER
+from gpucluster.vocabulary import LABEL_POOL, PROVISIONING_REQUEST_CONTROLLER
 
 PROVISIONING_CONTROLLER = PROVISIONING_REQUEST_CONTROLLER
 SCALING_CLASSES = ("best-effort-atomic-scale-up.autoscaling.x-k8s.io",)

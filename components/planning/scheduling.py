@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.errors import Problem, SpecError
-from components.planning.fence import FENCE
-from components.planning.node_template import CONFIDENTIAL_TAINT, node_taints
-from components.planning.placement import PoolPlan
-from components.planning.taints import NodeTaint
-from components.spec import ClusterSpec, PoolKind, Quota, TeamSpec
-from components.vocabulary import LABEL_HOSTNAME, LABEL_IB_DOMAIN, LABEL_POOL, LABEL_RACK, LABEL_ZONE
+from gpucluster.errors import Problem, SpecError
+from gpucluster.planning.fence import FENCE
+from gpucluster.planning.node_template import CONFIDENTIAL_TAINT, node_taints
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.spec import ClusterSpec, PoolKind, Quota, TeamSpec
+from gpucluster.vocabulary import LABEL_HOSTNAME, LABEL_IB_DOMAIN, LABEL_POOL, LABEL_RACK, LABEL_ZONE
 
 TOPOLOGY_NAME = "infiniband"
 TOPOLOGY_LEVELS = (LABEL_ZONE, LABEL_IB_DOMAIN, LABEL_HOSTNAME)

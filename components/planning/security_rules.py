@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network, ip_network
 from typing import Any
 
-from components.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK, IpPlan
+from gpucluster.planning.ip_plan import API_SERVER_PORT, CONTROL_PLANE_BLOCK, ETCD_BLOCK, IpPlan
 
 ETCD_CLIENT_PORT = "2379"
 ETCD_PORTS = "2379-2380"

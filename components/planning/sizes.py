@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.catalog.vm_sizes import CATALOG, SUPPORTED_GPU_VENDORS, VmSize
-from components.errors import Problem
-from components.spec import ClusterSpec
+from gpucluster.catalog.vm_sizes import CATALOG, SUPPORTED_GPU_VENDORS, VmSize
+from gpucluster.errors import Problem
+from gpucluster.spec import ClusterSpec
 
 
 def size_table(spec: ClusterSpec) -> dict[str, VmSize]:

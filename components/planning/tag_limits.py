@@ -4,11 +4,11 @@ taint, so user labels and taints count against it; the plan refuses a pool ARM w
 
 from __future__ import annotations
 
-from components.errors import Problem, pool_path
-from components.planning.node_template import scale_set_tags, split_min
-from components.planning.placement import PoolPlan
-from components.spec import ClusterSpec
-from components.spec.consumer_rules import MAX_TAGS
+from gpucluster.errors import Problem, pool_path
+from gpucluster.planning.node_template import scale_set_tags, split_min
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.spec import ClusterSpec
+from gpucluster.spec.consumer_rules import MAX_TAGS
 
 
 def tag_count_problems(spec: ClusterSpec, pools: tuple[PoolPlan, ...]) -> list[Problem]:

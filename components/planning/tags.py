@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from components.vocabulary import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from gpucluster.vocabulary import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 
 Role = Literal["system", "cpu", "gpu", "confidential", "rack", "apiserver", "etcd", "etcd-events", "deploy-runner"]
 REQUIRED_MACHINE_TAGS = (CLUSTER_TAG, ROLE_TAG, POOL_TAG)

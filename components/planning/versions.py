@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from components.catalog.versions import (
+from gpucluster.catalog.versions import (
     ADDONS,
     KUBERNETES_RELEASES,
     MINOR_COUPLED,
@@ -21,8 +21,8 @@ from components.catalog.versions import (
     KubernetesRelease,
     minor_of,
 )
-from components.errors import Problem, SpecError
-from components.spec import ClusterSpec
+from gpucluster.errors import Problem, SpecError
+from gpucluster.spec import ClusterSpec
 
 WARN_DAYS = 60
 PATH = "cluster.kubernetesVersion"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.planning.pod_addresses import api_server_pod_addresses, node_addressing
-from components.spec import ClusterSpec
+from gpucluster.planning.pod_addresses import api_server_pod_addresses, node_addressing
+from gpucluster.spec import ClusterSpec
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.catalog.availability import Availability, availability_rows
-from components.catalog.prices import price_catalogue
-from components.errors import Problem
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.placement import region_zones
-from components.planning.sizes import size_table
-from components.preflight.compute import check_machines, check_nics
-from components.preflight.interconnect import check_interconnect
-from components.preflight.model import Context, Finding, Preflight, azure_resources
-from components.preflight.naming import check_computer_names, check_names
-from components.preflight.resources import check_keys, check_placement, check_security_rules, check_tags
+from gpucluster.catalog.availability import Availability, availability_rows
+from gpucluster.catalog.prices import price_catalogue
+from gpucluster.errors import Problem
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.placement import region_zones
+from gpucluster.planning.sizes import size_table
+from gpucluster.preflight.compute import check_machines, check_nics
+from gpucluster.preflight.interconnect import check_interconnect
+from gpucluster.preflight.model import Context, Finding, Preflight, azure_resources
+from gpucluster.preflight.naming import check_computer_names, check_names
+from gpucluster.preflight.resources import check_keys, check_placement, check_security_rules, check_tags
 
 __all__ = ["Context", "Finding", "Preflight", "context_for", "preflight", "problems", "run_preflight"]
 

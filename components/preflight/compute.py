@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.azure.scale_set.routes import PREFIX_ON_NIC_COMPUTE_API, api_version_at_least
-from components.catalog.vm_sizes import VmSize
-from components.preflight.model import Context, Finding, Resource, dig, listed
-from components.vocabulary import INFINIBAND_TAG
+from gpucluster.azure.scale_set.routes import PREFIX_ON_NIC_COMPUTE_API, api_version_at_least
+from gpucluster.catalog.vm_sizes import VmSize
+from gpucluster.preflight.model import Context, Finding, Resource, dig, listed
+from gpucluster.vocabulary import INFINIBAND_TAG
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 VM = "azure-native:compute:VirtualMachine"

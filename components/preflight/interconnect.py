@@ -14,7 +14,7 @@ Sources:
 
 from __future__ import annotations
 
-from components.preflight.model import Finding, Resource, dig
+from gpucluster.preflight.model import Finding, Resource, dig
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 GROUP = "azure-native:network:InterconnectGroup"

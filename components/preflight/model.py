@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.catalog.availability import Availability
-from components.catalog.vm_sizes import VmSize
-from components.results import Severity
-from policies.rules.props import declared_api_version, resource_kind
+from gpucluster.catalog.availability import Availability
+from gpucluster.catalog.vm_sizes import VmSize
+from gpucluster.policies.rules.props import declared_api_version, resource_kind
+from gpucluster.results import Severity
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
-from components.catalog.autonaming import NAME_PROPERTIES, default_name
-from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
-from components.preflight.model import Finding, Resource, dig
+from gpucluster.catalog.autonaming import NAME_PROPERTIES, default_name
+from gpucluster.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
+from gpucluster.preflight.model import Finding, Resource, dig
 
 Scope = Literal["global", "subscription", "resourceGroup", "parent", "assignment"]
 

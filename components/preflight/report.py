@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from components.preflight.fold import Folded, fold
-from components.preflight.model import Finding
+from gpucluster.preflight.fold import Folded, fold
+from gpucluster.preflight.model import Finding
 
 KEY = "preflightWarnings"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
-from components.planning.security_rules import is_address_prefix
-from components.preflight.compute import VM, VMSS, size_of
-from components.preflight.model import Context, Finding, Resource, dig
-from components.spec.consumer_rules import MAX_TAG_NAME, MAX_TAG_NAME_STORAGE, MAX_TAG_VALUE, MAX_TAGS, TAG_NAME_FORBIDDEN
+from gpucluster.catalog.preview_values import UNKNOWN, UNKNOWN_MARK
+from gpucluster.planning.security_rules import is_address_prefix
+from gpucluster.preflight.compute import VM, VMSS, size_of
+from gpucluster.preflight.model import Context, Finding, Resource, dig
+from gpucluster.spec.consumer_rules import MAX_TAG_NAME, MAX_TAG_NAME_STORAGE, MAX_TAG_VALUE, MAX_TAGS, TAG_NAME_FORBIDDEN
 
 
 def _security_rules(resource: Resource) -> list[tuple[str, dict[str, Any]]]:

@@ -21,17 +21,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from components.catalog.in_cluster import DRA_DRIVER_NAMESPACE, DRANET_NAMESPACE
-from components.catalog.versions import CILIUM, DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE
-from components.errors import Problem, SpecError
-from components.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT, OK_TOTAL_UNREADY_COUNT
-from components.kubernetes.objects.charts import cilium_values, gpu_operator_values
-from components.kubernetes.objects.common import Object, on_system_nodes
-from components.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
-from components.kubernetes.objects.layer import layer_objects
-from components.kubernetes.objects.nodelocaldns import APP as NODE_LOCAL_DNS_APP
-from components.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
-from components.kubernetes.objects.releases import (
+from gpucluster.catalog.in_cluster import DRA_DRIVER_NAMESPACE, DRANET_NAMESPACE
+from gpucluster.catalog.versions import CILIUM, DRA_DRIVER, DRANET, GPU_OPERATOR, KUEUE
+from gpucluster.errors import Problem, SpecError
+from gpucluster.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT, OK_TOTAL_UNREADY_COUNT
+from gpucluster.kubernetes.objects.charts import cilium_values, gpu_operator_values
+from gpucluster.kubernetes.objects.common import Object, on_system_nodes
+from gpucluster.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.kubernetes.objects.nodelocaldns import APP as NODE_LOCAL_DNS_APP
+from gpucluster.kubernetes.objects.prefix_ipam import APP as PREFIX_IPAM_APP
+from gpucluster.kubernetes.objects.releases import (
     CILIUM_RELEASE,
     DRA_DRIVER_RELEASE,
     DRANET_RELEASE,
@@ -40,16 +40,16 @@ from components.kubernetes.objects.releases import (
     RELEASES,
     ReleaseOptions,
 )
-from components.planning.bring_up import BringUp, BringUpStep, Stuck
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.pod_addresses import api_server_pod_addresses, node_addressing
-from components.planning.pod_needs import needs_cluster_dns
-from components.planning.scale_from_zero import scale_from_zero_problems
-from components.simulation.engine import PoolState, Workload, simulate
-from components.simulation.pod_slots import node_pods, pod_slot_problems
-from components.simulation.pulumi_order import ApplyOrder, prerequisites, providers_of
-from components.simulation.release_readiness import ReleaseProblem, release_problems
-from components.vocabulary import (
+from gpucluster.planning.bring_up import BringUp, BringUpStep, Stuck
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.pod_addresses import api_server_pod_addresses, node_addressing
+from gpucluster.planning.pod_needs import needs_cluster_dns
+from gpucluster.planning.scale_from_zero import scale_from_zero_problems
+from gpucluster.simulation.engine import PoolState, Workload, simulate
+from gpucluster.simulation.pod_slots import node_pods, pod_slot_problems
+from gpucluster.simulation.pulumi_order import ApplyOrder, prerequisites, providers_of
+from gpucluster.simulation.release_readiness import ReleaseProblem, release_problems
+from gpucluster.vocabulary import (
     GPU_RESOURCE,
     LABEL_APP,
     LABEL_CONTROL_PLANE,

@@ -12,16 +12,16 @@ from dataclasses import dataclass, fields
 from datetime import date
 from typing import Any
 
-from components.errors import SpecError
-from components.kubernetes.objects.flowcontrol import NODE_AGENTS, NODE_AGENTS_SHARES
-from components.kubernetes.objects.layer import layer_objects
-from components.kubernetes.objects.node_agents import node_agent_loads
-from components.planning.agent_load import plan_agent_load
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.simulation.bring_up_layer import bring_up
-from components.simulation.image_arch import architecture_problems
-from components.simulation.pulumi_order import ApplyOrder, from_states, prerequisite_problems
-from components.spec import ClusterSpec
+from gpucluster.errors import SpecError
+from gpucluster.kubernetes.objects.flowcontrol import NODE_AGENTS, NODE_AGENTS_SHARES
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.kubernetes.objects.node_agents import node_agent_loads
+from gpucluster.planning.agent_load import plan_agent_load
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.simulation.bring_up_layer import bring_up
+from gpucluster.simulation.image_arch import architecture_problems
+from gpucluster.simulation.pulumi_order import ApplyOrder, from_states, prerequisite_problems
+from gpucluster.spec import ClusterSpec
 
 _MINTING: ContextVar[bool] = ContextVar("gpucluster_minting_checked_plan", default=False)
 

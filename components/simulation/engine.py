@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.planning.bring_up import BringUp, BringUpStep, Stuck
-from components.planning.taints import NodeTaint
-from components.vocabulary import GPU_RESOURCE, LABEL_HOSTNAME
+from gpucluster.planning.bring_up import BringUp, BringUpStep, Stuck
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.vocabulary import GPU_RESOURCE, LABEL_HOSTNAME
 
 
 @dataclass

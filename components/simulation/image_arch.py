@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
-from components.catalog.image_platforms import UPSTREAM_PLATFORMS, node_platform
-from components.catalog.registries import OWN_NAMESPACE, parse_image
-from components.errors import Problem
-from components.kubernetes.objects.common import Object
-from components.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
-from components.planning import agents_image
-from components.planning.bring_up import BringUp
-from components.planning.cluster_plan import ClusterPlan
-from components.simulation.bring_up_layer import CONTROL_PLANE_POOL
+from gpucluster.catalog.chart_images import CHART_IMAGES, RACK_CHARTS
+from gpucluster.catalog.image_platforms import UPSTREAM_PLATFORMS, node_platform
+from gpucluster.catalog.registries import OWN_NAMESPACE, parse_image
+from gpucluster.errors import Problem
+from gpucluster.kubernetes.objects.common import Object
+from gpucluster.kubernetes.objects.images import CONTAINER_LISTS, pod_spec
+from gpucluster.planning import agents_image
+from gpucluster.planning.bring_up import BringUp
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.simulation.bring_up_layer import CONTROL_PLANE_POOL
 
 CHART_POD_IMAGES = {
     "cilium-agent": "quay.io/cilium/cilium",

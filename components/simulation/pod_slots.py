@@ -5,11 +5,11 @@ the host network, one of the NIC's pod addresses. A pool whose nodes keep fewer 
 
 from __future__ import annotations
 
-from components.errors import Problem
-from components.planning.bring_up import NodePods
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.pod_addresses import node_addressing
-from components.simulation.engine import Workload
+from gpucluster.errors import Problem
+from gpucluster.planning.bring_up import NodePods
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.pod_addresses import node_addressing
+from gpucluster.simulation.engine import Workload
 
 
 def node_pods(plan: ClusterPlan, placements: dict[str, tuple[str, ...]], workloads: list[Workload]) -> list[NodePods]:

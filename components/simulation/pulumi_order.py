@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.errors import Problem
-from components.kubernetes.rollout_gate import ROLLOUT_SCRIPT
+from gpucluster.errors import Problem
+from gpucluster.kubernetes.rollout_gate import ROLLOUT_SCRIPT
 
 BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 """Created by kube-apiserver itself (kubernetes `pkg/controlplane/controller/systemnamespaces`)."""

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from components.kubernetes.objects.releases import ReleaseOptions
+from gpucluster.kubernetes.objects.releases import ReleaseOptions
 
 DAEMONSET_DEFAULT_MAX_UNAVAILABLE = 1
 """apps/v1 defaulting of an absent DaemonSet updateStrategy: RollingUpdate, maxUnavailable 1

@@ -1,12 +1,12 @@
 """The stack's configuration as frozen pydantic models (`gpucluster:cluster` in stacks/Pulumi.<stack>.yaml)."""
 
-from components.spec.cluster import AccessSpec, BootstrapTokenSpec, ClusterSpec, CustomVmSize
-from components.spec.control_plane import ApiServerSpec, ControlPlaneSpec, EtcdSpec
-from components.spec.images import ImageBuildSpec, ImagesSpec, NodeImageSpec
-from components.spec.limits import LimitOverride, LimitsSpec, RegionZones
-from components.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
-from components.spec.network import EgressSpec, NetworkSpec
-from components.spec.pools import (
+from gpucluster.spec.cluster import AccessSpec, BootstrapTokenSpec, ClusterSpec, CustomVmSize
+from gpucluster.spec.control_plane import ApiServerSpec, ControlPlaneSpec, EtcdSpec
+from gpucluster.spec.images import ImageBuildSpec, ImagesSpec, NodeImageSpec
+from gpucluster.spec.limits import LimitOverride, LimitsSpec, RegionZones
+from gpucluster.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
+from gpucluster.spec.network import EgressSpec, NetworkSpec
+from gpucluster.spec.pools import (
     ConfidentialSpec,
     CustomerManagedKeySpec,
     ImageRef,
@@ -16,7 +16,7 @@ from components.spec.pools import (
     RackSpec,
     Taint,
 )
-from components.spec.workloads import BalloonSpec, InClusterSpec, OversubscriptionSpec, Quota, TeamSpec
+from gpucluster.spec.workloads import BalloonSpec, InClusterSpec, OversubscriptionSpec, Quota, TeamSpec
 
 __all__ = [
     "CONFIG_KEY",

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from components.spec.base import SpecModel
+from gpucluster.spec.base import SpecModel
 
 MAX_ACTION_GROUPS = 5
 """Action groups per alert rule (Microsoft Learn training "Configure alerts and responses", unit "Action groups":

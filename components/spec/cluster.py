@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from components.spec import consumer_rules as rules
-from components.spec.base import Cidr, SpecModel, WholeNumber
-from components.spec.control_plane import ControlPlaneSpec
-from components.spec.cost import CostSpec
-from components.spec.day2 import AcknowledgedDeletions
-from components.spec.deploy_runner import DeployRunnerSpec
-from components.spec.images import ImagesSpec
-from components.spec.limits import LimitsSpec
-from components.spec.metrics import MetricsSpec
-from components.spec.network import NetworkSpec
-from components.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
-from components.spec.quota import ResourceQuotaSpec
-from components.spec.registry import RegistrySpec
-from components.spec.rollout import RolloutSpec
-from components.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
+from gpucluster.spec import consumer_rules as rules
+from gpucluster.spec.base import Cidr, SpecModel, WholeNumber
+from gpucluster.spec.control_plane import ControlPlaneSpec
+from gpucluster.spec.cost import CostSpec
+from gpucluster.spec.day2 import AcknowledgedDeletions
+from gpucluster.spec.deploy_runner import DeployRunnerSpec
+from gpucluster.spec.images import ImagesSpec
+from gpucluster.spec.limits import LimitsSpec
+from gpucluster.spec.metrics import MetricsSpec
+from gpucluster.spec.network import NetworkSpec
+from gpucluster.spec.pools import MAX_NODES, NAME_PATTERN, PoolSpec
+from gpucluster.spec.quota import ResourceQuotaSpec
+from gpucluster.spec.registry import RegistrySpec
+from gpucluster.spec.rollout import RolloutSpec
+from gpucluster.spec.workloads import BalloonSpec, InClusterSpec, TeamSpec
 
 LIBRARY_TAGS = 5
 """The most tags the library adds where `cluster.tags` go: cluster, role and pool (components/planning/tags.py),

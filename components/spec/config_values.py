@@ -17,7 +17,7 @@ import datetime
 import math
 from typing import Any
 
-from components.errors import Problem
+from gpucluster.errors import Problem
 
 _FIXES: tuple[tuple[type, str], ...] = (
     (datetime.date, "is a YAML date (an unquoted `2024-01-01`); quote it so it stays text, as Pulumi reads it"),

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from ipaddress import IPv4Network
 
-from components.vocabulary import (
+from gpucluster.vocabulary import (
     AUTOSCALER_ENABLED_TAG,
     AUTOSCALER_NAME_TAG,
     AUTOSCALER_TAG_PREFIX,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from components.spec.base import SpecModel, WholeNumber
-from components.spec.images import NodeImageSpec
+from gpucluster.spec.base import SpecModel, WholeNumber
+from gpucluster.spec.images import NodeImageSpec
 
 
 class ApiServerSpec(SpecModel):

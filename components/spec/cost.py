@@ -8,11 +8,11 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from components.errors import SpecError
-from components.input_files import MIB, read_bounded
-from components.spec.base import RealNumber, SpecModel, WholeNumber
-from components.spec.errors import problems_from
-from components.spec.yaml_text import load_yaml
+from gpucluster.errors import SpecError
+from gpucluster.input_files import MIB, read_bounded
+from gpucluster.spec.base import RealNumber, SpecModel, WholeNumber
+from gpucluster.spec.errors import problems_from
+from gpucluster.spec.yaml_text import load_yaml
 
 PricingOption = Literal["payg", "spot", "reservation1y", "reservation3y", "savingsPlan1y", "savingsPlan3y"]
 PriceKind = Literal["vm", "natGateway", "publicIp", "publicIpPrefixAddress", "loadBalancer", "registry", "disk",

@@ -11,7 +11,7 @@ from fnmatch import fnmatchcase
 
 from pydantic import Field
 
-from components.spec.base import SpecModel
+from gpucluster.spec.base import SpecModel
 
 
 class AcknowledgedDeletions(SpecModel):

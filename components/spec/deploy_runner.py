@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from components.spec.base import SpecModel, WholeNumber
+from gpucluster.spec.base import SpecModel, WholeNumber
 
 
 class DeployRunnerSpec(SpecModel):

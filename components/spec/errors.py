@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from components.errors import Problem
+from gpucluster.errors import Problem
 
 _HINTS = {
     "missing": "is required; add it",

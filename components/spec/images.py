@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from components.spec.base import SpecModel
+from gpucluster.spec.base import SpecModel
 
 ImageDefinitionName = Literal["gpu", "rack", "cpu", "confidential", "apiserver", "etcd"]
 VERSION_PATTERN = r"^(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})$"

@@ -11,14 +11,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from components.errors import Problem, SpecError
-from components.input_files import read_bounded
-from components.spec.cluster import ClusterSpec
-from components.spec.config_values import config_value_problems
-from components.spec.errors import problems_from
-from components.spec.registry_name import SUBSCRIPTION_ENV, naming_subscription, with_registry_name
-from components.spec.stack_names import check_stack_name
-from components.spec.yaml_text import MAX_BYTES, MAX_DEPTH, check_size, load_yaml
+from gpucluster.errors import Problem, SpecError
+from gpucluster.input_files import read_bounded
+from gpucluster.spec.cluster import ClusterSpec
+from gpucluster.spec.config_values import config_value_problems
+from gpucluster.spec.errors import problems_from
+from gpucluster.spec.registry_name import SUBSCRIPTION_ENV, naming_subscription, with_registry_name
+from gpucluster.spec.stack_names import check_stack_name
+from gpucluster.spec.yaml_text import MAX_BYTES, MAX_DEPTH, check_size, load_yaml
 
 CONFIG_KEY = "gpucluster:cluster"
 POLICY_CONFIG_KEY = "gpucluster:policyConfig"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from components.spec.alerts import AlertsSpec
-from components.spec.base import SpecModel, WholeNumber
+from gpucluster.spec.alerts import AlertsSpec
+from gpucluster.spec.base import SpecModel, WholeNumber
 
 
 class WorkspaceLimitsSpec(SpecModel):

@@ -6,8 +6,8 @@ from ipaddress import IPv4Network
 
 from pydantic import Field, field_validator
 
-from components.spec import consumer_rules as rules
-from components.spec.base import Cidr, RealNumber, SpecModel, WholeNumber
+from gpucluster.spec import consumer_rules as rules
+from gpucluster.spec.base import Cidr, RealNumber, SpecModel, WholeNumber
 
 SCALE_SET_SUBNET_SPARE = 0.20
 """Spare addresses to keep in a scale set's subnet (../shared/reference/azure.md, scale sets): `blockSpare`'s default."""

@@ -8,10 +8,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.spec import consumer_rules as rules
-from components.spec.base import SpecModel, WholeNumber
-from components.spec.cost import PricingOption
-from components.spec.images import NodeImageSpec
+from gpucluster.spec import consumer_rules as rules
+from gpucluster.spec.base import SpecModel, WholeNumber
+from gpucluster.spec.cost import PricingOption
+from gpucluster.spec.images import NodeImageSpec
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
 MAX_NODES = 65_536

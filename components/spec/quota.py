@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from components.spec.base import SpecModel, WholeNumber
+from gpucluster.spec.base import SpecModel, WholeNumber
 
 
 class ResourceQuotaSpec(SpecModel):

@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from components.spec.base import SpecModel
+from gpucluster.spec.base import SpecModel
 
 REGISTRY_NAME_PATTERN = r"^[a-zA-Z0-9]{5,50}$"
 """Microsoft.ContainerRegistry/registries: 5-50 alphanumerics, globally unique (resource-name-rules.md)."""

@@ -16,9 +16,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from components.errors import Problem, SpecError
-from components.spec.cluster import ClusterSpec
-from components.spec.resource_names import container_registry_name
+from gpucluster.errors import Problem, SpecError
+from gpucluster.spec.cluster import ClusterSpec
+from gpucluster.spec.resource_names import container_registry_name
 
 SUBSCRIPTION_CONFIG = "azure-native:subscriptionId"
 SUBSCRIPTION_ENV = "AZURE_SUBSCRIPTION_ID"

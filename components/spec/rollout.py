@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from components.spec.base import SpecModel, WholeNumber
+from gpucluster.spec.base import SpecModel, WholeNumber
 
 
 class RolloutSpec(SpecModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from components.errors import SpecError
+from gpucluster.errors import SpecError
 
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from components.spec.base import RealNumber, SpecModel, WholeNumber
-from components.spec.pools import NAME_PATTERN
+from gpucluster.spec.base import RealNumber, SpecModel, WholeNumber
+from gpucluster.spec.pools import NAME_PATTERN
 
 
 class Quota(SpecModel):

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from components.errors import SpecError
-from components.spec import yaml_go
+from gpucluster.errors import SpecError
+from gpucluster.spec import yaml_go
 
 MAX_BYTES = 1 << 20
 """A stack file is a few kilobytes (prod's is under 3 KB); a megabyte is far beyond any real one."""

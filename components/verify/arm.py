@@ -6,10 +6,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from components.planning.azure_names import resource_group_name
-from components.planning.cluster_plan import ClusterPlan
-from components.verify import bounds
-from components.verify.connect import AzureAccess
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.verify import bounds
+from gpucluster.verify.connect import AzureAccess
 
 
 class Arm:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.in_cluster import KUEUE_NAMESPACE
-from components.kubernetes.objects import balloons, dns, health
-from components.kubernetes.objects import prefix_ipam as prefix_ipam_objects
-from components.planning.cluster_plan import ClusterPlan
-from components.verify.kube import Kube
-from components.verify.results import Check, Result
-from components.vocabulary import LABEL_SERVICE_NAME
+from gpucluster.catalog.in_cluster import KUEUE_NAMESPACE
+from gpucluster.kubernetes.objects import balloons, dns, health
+from gpucluster.kubernetes.objects import prefix_ipam as prefix_ipam_objects
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.verify.kube import Kube
+from gpucluster.verify.results import Check, Result
+from gpucluster.vocabulary import LABEL_SERVICE_NAME
 
 DNS = Check("cluster.dns", "components/kubernetes/objects/dns.py (Deployment coredns, Service kube-dns at the plan's "
                            "dns_service_ip, the kubelets' clusterDNS); EndpointSlices' conditions.ready "

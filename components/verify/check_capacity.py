@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.planning.cluster_plan import ClusterPlan
-from components.verify import expected
-from components.verify.arm import Arm
-from components.verify.results import Check, Result
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.verify import expected
+from gpucluster.verify.arm import Arm
+from gpucluster.verify.results import Check, Result
 
 SIZES = Check("azure.sizes", "Microsoft.Compute Resource Skus - List (`az vm list-skus`): locationInfo[].zones and "
                              "restrictions[] (type Location or Zone) for this subscription; the plan's placements "

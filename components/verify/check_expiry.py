@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from cryptography import x509
 
-from components.verify.kube import Kube
-from components.verify.results import Check, Result
-from components.vocabulary import SECRET_TYPE_BOOTSTRAP_TOKEN
+from gpucluster.verify.kube import Kube
+from gpucluster.verify.results import Check, Result
+from gpucluster.vocabulary import SECRET_TYPE_BOOTSTRAP_TOKEN
 
 TOKENS = Check("cluster.bootstrap-token", "kubernetes/website content/en/docs/reference/access-authn-authz/"
                                           f"bootstrap-tokens.md (Secret type {SECRET_TYPE_BOOTSTRAP_TOKEN}, "

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_images import ImageVersionPlan, gallery_name
-from components.verify.arm import Arm, not_found
-from components.verify.results import Check, Result
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_images import ImageVersionPlan, gallery_name
+from gpucluster.verify.arm import Arm, not_found
+from gpucluster.verify.results import Check, Result
 
 IMAGES = Check("azure.images", "Microsoft.Compute Gallery Image Versions - Get, $expand=ReplicationStatus "
                                "(`az sig image-version show`); the plan's node images "

@@ -10,11 +10,11 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 from typing import Any
 
-from components.kubernetes.scripts import prefix_ipam
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
-from components.verify.arm import Arm
-from components.verify.results import Check, Result
+from gpucluster.kubernetes.scripts import prefix_ipam
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.pod_addresses import PREFIX_LENGTH, node_addressing
+from gpucluster.verify.arm import Arm
+from gpucluster.verify.results import Check, Result
 
 NICS = Check("azure.nics", "components/kubernetes/scripts/prefix_ipam.py (the request: "
                            "NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces at ARM_API_VERSION; the "

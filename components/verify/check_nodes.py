@@ -11,15 +11,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.catalog.node_images import NVIDIA_BRANCH
-from components.kubernetes.scripts.prefix_ipam import instance_of_node
-from components.planning.azure_names import resource_group_name
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_template import CONFIDENTIAL_LABELS
-from components.verify import expected
-from components.verify.kube import Kube
-from components.verify.results import Check, Result
-from components.vocabulary import LABEL_IB_DOMAIN, LABEL_NFD_RDMA_AVAILABLE, LABEL_NFD_RDMA_CAPABLE
+from gpucluster.catalog.node_images import NVIDIA_BRANCH
+from gpucluster.kubernetes.scripts.prefix_ipam import instance_of_node
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_template import CONFIDENTIAL_LABELS
+from gpucluster.verify import expected
+from gpucluster.verify.kube import Kube
+from gpucluster.verify.results import Check, Result
+from gpucluster.vocabulary import LABEL_IB_DOMAIN, LABEL_NFD_RDMA_AVAILABLE, LABEL_NFD_RDMA_CAPABLE
 
 NODES = Check("cluster.nodes", "kubelet's Ready condition; pod addresses from CiliumNode spec.ipam.pool (Cilium "
                                "ipam crd and azure modes; docs/ip-plan.md) or the node's spec.podCIDRs; pools' "

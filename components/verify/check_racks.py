@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from components.azure.scale_set.body import interconnect_name
-from components.planning.cluster_plan import ClusterPlan
-from components.verify.arm import Arm
-from components.verify.kube import Kube
-from components.verify.results import Check, Result
-from components.vocabulary import (
+from gpucluster.azure.scale_set.body import interconnect_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.verify.arm import Arm
+from gpucluster.verify.kube import Kube
+from gpucluster.verify.results import Check, Result
+from gpucluster.vocabulary import (
     LABEL_GPU_CLIQUE,
     LABEL_INTERCONNECT_SUBGROUP_ID,
     LABEL_POOL,

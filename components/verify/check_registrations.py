@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from components.planning.cluster_plan import ClusterPlan
-from components.verify import expected
-from components.verify.arm import Arm, not_found
-from components.verify.results import Check, Result
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.verify import expected
+from gpucluster.verify.arm import Arm, not_found
+from gpucluster.verify.results import Check, Result
 
 PROVIDERS = Check("azure.providers", "components/verify/expected.py PROVIDERS: the namespaces of the resource types "
                   "components/azure/ declares")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.registry import DOCKER_HUB_CREDENTIALS
-from components.verify.arm import Arm, not_found
-from components.verify.results import Check, Result
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.registry import DOCKER_HUB_CREDENTIALS
+from gpucluster.verify.arm import Arm, not_found
+from gpucluster.verify.results import Check, Result
 
 REGISTRY = Check("azure.registry", "components/planning/registry.py (the plan's registry and cache rules), "
                                    "components/azure/registry.py; MicrosoftDocs/azure-management-docs "

@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from components.kubernetes.scripts.rollout import DEFAULT_NAMESPACE, STATE_CONFIGMAP, StateError, read_state
-from components.planning.cluster_plan import ClusterPlan
-from components.verify import expected
-from components.verify.arm import Arm, not_found
-from components.verify.kube import Kube
-from components.verify.results import Check, Result
+from gpucluster.kubernetes.scripts.rollout import DEFAULT_NAMESPACE, STATE_CONFIGMAP, StateError, read_state
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.verify import expected
+from gpucluster.verify.arm import Arm, not_found
+from gpucluster.verify.kube import Kube
+from gpucluster.verify.results import Check, Result
 
 MODELS = Check("azure.instance-models", "Microsoft.Compute VirtualMachineScaleSetVMProperties.latestModelApplied; "
                                         "components/planning/rollout.py (the wave that re-images the scale set)")

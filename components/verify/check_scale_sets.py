@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.planning.cluster_plan import ClusterPlan
-from components.verify import expected
-from components.verify.arm import Arm, not_found
-from components.verify.results import Check, Result
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.verify import expected
+from gpucluster.verify.arm import Arm, not_found
+from gpucluster.verify.results import Check, Result
 
 PLACEMENT = Check("azure.scale-sets", "the plan (components/planning/placement.py ScaleSetPlan: one zone, "
                                       "singlePlacementGroup for InfiniBand, platformFaultDomainCount 5 or 1; "

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from components.errors import Problem, SpecError
-from components.verify.bounds import LIMITS, Limits
-from components.verify.results import Check
-from components.vocabulary import LABEL_NCCL_RUN
+from gpucluster.errors import Problem, SpecError
+from gpucluster.verify.bounds import LIMITS, Limits
+from gpucluster.verify.results import Check
+from gpucluster.vocabulary import LABEL_NCCL_RUN
 
 if TYPE_CHECKING:
-    from components.planning.cluster_plan import ClusterPlan
-    from components.simulation.check import CheckedPlan
-    from components.verify.connect import AzureAccess
-    from components.verify.results import Result
+    from gpucluster.planning.cluster_plan import ClusterPlan
+    from gpucluster.simulation.check import CheckedPlan
+    from gpucluster.verify.connect import AzureAccess
+    from gpucluster.verify.results import Result
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -70,7 +70,7 @@ def _unreachable() -> tuple[type[Exception], ...]:
     from azure.core.exceptions import AzureError
     from urllib3.exceptions import HTTPError
 
-    from components.verify.kube import KubeError
+    from gpucluster.verify.kube import KubeError
 
     return AzureError, KubeError, HTTPError, OSError
 
@@ -87,16 +87,16 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
     """Every read-only check, in order (the Azure ones only with `azure`; with `azure_only` the pre-deploy ones alone);
     one check's failure to read does not stop the others. `reachable`: why the API server did not answer, when it
     did not; the cluster's checks are then one failure, not one timeout each."""
-    from components.verify import check_addons, check_capacity, check_expiry, check_images, check_nics, check_nodes
-    from components.verify import check_registrations as registrations
-    from components.verify.arm import Arm
-    from components.verify.check_racks import check_racks, check_subgroups
-    from components.verify.check_registry import check_registry
-    from components.verify.check_rollout import check_instance_models, check_progress
-    from components.verify.check_scale_sets import check_scale_sets
-    from components.verify.kube import Kube
-    from components.verify.readonly import WriteRefusedError
-    from components.verify.results import guarded
+    from gpucluster.verify import check_addons, check_capacity, check_expiry, check_images, check_nics, check_nodes
+    from gpucluster.verify import check_registrations as registrations
+    from gpucluster.verify.arm import Arm
+    from gpucluster.verify.check_racks import check_racks, check_subgroups
+    from gpucluster.verify.check_registry import check_registry
+    from gpucluster.verify.check_rollout import check_instance_models, check_progress
+    from gpucluster.verify.check_scale_sets import check_scale_sets
+    from gpucluster.verify.kube import Kube
+    from gpucluster.verify.readonly import WriteRefusedError
+    from gpucluster.verify.results import guarded
 
     kube = Kube(api_client)
     checks: list[tuple[str, Callable[[], list[Result]]]] = []
@@ -160,8 +160,8 @@ def bounded(checks: list[tuple[str, Callable[[], list[Result]]]], limits: Limits
             guard: Callable[[str, Callable[[], list[Result]]], list[Result]]) -> list[Result]:
     """Each check in a thread of its own, given up after the time per check or what is left of the total: a check a
     server holds open fails naming the bound, the next one runs; once the total is spent the rest fail unrun."""
-    from components.verify.bounds import BoundError, within
-    from components.verify.results import bound_failure
+    from gpucluster.verify.bounds import BoundError, within
+    from gpucluster.verify.results import bound_failure
 
     started = time.monotonic()
     results: list[Result] = []
@@ -183,12 +183,12 @@ def _plan(stack: str, subscription: str | None, needs_azure: bool) -> tuple[str,
     """The stack's plan and the subscription to read: `--subscription`, else the stack's
     `azure-native:subscriptionId`, else AZURE_SUBSCRIPTION_ID (None: azure_access says so). SpecError when Azure is
     to be read and none of them names one."""
-    from components.project import project_root
-    from components.simulation.check import plan_checked
-    from components.spec import load_stack_file, resolve_stack_path
-    from components.spec.loader import read_stack_config
-    from components.spec.registry_name import SUBSCRIPTION_CONFIG, SUBSCRIPTION_ENV
-    from components.verify.connect import NO_SUBSCRIPTION
+    from gpucluster.project import project_root
+    from gpucluster.simulation.check import plan_checked
+    from gpucluster.spec import load_stack_file, resolve_stack_path
+    from gpucluster.spec.loader import read_stack_config
+    from gpucluster.spec.registry_name import SUBSCRIPTION_CONFIG, SUBSCRIPTION_ENV
+    from gpucluster.verify.connect import NO_SUBSCRIPTION
 
     name, path = resolve_stack_path(stack, project_root() / "stacks")
     subscription = subscription or read_stack_config(path).get(SUBSCRIPTION_CONFIG) or None
@@ -198,7 +198,7 @@ def _plan(stack: str, subscription: str | None, needs_azure: bool) -> tuple[str,
 
 
 def _default_azure(subscription: str | None, endpoint: str | None) -> AzureAccess:
-    from components.verify.connect import azure_access
+    from gpucluster.verify.connect import azure_access
 
     return azure_access(subscription, endpoint)
 
@@ -232,7 +232,7 @@ def _interrupts_unwind() -> Callable[[], None]:
 
 def verify_command(args: argparse.Namespace, console: Console, errors: Console,
                    azure_factory: Callable[[str | None, str | None], AzureAccess] = _default_azure) -> int:
-    from components.verify.connect import remove_key_files
+    from gpucluster.verify.connect import remove_key_files
 
     restore = _interrupts_unwind()
     try:
@@ -247,11 +247,11 @@ def verify_command(args: argparse.Namespace, console: Console, errors: Console,
 
 def _verify(args: argparse.Namespace, console: Console, errors: Console,
             azure_factory: Callable[[str | None, str | None], AzureAccess]) -> int:
-    from components.verify import report
-    from components.verify.check_registrations import FEATURE_NAME
-    from components.verify.connect import kube_api_client, kubeconfig_path
-    from components.verify.readonly import WriteRefusedError
-    from components.verify.results import failures, guarded, redacted
+    from gpucluster.verify import report
+    from gpucluster.verify.check_registrations import FEATURE_NAME
+    from gpucluster.verify.connect import kube_api_client, kubeconfig_path
+    from gpucluster.verify.readonly import WriteRefusedError
+    from gpucluster.verify.results import failures, guarded, redacted
 
     try:
         bad = [Problem("--feature", f"{f!r}: give it as Microsoft.<Namespace>/<FeatureName>")
@@ -275,13 +275,13 @@ def _verify(args: argparse.Namespace, console: Console, errors: Console,
         for problem in error.problems:
             errors.print(f"error: {problem}", markup=False, highlight=False)
         return EXIT_BAD_INPUT
-    from components.verify import bounds
+    from gpucluster.verify import bounds
 
     options = Options(args.feature, timedelta(days=args.expiry_days), datetime.now(UTC), bounds.LIMITS)
     reachable = "" if api_client is None else api_answers(api_client, API_PROBE_SECONDS)
     results = run_checks(plan, azure, api_client, options, azure_only=args.azure_only, reachable=reachable)
     if args.nccl:
-        from components.verify.nccl import NcclError, run_nccl
+        from gpucluster.verify.nccl import NcclError, run_nccl
 
         config = kubeconfig_path(args.kubeconfig)
         results += guarded("cluster.nccl", lambda: run_nccl(plan, config, args.context, api_client),

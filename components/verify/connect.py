@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from components.errors import SpecError
+from gpucluster.errors import SpecError
 
 PUBLIC_ARM = "https://management.azure.com"
 T = TypeVar("T")
@@ -34,7 +34,7 @@ class AzureAccess:
 
     def client(self, factory: Callable[..., T]) -> T:
         """An ARM SDK client whose every request passes the read-only transport."""
-        from components.verify.readonly import BoundedRequestsTransport, ReadOnlyTransport
+        from gpucluster.verify.readonly import BoundedRequestsTransport, ReadOnlyTransport
 
         transport = ReadOnlyTransport(BoundedRequestsTransport(connection_verify=self.ca_bundle or True), self.endpoint)
         return factory(self.credential, self.subscription, base_url=self.endpoint, credential_scopes=[self.scope],
@@ -161,7 +161,7 @@ def kube_client(path: str, context: str | None) -> Any:
 
 def kube_api_client(path: str, context: str | None) -> Any:
     """The official client's ApiClient for the kubeconfig, guarded to send reads only."""
-    from components.verify.readonly import guard_kubernetes
+    from gpucluster.verify.readonly import guard_kubernetes
 
     return guard_kubernetes(kube_client(path, context))
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.planning.azure_names import resource_group_name
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_images import API_SCALE_SET as API_SCALE_SET  # the API servers' scale set, re-exported
-from components.planning.node_images import version_id
-from components.planning.placement import PoolPlan, ScaleSetPlan
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_images import API_SCALE_SET as API_SCALE_SET  # the API servers' scale set, re-exported
+from gpucluster.planning.node_images import version_id
+from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
 
 PROVIDERS = ("Microsoft.Compute", "Microsoft.Network", "Microsoft.Storage", "Microsoft.ManagedIdentity",
              "Microsoft.ContainerRegistry", "Microsoft.VirtualMachineImages")

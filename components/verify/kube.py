@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.verify import bounds
+from gpucluster.verify import bounds
 
 PAGE = 500
 TIMEOUT = 60

@@ -21,13 +21,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from components.kubernetes.objects import health
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_template import node_taints
-from components.planning.placement import PoolPlan
-from components.verify.kube import Kube
-from components.verify.results import Check, Result
-from components.vocabulary import (
+from gpucluster.kubernetes.objects import health
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_template import node_taints
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.verify.kube import Kube
+from gpucluster.verify.results import Check, Result
+from gpucluster.vocabulary import (
     GPU_RESOURCE,
     LABEL_APP,
     LABEL_HOSTNAME,
@@ -154,7 +154,7 @@ class Writer:
 
 def run_nccl(plan: ClusterPlan, kubeconfig: str, context: str | None, reader_client: Any,
              poll: float = POLL_SECONDS, clock: Callable[[], float] = time.monotonic) -> list[Result]:
-    from components.verify.connect import kube_client
+    from gpucluster.verify.connect import kube_client
 
     kube = Kube(reader_client)
     found = pick_domain(plan, kube.list("/api/v1/nodes"))

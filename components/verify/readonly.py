@@ -18,7 +18,7 @@ import requests
 from azure.core.pipeline.transport import HttpTransport, RequestsTransport
 from urllib3.util.retry import Retry
 
-from components.verify import bounds
+from gpucluster.verify import bounds
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 

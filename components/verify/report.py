@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from components.verify.results import Result
+from gpucluster.verify.results import Result
 
 LABEL = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from components.results import Severity
-from components.verify.bounds import BoundError
+from gpucluster.results import Severity
+from gpucluster.verify.bounds import BoundError
 
 Status = Literal["pass", "fail", "skip"]
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from components.offline.mock_values import name_registries_offline
-from components.planning.cluster_plan import plan_cluster
 from e2e import control_plane as cp
 from e2e.cluster import Stack, apply_stack, kubectl
 from e2e.kwok import dumps, node_templates, start_kwok
 from e2e.report import E2EReport
+from gpucluster.offline.mock_values import name_registries_offline
+from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
 name_registries_offline()  # before any stack loads; the plans' subprocesses inherit it
@@ -47,7 +47,7 @@ def report() -> E2EReport:
 
 def plan_stack(stack: str, out: Path) -> Path:
     """`gpucluster plan <stack> --out <out>` as a user runs it."""
-    result = subprocess.run([sys.executable, "-m", "components.cli", "plan", stack, "--out", str(out), "--quiet"],
+    result = subprocess.run([sys.executable, "-m", "gpucluster.cli", "plan", stack, "--out", str(out), "--quiet"],
                             cwd=ROOT, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
         raise RuntimeError(f"gpucluster plan {stack} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")

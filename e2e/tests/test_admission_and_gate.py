@@ -8,10 +8,10 @@ import json
 import subprocess
 from typing import Any
 
-from components.kubernetes.rollout_gate import ROLLOUT_SCRIPT, RolloutGate
 from e2e import control_plane as cp
 from e2e.cluster import Stack, kubectl
 from e2e.report import E2EReport
+from gpucluster.kubernetes.rollout_gate import ROLLOUT_SCRIPT, RolloutGate
 
 TEAM_NAMESPACE = "team-research"
 

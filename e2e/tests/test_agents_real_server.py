@@ -32,20 +32,20 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kubernetes.objects.balloons import NAMESPACE as BALLOONS
-from components.kubernetes.scripts import health_agent as ha
-from components.kubernetes.scripts import rack_clique as rc
-from components.kubernetes.scripts import rollout as ro
-from components.planning.agents_image import CONTEXT
-from components.planning.cluster_plan import plan_cluster
-from components.planning.fence import FENCE
-from components.vocabulary import LABEL_POOL
 from e2e import control_plane as cp
 from e2e.cluster import Applied, Stack, apply_files, apply_objects, kubectl
 from e2e.kwok import NodeTemplate, node_templates
 from e2e.processes import Program
 from e2e.report import E2EReport
 from e2e.tests.conftest import plan_stack
+from gpucluster.kubernetes.objects.balloons import NAMESPACE as BALLOONS
+from gpucluster.kubernetes.scripts import health_agent as ha
+from gpucluster.kubernetes.scripts import rack_clique as rc
+from gpucluster.kubernetes.scripts import rollout as ro
+from gpucluster.planning.agents_image import CONTEXT
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.fence import FENCE
+from gpucluster.vocabulary import LABEL_POOL
 from tests.support import ipam_world, rollout_world
 from tests.support.fake_kube import FakeAzure
 from tests.support.stacks import stack_spec

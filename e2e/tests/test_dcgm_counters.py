@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from components.catalog.metrics import TRAINING_COUNTERS
 from e2e.consumers import binary
 from e2e.report import E2EReport
+from gpucluster.catalog.metrics import TRAINING_COUNTERS
 
 
 def _counters_file(out: Path) -> str:

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from components.planning.fence import FENCE
-from components.vocabulary import LABEL_POOL, TAINT_PREFLIGHT
 from e2e import control_plane as cp
 from e2e.cluster import Stack, kubectl
 from e2e.consumers import by_name
 from e2e.kwok import complete_after
 from e2e.report import E2EReport
+from gpucluster.planning.fence import FENCE
+from gpucluster.vocabulary import LABEL_POOL, TAINT_PREFLIGHT
 
 NAMESPACE = "team-research"
 QUEUE = "research"

@@ -24,20 +24,20 @@ from typing import Any
 import pytest
 import yaml
 
-from components.planning.cluster_plan import plan_cluster
-from components.vocabulary import (
-    ANNOTATION_REQUIRED_TOPOLOGY,
-    LABEL_HOSTNAME,
-    LABEL_IB_DOMAIN,
-    LABEL_POOL,
-    TAINT_PREFLIGHT,
-)
 from e2e import control_plane as cp
 from e2e.cluster import Applied, apply_files, install_kueue, kubectl
 from e2e.kwok import complete_after, node_templates, register, send, set_taints, start_kwok
 from e2e.processes import Program
 from e2e.report import E2EReport
 from e2e.tests.conftest import plan_stack, stop_running
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.vocabulary import (
+    ANNOTATION_REQUIRED_TOPOLOGY,
+    LABEL_HOSTNAME,
+    LABEL_IB_DOMAIN,
+    LABEL_POOL,
+    TAINT_PREFLIGHT,
+)
 from tests.support.stacks import stack_spec
 
 PROVISIONING_CRD = Path(__file__).resolve().parents[1] / "data" / "provisioningrequests.yaml"
@@ -244,11 +244,11 @@ def test_the_prod_rollout_rolls_every_wave_and_moves_the_gang_whole(prod: Prod, 
     admitted again into one open domain. Stepped in for: ARM (the fake of tests/support/rollout_world.py), each moved
     machine's kubelet posting Ready again, and the GPU health agent's last step (the preflight taint removed); the
     drain deadline is passed by the controller's clock, not waited for."""
-    from components.kubernetes.scripts import kube_client as kc
-    from components.kubernetes.scripts import rollout as ro
-    from components.kubernetes.scripts import rollout_arm
-    from components.kubernetes.scripts.prefix_ipam import Leader
     from e2e.tests.test_agents_real_server import account_dir
+    from gpucluster.kubernetes.scripts import kube_client as kc
+    from gpucluster.kubernetes.scripts import rollout as ro
+    from gpucluster.kubernetes.scripts import rollout_arm
+    from gpucluster.kubernetes.scripts.prefix_ipam import Leader
     from tests.support import rollout_world as world
 
     plane = prod.plane

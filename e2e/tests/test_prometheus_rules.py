@@ -23,15 +23,6 @@ from typing import Any
 import pytest
 import yaml
 
-from components.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
-from components.catalog.metrics import TRAINING_COUNTERS
-from components.kubernetes.objects.flowcontrol import NODE_AGENTS
-from components.kubernetes.objects.metrics import DCGM_EXPORTER_PORT, KSM, KSM_PORT, NAMESPACE, NODE_EXPORTER, NODE_EXPORTER_PORT
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.ip_plan import API_SERVER_PORT
-from components.planning.metrics_rules import KEPT_RAW, alert_rules
-from components.planning.node_template import PREFLIGHT_TAINT, node_labels, node_taints
-from components.planning.taints import NodeTaint
 from e2e.consumers import binary
 from e2e.promtool import (
     AlertCheck,
@@ -50,6 +41,15 @@ from e2e.promtool import (
     workspace_rule_file,
 )
 from e2e.report import E2EReport
+from gpucluster.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
+from gpucluster.catalog.metrics import TRAINING_COUNTERS
+from gpucluster.kubernetes.objects.flowcontrol import NODE_AGENTS
+from gpucluster.kubernetes.objects.metrics import DCGM_EXPORTER_PORT, KSM, KSM_PORT, NAMESPACE, NODE_EXPORTER, NODE_EXPORTER_PORT
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.ip_plan import API_SERVER_PORT
+from gpucluster.planning.metrics_rules import KEPT_RAW, alert_rules
+from gpucluster.planning.node_template import PREFLIGHT_TAINT, node_labels, node_taints
+from gpucluster.planning.taints import NodeTaint
 
 STACK = "prod"
 GPU_MODEL = "NVIDIA H100 80GB HBM3"

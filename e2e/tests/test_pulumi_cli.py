@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from components.planning.runner_step2 import STEP2_SCRIPT
 from e2e.consumers import PULUMI, binary
 from e2e.report import E2EReport
+from gpucluster.planning.runner_step2 import STEP2_SCRIPT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +36,7 @@ def _pulumi(*args: str, home: Path, cwd: Path, env: dict[str, str] | None = None
 def _backend_url(home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PULUMI_HOME": str(home), "PYTHONPATH": str(ROOT)}
     env.pop("PULUMI_BACKEND_URL", None)
-    return subprocess.run([sys.executable, "-m", "components.cli", "backend-url"], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "gpucluster.cli", "backend-url"], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -118,7 +118,7 @@ def test_the_backend_url_follows_the_clis_own_order(tmp_path: Path) -> None:
     assert _pulumi("login", f"file://{tmp_path}", home=home, cwd=project).returncode == 0
     (project / "Pulumi.yaml").write_text(f"name: gpucluster\nruntime: python\nbackend:\n  url: file://{project}\n")
     assert _backend_url(home, project).stdout.strip() == f"file://{project}"
-    with_env = subprocess.run([sys.executable, "-m", "components.cli", "backend-url"], cwd=project,
+    with_env = subprocess.run([sys.executable, "-m", "gpucluster.cli", "backend-url"], cwd=project,
                               env={**os.environ, "PULUMI_HOME": str(home), "PYTHONPATH": str(ROOT),
                                    "PULUMI_BACKEND_URL": "file:///elsewhere"}, capture_output=True, text=True, timeout=60)
     assert with_env.stdout.strip() == "file:///elsewhere"

@@ -38,8 +38,10 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from components.bootstrap.cert_renewal import RENEW_SCRIPT, etcd_renew_script
-from components.bootstrap.etcd import (
+from e2e.consumers import binary
+from e2e.processes import free_ports
+from gpucluster.bootstrap.cert_renewal import RENEW_SCRIPT, etcd_renew_script
+from gpucluster.bootstrap.etcd import (
     BIN_DIR,
     DATA_DIR,
     DEFRAG_SCRIPT,
@@ -51,11 +53,9 @@ from components.bootstrap.etcd import (
     EtcdMember,
     render_etcd_cloud_init,
 )
-from components.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
-from components.planning.cluster_plan import plan_cluster
-from components.planning.pki import ETCD_CA, SERVER, etcd_member_certificates, plan_certificates
-from e2e.consumers import binary
-from e2e.processes import free_ports
+from gpucluster.bootstrap.from_plan import EtcdSecrets, etcd_bootstrap
+from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.planning.pki import ETCD_CA, SERVER, etcd_member_certificates, plan_certificates
 from tests.support.real_pki import Issued, issue, make_ca
 from tests.support.stacks import stack_spec
 

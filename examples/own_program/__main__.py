@@ -3,7 +3,9 @@ planned and checked, declared as one GpuCluster, a resource of the program's own
 the outputs the cluster publishes exported.
 
 docs/architecture.md, "Using GpuCluster from a program", walks through it; tests/test_example_program.py runs it under
-Pulumi's mocks. With the project installed (`pip install -e .` in the program's virtualenv), `pulumi up` runs it.
+Pulumi's mocks, and tests/test_import_name.py runs it from a regular install beside a `components/` folder of the
+program's own. With the library installed in the program's virtualenv (`pip install <gpucluster checkout>`), `pulumi
+up` runs it; the import name is `gpucluster`, whatever the program's own folders are called.
 """
 
 from ipaddress import IPv4Network
@@ -11,13 +13,24 @@ from ipaddress import IPv4Network
 import pulumi
 import pulumi_azure_native as azure
 
-from components.cluster import GpuCluster, GpuClusterArgs
-from components.errors import SpecError
-from components.simulation.check import plan_checked
-from components.spec import ApiServerSpec, ClusterSpec, ControlPlaneSpec, EtcdSpec, NetworkSpec, PoolKind, PoolSpec
-from components.spec.alerts import AlertsSpec
-from components.spec.metrics import MetricsSpec
-from components.spec.registry_name import SUBSCRIPTION_CONFIG, naming_subscription, with_registry_name
+from gpucluster import (
+    SUBSCRIPTION_CONFIG,
+    AlertsSpec,
+    ApiServerSpec,
+    ClusterSpec,
+    ControlPlaneSpec,
+    EtcdSpec,
+    GpuCluster,
+    GpuClusterArgs,
+    MetricsSpec,
+    NetworkSpec,
+    PoolKind,
+    PoolSpec,
+    SpecError,
+    naming_subscription,
+    plan_checked,
+    with_registry_name,
+)
 
 spec = ClusterSpec(
     name="research",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from components.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init
-from components.planning.control_plane import scale_flags
+from gpucluster.bootstrap.apiserver import ApiServerBootstrap, render_apiserver_cloud_init
+from gpucluster.planning.control_plane import scale_flags
 
 
 def render_apiserver_document(events: tuple[str, ...]) -> dict[str, object]:

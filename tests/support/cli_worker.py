@@ -11,7 +11,7 @@ import json
 import sys
 import traceback
 
-from components.cli import main
+from gpucluster.cli import main
 
 
 def run(args: list[str]) -> dict[str, object]:

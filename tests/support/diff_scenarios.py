@@ -7,10 +7,10 @@ import functools
 import json
 from typing import Any
 
-from components.diff.compare import PlanDiff, diff_sides
-from components.diff.sides import Side, side_from_document
-from components.planning.ip_plan import plan_ip
-from components.planning.limits import effective_limits
+from gpucluster.diff.compare import PlanDiff, diff_sides
+from gpucluster.diff.sides import Side, side_from_document
+from gpucluster.planning.ip_plan import plan_ip
+from gpucluster.planning.limits import effective_limits
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.stacks import spec_of
 

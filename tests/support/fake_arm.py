@@ -49,7 +49,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from components.catalog.arm_operations import IDENTITY_ASSIGN, SUBNET_JOIN, rbac_action
+from gpucluster.catalog.arm_operations import IDENTITY_ASSIGN, SUBNET_JOIN, rbac_action
 
 POLLS_IN_PROGRESS = 1
 """How many polls of an operation answer InProgress before it completes."""

@@ -8,8 +8,8 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult
 
-from components.azure.scale_set.provider import ScaleSetProvider, resource_id
-from components.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
+from gpucluster.azure.scale_set.provider import ScaleSetProvider, resource_id
+from gpucluster.azure.scale_sets_ready_provider import ScaleSetsReadyProvider
 
 
 class HeldWorkerProvider(ScaleSetProvider):

@@ -29,14 +29,14 @@ import celpy
 from celpy.adapter import json_to_cel
 from celpy.celtypes import BoolType
 
-from components.kubernetes.objects.kueue import (
+from gpucluster.kubernetes.objects.kueue import (
     COMPUTE_DOMAIN_CHANNEL_CLASS,
     kueue_configuration,
     kueue_objects,
 )
-from components.kubernetes.objects.rack_gangs import POLICY
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.planning.node_template import node_labels
+from gpucluster.kubernetes.objects.rack_gangs import POLICY
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.node_template import node_labels
 from tests.support.stacks import stack_spec
 
 GPU = "nvidia.com/gpu"

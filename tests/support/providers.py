@@ -10,19 +10,19 @@ import sys
 import pulumi.dynamic
 from pulumi.dynamic import ResourceProvider
 
-import components
+import gpucluster
 
 
 def _component_classes() -> list[type]:
-    for module in pkgutil.walk_packages(components.__path__, "components."):
-        if ".scripts" not in module.name and module.name.startswith("components.azure"):
+    for module in pkgutil.walk_packages(gpucluster.__path__, "gpucluster."):
+        if ".scripts" not in module.name and module.name.startswith("gpucluster.azure"):
             importlib.import_module(module.name)
     found: list[type] = []
     todo: list[type] = [ResourceProvider, pulumi.dynamic.Resource]
     while todo:
         for sub in todo.pop().__subclasses__():
             todo.append(sub)
-            if sub.__module__.startswith("components."):
+            if sub.__module__.startswith("gpucluster."):
                 found.append(sub)
     return found
 

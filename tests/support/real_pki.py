@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.planning.pki import CertPlan
+from gpucluster.planning.pki import CertPlan
 
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 _NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from components.azure.scale_set.routes import SCALE_SET_API_VERSION
-from components.kubernetes.scripts import kube_client as kc
-from components.kubernetes.scripts import rollout as ro
-from components.kubernetes.scripts import rollout_arm
-from components.kubernetes.scripts import rollout_drain as drain
-from components.kubernetes.scripts.prefix_ipam import Leader
-from components.planning.fence import FENCE
+from gpucluster.azure.scale_set.routes import SCALE_SET_API_VERSION
+from gpucluster.kubernetes.scripts import kube_client as kc
+from gpucluster.kubernetes.scripts import rollout as ro
+from gpucluster.kubernetes.scripts import rollout_arm
+from gpucluster.kubernetes.scripts import rollout_drain as drain
+from gpucluster.kubernetes.scripts.prefix_ipam import Leader
+from gpucluster.planning.fence import FENCE
 from tests.support.fake_kube import FakeAzure, FakeKube
 
 NS = ro.NAMESPACE

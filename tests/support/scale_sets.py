@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.rules.props import SCALE_SET, resource_kind
+from gpucluster.policies.rules.props import SCALE_SET, resource_kind
 
 
 def is_scale_set(state: dict[str, Any]) -> bool:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.spec import ClusterSpec, load_stack_file
-from components.spec.loader import named_cluster
+from gpucluster.spec import ClusterSpec, load_stack_file
+from gpucluster.spec.loader import named_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
@@ -55,5 +55,5 @@ def small_spec(**overrides: Any) -> ClusterSpec:
 def plan_stack(stack: str | Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """`gpucluster plan` as a user runs it, in a subprocess."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "components.cli", "plan", str(stack), "--quiet", "--out", str(out),
+    return subprocess.run([sys.executable, "-m", "gpucluster.cli", "plan", str(stack), "--quiet", "--out", str(out),
                            *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -28,17 +28,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from components.catalog.in_cluster import PAUSE_IMAGE
-from components.kubernetes.objects import dns
-from components.kubernetes.objects import prefix_ipam as prefix_ipam_objects
-from components.planning.azure_names import resource_group_name
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_images import gallery_name
-from components.planning.node_template import node_labels
-from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
-from components.verify import expected
-from components.verify.check_addons import NAMESPACES
-from components.verify.check_nodes import RDMA_LABELS
+from gpucluster.catalog.in_cluster import PAUSE_IMAGE
+from gpucluster.kubernetes.objects import dns
+from gpucluster.kubernetes.objects import prefix_ipam as prefix_ipam_objects
+from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_images import gallery_name
+from gpucluster.planning.node_template import node_labels
+from gpucluster.planning.pod_addresses import PREFIX_LENGTH, node_addressing
+from gpucluster.verify import expected
+from gpucluster.verify.check_addons import NAMESPACES
+from gpucluster.verify.check_nodes import RDMA_LABELS
 
 SUBSCRIPTION = "00000000-1111-2222-3333-444444444444"
 NOW = datetime.datetime.now(datetime.UTC)

@@ -16,11 +16,11 @@ import yaml
 from azure.core.credentials import AccessToken, AccessTokenInfo
 from rich.console import Console
 
-from components.cli import parser
-from components.planning.cluster_plan import ClusterPlan, plan_cluster
-from components.spec import load_stack_file
-from components.verify.command import verify_command
-from components.verify.connect import AzureAccess
+from gpucluster.cli import parser
+from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.spec import load_stack_file
+from gpucluster.verify.command import verify_command
+from gpucluster.verify.connect import AzureAccess
 from tests.support.verify_fakes import SUBSCRIPTION, FakeApi, Tls, arm_routes, kube_routes, kubeconfig, self_signed, serve
 
 STACK = {

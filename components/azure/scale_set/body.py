@@ -9,16 +9,16 @@ from typing import Any
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.node_images import ImageIds
-from components.azure.scale_set.resource import NodeScaleSet
-from components.azure.scope import AzureScope
-from components.bootstrap.from_plan import PullIdentity, node_bootstrap
-from components.bootstrap.node import render_cloud_init
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.node_template import scale_set_tags
-from components.planning.placement import PoolPlan, ScaleSetPlan
-from components.planning.pod_addresses import PREFIX_LENGTH, node_addressing
-from policies.rules.replacements import acknowledges
+from gpucluster.azure.node_images import ImageIds
+from gpucluster.azure.scale_set.resource import NodeScaleSet
+from gpucluster.azure.scope import AzureScope
+from gpucluster.bootstrap.from_plan import PullIdentity, node_bootstrap
+from gpucluster.bootstrap.node import render_cloud_init
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.node_template import scale_set_tags
+from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
+from gpucluster.planning.pod_addresses import PREFIX_LENGTH, node_addressing
+from gpucluster.policies.rules.replacements import acknowledges
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,14 @@ from dataclasses import dataclass, replace
 import pulumi
 import pulumi_azure_native as azure
 
-from components.azure.confidential_key import ConfidentialDiskKey, ConfidentialDiskKeyArgs
-from components.azure.interconnect_block import InterconnectBlock
-from components.azure.node_images import ImageIds
-from components.azure.scale_set.body import NodeAccess, NodeJoin, RackRefs, ScaleSetArgs, interconnect_name, scale_set
-from components.azure.scale_set.resource import NodeScaleSet
-from components.azure.scope import AzureScope
-from components.planning.node_template import split_min
-from components.planning.placement import PoolPlan
+from gpucluster.azure.confidential_key import ConfidentialDiskKey, ConfidentialDiskKeyArgs
+from gpucluster.azure.interconnect_block import InterconnectBlock
+from gpucluster.azure.node_images import ImageIds
+from gpucluster.azure.scale_set.body import NodeAccess, NodeJoin, RackRefs, ScaleSetArgs, interconnect_name, scale_set
+from gpucluster.azure.scale_set.resource import NodeScaleSet
+from gpucluster.azure.scope import AzureScope
+from gpucluster.planning.node_template import split_min
+from gpucluster.planning.placement import PoolPlan
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,9 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from components.azure.scale_set.arm_client import ComputeProvider, check_owned
-from components.azure.scale_set.replacement_guard import LEDGER
-from components.azure.scale_set.routes import (
+from gpucluster.azure.scale_set.arm_client import ComputeProvider, check_owned
+from gpucluster.azure.scale_set.replacement_guard import LEDGER
+from gpucluster.azure.scale_set.routes import (
     PREFIX_ON_NIC_COMPUTE_API,
     PROVIDER_INPUT,
     REPLACEMENT_ACK_INPUT,
@@ -53,8 +53,8 @@ from components.azure.scale_set.routes import (
     path_pattern,
     scale_set_diff,
 )
-from components.azure.scale_set.wire import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
-from components.vocabulary import CLUSTER_TAG, POOL_TAG
+from gpucluster.azure.scale_set.wire import SCALE_SET_UPDATE_MODEL, UnknownFieldError, from_wire, model, to_wire
+from gpucluster.vocabulary import CLUSTER_TAG, POOL_TAG
 
 ROUTE_KEYS = ("armType", "apiVersion", "subscriptionId", "resourceGroupName", "vmScaleSetName", PROVIDER_INPUT,
               REPLACEMENT_ACK_INPUT)
@@ -159,7 +159,7 @@ class ScaleSetProvider(ComputeProvider):
     """CRUD for a Microsoft.Compute/virtualMachineScaleSets resource through azure-mgmt-compute."""
 
     # The reference Pulumi pickles into the state: the path deployed stacks already name (see the module docstring).
-    __module__ = "components.azure.scale_set_provider"
+    __module__ = "gpucluster.azure.scale_set_provider"
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []

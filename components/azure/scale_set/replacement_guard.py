@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.vocabulary import INFINIBAND_TAG, POOL_TAG
-from policies.rules.replacements import ACK_KEY
+from gpucluster.policies.rules.replacements import ACK_KEY
+from gpucluster.vocabulary import INFINIBAND_TAG, POOL_TAG
 
 
 class ReplacementRefusedError(RuntimeError):

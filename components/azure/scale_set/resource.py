@@ -13,8 +13,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.azure.scale_set.provider import OPERATION, ScaleSetProvider
-from components.azure.scale_set.routes import REPLACEMENT_ACK_INPUT, SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
+from gpucluster.azure.scale_set.provider import OPERATION, ScaleSetProvider
+from gpucluster.azure.scale_set.routes import REPLACEMENT_ACK_INPUT, SCALE_SET_API_VERSION, SCALE_SET_ARM_TYPE
 
 TYPED_SCALE_SET = "azure-native:compute:VirtualMachineScaleSet"
 

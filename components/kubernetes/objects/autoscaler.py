@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.catalog.in_cluster import cluster_autoscaler_image
-from components.kubernetes.objects.common import Object, obj, on_system_nodes
-from components.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF
-from components.vocabulary import (
+from gpucluster.catalog.in_cluster import cluster_autoscaler_image
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes
+from gpucluster.planning.scheduling import AUTOSCALER_EXPENDABLE_CUTOFF
+from gpucluster.vocabulary import (
     AUTOSCALER_ENABLED_TAG,
     AUTOSCALER_NAME_TAG,
     LABEL_APP,

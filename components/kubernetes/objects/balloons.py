@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from components.catalog.in_cluster import PAUSE_IMAGE
-from components.kubernetes.objects.common import Object, obj, toleration
-from components.planning.balloons import BalloonPlan
-from components.vocabulary import GPU_RESOURCE, LABEL_APP, LABEL_COMPONENT, LABEL_HOSTNAME, LABEL_POOL, LABEL_ZONE
+from gpucluster.catalog.in_cluster import PAUSE_IMAGE
+from gpucluster.kubernetes.objects.common import Object, obj, toleration
+from gpucluster.planning.balloons import BalloonPlan
+from gpucluster.vocabulary import GPU_RESOURCE, LABEL_APP, LABEL_COMPONENT, LABEL_HOSTNAME, LABEL_POOL, LABEL_ZONE
 
 NAMESPACE = "gpucluster-balloons"
 # The policy pack finds balloons by this label (well-known app.kubernetes.io/component).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.bootstrap.rack import TOOLKIT_ENV
-from components.catalog.metrics import training_counters_csv
-from components.kubernetes.objects.common import on_system_nodes
+from gpucluster.bootstrap.rack import TOOLKIT_ENV
+from gpucluster.catalog.metrics import training_counters_csv
+from gpucluster.kubernetes.objects.common import on_system_nodes
 
 
 def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[str, Any],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.planning.taints import NodeTaint
-from components.vocabulary import LABEL_APP, LABEL_HOSTNAME, LABEL_PART_OF, LABEL_ROLE, LABEL_ZONE
+from gpucluster.planning.taints import NodeTaint
+from gpucluster.vocabulary import LABEL_APP, LABEL_HOSTNAME, LABEL_PART_OF, LABEL_ROLE, LABEL_ZONE
 
 Object = dict[str, Any]
 SYSTEM_PRIORITY_CLASS = "gpucluster-system"

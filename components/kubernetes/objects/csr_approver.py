@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 
-from components.catalog.in_cluster import CSR_APPROVER_IMAGE
-from components.kubernetes.objects.common import Object, obj, on_system_nodes
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.ip_plan import CONTROL_PLANE_BLOCK, pool_block_name
-from components.vocabulary import LABEL_APP, SIGNER_KUBELET_SERVING
+from gpucluster.catalog.in_cluster import CSR_APPROVER_IMAGE
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK, pool_block_name
+from gpucluster.vocabulary import LABEL_APP, SIGNER_KUBELET_SERVING
 
 NAMESPACE = "kube-system"
 APP = "kubelet-csr-approver"

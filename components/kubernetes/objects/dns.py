@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from components.catalog.in_cluster import coredns_image
-from components.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
-from components.vocabulary import LABEL_APP, LABEL_HOSTNAME
+from gpucluster.catalog.in_cluster import coredns_image
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
+from gpucluster.vocabulary import LABEL_APP, LABEL_HOSTNAME
 
 NAMESPACE = "kube-system"
 APP = "coredns"

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.flowcontrol import CHART_AGENTS, RACK_CHART_AGENTS
-from components.kubernetes.objects.common import Object, obj
-from components.planning.pki import BREAK_GLASS_GROUP
+from gpucluster.catalog.flowcontrol import CHART_AGENTS, RACK_CHART_AGENTS
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.planning.pki import BREAK_GLASS_GROUP
 
 API = "flowcontrol.apiserver.k8s.io/v1"
 NODE_AGENTS = "gpucluster-node-agents"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-from components.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
-from components.kubernetes.objects.common import SYSTEM_PRIORITY_CLASS, Object, obj
-from components.kubernetes.scripts.health_agent import API_CALLS_PER_MINUTE
-from components.planning.placement import PoolPlan
-from components.vocabulary import (
+from gpucluster.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
+from gpucluster.kubernetes.objects.common import SYSTEM_PRIORITY_CLASS, Object, obj
+from gpucluster.kubernetes.scripts.health_agent import API_CALLS_PER_MINUTE
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.vocabulary import (
     ANNOTATION_API_CALLS,
     LABEL_APP,
     LABEL_POOL,

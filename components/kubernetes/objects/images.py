@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.chart_images import CHART_IMAGES
-from components.kubernetes.objects.common import Object
-from components.planning.registry import RegistryPlan
+from gpucluster.catalog.chart_images import CHART_IMAGES
+from gpucluster.kubernetes.objects.common import Object
+from gpucluster.planning.registry import RegistryPlan
 
 POD_TEMPLATE_PATHS = {
     "Deployment": ("spec", "template", "spec"), "DaemonSet": ("spec", "template", "spec"),

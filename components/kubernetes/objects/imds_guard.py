@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes.objects.common import Object, obj
-from components.kubernetes.objects.images import pod_spec
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.kubernetes.objects.images import pod_spec
 
 API, KIND = "cilium.io/v2", "CiliumClusterwideNetworkPolicy"
 IMDS_CIDR = "169.254.169.254/32"

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes.objects.common import Object, obj
-from components.planning.bootstrap_tokens import NODE_GROUP, TokenPeriod
-from components.vocabulary import SECRET_TYPE_BOOTSTRAP_TOKEN
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.planning.bootstrap_tokens import NODE_GROUP, TokenPeriod
+from gpucluster.vocabulary import SECRET_TYPE_BOOTSTRAP_TOKEN
 
 SECRET_TYPE = SECRET_TYPE_BOOTSTRAP_TOKEN
 NODES_GROUP = "system:nodes"

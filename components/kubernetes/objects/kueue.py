@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from components.catalog.in_cluster import (
+from gpucluster.catalog.in_cluster import (
     DRA_DRIVER_NAMESPACE,
     GPU_OPERATOR_NAMESPACE,
     KUEUE_IMAGE,
@@ -14,12 +14,12 @@ from components.catalog.in_cluster import (
     KUEUE_VERSION,
     RDMA_RESOURCE,
 )
-from components.kubernetes.objects import balloons, health, metrics
-from components.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
-from components.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
-from components.kubernetes.objects.rack_gangs import rack_gang_policy
-from components.kubernetes.objects.team_pods import team_pod_policy
-from components.planning.scheduling import (
+from gpucluster.kubernetes.objects import balloons, health, metrics
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
+from gpucluster.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
+from gpucluster.kubernetes.objects.rack_gangs import rack_gang_policy
+from gpucluster.kubernetes.objects.team_pods import team_pod_policy
+from gpucluster.planning.scheduling import (
     RACK_TOPOLOGY_LEVELS,
     RACK_TOPOLOGY_NAME,
     TOPOLOGY_LEVELS,
@@ -28,13 +28,14 @@ from components.planning.scheduling import (
     SchedulingPlan,
     TeamQueuePlan,
 )
-from components.spec import Quota
-from components.vocabulary import (
+from gpucluster.spec import Quota
+from gpucluster.vocabulary import (
     ANNOTATION_PROVISIONING_API,
     ANNOTATION_SPARE_RACKS,
     CHANNEL_RESOURCE,
     GPU_RESOURCE,
     LABEL_NAMESPACE_NAME,
+    LABEL_POD_SECURITY_AUDIT,
     LABEL_TEAM,
     PROVISIONING_REQUEST_CONTROLLER,
     RDMA_NIC_RESOURCE,
@@ -177,8 +178,7 @@ def cluster_queue(plan: SchedulingPlan, team: TeamQueuePlan) -> Object:
 def team_namespace(team: TeamQueuePlan) -> Object:
     """Pod Security admission audits at `baseline` (its `pod-security.kubernetes.io/audit` label): enforcing is the
     team-pod policy's (objects/team_pods.py), which is baseline with IPC_LOCK allowed."""
-    return obj("v1", "Namespace", team.namespace, labels={LABEL_TEAM: team.name,
-                                                           "pod-security.kubernetes.io/audit": "baseline"})
+    return obj("v1", "Namespace", team.namespace, labels={LABEL_TEAM: team.name, LABEL_POD_SECURITY_AUDIT: "baseline"})
 
 
 def local_queue(team: TeamQueuePlan) -> Object:

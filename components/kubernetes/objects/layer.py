@@ -7,29 +7,29 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from components.kubernetes.objects.autoscaler import autoscaler_objects
-from components.kubernetes.objects.balloons import COMPONENT as BALLOON
-from components.kubernetes.objects.balloons import balloon_objects
-from components.kubernetes.objects.common import Object
-from components.kubernetes.objects.csr_approver import csr_approver_from_plan
-from components.kubernetes.objects.dns import coredns_objects
-from components.kubernetes.objects.health import health_objects
-from components.kubernetes.objects.images import serve_objects
-from components.kubernetes.objects.imds_guard import imds_policy
-from components.kubernetes.objects.kueue import kueue_objects
-from components.kubernetes.objects.metrics import metrics_objects
-from components.kubernetes.objects.node_lifecycle import node_lifecycle_objects
-from components.kubernetes.objects.nodelocaldns import node_local_dns_objects
-from components.kubernetes.objects.prefix_ipam import prefix_ipam_objects
-from components.kubernetes.objects.priority import priority_classes
-from components.kubernetes.objects.rack_clique import rack_clique_objects
-from components.kubernetes.objects.rdma import rdma_objects
-from components.kubernetes.objects.rollout import rollout_objects
-from components.planning.cluster_plan import ClusterPlan
-from components.planning.ip_plan import API_SERVER_PORT
-from components.planning.pki import api_server_host
-from components.planning.security_rules import ETCD_METRICS_PORT
-from components.vocabulary import ANNOTATION_SKIP_AWAIT, LABEL_COMPONENT
+from gpucluster.kubernetes.objects.autoscaler import autoscaler_objects
+from gpucluster.kubernetes.objects.balloons import COMPONENT as BALLOON
+from gpucluster.kubernetes.objects.balloons import balloon_objects
+from gpucluster.kubernetes.objects.common import Object
+from gpucluster.kubernetes.objects.csr_approver import csr_approver_from_plan
+from gpucluster.kubernetes.objects.dns import coredns_objects
+from gpucluster.kubernetes.objects.health import health_objects
+from gpucluster.kubernetes.objects.images import serve_objects
+from gpucluster.kubernetes.objects.imds_guard import imds_policy
+from gpucluster.kubernetes.objects.kueue import kueue_objects
+from gpucluster.kubernetes.objects.metrics import metrics_objects
+from gpucluster.kubernetes.objects.node_lifecycle import node_lifecycle_objects
+from gpucluster.kubernetes.objects.nodelocaldns import node_local_dns_objects
+from gpucluster.kubernetes.objects.prefix_ipam import prefix_ipam_objects
+from gpucluster.kubernetes.objects.priority import priority_classes
+from gpucluster.kubernetes.objects.rack_clique import rack_clique_objects
+from gpucluster.kubernetes.objects.rdma import rdma_objects
+from gpucluster.kubernetes.objects.rollout import rollout_objects
+from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.ip_plan import API_SERVER_PORT
+from gpucluster.planning.pki import api_server_host
+from gpucluster.planning.security_rules import ETCD_METRICS_PORT
+from gpucluster.vocabulary import ANNOTATION_SKIP_AWAIT, LABEL_COMPONENT
 
 AzureSettings = dict[str, Any]
 """subscription_id, tenant_id, resource_group, client_id of one add-on identity (Pulumi outputs when declared)."""

@@ -15,9 +15,9 @@ import hashlib
 import math
 from typing import Any
 
-from components.bootstrap.cloud_config import safe_yaml
-from components.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
-from components.catalog.metrics import (
+from gpucluster.bootstrap.cloud_config import safe_yaml
+from gpucluster.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
+from gpucluster.catalog.metrics import (
     EDGE_REPLICAS,
     HEAD_BYTES_PER_SERIES,
     KSM_NODE_METRICS,
@@ -28,10 +28,10 @@ from components.catalog.metrics import (
     PROMETHEUS_IMAGE,
     TRAINING_COUNTERS,
 )
-from components.kubernetes.objects.common import Object, obj, on_system_nodes
-from components.planning.metrics import MetricsPlan
-from components.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WRITTEN
-from components.vocabulary import ANNOTATION_CONFIG_DIGEST, LABEL_APP, LABEL_IB_DOMAIN, LABEL_ZONE
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes
+from gpucluster.planning.metrics import MetricsPlan
+from gpucluster.planning.metrics_rules import KEPT_RAW, RECORDING_RULES, WRITTEN
+from gpucluster.vocabulary import ANNOTATION_CONFIG_DIGEST, LABEL_APP, LABEL_IB_DOMAIN, LABEL_ZONE
 
 NAMESPACE = "gpucluster-metrics"
 NODE_EXPORTER, KSM, PROMETHEUS = "node-exporter", "kube-state-metrics", "prometheus"

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.catalog.flowcontrol import CHART_AGENTS, RACK_CHART_AGENTS
-from components.kubernetes.objects.common import Object
-from components.kubernetes.objects.flowcontrol import calls_api
-from components.kubernetes.objects.layer import layer_objects
-from components.planning.agent_load import AgentLoad
-from components.vocabulary import ANNOTATION_API_CALLS
+from gpucluster.catalog.flowcontrol import CHART_AGENTS, RACK_CHART_AGENTS
+from gpucluster.kubernetes.objects.common import Object
+from gpucluster.kubernetes.objects.flowcontrol import calls_api
+from gpucluster.kubernetes.objects.layer import layer_objects
+from gpucluster.planning.agent_load import AgentLoad
+from gpucluster.vocabulary import ANNOTATION_API_CALLS
 
 if TYPE_CHECKING:
-    from components.planning.cluster_plan import ClusterPlan
+    from gpucluster.planning.cluster_plan import ClusterPlan
 
 
 def layer_daemonsets(plan: ClusterPlan) -> list[Object]:

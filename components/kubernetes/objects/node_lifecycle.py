@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from components.catalog.in_cluster import cloud_controller_manager_image
-from components.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
-from components.vocabulary import LABEL_APP
+from gpucluster.catalog.in_cluster import cloud_controller_manager_image
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
+from gpucluster.vocabulary import LABEL_APP
 
 NAMESPACE = "kube-system"
 APP = "cloud-node-lifecycle"

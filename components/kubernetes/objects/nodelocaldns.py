@@ -12,10 +12,10 @@ plugin/cache/README.md), which is also what hides such a failure: every answer i
 
 from __future__ import annotations
 
-from components.catalog.in_cluster import NODE_CACHE_IMAGE
-from components.kubernetes.objects.common import Object, obj
-from components.planning.ip_plan import NODE_LOCAL_DNS_IP
-from components.vocabulary import ANNOTATION_API_CALLS, ANNOTATION_PROMETHEUS_PORT, ANNOTATION_PROMETHEUS_SCRAPE, LABEL_APP
+from gpucluster.catalog.in_cluster import NODE_CACHE_IMAGE
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.planning.ip_plan import NODE_LOCAL_DNS_IP
+from gpucluster.vocabulary import ANNOTATION_API_CALLS, ANNOTATION_PROMETHEUS_PORT, ANNOTATION_PROMETHEUS_SCRAPE, LABEL_APP
 
 NAMESPACE = "kube-system"
 APP = "node-local-dns"

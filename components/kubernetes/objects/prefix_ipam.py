@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.in_cluster import AGENTS_DIR
-from components.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
-from components.vocabulary import LABEL_APP
+from gpucluster.catalog.in_cluster import AGENTS_DIR
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
+from gpucluster.vocabulary import LABEL_APP
 
 NAMESPACE = "kube-system"
 APP = "gpucluster-prefix-ipam"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from components.kubernetes.objects.common import Object, obj
-from components.planning.scheduling import PRIORITY_CLASSES
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.planning.scheduling import PRIORITY_CLASSES
 
 
 def priority_classes() -> list[Object]:

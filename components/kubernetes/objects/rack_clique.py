@@ -5,11 +5,11 @@ accounts: RBAC cannot name the field a patch may touch)."""
 
 from __future__ import annotations
 
-from components.catalog.in_cluster import AGENTS_DIR
-from components.kubernetes.objects.common import SYSTEM_PRIORITY_CLASS, Object, obj
-from components.kubernetes.objects.health import NAMESPACE
-from components.planning.placement import PoolPlan
-from components.vocabulary import LABEL_APP, LABEL_ROLE, TAINT_RACK_UNPROVEN
+from gpucluster.catalog.in_cluster import AGENTS_DIR
+from gpucluster.kubernetes.objects.common import SYSTEM_PRIORITY_CLASS, Object, obj
+from gpucluster.kubernetes.objects.health import NAMESPACE
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.vocabulary import LABEL_APP, LABEL_ROLE, TAINT_RACK_UNPROVEN
 
 APP = "gpucluster-rack-clique"
 ACCOUNT = "rack-clique"

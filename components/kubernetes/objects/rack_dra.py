@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kubernetes.objects.common import Object, obj, on_system_nodes
-from components.planning.placement import PoolPlan
-from components.vocabulary import LABEL_POOL, LABEL_ROLE
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.vocabulary import LABEL_POOL, LABEL_ROLE
 
 DRANET_DEVICE_CLASS = "dranet.net"
 """DRANET's chart creates no DeviceClass; this one is the class DRANET's own examples define and claim from

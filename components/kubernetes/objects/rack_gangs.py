@@ -19,9 +19,9 @@ event. Pods that need no rack-wide NVLink (no required rack level) are not judge
 
 from __future__ import annotations
 
-from components.kubernetes.objects.common import Object, obj
-from components.planning.scheduling import SchedulingPlan
-from components.vocabulary import GPU_RESOURCE, LABEL_RACK
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.planning.scheduling import SchedulingPlan
+from gpucluster.vocabulary import GPU_RESOURCE, LABEL_RACK
 
 POLICY = "gpucluster-rack-gang-shape"
 

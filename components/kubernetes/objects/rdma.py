@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 
-from components.catalog.in_cluster import RDMA_DEVICE_PLUGIN_IMAGE, RDMA_HCA_MAX, RDMA_RESOURCE
-from components.kubernetes.objects.common import Object, obj
-from components.planning.node_template import uses_shared_rdma
-from components.planning.placement import PoolPlan
-from components.vocabulary import LABEL_APP, LABEL_POOL
+from gpucluster.catalog.in_cluster import RDMA_DEVICE_PLUGIN_IMAGE, RDMA_HCA_MAX, RDMA_RESOURCE
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.planning.node_template import uses_shared_rdma
+from gpucluster.planning.placement import PoolPlan
+from gpucluster.vocabulary import LABEL_APP, LABEL_POOL
 
 NAMESPACE = "kube-system"
 APP = "rdma-shared-device-plugin"

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.catalog.in_cluster import AGENTS_DIR
-from components.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
-from components.kubernetes.scripts.rollout import DEFAULT_NAMESPACE as NAMESPACE
-from components.kubernetes.scripts.rollout import LEASE, PLAN_CONFIGMAP, STATE_CONFIGMAP
-from components.planning.fence import FENCE
-from components.planning.rollout import RolloutPlan
-from components.vocabulary import LABEL_APP
+from gpucluster.catalog.in_cluster import AGENTS_DIR
+from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
+from gpucluster.kubernetes.scripts.rollout import DEFAULT_NAMESPACE as NAMESPACE
+from gpucluster.kubernetes.scripts.rollout import LEASE, PLAN_CONFIGMAP, STATE_CONFIGMAP
+from gpucluster.planning.fence import FENCE
+from gpucluster.planning.rollout import RolloutPlan
+from gpucluster.vocabulary import LABEL_APP
 
 APP = "gpucluster-rollout"
 RBAC = "rbac.authorization.k8s.io/v1"

@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from components.kubernetes.objects.common import Object, obj
-from components.vocabulary import LABEL_TEAM
+from gpucluster.kubernetes.objects.common import Object, obj
+from gpucluster.vocabulary import LABEL_TEAM
 
 POLICY = "gpucluster-team-pods-off-host"
 BASELINE = json.loads((Path(__file__).resolve().parents[2] / "catalog" / "pod_security_baseline.json").read_text())
