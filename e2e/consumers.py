@@ -2,7 +2,7 @@
 (e2e/consumers/<name>/go.mod, exact `require`s, committed go.sum), at the version the project pins, stamped as the
 upstream release build stamps it.
 
-A version here must equal the pin it stands for (tests/test_e2e_consumers.py holds them together); the commits are
+A version here is read from the pin it stands for (the imports below), or says why it differs (PULUMI); the commits are
 the tags' commits as the module proxy's `.info` Origin or the upstream repository names them.
 """
 

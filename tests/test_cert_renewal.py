@@ -1,7 +1,7 @@
 """Certificates renewed on the running machines (components/bootstrap/cert_renewal.py): the boot documents
 install the timer and the CA keys it needs; the API servers' script, run with real OpenSSL, re-issues the etcd
 client certificate, calls kubeadm only when one of kubeadm's certificates is due, and restarts the static pods.
-The etcd members' script runs against a real etcd in tests/test_real_etcd.py."""
+The etcd members' script runs against a real etcd in e2e/tests/test_real_etcd.py."""
 
 from __future__ import annotations
 

@@ -65,9 +65,22 @@ def surface_problems(cls: type) -> list[str]:
     if not published:
         problems.append(f"{name} declares no published attribute")
     problems += [f"{name}.{k} has no docstring" for k in undocumented_fields(cls) if not k.startswith("_")]
-    if "register_outputs(" not in inspect.getsource(cls):
-        problems.append(f"{name} never calls register_outputs")
+    if not registers_outputs(inspect.getsource(cls)):
+        problems.append(f"{name} never calls register_outputs with an output")
     return problems
+
+
+def registers_outputs(source: str) -> bool:
+    """A `self.register_outputs(...)` call whose argument is not an empty mapping (`{}` registers nothing)."""
+    calls = [n for n in ast.walk(ast.parse(textwrap.dedent(source))) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr == "register_outputs"]
+    return any(c.args and not (isinstance(c.args[0], ast.Dict) and not c.args[0].keys) for c in calls)
+
+
+def test_the_outputs_rule_fails_on_an_empty_registration() -> None:
+    assert not registers_outputs("class C:\n    def __init__(self):\n        self.register_outputs({})\n")
+    assert not registers_outputs("class C:\n    pass\n")
+    assert registers_outputs("class C:\n    def __init__(self):\n        self.register_outputs({'a': 1})\n")
 
 
 def test_every_component_takes_one_args_value_and_publishes_its_outputs() -> None:

@@ -50,7 +50,7 @@ def test_a_wiped_nvme_disk_is_recovered_at_boot_not_an_emergency() -> None:
     assert "Requires=gpucluster-etcd-disk.service" in unit and "ExecStartPre=/usr/bin/mountpoint -q /var/lib/etcd" in unit
     disk_unit = files["/etc/systemd/system/gpucluster-etcd-disk.service"]
     assert "Before=etcd.service" in disk_unit and "Type=oneshot" in disk_unit
-    # The decision between new, existing and refusing is the run script's (tests/test_real_etcd.py runs it).
+    # The decision between new, existing and refusing is the run script's (e2e/tests/test_real_etcd.py runs it).
     run = files["/usr/local/sbin/gpucluster-etcd-run"]
     assert "member remove" in run and "member add etcd-1 --peer-urls=https://10.0.0.69:2380" in run
 
@@ -66,7 +66,7 @@ def test_etcd_unit_waits_for_its_peers_without_a_start_timeout() -> None:
 
 
 def test_defragmentation_timer_and_metrics_listener() -> None:
-    """Defragmentation runs from a daily timer on every member (only the leader's run acts: tests/test_real_etcd.py
+    """Defragmentation runs from a daily timer on every member (only the leader's run acts: e2e/tests/test_real_etcd.py
     runs it); the metrics listener serves on the member's own address for a scraper (etcd --listen-metrics-urls)."""
     files = {f["path"]: f["content"] for f in yaml.safe_load(render_etcd_cloud_init(_bootstrap()))["write_files"]}
     timer = files["/etc/systemd/system/etcd-defrag.timer"]

@@ -44,8 +44,9 @@ def _job_webhook_selector(out: Path) -> dict[str, Any]:
     return config["managedJobsNamespaceSelector"]
 
 
-def _covered(selector: dict[str, Any], namespace: str) -> bool:
-    return _matches(selector, {"kubernetes.io/metadata.name": namespace})
+def _covered(selector: dict[str, Any], namespace: str, labels: dict[str, str] | None = None) -> bool:
+    """The API server sets `kubernetes.io/metadata.name` on every namespace; `labels` are the ones it is made with."""
+    return _matches(selector, {**(labels or {}), "kubernetes.io/metadata.name": namespace})
 
 
 def _namespaces_running_jobs(out: Path) -> set[str]:
@@ -70,10 +71,12 @@ def test_platform_jobs_are_outside_kueues_job_webhooks(dev_out: Path) -> None:
     assert not _covered(selector, "kube-system") and not _covered(selector, "kueue-system")
 
 
-def test_team_namespaces_stay_covered(dev_out: Path) -> None:
+def test_team_namespaces_stay_covered_and_no_other_does(dev_out: Path) -> None:
     selector = _job_webhook_selector(dev_out)
-    teams = [yaml.safe_load(p.read_text())["metadata"]["name"] for p in (dev_out / "manifests").glob("*namespace-team-*")]
-    assert teams and all(_covered(selector, t) for t in teams)
+    teams = [yaml.safe_load(p.read_text())["metadata"] for p in (dev_out / "manifests").glob("*namespace-team-*")]
+    assert teams and all(_covered(selector, t["name"], t["labels"]) for t in teams)
+    # a namespace a cluster admin makes (no LocalQueue): Kueue's fail-closed pod webhook would gate its pods for good
+    assert not _covered(selector, "default") and not _covered(selector, "argocd")
 
 
 def test_the_chart_default_would_cover_them() -> None:

@@ -1,7 +1,7 @@
 """The rollout controller (components/kubernetes/scripts/rollout.py) against the fake API server and a fake ARM whose
 instances say whether they run their scale set's model (tests/support/rollout_world.py). Kueue's and the health
 agent's parts are played between rounds (`Cluster.kueue`, `Cluster.health`); make e2e runs the controller against
-the real kube-apiserver and Kueue (e2e/tests/test_rollout_real_kueue.py)."""
+the real kube-apiserver and Kueue (e2e/tests/test_agents_real_server.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Each machine re-issues its own certificates before they expire, from the CA key it carries, with no reimage:
 
 - etcd members re-issue their server, peer and snapshot-client certificates from the etcd CA. etcd reads its
-  certificate files again for each new TLS connection, so no restart is needed (tests/test_real_etcd.py shows
+  certificate files again for each new TLS connection, so no restart is needed (e2e/tests/test_real_etcd.py shows
   it with a real etcd 3.5).
 - API servers run `kubeadm certs renew all` for what kubeadm issued or can renew (its serving certificate,
   the kubelet and front-proxy client certificates, the kubeconfigs; with external etcd kubeadm leaves the etcd

@@ -137,4 +137,4 @@ class InCluster(pulumi.ComponentResource):
         # NVLink racks: ComputeDomains and InfiniBand NICs through DRA, on rack nodes only.
         self.rack_devices = RackDevices(f"{name}-rack-devices", RackDevicesArgs(plan=plan, after=after_cni), child) \
             if has_rack_pools(plan) else None
-        self.register_outputs({})
+        self.register_outputs({"cniGate": self.cni_ready.id, "telemetryObjects": len(self.telemetry)})

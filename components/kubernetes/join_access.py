@@ -76,4 +76,4 @@ class JoinAccess(pulumi.ComponentResource):
         self.rbac = declare_all(join_rbac(), child)
         self.cluster_info = declare_all([cluster_info(ca_pem.apply(lambda pem: cluster_info_kubeconfig(server, pem)))],
                                         child)
-        self.register_outputs({})
+        self.register_outputs({"bootstrapTokenSecrets": len(self.secrets), "clusterInfo": len(self.cluster_info)})

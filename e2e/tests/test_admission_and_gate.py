@@ -96,11 +96,21 @@ def test_a_privileged_ephemeral_container_is_refused(dev_stack: Stack, report: E
     kubectl(dev_stack.plane, "delete", "pod", "debug-target", "-n", TEAM_NAMESPACE, "--ignore-not-found")
     created = kubectl(dev_stack.plane, "create", "-f", "-", stdin=json.dumps(_pod("debug-target")))
     assert created.returncode == 0, created.stderr
-    pod = json.loads(kubectl(dev_stack.plane, "get", "pod", "debug-target", "-n", TEAM_NAMESPACE, "-o", "json").stdout)
-    pod["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "registry.k8s.io/pause:3.10.1",
-                                           "securityContext": {"privileged": True}}]
     path = f"/api/v1/namespaces/{TEAM_NAMESPACE}/pods/debug-target/ephemeralcontainers"
-    patched = kubectl(dev_stack.plane, "replace", "--raw", path, "-f", "-", stdin=json.dumps(pod))
+
+    def attempt() -> subprocess.CompletedProcess[str]:
+        pod = json.loads(kubectl(dev_stack.plane, "get", "pod", "debug-target", "-n", TEAM_NAMESPACE,
+                                 "-o", "json").stdout)
+        pod["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "registry.k8s.io/pause:3.10.1",
+                                               "securityContext": {"privileged": True}}]
+        return kubectl(dev_stack.plane, "replace", "--raw", path, "-f", "-", stdin=json.dumps(pod))
+
+    # Kueue's pod controller updates the new pod (it is a team pod, Kueue's): a replace from a read before that
+    # update is a Conflict, and is read again, as kubectl debug would.
+    answers: list[subprocess.CompletedProcess[str]] = []
+    cp.wait_until(lambda: answers.append(attempt()) or "Conflict" not in answers[-1].stderr, 60,
+                  "an ephemeral-container write that is not a Conflict")
+    patched = answers[-1]
     kubectl(dev_stack.plane, "delete", "pod", "debug-target", "-n", TEAM_NAMESPACE, "--wait=false")
     report.scenario("privileged ephemeral container refused on pods/ephemeralcontainers",
                     "passed" if patched.returncode != 0 and "privileged" in patched.stderr else "failed",

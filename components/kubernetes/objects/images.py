@@ -1,5 +1,5 @@
 """Every image the in-cluster layer names, served by the cluster's registry: one pass over the built objects and
-one over each chart's values, so no builder can forget an image (tests/test_registry_images.py reads the output)."""
+one over each chart's values, so no builder can forget an image (tests/test_registry.py reads the output)."""
 
 from __future__ import annotations
 

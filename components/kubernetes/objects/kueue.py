@@ -7,14 +7,10 @@ from typing import Any
 import yaml
 
 from gpucluster.catalog.in_cluster import (
-    DRA_DRIVER_NAMESPACE,
-    GPU_OPERATOR_NAMESPACE,
     KUEUE_IMAGE,
-    KUEUE_NAMESPACE,
     KUEUE_VERSION,
     RDMA_RESOURCE,
 )
-from gpucluster.kubernetes.objects import balloons, health, metrics
 from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes, toleration
 from gpucluster.kubernetes.objects.rack_dra import DRANET_DEVICE_CLASS
 from gpucluster.kubernetes.objects.rack_gangs import rack_gang_policy
@@ -220,12 +216,13 @@ SCALE = 2
 """Thousands of workloads at 7,500 nodes: twice the defaults' client throughput and reconcile workers."""
 
 
-PLATFORM_NAMESPACES = ("kube-system", KUEUE_NAMESPACE, GPU_OPERATOR_NAMESPACE, DRA_DRIVER_NAMESPACE, health.NAMESPACE,
-                       balloons.NAMESPACE, metrics.NAMESPACE)
-"""Namespaces the platform owns, left out of Kueue's Job webhooks. Those webhooks fail closed (failurePolicy Fail,
-kueue v0.19.2 charts/kueue/templates/webhook/manifests.yaml mjob.kb.io, vjob.kb.io): without this, while Kueue's
-controller is down, the GPU operator's pre-upgrade hook Job (gpu-operator v26.3.3 templates/upgrade_crd.yaml) and
-every health recheck Job (objects/health.py CronJob) would be refused. Workloads belong in team namespaces."""
+MANAGED_NAMESPACES = {"matchExpressions": [{"key": LABEL_TEAM, "operator": "Exists"}]}
+"""Kueue manages the team namespaces only (`managedJobsNamespaceSelector`). The chart makes it the namespaceSelector
+of its job and pod webhooks, which fail closed (failurePolicy Fail, kueue v0.19.2 charts/kueue/templates/webhook/
+manifests.yaml mjob.kb.io, mpod.kb.io): on any other namespace, while Kueue's controller is down, the GPU operator's
+pre-upgrade hook Job (gpu-operator v26.3.3 templates/upgrade_crd.yaml), every health recheck Job (objects/health.py
+CronJob) and every platform pod would be refused, and a pod in a namespace with no LocalQueue would stay gated for
+good. Workloads belong in team namespaces; anything else is the platform's or a cluster admin's."""
 
 
 def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) -> dict[str, Any]:
@@ -240,11 +237,10 @@ def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) ->
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {kind: n * SCALE for kind, n in CHART_CONCURRENCY.items()}},
         "clientConnection": {"qps": DEFAULT_QPS * SCALE, "burst": DEFAULT_BURST * SCALE},
-        # The chart gives this selector to its Job webhooks as their namespaceSelector (templates/webhook/
-        # manifests.yaml `hasKey $managerConfig "managedJobsNamespaceSelector"`); the controller also leaves jobs in
-        # these namespaces alone unless they name a queue (apis/config/v1beta2 configuration_types.go).
-        "managedJobsNamespaceSelector": {"matchExpressions": [
-            {"key": LABEL_NAMESPACE_NAME, "operator": "NotIn", "values": list(PLATFORM_NAMESPACES)}]},
+        # The chart gives this selector to its job and pod webhooks as their namespaceSelector (templates/webhook/
+        # manifests.yaml `hasKey $managerConfig "managedJobsNamespaceSelector"`); the controller also leaves jobs
+        # outside it alone unless they name a queue (apis/config/v1beta2 configuration_types.go).
+        "managedJobsNamespaceSelector": MANAGED_NAMESPACES,
         # A job in a team namespace without a queue name is Kueue's, not free to start outside the team's quota
         # (apis/config/v1beta2 configuration_types.go: "suspended and never started unless they are assigned a
         # queue"); the namespace's `default` LocalQueue gives it the team's queue (default_queue below).
@@ -261,7 +257,7 @@ def kueue_configuration(pods_ready_timeout_minutes: int, racks: bool = False) ->
         # team's quota cannot be bypassed by leaving out the Job (v0.19.2 pkg/controller/jobs/pod/pod_webhook.go
         # Default: a pod whose ancestor is a Kueue-managed job is left to that job; any other gets the `default`
         # LocalQueue and the `kueue.x-k8s.io/admission` scheduling gate). The chart's mpod.kb.io webhook then fails
-        # closed on the namespaces managedJobsNamespaceSelector covers, which leaves out every platform namespace.
+        # closed on the namespaces managedJobsNamespaceSelector covers: the team namespaces only.
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob",
                                         "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob", "pod"]},
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},

@@ -6,7 +6,7 @@ workspace, signing in with the metrics identity.
 Consumers, read at the pinned tags: Prometheus v3.14.0 (config/config.go, discovery/kubernetes/kubernetes.go,
 model/relabel/relabel.go, storage/remote/azuread/azuread.go), node_exporter v1.12.1 (node_exporter.go,
 collector/collector.go, collector/paths.go), kube-state-metrics v2.20.0 (pkg/options/options.go); the keys and flags
-rendered here are checked against what tools/extract_prometheus_keys.py read there (tests/test_metrics_objects.py).
+rendered here are checked against what tools/extract_metrics_consumers.py read there (tests/test_metrics_objects.py).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ commit 0c9da75c, specification/network/resource-manager/Microsoft.Network/stable
 will allocate a CIDR block instead of a single IP address"). The controller used to read at 2018-10-01, a version
 older than the field, where a block could come back as its first address alone."""
 BLOCK_CONFIG_PREFIX = "podblock"
-"""IP configurations the plan declares as /28 blocks are named `podblockNN` (components/azure/node_pool.py); one that
+"""IP configurations the plan declares as /28 blocks are named `podblockNN` (components/azure/scale_set/body.py); one that
 comes back without its length is refused, never read as a /32 (tests/test_prefix_ipam_api_version.py)."""
 IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
 LEASE_SECONDS = 30

@@ -42,7 +42,7 @@ else:  # the agents image: the scripts side by side in /opt/gpucluster
 ARM = os.environ.get("ARM_ENDPOINT", "https://management.azure.com").rstrip("/")
 IMDS_TOKEN = os.environ.get("IMDS_TOKEN_ENDPOINT", "http://169.254.169.254/metadata/identity/oauth2/token")
 COMPUTE_API_VERSION = "2026-07-02"
-"""What the scale-set provider sends (components/catalog/arm_routes.py SCALE_SET_API_VERSION; a test keeps them equal)."""
+"""What the scale-set provider sends (components/azure/scale_set/routes.py SCALE_SET_API_VERSION; a test keeps them equal)."""
 ARM_RESOURCE = "https://management.azure.com/"
 NOT_SENT = frozenset({409, 429})
 """Answers to a POST that say it was not taken: the scale set is busy with another operation, or the caller is
