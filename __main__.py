@@ -13,8 +13,10 @@ from gpucluster.offline.program_check import (
     require_subscription,
     under_real_engine,
 )
+from gpucluster.project import project_root
 from gpucluster.simulation.check import plan_checked
 from gpucluster.spec.loader import named_cluster
+from gpucluster.spec.namesakes import namesake_warning
 from gpucluster.spec.registry_name import SUBSCRIPTION_CONFIG, naming_subscription
 
 try:
@@ -28,6 +30,10 @@ try:
         # The checks `gpucluster plan` runs on what the program registers, in a child under mocks
         # (components/offline/program_check.py); under `gpucluster plan` or a test's mocks they run there already.
         check_in_child(pulumi.get_project(), pulumi.get_stack(), engine_config(pulumi.get_project()))
+        # A copied stack file that kept the cluster's name (components/spec/namesakes.py); `plan` warns the same.
+        own_file = project_root() / "stacks" / f"Pulumi.{pulumi.get_stack()}.yaml"
+        if (warning := namesake_warning(own_file, plan.spec.name)) is not None:
+            pulumi.log.warn(warning)
 except SpecError as error:
     raise pulumi.RunError("gpucluster refuses this stack:\n" + "\n".join(map(str, error.problems))) from None
 

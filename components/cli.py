@@ -58,6 +58,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from gpucluster.preflight.report import print_warnings, warning_rows
     from gpucluster.simulation.check import plan_checked
     from gpucluster.spec import load_stack_file, resolve_stack_path
+    from gpucluster.spec.namesakes import namesake_warning
 
     progress = Progress(errors, enabled=not (args.quiet or args.json))
     root = project_root()
@@ -131,6 +132,8 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
         write_output(out, write)
     except SpecError as error:
         return _fail(error, errors)
+    if (warning := namesake_warning(path, stack.spec.name)) is not None:  # once the plan stands: a refusal is one line
+        errors.print(warning, markup=False, highlight=False, emoji=False)
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
     elif args.quiet:

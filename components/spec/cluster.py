@@ -131,7 +131,9 @@ class PatchVerification(SpecModel):
 
 class ClusterSpec(SpecModel):
     name: str = Field(pattern=NAME_PATTERN)
-    """The cluster's name, lowercase: in its Azure resources' names and tags."""
+    """The cluster's name, lowercase: in its Azure resources' names and tags (its resource group is
+    gpucluster-<name>). A stack copied from another keeps it: `plan` and the program warn when two stack files name the
+    same cluster."""
     location: str = Field(pattern=r"^[a-z0-9]{1,40}$")
     """The Azure region: in components/catalog/regions.py or declared under limits.regionZones, and offering ACR
     Tasks agent pools (components/catalog/acr_tasks.py, docs/registry.md)."""
