@@ -6,7 +6,7 @@ kubernetes-sigs/cluster-api-provider-azure 7ea3b92d):
 - body.py: a scale set's inputs built from the plan (azure-native's camelCase shape; boot document, NICs, disks);
 - resource.py: NodeScaleSet, the Pulumi dynamic resource those inputs declare;
 - provider.py: ScaleSetProvider, its create/read/update/delete/diff through Microsoft's SDK (Pulumi state names it
-  as components.azure.scale_set_provider, kept importable for that: components/azure/__init__.py);
+  as gpucluster.azure.scale_set_provider, kept importable for that: components/azure/__init__.py);
 - arm_client.py: how the SDK providers reach ARM (credentials never in the state), shared with interconnect blocks;
 - wire.py: the declared shape to ARM's wire body and back, by the SDK's models;
 - routes.py: the api-version, what replaces and what an update never sends (CREATE_ONLY_PATHS, ROUTE_REPLACES);

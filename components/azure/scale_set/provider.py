@@ -29,7 +29,7 @@ AZURE_* variables), never stored in the state.
 
 The SDK is imported inside the methods: a plan never loads it. Pulumi pickles this provider into each scale
 set's state by reference (pulumi.dynamic serialize_provider), under the path it had before it moved here,
-components.azure.scale_set_provider, an alias of this module (components/azure/__init__.py): keep that path stable.
+gpucluster.azure.scale_set_provider, an alias of this module (components/azure/__init__.py): keep that path stable.
 """
 
 from __future__ import annotations
