@@ -36,11 +36,22 @@ print(json.dumps({"gpucluster": gpucluster.__file__, "components": components.er
 """
 
 
+BUILT_FROM = ("pyproject.toml", "README.md", "gpucluster", "components", "policies", "images")
+"""What the build reads, copied with the links as links: pip builds in the source folder (build/, *.egg-info), and
+two test runs at once must not share one."""
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+    for name in BUILT_FROM:
+        if (ROOT / name).is_symlink() or (ROOT / name).is_file():
+            shutil.copy(ROOT / name, source / name, follow_symlinks=False)
+        else:
+            shutil.copytree(ROOT / name, source / name, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                            "--disable-pip-version-check", "-q", "-w", str(out), str(ROOT)],
+                            "--disable-pip-version-check", "-q", "-w", str(out), str(source)],
                            capture_output=True, text=True, timeout=600, env={**os.environ, "PIP_NO_INDEX": "1"})
     assert built.returncode == 0, built.stderr[-3000:]
     [found] = out.glob("gpucluster-*.whl")
