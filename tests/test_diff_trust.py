@@ -239,3 +239,18 @@ def test_cli_diff_shows_old_and_new_in_terminal_and_json(pair: tuple[Path, Path]
     [change] = document["changes"]
     assert change["values"] == [{"path": "hardwareProfile.vmSize", "old": "Standard_L8s_v3",
                                  "new": "Standard_L16s_v3"}]
+
+
+def test_two_long_values_that_differ_late_read_differently() -> None:
+    """An alert threshold `> 1800` -> `> 1824` at the end of a long expression: both sides are cut where they first
+    differ (a cut at the same prefix would print two identical lines), in the terminal and in --json."""
+    from gpucluster.diff.values import JSON_CHARS, SHOWN_CHARS, ValueChange
+
+    expression = "sum by (node) (rate(DCGM_FI_DEV_XID_ERRORS_TOTAL[10m])) and on (node) up == 1 and x"
+    old, new = ValueChange("rule", f"{expression} > 1800", f"{expression} > 1824").text().split(": ", 1)[1].split(" -> ")
+    assert old != new and "1800" in old and "1824" in new
+    assert len(f"{expression} > 1800") > SHOWN_CHARS
+    long = ValueChange("script", "a" * JSON_CHARS + "old", "a" * JSON_CHARS + "new").as_dict()
+    assert long["old"] != long["new"] and "old" in long["old"] and "(503 characters)" in long["new"]
+    early = ValueChange("x", "b" + "c" * 100, "d" + "c" * 100).text()
+    assert early.count('"b') == 1 and early.count('"d') == 1  # a difference at the start keeps the start

@@ -2,7 +2,7 @@
 
 Inputs are compared leaf by leaf, so a list or map shows only the entries that differ. Masked secrets stay
 `[secret]` (a preview never holds their text; a changed digest says only that they changed); long strings
-are cut, with their full length said.
+are cut, with their full length said, around where the two sides first differ.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ class ValueChange:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path}
+        start = _first_difference(self.old, self.new, JSON_CHARS) \
+            if isinstance(self.old, str) and isinstance(self.new, str) else 0
         for key, value in (("old", self.old), ("new", self.new)):
             if value is not ABSENT:
-                out[key] = SECRET_MARK if self.secret else _cut(value)
+                out[key] = SECRET_MARK if self.secret else _cut(value, start)
         return out | ({"secret": True} if self.secret else {})
 
     @classmethod
@@ -47,7 +49,11 @@ class ValueChange:
         """`path: old -> new` in one line, for the terminal and report.html."""
         if self.secret:
             return f"{self.path}: {SECRET_MARK} changed"
-        return f"{self.path}: {show(self.old)} -> {show(self.new)}"
+        if self.old is ABSENT or self.new is ABSENT or SECRET_MARK in (self.old, self.new):
+            return f"{self.path}: {show(self.old)} -> {show(self.new)}"
+        old, new = (json.dumps(v, ensure_ascii=False, sort_keys=True) for v in (self.old, self.new))
+        start = _first_difference(old, new, SHOWN_CHARS)
+        return f"{self.path}: {_window(old, start, SHOWN_CHARS)} -> {_window(new, start, SHOWN_CHARS)}"
 
 
 def leaves(value: Any, path: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -64,9 +70,27 @@ def leaves(value: Any, path: str = "", out: dict[str, Any] | None = None) -> dic
     return out
 
 
-def _cut(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > JSON_CHARS:
-        return f"{value[:JSON_CHARS]}... ({len(value):,} characters)"
+CONTEXT_CHARS = 20
+"""Characters kept before the first difference when two long values share their start."""
+
+
+def _first_difference(old: str, new: str, size: int) -> int:
+    """Where a cut of `size` characters starts so both sides show where they differ: 0 when the difference falls
+    inside the first `size`, else a little before it (two values cut at the same prefix would read the same)."""
+    common = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+    return 0 if common < size - CONTEXT_CHARS else common - CONTEXT_CHARS
+
+
+def _window(text: str, start: int, size: int) -> str:
+    if len(text) <= size and start == 0:
+        return text
+    shown = ("..." if start else "") + text[start:start + size] + ("..." if start + size < len(text) else "")
+    return f"{shown} ({len(text):,} characters)"
+
+
+def _cut(value: Any, start: int = 0) -> Any:
+    if isinstance(value, str) and (len(value) > JSON_CHARS or start):
+        return _window(value, start, JSON_CHARS)
     return value
 
 
