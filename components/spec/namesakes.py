@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
-from gpucluster.spec.loader import CONFIG_KEY
+from gpucluster.errors import SpecError
+from gpucluster.spec.loader import CONFIG_KEY, read_stack_config
 
 
 def cluster_name(path: Path) -> str | None:
-    """The `name` under the stack file's cluster key; None for a file that does not read as one."""
+    """The `name` under the stack file's cluster key, read as `plan` reads a stack file (bounded, checked); None for
+    a file that does not read as one (its own plan says why)."""
     try:
-        document = yaml.safe_load(path.read_text())
-        cluster = document["config"][CONFIG_KEY]
-        return cluster["name"] if isinstance(cluster["name"], str) else None
-    except (OSError, yaml.YAMLError, TypeError, KeyError):
+        cluster = read_stack_config(path)[CONFIG_KEY]
+    except (SpecError, OSError):
         return None
+    name = cluster.get("name") if isinstance(cluster, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def namesakes(stack_file: Path, name: str) -> list[Path]:

@@ -61,25 +61,25 @@ def _when(path: str, condition: str) -> str:
 
 
 def _pod_and_containers(field: str, condition: str) -> str:
-    """`condition` over `p` for the pod's securityContext.<field> and every container's."""
-    pod = _when(f"object.spec.securityContext.{field}", condition.replace("p.", f"object.spec.securityContext.{field}."))
-    return f"{pod} && " + _every_container(_when(f"c.securityContext.{field}",
-                                                  condition.replace("p.", f"c.securityContext.{field}.")))
+    """`condition` over `{p}` (the field's path) for the pod's securityContext.<field> and every container's."""
+    pod, container = f"object.spec.securityContext.{field}", f"c.securityContext.{field}"
+    return (f"{_when(pod, condition.replace('{p}', pod))} && "
+            + _every_container(_when(container, condition.replace("{p}", container))))
 
 
 PROFILE_TYPES = ["RuntimeDefault", "Localhost"]
 """check_appArmorProfile.go allowedProfileType, check_seccompProfile_baseline.go validSeccomp."""
-NOT_HOST_PROCESS = _pod_and_containers("windowsOptions", "!has(p.hostProcess) || !p.hostProcess")
-APPARMOR = (_pod_and_containers("appArmorProfile", f"p.type in {json.dumps(PROFILE_TYPES)}") + " && "
+NOT_HOST_PROCESS = _pod_and_containers("windowsOptions", "!has({p}.hostProcess) || !{p}.hostProcess")
+APPARMOR = (_pod_and_containers("appArmorProfile", f"{{p}}.type in {json.dumps(PROFILE_TYPES)}") + " && "
             # allowedAnnotationValue: empty, runtime/default or localhost/<profile>
             "(!has(object.metadata.annotations) || object.metadata.annotations.all(k, "
             "!k.startsWith('container.apparmor.security.beta.kubernetes.io/') || "
             "object.metadata.annotations[k] in ['', 'runtime/default'] || "
             "object.metadata.annotations[k].startsWith('localhost/')))")
-SECCOMP = _pod_and_containers("seccompProfile", f"p.type in {json.dumps(PROFILE_TYPES)}")
+SECCOMP = _pod_and_containers("seccompProfile", f"{{p}}.type in {json.dumps(PROFILE_TYPES)}")
 SELINUX = _pod_and_containers(
-    "seLinuxOptions", f"(!has(p.type) || p.type in {json.dumps(BASELINE['selinuxTypes'])}) && "
-    "(!has(p.user) || p.user == '') && (!has(p.role) || p.role == '')")
+    "seLinuxOptions", f"(!has({{p}}.type) || {{p}}.type in {json.dumps(BASELINE['selinuxTypes'])}) && "
+    "(!has({p}.user) || {p}.user == '') && (!has({p}.role) || {p}.role == '')")
 PROC_MOUNT = ("(has(object.spec.hostUsers) && !object.spec.hostUsers) || "  # a user-namespaced pod (1.35 baseline)
               + _every_container(_when("c.securityContext.procMount", "c.securityContext.procMount == 'Default'")))
 SYSCTLS = _when("object.spec.securityContext.sysctls",
