@@ -10,7 +10,6 @@ import signal
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -20,9 +19,6 @@ from gpucluster.errors import Problem, SpecError
 from gpucluster.project import project_root
 from gpucluster.verify.command import add_parser as add_verify_parser
 from gpucluster.verify.command import cmd_verify
-
-if TYPE_CHECKING:
-    from gpucluster.spec import StackFile
 
 EXIT_OK, EXIT_POLICY, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -47,7 +43,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from gpucluster.offline.policy_config import read_policy_config, stack_policy_config
     from gpucluster.offline.policy_runner import run_policies
     from gpucluster.offline.preview import preview_document, write_preview
-    from gpucluster.offline.program_check import run_problems
+    from gpucluster.offline.program_check import check_program, new_states
     from gpucluster.offline.progress import Progress
     from gpucluster.offline.removals import KEY as REMOVALS_KEY
     from gpucluster.offline.removals import find_uses, removals_data
@@ -95,8 +91,9 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     progress.stage(f"registered {len(run.registrations)} resources; checking policies")
     document = preview_document(run)
     # What Azure would refuse, a first boot that cannot come up, a file an image lacks, what the minor no longer
-    # serves: exit 2, nothing written. The same checks `pulumi up` runs (components/offline/program_check.py).
-    if problems := run_problems(run, plan, document):
+    # serves: exit 2, nothing written. The same checks `pulumi up` and `check --stack` run
+    # (components/offline/program_check.py).
+    if problems := check_program(plan, new_states(document)):
         return _fail(SpecError(problems), errors)
     checked = run_preflight(document["steps"], plan)  # its warnings go to the report
     objects = kubernetes_objects(run.registrations)
@@ -158,37 +155,37 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     from gpucluster.offline.policy_runner import run_policies_on_states
     from gpucluster.offline.preview import read_preview
     from gpucluster.offline.preview_steps import preview_stack, steps_from_preview
+    from gpucluster.offline.program_check import check_program
     from gpucluster.offline.replaced_domains import replaced_domain_violations
     from gpucluster.offline.summary import print_violations
+    from gpucluster.simulation.check import plan_checked
     from gpucluster.spec import load_stack_file
-    from gpucluster.spec.stack_names import check_stack_name
 
     root = project_root()
     acknowledged: list[str] | None = None  # the stack's acknowledgeDeletions.infinibandDomains, when it is named
     try:
-        if args.stack is not None:
-            check_stack_name(args.stack, "--stack")
+        name, path = _named_stack(args.stack, root) if args.stack is not None else (None, None)
         config = read_policy_config(Path(args.policy_config)) if args.policy_config else {}
         document = read_preview(Path(args.preview))
         states = steps_from_preview(document, args.preview)
-        preview_stack(document, args.preview, args.stack)
-        if args.stack is not None:
-            path = root / "stacks" / f"Pulumi.{args.stack}.yaml"
+        preview_stack(document, args.preview, name)
+        if name is not None and path is not None:
             if not path.is_file():
-                raise SpecError.at("--stack", f"no stack file {path}; name a stack under stacks/, or pass "
-                                              "--policy-config FILE instead")
+                raise SpecError.at("--stack", f"no stack file {path}; name a stack under stacks/ or a stack file's "
+                                              "path, or pass --policy-config FILE instead")
             try:
-                stack = load_stack_file(path, args.stack)
+                stack = load_stack_file(path, name)
                 config_path = stack_policy_config(stack.config, stack.name, root)
             except SpecError as error:  # the stack file's problems, named by the file they are in
                 raise SpecError([Problem(f"{path}: {p.path}", p.message) for p in error.problems]) from None
             config = read_policy_config(config_path) if config_path else {}
             acknowledged = list(stack.spec.acknowledge_deletions.infiniband_domains)
-            _preflight_preview(states, stack)
+            if problems := check_program(plan_checked(stack.spec), states):  # as `plan` and `pulumi up` refuse
+                raise SpecError(problems)
         else:
             errors.print("note: no --stack: " + ("" if args.policy_config else "every rule runs at the pack's defaults "
-                         "(the strictest), and ") + "the ARM preflight is skipped (it needs the stack's region, sizes and "
-                         "limits); --stack NAME judges with that stack's policy config and runs it",
+                         "(the strictest), and ") + "the program's checks are skipped (the ARM preflight and the rest need "
+                         "the stack's plan); --stack NAME judges with that stack's policy config and runs them",
                          markup=False, highlight=False)
     except SpecError as error:
         return _fail(error, errors)
@@ -198,16 +195,14 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     return EXIT_POLICY if any(v.mandatory for v in violations) else EXIT_OK
 
 
-def _preflight_preview(states: list[dict[str, Any]], stack: StackFile) -> None:
-    """The ARM preflight over a saved preview, for the stack the user named: the rules need the stack's region,
-    sizes and limits. What Azure would refuse raises a SpecError (exit 2)."""
-    from gpucluster.preflight import problems as preflight_problems
-    from gpucluster.preflight import run_preflight
-    from gpucluster.simulation.check import plan_checked
+def _named_stack(stack: str, root: Path) -> tuple[str, Path]:
+    """`check --stack`: a stack name under stacks/, or a stack file's path (`.yaml`), as `plan` takes them."""
+    from gpucluster.spec import resolve_stack_path
+    from gpucluster.spec.stack_names import check_stack_name
 
-    checked = run_preflight([{"newState": state} for state in states], plan_checked(stack.spec))
-    if checked.errors:
-        raise SpecError(preflight_problems(checked.errors))
+    if Path(stack).suffix in (".yaml", ".yml"):
+        return resolve_stack_path(stack, root / "stacks")
+    return check_stack_name(stack, "--stack"), root / "stacks" / f"Pulumi.{stack}.yaml"
 
 
 def _stack_names() -> list[str]:
@@ -234,8 +229,9 @@ def parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run the policy pack over a saved preview.json")
     check.add_argument("preview", help="path to a preview.json")
     judged_by = check.add_mutually_exclusive_group()
-    judged_by.add_argument("--stack", help="the stack the preview is of: its policy config and the ARM preflight "
-                                           "(default: the pack's defaults, no preflight)")
+    judged_by.add_argument("--stack", help="the stack the preview is of (a name under stacks/ or a stack file's path): "
+                                           "its policy config and the program's checks, as plan runs them (default: "
+                                           "the pack's defaults, no program checks)")
     judged_by.add_argument("--policy-config", help="JSON policy config, as for `pulumi preview --policy-pack-config`")
     sub.add_parser("backend-url", help="print the Pulumi backend URL a `pulumi login` elsewhere must name to reach this "
                                         "machine's state (step 2 of a first `pulumi up` sends it to the runner)")

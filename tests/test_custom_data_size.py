@@ -11,7 +11,7 @@ from gpucluster.offline.boot_docs import boot_documents
 from gpucluster.offline.custom_data_size import CUSTOM_DATA_MAX, custom_data_problems, custom_data_sizes, real_size_value
 from gpucluster.offline.engine import ProgramRun
 from gpucluster.offline.preview import preview_document
-from gpucluster.offline.program_check import run_problems
+from gpucluster.offline.program_check import check_program, new_states
 from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec
 
@@ -50,12 +50,12 @@ def test_a_document_over_the_cap_is_one_plan_error_naming_it() -> None:
 
 
 def test_plan_and_program_refuse_a_document_over_the_cap(dev_run: ProgramRun, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The refusals `gpucluster plan` and `pulumi up` share (program_check.run_problems) include the size: with a cap
+    """The refusals `gpucluster plan` and `pulumi up` share (program_check.check_program) include the size: with a cap
     below dev's API-server document, it is refused; at Azure's cap, nothing is."""
     plan = plan_cluster(stack_spec("dev"))
     document = preview_document(dev_run)
-    assert run_problems(dev_run, plan, document) == []
+    assert check_program(plan, new_states(document)) == []
     monkeypatch.setattr(custom_data_size, "CUSTOM_DATA_MAX", 10_000)
-    problems = run_problems(dev_run, plan, document)
+    problems = check_program(plan, new_states(document))
     assert "boot/apiserver.yaml" in {p.path for p in problems}
     assert all("customData" in p.message for p in problems)

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from gpucluster.offline.crds import crds_for
-from gpucluster.offline.engine import SECRET_MARK, Registration
+from gpucluster.offline.engine import SECRET_MARK
+
+
+class Declared(Protocol):
+    """A resource as the program declared it: a registration under mocks (components/offline/engine.py) or a
+    preview step's new state (components/offline/preview_steps.py `declared`)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def custom(self) -> bool: ...
+    @property
+    def inputs(self) -> dict[str, Any]: ...
+
 
 _SKIP_SUFFIXES = ("List", "Patch")
 """`kubernetes:core/v1:ConfigMapList` and friends are not objects to apply; a `...Patch` (server-side apply of part of
@@ -38,7 +54,7 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def kubernetes_objects(registrations: list[Registration]) -> list[dict[str, Any]]:
+def kubernetes_objects(registrations: Iterable[Declared]) -> list[dict[str, Any]]:
     objects = []
     for reg in registrations:
         if not (reg.custom and reg.type.startswith("kubernetes:")) or reg.type.endswith(_SKIP_SUFFIXES):
@@ -105,7 +121,7 @@ def write_manifests(objects: list[dict[str, Any]], directory: Path) -> list[Path
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-def helm_releases(registrations: list[Registration]) -> list[dict[str, Any]]:
+def helm_releases(registrations: Iterable[Declared]) -> list[dict[str, Any]]:
     """Helm releases the program declares, with chart, version, how they install (atomic, skipAwait, timeout)
     and values: the provider renders them at deploy time, so they are listed beside the manifests rather than
     as objects."""

@@ -17,6 +17,7 @@ resource with `op`, `urn` and, serialised by `pkg/resource/stack` (SerializeReso
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gpucluster.errors import SpecError
@@ -152,3 +153,20 @@ def replaced_states(doc: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str,
             reasons = step.get("replaceReasons")
             found[old["urn"]] = (old, new, [str(r) for r in reasons] if isinstance(reasons, list) else [])
     return list(found.values())
+
+
+@dataclass(frozen=True)
+class DeclaredState:
+    """A state as the program declared it (components/offline/manifests.py `Declared`): what the program's checks
+    read from a saved preview as from a run under mocks."""
+
+    type: str
+    name: str
+    custom: bool
+    inputs: dict[str, Any]
+
+
+def declared(states: list[dict[str, Any]]) -> list[DeclaredState]:
+    """`steps_from_preview`'s states as declared resources, each named by its URN's last part."""
+    return [DeclaredState(s["type"], s["urn"].rsplit("::", 1)[-1], bool(s.get("custom")), s.get("inputs") or {})
+            for s in states]

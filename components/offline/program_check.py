@@ -1,13 +1,13 @@
-"""One set of refusals for `gpucluster plan` and `pulumi up`: what Azure would refuse in the program's resources (the
-ARM preflight), a first boot that cannot come up in the order the program applies it, a file a boot document names
-that its image lacks, a boot document over Azure's customData cap, and what the stack's Kubernetes minor no longer
-serves.
+"""One set of refusals for `gpucluster plan`, `gpucluster check --stack` and `pulumi up` (`check_program`): what Azure
+would refuse in the program's resources (the ARM preflight), a first boot that cannot come up in the order the program
+applies it, a file a boot document names that its image lacks, a boot document over Azure's customData cap, and what
+the stack's Kubernetes minor no longer serves.
 
-These checks read what the program registers, so `gpucluster plan` runs them on its own run under mocks
-(components/offline/engine.py). A real `pulumi up` or `pulumi preview` cannot run the program under mocks in its own
-process (the engine's runtime settings are the real ones), so `__main__.py` runs this module in a child process on
-the same stack config before it declares anything: a refusal stops the engine with the plan's message. The child
-knows it is the check (`CHECK_ENV`) and does not check again."""
+These checks read what the program declares, so `gpucluster plan` runs them on its own run under mocks
+(components/offline/engine.py) and `check --stack` on the saved preview's new states. A real `pulumi up` or `pulumi
+preview` cannot run the program under mocks in its own process (the engine's runtime settings are the real ones), so
+`__main__.py` runs this module in a child process on the same stack config before it declares anything: a refusal
+stops the engine with the plan's message. The child knows it is the check (`CHECK_ENV`) and does not check again."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpucluster.errors import Problem, SpecError
-from gpucluster.offline.engine import ProgramRun
 from gpucluster.planning.cluster_plan import ClusterPlan
 
 CHECK_ENV = "GPUCLUSTER_PROGRAM_CHECK"
@@ -27,30 +28,79 @@ CHECK_ENV = "GPUCLUSTER_PROGRAM_CHECK"
 PROGRAM = Path(__file__).resolve().parents[2] / "__main__.py"
 
 
-def run_problems(run: ProgramRun, plan: ClusterPlan, document: dict[str, Any]) -> list[Problem]:
-    """Every refusal of a program run, in the order `gpucluster plan` reports them (the first kind found)."""
-    from gpucluster.offline.boot_docs import boot_documents, missing_image_files
-    from gpucluster.offline.custom_data_size import custom_data_problems, custom_data_sizes
-    from gpucluster.offline.manifests import helm_releases, kubernetes_objects
-    from gpucluster.offline.removals import find_uses, removal_problems
-    from gpucluster.preflight import problems as preflight_problems
-    from gpucluster.preflight import run_preflight
+@dataclass(frozen=True)
+class Phase:
+    """One kind of refusal: its name, as `gpucluster plan` reports progress, and the check over the plan and the
+    states the program declares (a preview's `newState`s)."""
+
+    name: str
+    check: Callable[[ClusterPlan, list[dict[str, Any]]], list[Problem]]
+
+
+def _preflight(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
+    from gpucluster.preflight import problems, run_preflight
+
+    checked = run_preflight([{"newState": state} for state in states], plan)
+    return list(problems(checked.errors)) if checked.errors else []
+
+
+def _apply_order(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
     from gpucluster.simulation.check import check_order
 
-    checked = run_preflight(document["steps"], plan)
-    if checked.errors:
-        return list(preflight_problems(checked.errors))
     try:
-        check_order(plan, (step["newState"] for step in document["steps"]))
+        check_order(plan, states)
     except SpecError as error:
         return list(error.problems)
-    documents = boot_documents(plan)
-    if missing := missing_image_files(plan, documents):
-        return list(missing)
-    if too_big := custom_data_problems(custom_data_sizes(plan)):
-        return too_big
-    uses = find_uses(kubernetes_objects(run.registrations), helm_releases(run.registrations), documents)
+    return []
+
+
+def _image_files(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
+    from gpucluster.offline.boot_docs import boot_documents, missing_image_files
+
+    return list(missing_image_files(plan, boot_documents(plan)))
+
+
+def _custom_data(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
+    from gpucluster.offline.custom_data_size import custom_data_problems, custom_data_sizes
+
+    return custom_data_problems(custom_data_sizes(plan))
+
+
+def _removed_apis(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
+    from gpucluster.offline.boot_docs import boot_documents
+    from gpucluster.offline.manifests import helm_releases, kubernetes_objects
+    from gpucluster.offline.preview_steps import declared
+    from gpucluster.offline.removals import find_uses, removal_problems
+
+    resources = declared(states)
+    uses = find_uses(kubernetes_objects(resources), helm_releases(resources), boot_documents(plan))
     return list(removal_problems(uses, plan.versions.kubernetes_version))
+
+
+PHASES = (
+    Phase("what Azure would refuse (the ARM preflight)", _preflight),
+    Phase("the in-cluster layer in the order the program applies it", _apply_order),
+    Phase("files the boot documents name, in their images", _image_files),
+    Phase("boot documents against Azure's customData cap", _custom_data),
+    Phase("APIs the stack's Kubernetes minor no longer serves", _removed_apis),
+)
+"""In the order they run, as kubeadm's preflight runs its checks: the first phase that refuses stops the rest,
+so a stack is refused for its most basic fault."""
+
+
+def check_program(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
+    """Every refusal of the program's declared resources (`states`: the `newState`s of its preview), phase by phase
+    (`PHASES`), the first phase that refuses reported. `gpucluster plan`, `gpucluster check --stack` and the
+    program under a real engine all call this, so they refuse the same stacks with the same lines."""
+    for phase in PHASES:
+        if problems := phase.check(plan, states):
+            return problems
+    return []
+
+
+def new_states(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `newState` of each step of a preview `gpucluster plan` writes (every step a create)."""
+    return [step["newState"] for step in document["steps"]]
 
 
 def under_real_engine() -> bool:
@@ -141,7 +191,7 @@ def main(argv: list[str]) -> int:
         problems = list(error.problems)
     else:
         run = run_program(PROGRAM, project, stack, config)
-        problems = run_problems(run, plan, preview_document(run))
+        problems = check_program(plan, new_states(preview_document(run)))
     for problem in problems:
         print(json.dumps({"path": problem.path, "message": problem.message, "source": problem.source,
                           "fix": problem.fix}))
