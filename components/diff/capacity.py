@@ -85,7 +85,9 @@ def capacity(side: Side) -> dict[str, Any]:
     pod_ips = None
     if side.summary:
         ip = _object(_object(side.summary.get("ipPlan")).get("podIps"))
-        pod_ips = {"needed": ip.get("needed"), "available": ip.get("available")}
+        needed, available = ip.get("needed"), ip.get("available")
+        if all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 2**53 for v in (needed, available)):
+            pod_ips = {"needed": needed, "available": available}  # a summary without them (or not numbers) says none
     return {**totals, "podIps": pod_ips, "pools": dict(sorted(pools.items())),
             "teamQuota": _team_quotas(side.resources), "teamQuotaByFlavor": _team_quotas(side.resources, True)}
 

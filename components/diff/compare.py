@@ -17,6 +17,7 @@ from typing import Any
 from gpucluster.azure.scale_set.routes import PROVIDER_INPUT, REPLACEMENT_ACK_INPUT
 from gpucluster.diff.capacity import capacity_delta
 from gpucluster.diff.cost import cost_delta
+from gpucluster.diff.metrics import metrics_delta
 from gpucluster.diff.replacement import refused, replacements
 from gpucluster.diff.rollout import rollout_delta
 from gpucluster.diff.sides import Side
@@ -120,6 +121,8 @@ class PlanDiff:
     capacity: dict[str, Any] = field(default_factory=dict)
     cost: dict[str, Any] | None = None
     """USD per hour and per month, base -> head, in total and per pool (components/diff/cost.py)."""
+    metrics: dict[str, Any] | None = None
+    """The telemetry budget's figures, base -> head, when it changes (components/diff/metrics.py)."""
     rollout: dict[str, Any] | None = None
     """The machines whose instances need re-imaging and the head plan's waves that do it (components/diff/rollout.py)."""
     notes: list[str] = field(default_factory=list)
@@ -140,7 +143,7 @@ class PlanDiff:
                 "flags": [f.as_dict() for f in self.flags], "boot": [asdict(b) for b in self.boot],
                 "images": [asdict(i) for i in self.images],
                 "bootFiles": self.boot_files, "capacity": self.capacity, "cost": self.cost,
-                "rollout": self.rollout,
+                "metrics": self.metrics, "rollout": self.rollout,
                 "notes": self.notes}
 
 
@@ -517,6 +520,7 @@ def diff_sides(base: Side, head: Side) -> PlanDiff:
     result.boot.sort(key=lambda b: (b.type, b.resource))
     result.capacity = capacity_delta(base, head)
     result.cost = cost_delta(base, head)
+    result.metrics = metrics_delta(base, head)
     result.rollout = rollout_delta(head, _reimage_reasons(result))
     if not base.secret_digests or not head.secret_digests:
         result.notes.append("a side without secretDigests (a real pulumi preview): changes to masked boot documents "

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from gpucluster.diff.compare import Change, PlanDiff
 from gpucluster.diff.cost import cost_lines
+from gpucluster.diff.metrics import metrics_line
 from gpucluster.diff.rollout import rollout_lines
 from gpucluster.diff.values import ValueChange
 from gpucluster.diff.visible import visible
@@ -129,6 +130,8 @@ def print_diff(console: Console, diff: PlanDiff) -> None:
     say("capacity:")
     for line in capacity_lines(diff.capacity):
         say(f"  {line}")
+    if (metrics := metrics_line(diff.metrics)) is not None:
+        say(metrics)
     for note in diff.notes:
         say(f"note: {note}")
 
@@ -175,4 +178,6 @@ def diff_section(diff: dict[str, Any]) -> str:
     if diff.get("rollout"):
         parts.append("<pre>" + escape("\n".join(visible(line) for line in rollout_lines(diff["rollout"]))) + "</pre>")
     parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in capacity_lines(diff["capacity"])) + "</ul>")
+    if (metrics := metrics_line(diff.get("metrics"))) is not None:
+        parts.append(f"<p>{escape(metrics)}</p>")
     return "".join(parts)
