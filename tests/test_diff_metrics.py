@@ -18,7 +18,7 @@ from gpucluster.diff.sides import Side
 from gpucluster.offline.metrics_report import metrics_data
 from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.plan_sides import stack_raw
-from tests.support.stacks import spec_of
+from tests.support.stacks import ROOT, spec_of
 
 
 def _side(label: str, metrics: Any) -> Side:
@@ -50,6 +50,8 @@ def test_one_more_domain_is_a_metrics_line_with_the_series_it_adds(grown: tuple[
     assert f"series written {before['ingested']['series']:,} -> {after['ingested']['series']:,} ({written:+,}) of " \
            f"{next(lim['limit'] for lim in after['limits'] if lim['key'] == 'activeSeries'):,}" in line
     assert "shards" not in line  # unchanged figures are not repeated
+    doc = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").replace("\n", " ")
+    assert f"adds {raw:,} raw series and {written:,} written ones" in doc  # the figures docs/metrics.md states
 
 
 def test_the_line_is_printed_and_in_the_report(grown: tuple[dict[str, Any], dict[str, Any]]) -> None:
