@@ -9,7 +9,8 @@ Each measurement is its own child process (wall time from interpreter start, pea
 - SDK floor: the same number of resources of the same types, registered with the typed SDK classes under
   bare `pulumi.runtime.Mocks` (required inputs filled with placeholders) - what any Pulumi program of
   that shape costs before doing anything of its own.
-prod x2 and x4 are prod with every pool's count multiplied (bench/scaled_stack.py).
+prod x2 and x4 are prod with every pool's count multiplied; "dev 500t" is dev with 500 teams
+(bench/scaled_stack.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaled_stack import write_scaled
+from scaled_stack import with_teams, write_scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,7 +138,8 @@ def _child(code: str, *args: str) -> dict:
 
 def stacks(folder: Path) -> list[tuple[str, Path, str]]:
     prod = ROOT / "stacks" / "Pulumi.prod.yaml"
-    return [("dev", ROOT / "stacks" / "Pulumi.dev.yaml", "-"), ("prod", prod, "-"),
+    dev = ROOT / "stacks" / "Pulumi.dev.yaml"
+    return [("dev", dev, "-"), ("dev 500t", with_teams(dev, 500, folder), "-"), ("prod", prod, "-"),
             ("prod x2", write_scaled(prod, 2, folder), "-"),
             ("prod x4", write_scaled(prod, 4, folder), "lift-nat-ceiling")]
 

@@ -1,6 +1,6 @@
 """Generate prod scaled by k: every pool's count x k, and what such a cluster must declare to plan at all
 (a wider address space, fewer SNAT ports per node for one NAT gateway,
-team quotas x k). Used by the benchmark only; nothing here is a shipped stack."""
+team quotas x k); and a stack with many teams. Used by the benchmark only; nothing here is a shipped stack."""
 
 from __future__ import annotations
 
@@ -44,6 +44,18 @@ def scaled_config(prod: dict[str, Any], k: int) -> dict[str, Any]:
     for team in cluster.get("teams", []):
         team["quota"] = {key: value * k for key, value in team.get("quota", {}).items()}
     return config
+
+
+def with_teams(stack_path: Path, teams: int, folder: Path) -> Path:
+    """The stack with `teams` teams: its first team as it is, the rest with no quota of their own (each still a
+    namespace, ClusterQueue and LocalQueues: what a team costs the plan)."""
+    document = yaml.safe_load(stack_path.read_text(encoding="utf-8"))
+    cluster = document["config"]["gpucluster:cluster"]
+    first = cluster["teams"][0]
+    cluster["teams"] = [first, *({"name": f"team-{i:03d}", "quota": {"gpus": 0}} for i in range(1, teams))]
+    path = folder / f"{stack_path.stem}{teams}teams.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
 
 
 def write_scaled(prod_path: Path, k: int, folder: Path) -> Path:
