@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpucluster.catalog.node_images import UBUNTU_SNAPSHOT
 from gpucluster.images.bundle import bake_bundle
 
 APT_GET = shutil.which("apt-get")
@@ -85,17 +86,22 @@ def _stanza(fields: dict[str, str], installed: bool) -> str:
 class Machine:
     """A base image as apt sees it: its dpkg status and the repositories its bake reaches."""
 
-    def __init__(self, root: Path, base: str, repositories: list[str]) -> None:
+    def __init__(self, root: Path, base: str, repositories: list[str], archive: str = "snapshot",
+                 without: tuple[tuple[str, str], ...] = ()) -> None:
+        """`archive`: "snapshot" serves the repository from a path holding Ubuntu's snapshot URL
+        (snapshot.ubuntu.com/ubuntu/<UBUNTU_SNAPSHOT>), as apt names the snapshot's packages once it reads it
+        (images/lib/bake.sh `require_snapshot_version` looks for that host); "live" from the archive's own.
+        `without`: (package, version) stanzas left out of the repository."""
         self.root = root
         admin = root / "dpkg"
         (admin / "info").mkdir(parents=True)
         (admin / "updates").mkdir()
         self.status = admin / "status"
         self.status.write_text("\n".join(_stanza(s, True) for s in STANZAS["status"][base]) + "\n")
-        repo = root / "repo"
-        repo.mkdir()
-        (repo / "Packages").write_text("\n".join(_stanza(s, False) for r in repositories
-                                                 for s in STANZAS["repositories"][r]))
+        repo = root / ("snapshot.ubuntu.com/ubuntu/" + UBUNTU_SNAPSHOT if archive == "snapshot" else "archive.ubuntu.com/ubuntu")
+        repo.mkdir(parents=True)
+        (repo / "Packages").write_text("\n".join(_stanza(s, False) for r in repositories for s in STANZAS["repositories"][r]
+                                                 if (s["Package"], str(s["Version"])) not in without))
         for sub in ("lists/partial", "cache/archives/partial", "etc/apt.conf.d", "etc/preferences.d",
                     "etc/sources.list.d"):
             (root / sub).mkdir(parents=True)
@@ -266,3 +272,22 @@ def test_the_confidential_bake_takes_the_modules_of_its_own_kernels_abi(cvm: tup
     holds = machine.holds.read_text()
     assert ("hold linux-modules-nvidia-580-server-open-7.0.0-1007-azure-fde linux-image-7.0.0-1007-azure-fde "
             "linux-image-azure-fde") in holds
+
+
+def test_a_bake_that_reads_the_live_archive_stops_naming_the_snapshot(tmp_path: Path) -> None:
+    """apt read the archive as it is, not the snapshot (an apt too old to know snapshots, a source left unmarked):
+    the bake stops before installing, with what apt does offer."""
+    machine = Machine(tmp_path / "live", "ubuntu-2204", ["jammy", "kubernetes-1.36"], archive="live")
+    result = machine.bake(_bundle(tmp_path, "cpu"), "cpu", "install_kubernetes")
+    assert result.returncode == 1
+    assert f"containerd 2.2.1-0ubuntu1~22.04.2 is not offered from Ubuntu's snapshot at {UBUNTU_SNAPSHOT}" \
+        in result.stderr
+    assert "--no-remove install" not in machine.log.read_text()
+
+
+def test_a_snapshot_older_than_the_pinned_version_stops_the_bake(tmp_path: Path) -> None:
+    machine = Machine(tmp_path / "old", "ubuntu-2204", ["jammy", "kubernetes-1.36"],
+                      without=(("containerd", "2.2.1-0ubuntu1~22.04.2"),))
+    result = machine.bake(_bundle(tmp_path, "cpu"), "cpu", "install_kubernetes")
+    assert result.returncode == 1 and "move UBUNTU_SNAPSHOT" in result.stderr
+    assert "containerd | 1.5.9-0ubuntu3 |" in result.stderr  # what the snapshot does offer

@@ -52,6 +52,12 @@ def test_gpu_operator_values_reach_what_the_chart_reads() -> None:
     values = gpu_operator_values()
     assert values["node-feature-discovery"]["worker"]["tolerations"] == [{"operator": "Exists"}]
     assert "defaultRuntime" not in values["operator"]
+    # templates/clusterpolicy.yaml `cdi.enabled: {{ .Values.cdi.enabled }}`: with CDI on the toolkit never makes
+    # `nvidia` containerd's default runtime (controllers/object_controls.go transformToolkitCtrForCDI); its pods
+    # reach it by the operator's RuntimeClass (values.yaml `operator.runtimeClass: nvidia`).
+    assert values["cdi"] == {"enabled": True}
+    assert not any(e["name"] in ("NVIDIA_RUNTIME_SET_AS_DEFAULT", "CONTAINERD_SET_AS_DEFAULT")
+                   for e in gpu_operator_values(racks=True)["toolkit"].get("env", []))
 
 
 def test_autoscaler_flags_follow_its_source() -> None:

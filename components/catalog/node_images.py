@@ -36,6 +36,20 @@ CONTAINERD = {"jammy": "2.2.1-0ubuntu1~22.04.2", "noble": "2.2.1-0ubuntu1~24.04.
 `RuntimeConfig` call through which kubelet 1.34+ reads the cgroup driver (KEP-4033; kubernetes/kubeadm#3229:
 Kubernetes 1.36 is the last minor that supports containerd 1.y), so the images carry 2.x."""
 
+UBUNTU_SNAPSHOT = "20261123T105649Z"
+"""The moment the bakes read Ubuntu's archive at, through Ubuntu's snapshot service (snapshot.ubuntu.com: the archive
+as it was at any time after 2023-03-01, for at least two years back; documentation.ubuntu.com/server/how-to/software/
+snapshot-service): when the `CONTAINERD` versions above were read (commit 02003cb, 2026-11-23T10:56:49Z). A pocket's
+index keeps only its newest version, so an exact pin fails on the live archive at its next update; on the snapshot it
+holds, and the same stack bakes the same packages (images/lib/bake.sh `use_ubuntu_snapshot`). Move it forward, and
+the versions with it, to take updates; the bake fails naming it when a pinned version is not in it."""
+
+CUDA_DRIVER_MINIMUMS = {11: 450, 12: 525, 13: 580}
+"""The lowest driver branch each CUDA major runs on (docs.nvidia.com/deploy/cuda-compatibility/
+minor-version-compatibility.html, Table 1 "CUDA Toolkit 11.x, 12.x, and 13.x Minimum and Maximum Required Driver
+Versions": 13.x >= 580, 12.x >= 525, 11.x >= 450; a newer driver runs an older toolkit by backward compatibility).
+The GPU bake checks every CUDA toolkit the base image carries against the driver it installs."""
+
 CONTAINERD_CONFIG_VERSION = 3
 """The config version containerd 2.2.1 reads natively and `containerd config dump` writes: containerd v2.2.1 (commit
 dea7da59) `version/version.go` `ConfigVersion = 3`. The images' config.toml says it (components/images/content.py)."""

@@ -60,7 +60,9 @@ main() {
   install_cc_driver
   install_verifier
   require_package_files
+  clear_containerd_drop_ins
   install_files
+  require_default_runtime runc
   # The LKCA modprobe rule (files/) must be in the initramfs the kernel loads nvidia from.
   update-initramfs -u -k all
   strip_sysctl_conf

@@ -57,8 +57,59 @@ wait_for_apt_lists() {
 }
 
 apt_update() {
+  use_ubuntu_snapshot
   wait_for_apt_lists
   retry 5 apt_get update
+}
+
+SNAPSHOT_CONF=/etc/apt/apt.conf.d/50gpucluster-snapshot
+
+# use_ubuntu_snapshot: Ubuntu's archive as it was at UBUNTU_SNAPSHOT (pins.env), through Ubuntu's snapshot service,
+# so an exact version the catalogue pins (containerd's) stays installable after the archive moves on: a pocket's
+# index keeps only its newest version. apt reads snapshots from 2.4.11 on 22.04, where the sources entries say
+# `snapshot=yes`, and detects them itself on 24.04 (documentation.ubuntu.com/server/how-to/software/
+# snapshot-service). Other repositories (pkgs.k8s.io, NVIDIA's) are read as they are.
+use_ubuntu_snapshot() {
+  local codename version
+  # shellcheck source=/dev/null
+  codename=$(. "${ROOT:-}/etc/os-release" && echo "$VERSION_CODENAME")
+  version=$(dpkg-query -W -f='${Version}' apt) || die "apt is not installed"
+  case "$codename" in
+    jammy)
+      dpkg --compare-versions "$version" ge 2.4.11 ||
+        die "apt $version cannot read Ubuntu's snapshot service (22.04 needs apt 2.4.11 or later): use a newer base image"
+      mark_snapshot_sources
+      ;;
+    noble) ;;
+    *) die "no snapshot rule for Ubuntu $codename: add one to images/lib/bake.sh use_ubuntu_snapshot" ;;
+  esac
+  printf 'APT::Snapshot "%s";\n' "$UBUNTU_SNAPSHOT" >"${ROOT:-}$SNAPSHOT_CONF"
+}
+
+# mark_snapshot_sources: `snapshot=yes` on every one-line entry of Ubuntu's archive (archive, security and ports
+# hosts, Azure's mirrors too), kept beside the entry's other options.
+mark_snapshot_sources() {
+  local list
+  for list in "${ROOT:-}"/etc/apt/sources.list "${ROOT:-}"/etc/apt/sources.list.d/*.list; do
+    [ -f "$list" ] || continue
+    sed -i -E \
+      -e '/snapshot=/b' \
+      -e 's#^(deb(-src)?)[[:space:]]+\[([^]]*)\][[:space:]]+(https?://([a-z0-9.-]+\.)?ubuntu\.com/)#\1 [\3 snapshot=yes] \4#' \
+      -e 's#^(deb(-src)?)[[:space:]]+(https?://([a-z0-9.-]+\.)?ubuntu\.com/)#\1 [snapshot=yes] \3#' \
+      "$list"
+  done
+}
+
+# require_snapshot_version <package> <version>: apt offers the pinned version from the snapshot service. Fails with
+# what apt does offer when the snapshot predates the version or apt read the live archive instead.
+require_snapshot_version() {
+  local found
+  found=$(apt-cache madison "$1" | awk -F'|' -v want="$2" '{
+    gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3)
+    if ($2 == want && $3 ~ /snapshot\.ubuntu\.com/) print $3 }')
+  [ -n "$found" ] || die "$1 $2 is not offered from Ubuntu's snapshot at $UBUNTU_SNAPSHOT (apt-cache madison $1:" \
+    "$(apt-cache madison "$1" | tr -s ' ' | paste -sd ';' -)): move UBUNTU_SNAPSHOT (components/catalog/node_images.py)" \
+    "past the version's publication, or pin the version the snapshot has"
 }
 
 # Cloud-init and apt-daily run apt at the build VM's first boot: let them finish first.
@@ -107,6 +158,7 @@ KUBERNETES_PACKAGES=("containerd=${CONTAINERD_VERSION}" runc "kubelet=${KUBERNET
                      "kubeadm=${KUBERNETES_VERSION}-*")
 
 install_kubernetes() {
+  require_snapshot_version containerd "$CONTAINERD_VERSION"
   install_packages "${KUBERNETES_PACKAGES[@]}"
   hold_packages containerd runc kubelet kubeadm
 }
@@ -220,14 +272,39 @@ install_acr_credential_provider() {
   log "installed $ACR_PROVIDER_ASSET $ACR_PROVIDER_TAG (sha256 $ACR_PROVIDER_SHA256) as $ACR_PROVIDER_PATH"
 }
 
+# clear_containerd_drop_ins: containerd reads only the drop-ins the image renders. A base image's own (NVIDIA's
+# `nvidia-ctk runtime configure --set-as-default` writes one) would make `nvidia` every pod's runtime; the GPU
+# operator's toolkit adds its runtime in a drop-in of its own at run time, without making it the default while CDI
+# is on (NVIDIA/gpu-operator v26.3.3 controllers/object_controls.go transformToolkitCtrForCDI).
+clear_containerd_drop_ins() {
+  local dropin
+  for dropin in "${ROOT:-}"/etc/containerd/conf.d/*.toml; do
+    [ -e "$dropin" ] || continue
+    log "removing the base image's containerd drop-in ${dropin#"${ROOT:-}"}"
+    rm -f "$dropin"
+  done
+}
+
+# require_default_runtime <name>: containerd's merged configuration (its file and every drop-in it imports, as
+# `containerd config dump` prints them) runs pods with <name> unless they name a RuntimeClass.
+require_default_runtime() {
+  local dump names
+  dump=$(containerd --config "${ROOT:-}/etc/containerd/config.toml" config dump) || die "containerd config dump failed"
+  names=$(printf '%s\n' "$dump" | sed -n -E "s/^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*['\"]([^'\"]*)['\"].*/\1/p" |
+    sort -u)
+  [ "$names" = "$1" ] || die "containerd's default runtime is '${names//$'\n'/ }', not $1: a drop-in under /etc/containerd/conf.d changes it"
+}
+
 # finish_kubernetes_image: what a Kubernetes node image ends with once its own packages are in: the kubelet's
-# credential provider, the rendered files, sysctls that win, containerd and the kubelet enabled, the pre-pulled
-# images, no package timers, the record.
+# credential provider, the rendered files (and no base image drop-ins), runc as the default runtime, sysctls that
+# win, containerd and the kubelet enabled, the pre-pulled images, no package timers, the record.
 finish_kubernetes_image() {
   require_cgroup_v2
   install_acr_credential_provider
   require_package_files
+  clear_containerd_drop_ins
   install_files
+  require_default_runtime runc
   strip_sysctl_conf
   systemctl enable containerd.service kubelet.service
   prepull_images
@@ -243,6 +320,7 @@ record_image() {
     echo "definition=$IMAGE_DEFINITION"
     echo "version=$IMAGE_VERSION"
     echo "bundle_sha256=$BUNDLE_SHA256"
+    echo "ubuntu_snapshot=$UBUNTU_SNAPSHOT"
     if [ -n "${ACR_PROVIDER_SHA256:-}" ]; then
       echo "acr_credential_provider=$ACR_PROVIDER_TAG $ACR_PROVIDER_ASSET sha256:$ACR_PROVIDER_SHA256"
     fi
@@ -251,6 +329,7 @@ record_image() {
 }
 
 finish() {
+  rm -f "${ROOT:-}$SNAPSHOT_CONF" # a machine's own apt (if anyone runs it) reads the archive as it is
   apt-get clean
   rm -rf /var/lib/apt/lists/*
   log "done: $IMAGE_DEFINITION $IMAGE_VERSION"
