@@ -17,6 +17,7 @@ from gpucluster.catalog.deploy_runner import PULUMI_CLI_VERSION
 from gpucluster.catalog.metrics import PROMETHEUS_VERSION
 from gpucluster.catalog.metrics_consumers import PROMETHEUS_COMMIT
 from gpucluster.catalog.metrics_facts import DCGM_EXPORTER_COMMIT, DCGM_EXPORTER_TAG
+from gpucluster.catalog.node_images import CONTAINERD as UBUNTU_CONTAINERD
 from gpucluster.catalog.versions import DEFAULT_MINOR, KUEUE, MINOR_COUPLED
 
 ROOT = Path(__file__).resolve().parent
@@ -46,6 +47,25 @@ HELM = "v4.3.2"
 # github.com/pulumi/pulumi/pkg/v3 at v3.272.0 (and at v3.271.0, v3.273.0 and pseudo-versions) with 403 'This module
 # version is not available'; v3.274.0 is the nearest release it serves.
 PULUMI = "v3.274.0"
+
+
+def _ubuntu_containerd() -> str:
+    """The upstream release Ubuntu's containerd packages are built from (they agree; `2.2.1-0ubuntu1~24.04.3` is
+    2.2.1)."""
+    upstream = {version.split("-", 1)[0] for version in UBUNTU_CONTAINERD.values()}
+    if len(upstream) != 1:
+        raise ValueError(f"the node images install containerd {sorted(upstream)}: make e2e builds one containerd")
+    return f"v{upstream.pop()}"
+
+
+CONTAINERD = _ubuntu_containerd()
+CONTAINERD_COMMITS = {"v2.2.1": "dea7da592f5d1d2b7755e3a161be07f43fad8f75"}
+"""The tags' commits in containerd/containerd (v2.2.1: the annotated tag b4360bae points at it); the module proxy's
+`.info` for v2.2.1 carries no Origin. A pin moved to a release not here stops make e2e until its commit is added."""
+if CONTAINERD not in CONTAINERD_COMMITS:
+    raise ValueError(f"the node images install containerd {CONTAINERD}: add its tag's commit to e2e/consumers.py "
+                     "CONTAINERD_COMMITS")
+CONTAINERD_COMMIT = CONTAINERD_COMMITS[CONTAINERD]
 
 
 def _kube_ldflags(version: str) -> tuple[str, ...]:
@@ -146,6 +166,19 @@ CONSUMERS: tuple[Consumer, ...] = (
         "dcgm-counters", DCGM_EXPORTER_TAG, "components/catalog/metrics_facts.py DCGM_EXPORTER_TAG (the exporter's "
         "counters-file rules, a program of ours)", DCGM_EXPORTER_COMMIT,
         (("dcgm-counters", "gpucluster.e2e/dcgm-counters"),), ()),
+    Consumer(
+        "containerd", CONTAINERD, "components/catalog/node_images.py CONTAINERD (Ubuntu's 2.2.1 packages; upstream "
+        "v2.2.1 as the module proxy serves it)", CONTAINERD_COMMIT,
+        (("containerd", "github.com/containerd/containerd/v2/cmd/containerd"),), ("containerd", "--version"),
+        # containerd v2.2.1's Makefile GO_LDFLAGS (PKG and PACKAGE github.com/containerd/containerd/v2; VERSION is the
+        # tag, as the release workflow's RELEASE_VER sets it; EXTRA_LDFLAGS -s -w without GODEBUG) and GO_BUILDTAGS
+        # (urfave_cli_no_docs). The release builds with cgo for the btrfs snapshotter; CGO_ENABLED=0 here leaves it out,
+        # as no_btrfs (BUILDING.md) says.
+        (f"-X github.com/containerd/containerd/v2/version.Version={CONTAINERD}",
+         f"-X github.com/containerd/containerd/v2/version.Revision={CONTAINERD_COMMIT}",
+         "-X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2",
+         "-s", "-w"),
+        ("urfave_cli_no_docs", "no_btrfs")),
 )
 
 NOT_BUILT: dict[str, str] = {
