@@ -45,7 +45,7 @@ def test_the_earlier_releases_fail_at_prods_size(prod: ClusterPlan) -> None:
     assert ("cilium", "is atomic") in problems and ("kueue", "is atomic") in problems
     reasons = [p.reason for p in releases_at_size(prod, prod.bring_up, earlier) if p.release == "cilium"]
     nodes = prod.nodes + prod.control_plane.api.count  # the API servers run an agent too
-    width = prod.cni_rollout.max_unavailable
+    width = prod.cni_update.max_unavailable
     assert any(f"DaemonSet cilium-agent ready on {nodes - width} of {nodes} nodes" in r for r in reasons)
     assert any(p.release == "gpu-operator" and "DaemonSet nfd-worker" in p.reason
                for p in releases_at_size(prod, prod.bring_up, earlier))

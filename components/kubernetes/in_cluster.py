@@ -27,7 +27,7 @@ from gpucluster.kubernetes.objects.flowcontrol import flowcontrol_objects, node_
 from gpucluster.kubernetes.objects.layer import csr_objects, imds_objects, telemetry_objects
 from gpucluster.kubernetes.objects.node_agents import has_rack_pools, layer_daemonsets
 from gpucluster.kubernetes.rack_devices import RackDevices, RackDevicesArgs
-from gpucluster.kubernetes.rollout_gate import CILIUM_GATE
+from gpucluster.kubernetes.readiness_gate import CILIUM_GATE
 from gpucluster.kubernetes.scheduling import Scheduling, SchedulingArgs
 from gpucluster.planning.cluster_plan import ClusterPlan
 

@@ -27,7 +27,7 @@ class NetworkingArgs:
     """The inputs of Networking."""
 
     plan: ClusterPlan
-    """The cluster plan: the address space, the prefix mode, Cilium's rollout budget, the registry."""
+    """The cluster plan: the address space, the prefix mode, the Cilium agent's update width, the registry."""
     addon_refs: AddonAzureRefs
     """The add-ons' Azure identities: Cilium's Azure IPAM or the prefix IPAM controller signs in as one."""
     after: Sequence[pulumi.Resource] = ()
@@ -48,7 +48,7 @@ class Networking(pulumi.ComponentResource):
         host = api_server_host(plan.spec.name)
         cni_identity = azure.settings(azure.cni_client_id) if azure.cni_client_id is not None else {}
         values = cilium_values(host, API_SERVER_PORT, str(plan.ip.address_space[0]), cni_identity, prefix_mode,
-                               plan.cni_rollout.max_unavailable)
+                               plan.cni_update.max_unavailable)
         self.cni = release(f"{name}-cilium", CILIUM_RELEASE, CILIUM_CHART, CILIUM_VERSION, "kube-system",
                            serve_chart_values("cilium", values, plan.registry), child, CILIUM_REPO)
         # With `ipam: crd` Cilium takes the /28 blocks the prefix IPAM controller publishes (objects/prefix_ipam.py).

@@ -241,8 +241,8 @@ def print_summary(console: Console, data: Data, violations: list[Violation], det
     console.print(f"Egress: NAT gateway with a /{e['prefixLength']} prefix ({e['publicIps']} public IPs, "
                   f"{e['snatPorts']:,} SNAT ports for {e['nodes']:,} nodes x {e['snatPortsPerNode']})")
     print_metrics(console, data)
-    if "cniRollout" in data:
-        console.print(data["cniRollout"]["model"], markup=False, soft_wrap=True)
+    if "cniUpdate" in data:
+        console.print(data["cniUpdate"]["model"], markup=False, soft_wrap=True)
     for step in data.get("firstUp", {}).get("steps", []):
         console.print(f"First up, step {step['step']} ({step['resources']} resources), from {step['runsFrom']}: "
                       f"{step['command']}", markup=False, highlight=False, soft_wrap=True)

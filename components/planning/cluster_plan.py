@@ -17,7 +17,7 @@ from gpucluster.planning.boot_plan import BootPlan, plan_boot
 from gpucluster.planning.bootstrap_tokens import TokenSchedule, plan_bootstrap_tokens
 from gpucluster.planning.bring_up import BringUp
 from gpucluster.planning.clock import today as clock_today
-from gpucluster.planning.cni_rollout import CniRolloutPlan, plan_cni_rollout
+from gpucluster.planning.cni_update import CniUpdatePlan, plan_cni_update
 from gpucluster.planning.control_plane import ControlPlanePlan, plan_control_plane
 from gpucluster.planning.cost import CostPlan, plan_cost, spot_problems
 from gpucluster.planning.deploy_runner import DeployRunnerPlan, plan_deploy_runner
@@ -87,9 +87,9 @@ class ClusterPlan:
         return sum(p.nodes for p in self.pools)
 
     @property
-    def cni_rollout(self) -> CniRolloutPlan:
+    def cni_update(self) -> CniUpdatePlan:
         """The Cilium agent's rollout width over every node it runs on: the pools' and the API servers'."""
-        return plan_cni_rollout(self.spec.in_cluster.cni_rollout, self.nodes + self.control_plane.api.count)
+        return plan_cni_update(self.spec.in_cluster.cni_update, self.nodes + self.control_plane.api.count)
 
     @property
     def prefix_mode(self) -> bool:

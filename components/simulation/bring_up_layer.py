@@ -170,7 +170,7 @@ CHART_RELEASES = {"cilium-agent": CILIUM_RELEASE.chart, "cilium-operator": CILIU
 operator's (its NFD subchart included)."""
 DEPLOYED_AS = {"cilium-agent": "cilium"}
 """cilium/cilium templates/cilium-agent/daemonset.yaml names the agents' DaemonSet `cilium`
-(components/kubernetes/rollout_gate.py watches it by that name)."""
+(components/kubernetes/readiness_gate.py watches it by that name)."""
 
 
 def chart_objects(prefix_mode: bool = False, rack_pools: tuple[str, ...] = (),
@@ -420,7 +420,7 @@ def rack_pool_names(plan: ClusterPlan) -> tuple[str, ...]:
 
 def chart_workloads(plan: ClusterPlan) -> list[Workload]:
     """Pods the pinned charts deploy, with the values the library gives them."""
-    pods = chart_objects(plan.prefix_mode, rack_pool_names(plan), plan.cni_rollout.max_unavailable)
+    pods = chart_objects(plan.prefix_mode, rack_pool_names(plan), plan.cni_update.max_unavailable)
     return read_workloads([p.obj for p in pods], plan, {p.obj["metadata"]["name"]: p.source for p in pods})
 
 
@@ -489,7 +489,7 @@ def releases_at_size(plan: ClusterPlan, boot: BringUp,
     placed = boot.placements()
     daemonsets = {p.obj["metadata"]["name"]: (p.obj, sum(nodes.get(pool, 0) for pool in placed.get(
         p.obj["metadata"]["name"], ()))) for p in chart_objects(
-        plan.prefix_mode, rack_pool_names(plan), plan.cni_rollout.max_unavailable) if p.obj["kind"] == "DaemonSet"}
+        plan.prefix_mode, rack_pool_names(plan), plan.cni_update.max_unavailable) if p.obj["kind"] == "DaemonSet"}
     return release_problems(options, daemonsets, OK_TOTAL_UNREADY_COUNT, MAX_UNREADY_PERCENT)
 
 
@@ -534,7 +534,7 @@ def in_pulumi_order(workloads: list[Workload], order: ApplyOrder, prefix_mode: b
         watched = deployed.get((gate.namespace, gate.daemonset), gate.daemonset)
         found.append(Workload(gate_name(gate.urn), "Gate", {}, (), host_network=True,
                               source=f"{gate.urn}: waits for DaemonSet {gate.namespace}/{gate.daemonset} on "
-                                     f"{gate.percent}% of its nodes (components/kubernetes/rollout_gate.py)",
+                                     f"{gate.percent}% of its nodes (components/kubernetes/readiness_gate.py)",
                               needs=tuple(f"gate:{gate_name(g.urn)}" for g in order.gates_before(gate.urn)),
                               gives=(f"gate:{gate_name(gate.urn)}",), watches=(watched, gate.percent)))
     return found

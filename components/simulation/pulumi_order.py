@@ -8,7 +8,7 @@ before the parent: the Python SDK registers a child only once its parent's URN h
 own `depends_on` (same function: "all our dependencies must be finished"). So a child waits for its parent's
 dependsOn.
 
-Gates are the local commands that wait for the cluster (components/kubernetes/rollout_gate.py): each names the
+Gates are the local commands that wait for the cluster (components/kubernetes/readiness_gate.py): each names the
 DaemonSet it watches and the share in its environment. An object behind a gate is applied only once the gate has
 passed; the bring-up simulation places the gate where its DaemonSet runs on the share (components/simulation/
 bring_up_layer.py).
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster.errors import Problem
-from gpucluster.kubernetes.rollout_gate import ROLLOUT_SCRIPT
+from gpucluster.kubernetes.readiness_gate import READINESS_SCRIPT
 
 BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 """Created by kube-apiserver itself (kubernetes `pkg/controlplane/controller/systemnamespaces`)."""
@@ -129,7 +129,7 @@ class ApplyOrder:
 
 
 def _gate(r: Recorded) -> Gate | None:
-    if r.type != COMMAND_TYPE or r.inputs.get("create") != ROLLOUT_SCRIPT:
+    if r.type != COMMAND_TYPE or r.inputs.get("create") != READINESS_SCRIPT:
         return None
     env = r.inputs.get("environment") or {}
     return Gate(r.urn, str(env["NAMESPACE"]), str(env["NAME"]), int(env["MIN_PERCENT"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 
 from gpucluster.spec.base import RealNumber, SpecModel, WholeNumber
 from gpucluster.spec.pools import NAME_PATTERN
@@ -60,8 +60,8 @@ class ApiAccessSpec(SpecModel):
     """How long the first `pulumi up` waits for the API servers' /readyz before applying the layer."""
 
 
-class CniRolloutSpec(SpecModel):
-    """How long a Cilium agent patch may take over the whole cluster (components/planning/cni_rollout.py)."""
+class CniUpdateSpec(SpecModel):
+    """How long a Cilium agent patch may take over the whole cluster (components/planning/cni_update.py)."""
 
     target_hours: RealNumber = Field(default=2.0, gt=0.0, le=168.0)
     seconds_per_agent: WholeNumber = Field(default=40, ge=1, le=3600)
@@ -81,7 +81,10 @@ class InClusterSpec(SpecModel):
     api_access: ApiAccessSpec = ApiAccessSpec()
     autoscaler_max_scale_down_share: RealNumber = Field(default=0.01, gt=0.0, le=0.2)
     """The largest share of the cluster's nodes the autoscaler may remove at once."""
-    cni_rollout: CniRolloutSpec = CniRolloutSpec()
+    cni_update: CniUpdateSpec = Field(default=CniUpdateSpec(),
+                                      validation_alias=AliasChoices("cniUpdate", "cni_update", "cniRollout"))
+    """How long a Cilium agent patch may take over the whole cluster (components/planning/cni_update.py).
+    `cniRollout` is its earlier name, still read ("rollout" names the re-image rollout alone)."""
 
 
 class BalloonSpec(SpecModel):

@@ -11,7 +11,7 @@ from typing import Any
 from e2e import control_plane as cp
 from e2e.cluster import Stack, kubectl
 from e2e.report import E2EReport
-from gpucluster.kubernetes.rollout_gate import ROLLOUT_SCRIPT, RolloutGate
+from gpucluster.kubernetes.readiness_gate import READINESS_SCRIPT, ReadinessGate
 
 TEAM_NAMESPACE = "team-research"
 
@@ -136,9 +136,9 @@ def test_every_platform_pod_is_admitted(dev_stack: Stack, report: E2EReport) -> 
 
 
 def _gate(plane: cp.ControlPlane, namespace: str, name: str, timeout: int) -> subprocess.CompletedProcess[str]:
-    gate = RolloutGate(namespace, name, timeout_seconds=timeout)
+    gate = ReadinessGate(namespace, name, timeout_seconds=timeout)
     env = gate.environment(plane.admin_kubeconfig.read_text())
-    return subprocess.run(["/bin/bash", "-c", ROLLOUT_SCRIPT], env={"PATH": "/usr/bin:/bin", **env},
+    return subprocess.run(["/bin/bash", "-c", READINESS_SCRIPT], env={"PATH": "/usr/bin:/bin", **env},
                           capture_output=True, text=True, timeout=timeout + 60)
 
 

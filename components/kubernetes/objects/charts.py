@@ -41,8 +41,8 @@ def cilium_values(api_host: str, api_port: int, native_cidr: str, azure: dict[st
                      "topologySpreadConstraints": placement["topologySpreadConstraints"],
                      "priorityClassName": "system-cluster-critical"},
         "priorityClassName": "system-node-critical",
-        # The agent DaemonSet's rollout (templates/cilium-agent/daemonset.yaml renders `updateStrategy` from this
-        # value): `max_unavailable` nodes at a time, sized from the plan (planning/cni_rollout.py). Helm's wait
+        # The agent DaemonSet's rolling update (templates/cilium-agent/daemonset.yaml renders `updateStrategy` from this
+        # value): `max_unavailable` nodes at a time, sized from the plan (planning/cni_update.py). Helm's wait
         # would need all other agents ready (objects/releases.py): the release does not wait.
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max_unavailable}},
         # The agent must run on nodes that still carry the preflight and pool taints.

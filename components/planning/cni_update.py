@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpucluster.spec.workloads import CniRolloutSpec
+from gpucluster.spec.workloads import CniUpdateSpec
 
 
 @dataclass(frozen=True)
-class CniRolloutPlan:
+class CniUpdatePlan:
     nodes: int
     seconds_per_agent: int
     target_hours: float
@@ -32,11 +32,11 @@ class CniRolloutPlan:
 
     @property
     def text(self) -> str:
-        return (f"Cilium agent rollout: maxUnavailable {self.max_unavailable} over {self.nodes:,} nodes at "
+        return (f"Cilium agent update: maxUnavailable {self.max_unavailable} over {self.nodes:,} nodes at "
                 f"{self.seconds_per_agent} s per agent: ~{self.hours:.1f} h a patch (target {self.target_hours:g} h; "
                 f"ceil(nodes x seconds per agent / target))")
 
 
-def plan_cni_rollout(spec: CniRolloutSpec, nodes: int) -> CniRolloutPlan:
+def plan_cni_update(spec: CniUpdateSpec, nodes: int) -> CniUpdatePlan:
     width = max(1, math.ceil(nodes * spec.seconds_per_agent / (spec.target_hours * 3600)))
-    return CniRolloutPlan(nodes, spec.seconds_per_agent, spec.target_hours, min(width, max(1, nodes)))
+    return CniUpdatePlan(nodes, spec.seconds_per_agent, spec.target_hours, min(width, max(1, nodes)))

