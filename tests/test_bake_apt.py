@@ -2,7 +2,7 @@
 base image and a file:// repository of the real control stanzas of what they install (tests/data/apt/stanzas.yaml,
 each stanza with its source).
 
-The bake's functions run unchanged from the bundle Image Builder would run (components/images/bundle.py): only
+The bake's functions run unchanged from the bundle Image Builder would run (components/bake/bundle.py): only
 `apt-get`, `apt-mark` and `dpkg-query` on PATH are stand-ins, which run the real apt-get in simulation mode (and,
 after a simulated purge, drop the purged packages from the status, as dpkg would), record holds, and query the
 test's dpkg status. Skipped only where apt-get is not installed.
@@ -33,8 +33,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpucluster.bake.bundle import bake_bundle
 from gpucluster.catalog.node_images import UBUNTU_SNAPSHOT
-from gpucluster.images.bundle import bake_bundle
 
 APT_GET = shutil.which("apt-get")
 DPKG_QUERY = shutil.which("dpkg-query")
@@ -207,7 +207,7 @@ def test_bake_transactions_read_their_versions_from_the_plan(tmp_path: Path) -> 
 
 
 def test_etcd_bake_makes_no_apt_transaction() -> None:
-    from gpucluster.images.bundle import IMAGES_DIR
+    from gpucluster.bake.bundle import IMAGES_DIR
 
     script = (IMAGES_DIR / "etcd" / "bake.sh").read_text()
     assert "install_packages" not in script and "apt_" not in script and "install_kubernetes" not in script

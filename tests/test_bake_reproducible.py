@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster.bake.bundle import bake_bundle
 from gpucluster.catalog.node_images import NVIDIA_BRANCH, UBUNTU_SNAPSHOT
-from gpucluster.images.bundle import bake_bundle
 
 APT_GET = shutil.which("apt-get")
 DRIVER = "580.95.05"

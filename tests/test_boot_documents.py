@@ -16,6 +16,7 @@ import pytest
 import yaml
 from jsonschema import Draft4Validator
 
+from gpucluster.bake.content import image_files
 from gpucluster.bootstrap import cloud_config
 from gpucluster.bootstrap.apiserver import (
     BOOT_SCRIPT as API_BOOT,
@@ -26,7 +27,6 @@ from gpucluster.bootstrap.apiserver import (
 from gpucluster.bootstrap.host_prep import KERNEL_MODULES, MODULES_FILE, PROVIDER_ID_PATCH, SYSCTL_FILE, provider_id
 from gpucluster.bootstrap.node import BOOT_SCRIPT as NODE_BOOT
 from gpucluster.bootstrap.node import JOIN_COMMAND
-from gpucluster.images.content import image_files
 from gpucluster.offline.boot_docs import boot_documents, write_boot_documents
 from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.stacks import stack_spec

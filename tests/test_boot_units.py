@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpucluster.bake.content import CONTAINERD_CONFIG, image_files
 from gpucluster.bootstrap.boot_unit import RESTART_SECONDS, start_unit
 from gpucluster.catalog.node_images import CONTAINERD_CONFIG_VERSION, NODE_IMAGES
-from gpucluster.images.content import CONTAINERD_CONFIG, image_files
 from gpucluster.offline.boot_docs import boot_documents
 from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.stacks import stack_spec

@@ -47,8 +47,8 @@ def test_kubelet_patch_has_max_pods_taints_and_parallel_pulls() -> None:
 
 def test_arp_sysctls_are_in_every_node_image_not_the_boot_document() -> None:
     """The node images carry the sysctl file (tests/test_sysctl_order.py checks which value wins)."""
+    from gpucluster.bake.content import image_files
     from gpucluster.bootstrap.host_prep import SYSCTL_FILE
-    from gpucluster.images.content import image_files
 
     assert SYSCTL_FILE not in _files(render_cloud_init(_bootstrap()))
     for definition in ("gpu", "cpu", "confidential"):

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.bake.bundle import IMAGES_DIR
+from gpucluster.bake.content import image_files
 from gpucluster.bootstrap.confidential import (
     ATTESTATION_LOG,
     GATE_PATH,
@@ -25,8 +27,6 @@ from gpucluster.bootstrap.node import BOOT_SCRIPT, JOIN_COMMAND, NodeBootstrap, 
 from gpucluster.catalog.images import UBUNTU_CVM_2404, UBUNTU_HPC_2204, is_confidential_image
 from gpucluster.catalog.node_images import NODE_IMAGES
 from gpucluster.errors import SpecError
-from gpucluster.images.bundle import IMAGES_DIR
-from gpucluster.images.content import image_files
 from gpucluster.offline.engine import ProgramRun, Registration, run_program
 from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.planning.node_images import NodeImage

@@ -1,5 +1,5 @@
 """Every file a boot document or an image's unit names is in that machine's image: the bundle's files, what the bake
-installs from releases, what its packages install (components/images/manifest.py). The kubelet's credential provider
+installs from releases, what its packages install (components/bake/manifest.py). The kubelet's credential provider
 is the case that broke: every kubelet was started with `--image-credential-provider-bin-dir` naming a binary no image
 installed, under /var/lib/kubelet, which `kubeadm reset` empties.
 
@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpucluster.bake.bundle import bake_bundle, pins
+from gpucluster.bake.manifest import image_manifest, missing_files, named_files
 from gpucluster.bootstrap import registry
 from gpucluster.catalog.node_images import ACR_CREDENTIAL_PROVIDER, NODE_IMAGES
-from gpucluster.images.bundle import bake_bundle, pins
-from gpucluster.images.manifest import image_manifest, missing_files, named_files
 from gpucluster.offline.boot_docs import boot_documents, document_images, missing_image_files
 from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.stacks import stack_spec

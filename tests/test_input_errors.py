@@ -8,45 +8,17 @@ the config object reaches the program through Go's encoding/json), so it is acce
 
 from __future__ import annotations
 
-import copy
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from gpucluster.cli import main
+from tests.support.dev_edits import run, stack_with
 from tests.support.stacks import ROOT
 
-DEV = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())
 DEV_PREVIEW = ROOT / "tests" / "data" / "previews" / "dev.json"
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ops@example"
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    handler = signal.getsignal(signal.SIGINT)
-    try:
-        code = main(args)
-    finally:
-        signal.signal(signal.SIGINT, handler)
-    return code, [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
-
-
-def stack_with(tmp_path: Path, change: dict[str, Any], name: str = "dev") -> Path:
-    doc = copy.deepcopy(DEV)
-    cluster = doc["config"]["gpucluster:cluster"]
-    for dotted, value in change.items():
-        *parents, leaf = dotted.split(".")
-        node = cluster
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
-    doc["config"].pop("gpucluster:policyConfig", None)
-    path = tmp_path / f"Pulumi.{name}.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
 
 
 CASES: dict[str, tuple[dict[str, Any], str]] = {

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("spec", ("spec",), "the stack file, parsed and validated"),
     ("catalog", ("catalog",), "sourced facts: sizes, limits, versions, images, provider behaviour"),
     ("planning", ("planning",), "pure planners: every decision, in frozen plan objects"),
-    ("rendered", ("bootstrap", "images", "azure", "kubernetes"),
+    ("rendered", ("bootstrap", "bake", "azure", "kubernetes"),
      "boot text, image bundles, Azure resources, in-cluster objects: render plan data"),
     ("checks", ("simulation", "preflight", "cluster"),
      "the bring-up simulated over the rendered objects, the ARM preflight, the top-level component"),

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.bake import manifest
 from gpucluster.bootstrap import cloud_config
-from gpucluster.images import manifest
 from gpucluster.kubernetes.objects import imds_guard
 from gpucluster.kubernetes.objects.layer import layer_objects, telemetry_objects
 from gpucluster.offline.boot_docs import boot_documents, document_images, missing_image_files

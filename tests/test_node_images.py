@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from gpucluster.azure.node_images import served_name
+from gpucluster.bake.bundle import bake_bundle
+from gpucluster.bake.content import CONTAINERD_CONFIG, image_files
 from gpucluster.catalog.deploy_runner import RUNNER_IMAGE
 from gpucluster.catalog.in_cluster import PAUSE_IMAGE
 from gpucluster.catalog.node_images import CONTAINERD, NODE_IMAGES, POOL_KIND_IMAGE, prepull_images
 from gpucluster.catalog.registries import OWN_NAMESPACE
 from gpucluster.errors import SpecError
-from gpucluster.images.bundle import bake_bundle
-from gpucluster.images.content import CONTAINERD_CONFIG, image_files
 from gpucluster.offline.engine import ProgramRun, Registration
 from gpucluster.offline.manifests import kubernetes_objects
 from gpucluster.planning.cluster_plan import plan_cluster

@@ -17,8 +17,8 @@ from gpucluster.offline.preview import preview_document, write_preview
 from gpucluster.offline.program_check import PHASES, check_program, new_states
 from gpucluster.simulation.check import plan_checked
 from gpucluster.spec import load_stack_file
+from tests.support.dev_edits import run, stack_with
 from tests.support.stacks import ROOT
-from tests.test_input_errors import run, stack_with
 
 
 @pytest.fixture

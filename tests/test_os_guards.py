@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster.bake.content import image_files
+from gpucluster.bake.os_guards import NETWORKD_DROPIN, NETWORKD_KEYS
 from gpucluster.bootstrap.node import NodeBootstrap, kubelet_patch
-from gpucluster.images.content import image_files
-from gpucluster.images.os_guards import NETWORKD_DROPIN, NETWORKD_KEYS
 from tests.support.apiserver_documents import kubeadm_documents, render_apiserver_document
 
 ROOT = Path(__file__).resolve().parent.parent

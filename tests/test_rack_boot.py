@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpucluster.bake.content import image_files
 from gpucluster.bootstrap.host_prep import RETRY_FUNCTION
 from gpucluster.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, rack_boot_lines
-from gpucluster.images.content import image_files
 from gpucluster.kubernetes.objects.charts import gpu_operator_values
 from gpucluster.offline.boot_docs import boot_documents
 from gpucluster.planning.cluster_plan import plan_cluster

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster.bake.bundle import bake_bundle
 from gpucluster.bootstrap.host_prep import SYSCTL_FILE, sysctl_text
 from gpucluster.bootstrap.node import ARP_SYSCTLS
-from gpucluster.images.bundle import bake_bundle
 
 UBUNTU_SYSCTL_CONF = "#\n# /etc/sysctl.conf - Configuration file for setting system variables\n#\n"
 HPC_TUNING_LINES = [  # Azure/azhpc-images common/hpc-tuning.sh at tag ubuntu-hpc-20241023, appended as written

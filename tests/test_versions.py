@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.bake.bundle import pins
 from gpucluster.catalog.versions import CILIUM, KUBERNETES_RELEASES, MINOR_COUPLED, minor_of
 from gpucluster.errors import SpecError
-from gpucluster.images.bundle import pins
 from gpucluster.offline.engine import ProgramRun, Registration, run_program
 from gpucluster.offline.policy_runner import run_policies
 from gpucluster.offline.preview import preview_document

@@ -120,7 +120,8 @@ def main() -> None:
         "KSM_COMMIT": commit(args.kube_state_metrics, KSM_TAG),
         "KSM_FLAGS": sorted(cobra_flags(show(args.kube_state_metrics, KSM_TAG, "pkg/options/options.go"))),
     }
-    OUT.write_text(render(facts))
+    OUT.write_text(render(facts, "tools/extract_metrics_consumers.py",
+                          "Prometheus' and node_exporter's sources"))
     print(f"wrote {OUT}")
 
 

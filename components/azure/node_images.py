@@ -27,10 +27,10 @@ import pulumi_azure_native as azure
 import pulumi_command as command
 
 from gpucluster.azure.scope import AzureScope
+from gpucluster.bake.bundle import bake_bundle
 from gpucluster.catalog.azure_roles import role_definition_id
 from gpucluster.catalog.node_images import GALLERY_OFFER, GALLERY_PUBLISHER, NODE_IMAGES
 from gpucluster.catalog.registries import parse_image
-from gpucluster.images.bundle import bake_bundle
 from gpucluster.planning import azure_names as names
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.node_images import ImageVersionPlan, NodeImage, gallery_name, version_id

@@ -34,7 +34,7 @@ and then `file` by default (NVIDIA/nvidia-container-toolkit v1.20.0, commit 5505
 `cmd/nvidia-ctk-installer/container/runtime/runtime.go`, flag `config-source`, env RUNTIME_CONFIG_SOURCE(S)). Either
 way the drop-in gets the version of the config it was read from (`pkg/config/engine/containerd/containerd.go`
 `parseVersion` into the options, `config.go` `AddRuntimeWithOptions` sets `version` from them): 3 from both, since
-the image's file says `version = 3` (components/images/content.py) and containerd v2.2.1 (commit dea7da59) dumps at
+the image's file says `version = 3` (components/bake/content.py) and containerd v2.2.1 (commit dea7da59) dumps at
 its `version.ConfigVersion = 3` (`version/version.go`). So the version is no reason for this setting. What it
 changes: the drop-in starts from the source's whole CRI runtime table (`containerd.go` `getBaseDropInConfigTree`);
 from the dump that is every default containerd 2.2.1 has and whatever earlier drop-ins set (`cmd/containerd/command/

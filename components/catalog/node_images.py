@@ -52,7 +52,7 @@ The GPU bake checks every CUDA toolkit the base image carries against the driver
 
 CONTAINERD_CONFIG_VERSION = 3
 """The config version containerd 2.2.1 reads natively and `containerd config dump` writes: containerd v2.2.1 (commit
-dea7da59) `version/version.go` `ConfigVersion = 3`. The images' config.toml says it (components/images/content.py)."""
+dea7da59) `version/version.go` `ConfigVersion = 3`. The images' config.toml says it (components/bake/content.py)."""
 
 NVIDIA_BRANCH = "580"
 """R580, a production branch and NVIDIA's long-term support branch (docs.nvidia.com/datacenter/tesla/drivers/

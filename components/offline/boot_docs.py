@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from gpucluster.bake.manifest import missing_files
 from gpucluster.bootstrap.apiserver import render_apiserver_cloud_init
 from gpucluster.bootstrap.etcd import render_etcd_cloud_init
 from gpucluster.bootstrap.from_plan import (
@@ -24,7 +25,6 @@ from gpucluster.bootstrap.from_plan import (
 )
 from gpucluster.bootstrap.node import render_cloud_init
 from gpucluster.errors import Problem
-from gpucluster.images.manifest import missing_files
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.node_images import API_SCALE_SET
 from gpucluster.planning.pki import etcd_member_certificates
@@ -104,7 +104,7 @@ def document_images(plan: ClusterPlan) -> dict[str, str]:
 
 def missing_image_files(plan: ClusterPlan, documents: dict[str, str]) -> list[Problem]:
     """Each file a boot document names that neither it writes nor its machine's image holds
-    (components/images/manifest.py)."""
+    (components/bake/manifest.py)."""
     images = document_images(plan)
     return [Problem(f"boot/{name}", f"names {path}, which the {images[name]!r} image does not hold and the document "
                                     "does not write")

@@ -1,4 +1,4 @@
-"""The node images' containerd configuration (components/images/content.py `containerd_config`) read by the real
+"""The node images' containerd configuration (components/bake/content.py `containerd_config`) read by the real
 containerd at the version the images install (e2e/consumers.py `containerd`: upstream v2.2.1, the release Ubuntu's
 2.2.1 packages carry), through `containerd --config <file> config dump`: the configuration containerd runs with,
 its file and every drop-in its `imports` reach merged, as TOML.
@@ -32,8 +32,8 @@ from typing import Any
 
 from e2e.consumers import CONTAINERD, binary
 from e2e.report import E2EReport
+from gpucluster.bake.content import CONTAINERD_CERTS_DIR, containerd_config
 from gpucluster.catalog.in_cluster import PAUSE_IMAGE
-from gpucluster.images.content import CONTAINERD_CERTS_DIR, containerd_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RENDERED_IMPORTS = "imports = ['/etc/containerd/conf.d/*.toml']"

@@ -1,4 +1,6 @@
-"""NodePool: one Uniform scale set per planned scale set (InfiniBand domain), each in one zone."""
+"""One node scale set's body from its plan (`scale_set`): the boot document as customData, the NICs and their IP
+configurations, the OS disk, security profile, identities and, in a rack pool, the interconnect placement. NodePool
+(pool.py) declares one per planned scale set."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def gpu_operator_values(racks: bool = False) -> dict[str, Any]:
         "toolkit": {"enabled": True, **({"env": toolkit_env} if toolkit_env else {})},
         # CDI on: the toolkit adds the `nvidia` runtime for the operator's RuntimeClass without making it containerd's
         # default (v26.3.3 controllers/object_controls.go transformToolkitCtrForCDI sets NVIDIA_RUNTIME_SET_AS_DEFAULT
-        # =false); every other pod runs with runc (components/images/content.py). The chart's default, said here.
+        # =false); every other pod runs with runc (components/bake/content.py). The chart's default, said here.
         "cdi": {"enabled": True},
         "devicePlugin": {"enabled": True},
         # The training counter set (components/catalog/metrics.py) instead of the exporter's default one.

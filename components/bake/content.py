@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucluster.bake.os_guards import NETWORKD_DROPIN, networkd_dropin
 from gpucluster.bootstrap.confidential import (
     GATE_PATH,
     GATE_UNIT,
@@ -31,7 +32,6 @@ from gpucluster.bootstrap.node import ARP_SYSCTLS
 from gpucluster.bootstrap.rack import CONTAINERD_MEMLOCK_DROP_IN, MEMLOCK_DROP_IN
 from gpucluster.catalog.in_cluster import PAUSE_IMAGE
 from gpucluster.catalog.node_images import CONTAINERD_CONFIG_VERSION
-from gpucluster.images.os_guards import NETWORKD_DROPIN, networkd_dropin
 
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CONTAINERD_CERTS_DIR = "/etc/containerd/certs.d"
@@ -77,7 +77,7 @@ def image_files(definition: str) -> tuple[ImageFile, ...]:
         # Nodes hold one neighbour entry per pod address: the ARP cache thresholds too (OpenAI, 2018).
         ImageFile(SYSCTL_FILE, "0644", sysctl_text(ARP_SYSCTLS if node else None)),
         ImageFile(CONTAINERD_CONFIG, "0644", containerd_config()),
-        # Cilium's routes and rules survive a networkd restart (components/images/os_guards.py).
+        # Cilium's routes and rules survive a networkd restart (components/bake/os_guards.py).
         ImageFile(NETWORKD_DROPIN, "0644", networkd_dropin()),
     ]
     if definition == "confidential":

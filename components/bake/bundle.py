@@ -1,7 +1,7 @@
 """The bake bundle: what Azure VM Image Builder unpacks on its build VM and runs, as one deterministic tar.gz.
 
 It holds images/lib/bake.sh, images/<definition>/bake.sh, `pins.env` (versions from the plan and the catalogue),
-`prepull.txt`, `files.txt` and `files/` (components/images/content.py), and `package-files.txt` (what documents and
+`prepull.txt`, `files.txt` and `files/` (components/bake/content.py), and `package-files.txt` (what documents and
 units name from packages). The same bytes for the same plan, so the image template changes only when what it bakes
 changes, and its sha256 names the build (docs/images.md).
 """
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpucluster.bake.content import image_files
 from gpucluster.bootstrap.confidential import GATE_UNIT, GPU_VERIFIER_VERSION
 from gpucluster.bootstrap.host_prep import SYSCTL_FILE
 from gpucluster.catalog.node_images import (
@@ -32,7 +33,6 @@ from gpucluster.catalog.node_images import (
     prepull_images,
 )
 from gpucluster.catalog.versions import minor_of
-from gpucluster.images.content import image_files
 
 IMAGES_DIR = Path(__file__).parents[1] / "image_sources"
 """The bake scripts: images/lib and images/<definition> in the project, shipped in the package as

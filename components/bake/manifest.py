@@ -1,7 +1,7 @@
 """What a node image holds (its manifest) and the files a boot document names, so a document that names a file its
 image lacks is a plan error before any machine boots it.
 
-The manifest: the bundle's files (components/images/content.py, installed by images/lib/bake.sh `install_files`),
+The manifest: the bundle's files (components/bake/content.py, installed by images/lib/bake.sh `install_files`),
 the binaries the bake installs from releases (components/catalog/node_images.py, `ACR_CREDENTIAL_PROVIDER`), and the
 files of its packages that documents and units name (`package_files`, merged-/usr aliases too; the bake checks they
 are there, images/lib/bake.sh `require_package_files`).
@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from gpucluster.bake.content import image_files
 from gpucluster.catalog.node_images import ACR_CREDENTIAL_PROVIDER, MERGED_USR, NODE_IMAGES, package_files
-from gpucluster.images.content import image_files
 
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's reader (the same values as `yaml.safe_load`): every boot document of a plan is read here."""
