@@ -4,7 +4,7 @@ The bottom of components/: standard library only, imported by the spec, planners
 components, in-cluster objects and the simulation alike (tests/test_vocabulary.py fails on a name spelled
 anywhere else). The policy pack runs as a folder of its own and keeps its copy in policies/rules/props.py,
 checked equal to these by the same test. The in-cluster daemons (components/kubernetes/scripts/) ship
-standalone in the agents image and carry their own copies.
+standalone in the agents image and carry their own copies, each a module constant checked equal to a name here.
 """
 
 from __future__ import annotations
@@ -136,6 +136,22 @@ spare-rack rule keeps free of nominal quota (policies/rules/racks.py)."""
 ANNOTATION_CHECKPOINT_BY = "gpucluster.io/checkpoint-by"
 """On a running pod of a fenced domain: the time (RFC 3339) after which the rollout evicts its workload whole; a job
 reads it through a downward API volume and checkpoints before it."""
+ANNOTATION_ROLLOUT_PAUSED = "gpucluster.io/rollout-paused"
+"""On the rollout's plan ConfigMap: `true` stops the controller between steps (docs/operations.md)."""
+ANNOTATION_FENCED_BY_ROLLOUT = "gpucluster.io/fenced-by-rollout"
+"""On a node the rollout controller fenced: what it lifts, and only that."""
+ANNOTATION_CORDONED_BY_ROLLOUT = "gpucluster.io/cordoned-by-rollout"
+"""On a node the rollout controller also cordoned."""
+ANNOTATION_DEACTIVATED_BY_ROLLOUT = "gpucluster.io/deactivated-by-rollout"
+"""On a Workload the rollout controller deactivated: the wave's scale sets."""
+LABEL_KUEUE_PODSET = "kueue.x-k8s.io/podset"
+"""On a Kueue-managed pod: its pod set (Kueue sets it; the rollout's drain groups a gang's pods by it)."""
+LABEL_KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
+"""On a Kueue-managed pod and its Workload: the owning job's UID (Kueue sets it)."""
+LABEL_JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
+"""On a JobSet's pods: the JobSet's UID (the JobSet controller sets it)."""
+ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
+"""On a static pod's mirror pod (the kubelet sets it): nothing to evict."""
 
 # --- Other Kubernetes names used in more than one place.
 SECRET_TYPE_BOOTSTRAP_TOKEN = "bootstrap.kubernetes.io/token"

@@ -6,7 +6,8 @@ taints and annotations are written), or one of the cluster's Azure tag names. Tw
 - policies/rules/props.py: the policy pack runs as a folder of its own under the Pulumi CLI (policies/__main__.py
   imports `rules`, without components/ on its path); its names must equal the vocabulary's (checked here);
 - components/kubernetes/scripts/: the node agents ship standalone in the agents image (standard library only,
-  images/agents/Dockerfile); they are not scanned.
+  images/agents/Dockerfile); each of their names is a module constant equal to a vocabulary name (checked here, so
+  a copy cannot drift and no selector is spelled inline).
 """
 
 from __future__ import annotations
@@ -110,3 +111,40 @@ def test_the_policy_packs_copies_equal_the_vocabulary() -> None:
     shaped = {k for k, v in vars(props).items() if k.isupper() and isinstance(v, str)
               and (QUALIFIED.fullmatch(v) or TAG.fullmatch(v))}
     assert shaped == set(POLICY_COPIES)
+
+
+
+SCRIPTS = ROOT / "components" / "kubernetes" / "scripts"
+
+
+def agent_names(path: Path) -> tuple[list[str], list[str]]:
+    """(names spelled inline, names not in the vocabulary) of one node agent's source, as `<file>:<line>: <name>`.
+    A name is spelled as a module constant when it is the whole value of a module-level `NAME = "<text>"`."""
+    tree = ast.parse(path.read_text())
+    constants = {node.lineno for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+    values = {v for k, v in vars(vocabulary).items() if k.isupper() and isinstance(v, str)}
+    found = names_in(path.read_text())
+    return ([f"{path.name}:{line}: {name}" for line, name in found if line not in constants],
+            [f"{path.name}:{line}: {name}" for line, name in found if name not in values])
+
+
+def test_the_node_agents_copies_are_the_vocabularys() -> None:
+    """The agents ship standalone (standard library only) and keep their own copies of the names, each a module
+    constant equal to a vocabulary name: a copy that drifts, a name the vocabulary lacks or one spelled inline (a
+    selector built in an f-string) fails here."""
+    inline: list[str] = []
+    unknown: list[str] = []
+    for path in sorted(SCRIPTS.glob("*.py")):
+        found = agent_names(path)
+        inline += found[0]
+        unknown += found[1]
+    assert not inline, "spell these as module constants:\n" + "\n".join(inline)
+    assert not unknown, "add these to components/vocabulary.py:\n" + "\n".join(unknown)
+
+
+def test_the_agent_scan_finds_inline_and_unknown_names(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text('POOL = "gpucluster.io/pool"\nODD = "gpucluster.io/not-a-name"\n'
+                     'def f(p):\n    return f"gpucluster.io/pool={p}"\n')
+    assert agent_names(agent) == (["agent.py:4: gpucluster.io/pool"], ["agent.py:2: gpucluster.io/not-a-name"])

@@ -27,6 +27,9 @@ else:  # the agents image: the scripts side by side in /opt/gpucluster
 
 PREFLIGHT = "gpucluster.io/preflight"
 UNHEALTHY = "gpucluster.io/gpu-unhealthy"
+POOL = "gpucluster.io/pool"
+GPU_RESOURCE = "nvidia.com/gpu"
+APP_NAME = "app.kubernetes.io/name"
 SHARED = os.environ.get("SHARED_DIR", "/shared")
 REPORT_LIMIT = 16 << 20
 """Bytes of a DCGM report read at most; a larger file is not a report."""
@@ -132,7 +135,7 @@ def holds_gpu(pod: dict[str, Any]) -> bool:
     for c in containers:
         resources = _dict(_dict(c).get("resources"))
         for kind in ("limits", "requests"):
-            amount = kc.whole_number(_dict(resources.get(kind)).get("nvidia.com/gpu", 0), 0)
+            amount = kc.whole_number(_dict(resources.get(kind)).get(GPU_RESOURCE, 0), 0)
             if amount:
                 return True
     return False
@@ -283,7 +286,7 @@ def recheck(kube: kc.Kube, pool: str, limit: int, namespace: str, app: str,
             rng: random.Random | None = None) -> int:
     """Exit 0 when every node taken was sent through the checks again (or none was idle); 1 when any failed,
     each such node left as it was found."""
-    names = [n["metadata"]["name"] for n in kube.list_items("/api/v1/nodes", {"labelSelector": f"gpucluster.io/pool={pool}"})
+    names = [n["metadata"]["name"] for n in kube.list_items("/api/v1/nodes", {"labelSelector": f"{POOL}={pool}"})
              if isinstance(n.get("metadata"), dict) and isinstance(n["metadata"].get("name"), str) and candidate(n)]
     (rng or random.Random()).shuffle(names)
     taken, failed = 0, 0
@@ -302,7 +305,7 @@ def recheck(kube: kc.Kube, pool: str, limit: int, namespace: str, app: str,
             if any(holds_gpu(p) for p in _pods_on(kube, name)):
                 _untaint(kube, name, "a GPU pod was bound meanwhile")
                 continue
-            agents = list(_pods_on(kube, name, namespace, f"app.kubernetes.io/name={app}"))
+            agents = list(_pods_on(kube, name, namespace, f"{APP_NAME}={app}"))
             if not agents:
                 raise kc.ApiError(0, f"no {app} pod on the node")
             for pod in agents:
