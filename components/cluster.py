@@ -136,7 +136,7 @@ class GpuCluster(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
         # The metrics pipeline's workspace and writer identity (docs/metrics.md): the shards run on the system pool.
         self.metrics: MetricsWorkspace | None = None
-        if spec.in_cluster.enabled and plan.metrics is not None:
+        if spec.in_cluster.enabled:
             api = plan.control_plane.api.flags
             self.metrics = MetricsWorkspace(f"{name}-metrics", MetricsWorkspaceArgs(
                 scope=scope, plan=plan.metrics,

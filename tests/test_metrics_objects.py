@@ -63,7 +63,6 @@ def flags(args: list[str]) -> set[str]:
 
 
 def test_every_prometheus_key_exists_in_v3_14(plan: ClusterPlan) -> None:
-    assert plan.metrics is not None
     for shard in (0, 1):
         config = prometheus_config(plan.metrics, shard, "test", ["10.0.0.1:2381"], "https://x/write", "id")
         assert config_keys(config) <= set(consumers.PROMETHEUS_CONFIG_KEYS), \
@@ -74,7 +73,6 @@ def test_every_prometheus_key_exists_in_v3_14(plan: ClusterPlan) -> None:
 
 
 def test_a_misspelt_key_is_caught(plan: ClusterPlan) -> None:
-    assert plan.metrics is not None
     config = prometheus_config(plan.metrics, 0, "test", [], "https://x/write", "id")
     config["remote_writes"] = config.pop("remote_write")  # UnmarshalStrict refuses it; so does this check
     assert not config_keys(config) <= set(consumers.PROMETHEUS_CONFIG_KEYS)
@@ -117,7 +115,7 @@ def hashmod(value: str, modulus: int) -> int:
 def test_prod_nodes_spread_evenly_over_the_shards() -> None:
     """Each shard's memory is sized for raw/shards series: the node hash must not load one shard much more."""
     plan = plan_cluster(stack_spec("prod"))
-    assert plan.metrics is not None and plan.metrics.shards > 1
+    assert plan.metrics.shards > 1
     shards = plan.metrics.shards
     names = [f"{s.name}{i:06d}" for p in plan.pools for s in p.scale_sets for i in range(s.capacity)]
     load = Counter(hashmod(n, shards) for n in names)

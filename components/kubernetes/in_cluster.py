@@ -85,7 +85,6 @@ class InCluster(pulumi.ComponentResource):
         plan, kubeconfig, ca_pem, addon_refs, telemetry = (args.plan, args.kubeconfig, args.ca_pem, args.addon_refs,
                                                             args.telemetry)
         first_up = plan.first_up
-        assert first_up is not None, "the in-cluster layer is planned with its first-up path"
         # Runs where `pulumi up` runs, after the control plane and node pools exist: blocks until /readyz answers.
         self.api_ready = command.local.Command(
             f"{name}-api-ready", create=first_up.script, interpreter=["/bin/bash", "-c"],

@@ -55,7 +55,6 @@ class JoinAccess(pulumi.ComponentResource):
         super().__init__("gpucluster:kubernetes:JoinAccess", name, None, opts)
         plan, tokens, kubeconfig, ca_pem = args.plan, args.tokens, args.kubeconfig, args.ca_pem
         first_up = plan.first_up
-        assert first_up is not None, "the plan carries the path pulumi reaches the API servers by"
         self.api_ready = command.local.Command(
             f"{name}-api-ready", create=first_up.script, interpreter=["/bin/bash", "-c"],
             environment=pulumi.Output.secret(ca_pem.apply(first_up.environment)),

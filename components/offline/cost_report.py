@@ -39,10 +39,8 @@ def _figures(cost: CostPlan, pools: list[str], factor: int) -> Data:
     return out
 
 
-def cost_data(plan: ClusterPlan) -> Data | None:
+def cost_data(plan: ClusterPlan) -> Data:
     cost = plan.cost
-    if cost is None:
-        return None
     hours, pools = cost.hours_per_month, [p.name for p in plan.pools]
     return {
         "currency": "USD", "region": cost.region, "hoursPerMonth": hours, "priceFile": cost.price_file,

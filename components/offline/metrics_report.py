@@ -13,10 +13,8 @@ from gpucluster.planning.cluster_plan import ClusterPlan
 Data = dict[str, Any]
 
 
-def metrics_data(plan: ClusterPlan) -> Data | None:
+def metrics_data(plan: ClusterPlan) -> Data:
     m = plan.metrics
-    if m is None:
-        return None
     largest = m.largest
     return {
         "scrapeIntervalSeconds": m.scrape_interval_seconds, "ruleIntervalSeconds": m.rule_interval_seconds,

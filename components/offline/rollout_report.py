@@ -24,10 +24,8 @@ def _wave(wave: Wave) -> Data:
             "quorumIfZoneLost": wave.quorum_if_zone_lost}
 
 
-def rollout_data(plan: ClusterPlan) -> Data | None:
+def rollout_data(plan: ClusterPlan) -> Data:
     rollout = plan.rollout
-    if rollout is None:
-        return None
     s = rollout.settings
     return {
         "settings": {"gpuDomainsPerWave": s.gpu_domains_per_wave, "batchPercent": s.batch_percent,

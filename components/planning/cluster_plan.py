@@ -63,22 +63,22 @@ class ClusterPlan:
     """The bootstrap tokens' schedule as of the plan's date (components/planning/clock.py)."""
     boot: BootPlan
     """What every machine boots with (components/bootstrap/ renders it)."""
+    first_up: FirstUpPlan
+    """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
+    in-cluster layer are applied through it)."""
+    cost: CostPlan
+    """What the cluster costs at the catalogue's (and the stack's price file's) prices (docs/cost.md)."""
+    metrics: MetricsPlan
+    """The telemetry budget: raw series at the edge, what the workspace receives, its limits (docs/metrics.md)."""
+    rollout: RolloutPlan
+    """The order in which every machine is re-imaged after a change to what it boots (planning/rollout.py)."""
     bring_up: BringUp | None = None
     """The simulated bring-up of the in-cluster layer, set when components/simulation/check.py makes the plan a
     `CheckedPlan` (None when the layer is off or the plan is not checked)."""
-    first_up: FirstUpPlan | None = None
-    """Where `pulumi up` reaches the API server from and its readiness wait (the bootstrap tokens and the
-    in-cluster layer are applied through it)."""
     counts: tuple[CountNeed, ...] = ()
     """Per-subscription counts beside vCPUs: public IPs, prefixes, NAT gateways, scale sets, NICs."""
     agent_load: AgentLoadPlan | None = None
     """The node agents' API load against their APF level's seats, set with `bring_up`."""
-    cost: CostPlan | None = None
-    """What the cluster costs at the catalogue's (and the stack's price file's) prices (docs/cost.md)."""
-    metrics: MetricsPlan | None = None
-    """The telemetry budget: raw series at the edge, what the workspace receives, its limits (docs/metrics.md)."""
-    rollout: RolloutPlan | None = None
-    """The order in which every machine is re-imaged after a change to what it boots (planning/rollout.py)."""
     deploy_runner: DeployRunnerPlan | None = None
     """The VM in the VNet that step 2 of the first `pulumi up` runs on, where the stack has one (planning/deploy_runner.py)."""
 

@@ -41,7 +41,7 @@ def check_instance_models(arm: Arm, plan: ClusterPlan) -> list[Result]:
             results.append(MODELS.failed(subject, f"no scale set {scale_set.name}", "run pulumi up for this stack"))
             continue
         late = behind(instances)
-        wave = plan.rollout.wave_of(scale_set.name) if plan.rollout else None
+        wave = plan.rollout.wave_of(scale_set.name)
         if late:
             shown = ", ".join(late[:10]) + (f" and {len(late) - 10} more" if len(late) > 10 else "")
             results.append(MODELS.failed(subject, f"{len(late)} of {len(instances)} instances not on the scale set's "
@@ -71,7 +71,7 @@ def waiting_for(state: dict[str, Any]) -> str:
 
 
 def check_progress(kube: Kube, plan: ClusterPlan) -> list[Result]:
-    total = len(plan.rollout.waves) if plan.rollout else 0
+    total = len(plan.rollout.waves)
     found = kube.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/configmaps/{STATE_CONFIGMAP}")
     if found is None:
         return [PROGRESS.skipped("rollout", "the controller has not written its state yet")]

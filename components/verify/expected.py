@@ -60,7 +60,7 @@ program reads (Microsoft.Insights; components/azure/metrics_workspace.py)."""
 
 def providers(plan: ClusterPlan) -> tuple[str, ...]:
     keys = any(p.confidential is not None and p.confidential.customer_key is not None for p in plan.pools)
-    metrics = METRICS_PROVIDERS if plan.spec.in_cluster.enabled and plan.metrics is not None else ()
+    metrics = METRICS_PROVIDERS if plan.spec.in_cluster.enabled else ()
     return (*PROVIDERS, *(("Microsoft.KeyVault",) if keys else ()), *metrics)
 
 

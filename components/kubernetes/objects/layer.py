@@ -93,8 +93,6 @@ def gpu_health_objects(plan: ClusterPlan) -> list[Object]:
 
 def rollout_layer_objects(plan: ClusterPlan, identity: AzureSettings) -> list[Object]:
     """The rollout controller with the plan's waves (objects/rollout.py)."""
-    if plan.rollout is None:
-        return []
     objects = rollout_objects(plan.rollout, identity, plan.registry.agents_image, api_server_host(plan.spec.name),
                               API_SERVER_PORT)
     return serve_objects(objects, plan.registry)
@@ -113,7 +111,6 @@ def telemetry_objects(plan: ClusterPlan, remote_write_url: Any, client_id: Any,
                       render_yaml: Callable[[Any], Any] | None = None) -> list[Object]:
     """node_exporter, kube-state-metrics and the edge Prometheus shards (docs/metrics.md); etcd's metrics listener
     on each member's address."""
-    assert plan.metrics is not None, "the metrics pipeline is planned with the cluster"
     etcd = [f"{address}:{ETCD_METRICS_PORT}" for address in plan.boot.etcd_addresses.values()]
     return without_await(serve_objects(metrics_objects(plan.metrics, plan.spec.name, etcd, remote_write_url, client_id,
                                                        render_yaml), plan.registry))
