@@ -156,7 +156,8 @@ class GpuCluster(pulumi.ComponentResource):
                 scope=scope, plan=pool, subnet_id=self.network.refs.subnet_ids[pool_block_name(pool.name)], join=join,
                 access=access, images=images,
                 identity_ids=(pull.identity_id, *(system_identities if pool.spec.kind is PoolKind.SYSTEM else [])),
-                acknowledged_domains=tuple(spec.acknowledge_deletions.infiniband_domains)),
+                acknowledged_domains=tuple(spec.acknowledge_deletions.infiniband_domains),
+                subnet_cidr=plan.ip.pool_block(pool.name).cidr),
                 pools)
             for pool in plan.pools
         ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from ipaddress import IPv4Network
 
 import pulumi
 import pulumi_azure_native as azure
@@ -13,8 +14,10 @@ from gpucluster.azure.node_images import ImageIds
 from gpucluster.azure.scale_set.body import NodeAccess, NodeJoin, RackRefs, ScaleSetArgs, interconnect_name, scale_set
 from gpucluster.azure.scale_set.resource import NodeScaleSet
 from gpucluster.azure.scope import AzureScope
+from gpucluster.errors import SpecError
 from gpucluster.planning.node_template import split_min
 from gpucluster.planning.placement import PoolPlan
+from gpucluster.planning.subnet_fit import subnet_problems
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,15 @@ class NodePoolArgs:
     acknowledged_domains: tuple[str, ...] = ()
     """The stack's acknowledgeDeletions.infinibandDomains (names or patterns): scale sets they name may be replaced
     alongside other domains of the pool in one deployment (components/azure/scale_set/replacement_guard.py)."""
+    subnet_cidr: IPv4Network | None = None
+    """The subnet's address range, when it is one of the program's own network: the pool must fit it
+    (components/planning/subnet_fit.py), or NodePool refuses it with the addresses it needs. GpuCluster passes its
+    planned block."""
+
+    def __post_init__(self) -> None:
+        if self.subnet_cidr is not None and (problems := subnet_problems(self.plan, self.subnet_cidr,
+                                                                         "NodePoolArgs.subnet_cidr")):
+            raise SpecError(problems)
 
 
 class NodePool(pulumi.ComponentResource):
