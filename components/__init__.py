@@ -15,10 +15,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gpucluster.azure.scale_set.body import NodeAccess
+    from gpucluster.azure.scale_set.join import ClusterMetadata, NodeJoin, NodeRegistry, pool_join
     from gpucluster.azure.scale_set.pool import NodePool, NodePoolArgs
     from gpucluster.azure.scope import AzureScope
     from gpucluster.cluster import GpuCluster, GpuClusterArgs
     from gpucluster.errors import Problem, SpecError
+    from gpucluster.planning.placement import plan_pool
     from gpucluster.simulation.check import CheckedPlan, plan_checked
     from gpucluster.spec import (
         ApiServerSpec,
@@ -40,6 +43,9 @@ EXPORTS: dict[str, str] = {
     "GpuCluster": "gpucluster.cluster", "GpuClusterArgs": "gpucluster.cluster",
     "NodePool": "gpucluster.azure.scale_set.pool", "NodePoolArgs": "gpucluster.azure.scale_set.pool",
     "AzureScope": "gpucluster.azure.scope",
+    **{name: "gpucluster.azure.scale_set.join" for name in ("ClusterMetadata", "NodeJoin", "NodeRegistry",
+                                                             "pool_join")},
+    "NodeAccess": "gpucluster.azure.scale_set.body", "plan_pool": "gpucluster.planning.placement",
     "SpecError": "gpucluster.errors", "Problem": "gpucluster.errors",
     "CheckedPlan": "gpucluster.simulation.check", "plan_checked": "gpucluster.simulation.check",
     **{name: "gpucluster.spec" for name in ("ApiServerSpec", "ClusterSpec", "ControlPlaneSpec", "EtcdSpec",
@@ -57,6 +63,7 @@ __all__ = [
     "ApiServerSpec",
     "AzureScope",
     "CheckedPlan",
+    "ClusterMetadata",
     "ClusterSpec",
     "ControlPlaneSpec",
     "EtcdSpec",
@@ -64,8 +71,11 @@ __all__ = [
     "GpuClusterArgs",
     "MetricsSpec",
     "NetworkSpec",
+    "NodeAccess",
+    "NodeJoin",
     "NodePool",
     "NodePoolArgs",
+    "NodeRegistry",
     "PoolKind",
     "PoolSpec",
     "Problem",
@@ -75,6 +85,8 @@ __all__ = [
     "naming_subscription",
     "parse_cluster",
     "plan_checked",
+    "plan_pool",
+    "pool_join",
     "with_registry_name",
 ]
 """The same names as EXPORTS (tests/test_import_name.py)."""

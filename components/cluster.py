@@ -18,7 +18,8 @@ from gpucluster.azure.network import Network, NetworkArgs
 from gpucluster.azure.node_images import NodeImages, NodeImagesArgs
 from gpucluster.azure.pki import ClusterPki, ClusterPkiArgs
 from gpucluster.azure.registry import ContainerRegistry, ContainerRegistryArgs
-from gpucluster.azure.scale_set.body import NodeAccess, NodeJoin
+from gpucluster.azure.scale_set.body import NodeAccess
+from gpucluster.azure.scale_set.join import NodeJoin, cluster_join
 from gpucluster.azure.scale_set.pool import NodePool, NodePoolArgs
 from gpucluster.azure.scale_sets_ready import ScaleSetsReady, ready_entry
 from gpucluster.azure.scope import AzureScope
@@ -80,6 +81,13 @@ class GpuCluster(pulumi.ComponentResource):
     """The deployment runner's identity (step 2's Run Command signs in as it); None when the stack has no runner."""
     nodes_ready: ScaleSetsReady
     """Done once every node scale set's allocation succeeded: what needs nodes depends on it."""
+    node_join: NodeJoin
+    """How the cluster's pools join it: `node_join.cluster` (ClusterMetadata: endpoint, version, DNS, CA hash, the
+    current bootstrap token) and `node_join.registry` (the registry and the pull identity's client id). A pool the
+    program declares in a network of its own joins with them (`pool_join`, examples/own_pool/)."""
+    pull_identity_id: pulumi.Output[str]
+    """The registry pull identity every node carries (AcrPull on the registry); a pool of the program's own carries
+    it too."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpucluster:index:GpuCluster", name, None, opts)
@@ -99,8 +107,9 @@ class GpuCluster(pulumi.ComponentResource):
         self.registry = ContainerRegistry(f"{name}-registry", ContainerRegistryArgs(
             scope=scope, plan=plan.registry, network=self.network.refs, docker_hub=spec.registry.docker_hub), child)
         pull = self.registry.access
-        join = NodeJoin(plan=plan, bootstrap_token=self.bootstrap_tokens.current, ca_cert_hash=self.pki.ca_cert_hash,
-                        pull_client_id=pull.client_id, tenant_id=pull.tenant_id)
+        join = self.node_join = cluster_join(plan, self.bootstrap_tokens.current, self.pki.ca_cert_hash, pull.client_id,
+                                             pull.tenant_id)
+        self.pull_identity_id = pull.identity_id
         keys: list[pulumi.Input[str]] = list(spec.access.ssh_public_keys)
         self.break_glass_key: tls.PrivateKey | None = None
         if not keys:

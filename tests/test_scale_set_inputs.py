@@ -28,6 +28,7 @@ from pulumi.runtime.stack import run_pulumi_func, wait_for_rpcs
 
 from gpucluster.azure.node_images import ImageIds
 from gpucluster.azure.scale_set import body as node_body
+from gpucluster.azure.scale_set.join import cluster_join
 from gpucluster.azure.scale_set.pool import NodePool, NodePoolArgs
 from gpucluster.azure.scale_set.resource import NodeScaleSet
 from gpucluster.azure.scope import AzureScope
@@ -141,8 +142,8 @@ def _register(plan: ClusterPlan, wrap: Callable[[dict[str, Any]], dict[str, Any]
         rg = azure.resources.ResourceGroup("rg", resource_group_name=f"gpucluster-{plan.spec.name}", location=location)
         pull = azure.managedidentity.UserAssignedIdentity("pull", resource_group_name=rg.name, location=location)
         scope = AzureScope.of(plan.spec.name, rg.name, location, {})
-        join = node_body.NodeJoin(plan, pulumi.Output.secret("abcdef.0123456789abcdef"),
-                                  pulumi.Output.from_input("sha256:" + "0" * 64), pull.client_id, pull.tenant_id)
+        join = cluster_join(plan, pulumi.Output.secret("abcdef.0123456789abcdef"),
+                            pulumi.Output.from_input("sha256:" + "0" * 64), pull.client_id, pull.tenant_id)
         access = node_body.NodeAccess("azureuser", [pulumi.Output.from_input("ssh-ed25519 AAAAC3 test")])
         images = ImageIds({image: pulumi.Output.concat(rg.id, "/images/", image.definition, "/", image.version)
                            for image in set(plan.images.machines.values())})

@@ -14,6 +14,7 @@ from gpucluster.bootstrap.apiserver import ApiServerBootstrap
 from gpucluster.bootstrap.etcd import EtcdBootstrap, EtcdMember
 from gpucluster.bootstrap.node import NodeBootstrap
 from gpucluster.bootstrap.registry import Mirror, RegistryBoot
+from gpucluster.planning.boot_plan import NodeBoot
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.control_plane import EtcdPlan, Member
 from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
@@ -65,14 +66,40 @@ def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str],
         registry=registry_boot(plan, identity) if identity else None)
 
 
+@dataclass(frozen=True)
+class ControlPlaneFacts:
+    """What every node of a cluster joins with, the same for all of them: the cluster's, not a pool's."""
+
+    endpoint: str
+    """kubeadm's controlPlaneEndpoint, `<host>:<port>`."""
+    api_server_address: str
+    """The address the endpoint's host resolves to on the nodes (the API servers' load balancer frontend)."""
+    kubernetes_version: str
+    cluster_dns: str
+    """The kubelets' clusterDNS."""
+
+
+def control_plane_facts(plan: ClusterPlan) -> ControlPlaneFacts:
+    boot = plan.boot
+    return ControlPlaneFacts(boot.api_server_endpoint, boot.api_server_address, boot.kubernetes_version,
+                             boot.cluster_dns)
+
+
+def join_bootstrap(facts: ControlPlaneFacts, node: NodeBoot, token: str, ca_cert_hash: str,
+                   registry: RegistryBoot | None) -> NodeBootstrap:
+    """One node scale set's boot inputs from the cluster's facts and its own: what the program's customData and the
+    offline plan's boot documents both render."""
+    return NodeBootstrap(
+        kubernetes_version=facts.kubernetes_version, api_server_endpoint=facts.endpoint, bootstrap_token=token,
+        ca_cert_hash=ca_cert_hash, max_pods=node.max_pods, cluster_dns=facts.cluster_dns, labels=node.labels,
+        taints=node.taints, confidential_gpu=node.confidential_gpu, rack=node.rack,
+        api_server_address=facts.api_server_address, registry=registry)
+
+
 def node_bootstrap(plan: ClusterPlan, pool: PoolPlan, scale_set: ScaleSetPlan, token: str,
                    ca_cert_hash: str, identity: PullIdentity | None = None) -> NodeBootstrap:
-    boot, node = plan.boot, plan.boot.node(scale_set.name)
-    return NodeBootstrap(
-        kubernetes_version=boot.kubernetes_version, api_server_endpoint=boot.api_server_endpoint,
-        bootstrap_token=token, ca_cert_hash=ca_cert_hash, max_pods=node.max_pods, cluster_dns=boot.cluster_dns,
-        labels=node.labels, taints=node.taints, confidential_gpu=node.confidential_gpu, rack=node.rack,
-        api_server_address=boot.api_server_address, registry=registry_boot(plan, identity) if identity else None)
+    return join_bootstrap(control_plane_facts(plan), plan.boot.node(scale_set.name), token, ca_cert_hash,
+                          registry_boot(plan, identity) if identity else None)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,10 @@ def plan_boot(spec: ClusterSpec, ip: IpPlan, pools: tuple[PoolPlan, ...], contro
         cluster_dns=NODE_LOCAL_DNS_IP if spec.in_cluster.enabled else str(ip.dns_service_ip),
         etcd_addresses={k: str(v) for k, v in etcd_member_ips(ip, control_plane).items()},
         etcd_tokens={e.role: f"{spec.name}-{e.role}" for e in etcds},
-        nodes={s.name: NodeBoot(node_labels(p, s, spec.location), registered_taints(p), p.spec.pods_per_node,
-                                p.confidential is not None, p.racks is not None)
-               for p in pools for s in p.scale_sets})
+        nodes={name: node for p in pools for name, node in pool_nodes(p, spec.location).items()})
+
+
+def pool_nodes(pool: PoolPlan, location: str) -> dict[str, NodeBoot]:
+    """Each of the pool's scale sets -> its join facts."""
+    return {s.name: NodeBoot(node_labels(pool, s, location), registered_taints(pool), pool.spec.pods_per_node,
+                             pool.confidential is not None, pool.racks is not None) for s in pool.scale_sets}

@@ -55,10 +55,15 @@ class Limits:
 
 
 def effective_limits(spec: ClusterSpec) -> Limits:
+    return limits_of(spec.limits)
+
+
+def limits_of(limits: LimitsSpec) -> Limits:
+    """Azure's limits with the overrides `limits` (a stack's `cluster.limits`) declares; `LimitsSpec()`: the defaults."""
     problems: list[Problem] = []
     by_key: dict[str, Limit] = {}
     for key, default in DEFAULT_LIMITS.items():
-        override = _override(spec.limits, key)
+        override = _override(limits, key)
         value = override.value if override else default.value
         exception = override.azure_exception.reference if override and override.azure_exception else None
         ceiling = OVERRIDE_CEILINGS.get(key)

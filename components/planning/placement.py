@@ -11,15 +11,17 @@ only on j and the set of zones, so growing a pool appends scale sets and never r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpucluster.catalog.regions import REGION_ZONES
-from gpucluster.catalog.vm_sizes import ARM64_SIZES, VmSize
+from gpucluster.catalog.vm_sizes import ARM64_SIZES, CATALOG, VmSize
 from gpucluster.errors import Problem, SpecError, pool_path
 from gpucluster.planning.confidential import ConfidentialPlan, check_confidential, plan_confidential
-from gpucluster.planning.limits import Limit, Limits
+from gpucluster.planning.limits import Limit, Limits, limits_of
 from gpucluster.planning.sizes import check_custom_sizes, size_table, unknown_size_message
 from gpucluster.spec import ClusterSpec, PoolKind, PoolSpec
+from gpucluster.spec.limits import LimitsSpec
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,25 @@ def _check_racks(index: int, pool: PoolSpec, size: VmSize) -> list[Problem]:
     return problems
 
 
+@dataclass(frozen=True)
+class PoolSite:
+    """What planning a pool reads besides the pool: the region, its zones, the VM sizes, the limits and the domains a
+    stack acknowledges deleting. A ClusterSpec's (`site_of`), or a program's own for a pool alone (`plan_pool`)."""
+
+    location: str
+    zones: tuple[str, ...]
+    """The zones the pools spread over (the cluster's `zones`)."""
+    sizes: dict[str, VmSize]
+    limits: Limits
+    acknowledged: Callable[[str], bool] = lambda _domain: False
+    """Whether a domain (scale set) name is acknowledged for deletion."""
+
+
+def site_of(spec: ClusterSpec, limits: Limits) -> PoolSite:
+    return PoolSite(spec.location, tuple(spec.zones), size_table(spec), limits,
+                    spec.acknowledge_deletions.covers_domain)
+
+
 def region_zones(spec: ClusterSpec) -> tuple[str, ...] | None:
     if spec.limits.region_zones is not None:
         return tuple(spec.limits.region_zones.zones)
@@ -263,11 +284,11 @@ def check_zones(spec: ClusterSpec) -> list[Problem]:
     return problems
 
 
-def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, VmSize]) -> list[Problem]:
+def _check_pool(index: int, pool: PoolSpec, site: PoolSite) -> list[Problem]:
     problems: list[Problem] = []
-    size = table.get(pool.vm_size)
+    size = site.sizes.get(pool.vm_size)
     if size is None:
-        return [Problem(pool_path(index, "vmSize"), unknown_size_message(pool.vm_size, table))]
+        return [Problem(pool_path(index, "vmSize"), unknown_size_message(pool.vm_size, site.sizes))]
     if pool.infiniband and not size.infiniband and not size.confidential:
         problems.append(Problem(pool_path(index, "infiniband"),
                                 f"{size.name} has no InfiniBand; set infiniband: false or pick an ND size"))
@@ -286,40 +307,72 @@ def _check_pool(index: int, pool: PoolSpec, spec: ClusterSpec, table: dict[str, 
     if pool.accelerated_networking and not size.accelerated_networking and not size.confidential:
         problems.append(Problem(pool_path(index, "acceleratedNetworking"),
                                 f"{size.name} does not support accelerated networking; remove the key or set it false"))
-    problems.extend(check_confidential(index, pool, size, spec.location))
+    problems.extend(check_confidential(index, pool, size, site.location))
     if pool.min_count > pool.count:
         problems.append(Problem(pool_path(index, "minCount"),
                                 f"{pool.min_count} is more than the pool's count ({pool.count})"))
     for gi, group in enumerate(pool.racks.groups if pool.racks else []):
-        if group.zone not in spec.zones:
+        if group.zone not in site.zones:
             problems.append(Problem(pool_path(index, f"racks.groups[{gi}].zone"),
-                                    f"zone {group.zone!r} is not one of the cluster's zones ({', '.join(spec.zones)})"))
+                                    f"zone {group.zone!r} is not one of the cluster's zones ({', '.join(site.zones)})"))
     for i, zone in enumerate(pool.zones or []):
-        if zone not in spec.zones:
+        if zone not in site.zones:
             problems.append(Problem(pool_path(index, f"zones[{i}]"),
-                                    f"zone {zone!r} is not one of the cluster's zones ({', '.join(spec.zones)})"))
+                                    f"zone {zone!r} is not one of the cluster's zones ({', '.join(site.zones)})"))
     return problems
 
 
 def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
-    table = size_table(spec)
     problems = check_zones(spec) + check_custom_sizes(spec)
+    try:
+        pools = plan_site_pools(tuple(spec.pools), site_of(spec, limits))
+    except SpecError as error:
+        raise SpecError([*problems, *error.problems]) from None
+    if problems:
+        raise SpecError(problems)
+    return pools
+
+
+def plan_pool(pool: PoolSpec, location: str, zones: Sequence[str]) -> PoolPlan:
+    """One pool planned on its own, for a program that adds it to a cluster in a network of the program's own
+    (examples/own_pool/): the catalogue's VM sizes, Azure's default limits, the region's `zones` it may use. The same
+    planner as a stack's pools, so its scale sets are named and split as the cluster's are. SpecError with the
+    problems, their paths under `pool.` (`pool.vmSize`) and `zones`."""
+    available = REGION_ZONES.get(location)
+    problems = ([Problem("location", f"{location!r} is not in the catalogue of regions with zones")]
+                if available is None else
+                [Problem(f"zones[{i}]", f"zone {z!r} does not exist in {location} (zones: {', '.join(available)})")
+                 for i, z in enumerate(zones) if z not in available])
+    if problems:
+        raise SpecError(problems)
+    site = PoolSite(location, tuple(zones), dict(CATALOG), limits_of(LimitsSpec()))
+    try:
+        return plan_site_pools((pool,), site)[0]
+    except SpecError as error:
+        raise SpecError([Problem(p.path.replace(pool_path(0), "pool", 1), p.message, source=p.source, fix=p.fix)
+                         for p in error.problems]) from None
+
+
+def plan_site_pools(pools: tuple[PoolSpec, ...], site: PoolSite) -> tuple[PoolPlan, ...]:
+    """The pools planned at `site` (their zones among the site's, their sizes in its table): SpecError with every
+    problem found, paths as a stack names them (`cluster.pools[i]...`)."""
+    problems: list[Problem] = []
     seen: dict[str, int] = {}
-    for index, pool in enumerate(spec.pools):
+    for index, pool in enumerate(pools):
         if pool.name in seen:
             problems.append(Problem(pool_path(index, "name"),
                                     f"duplicate pool name {pool.name!r} (also cluster.pools[{seen[pool.name]}])"))
         seen.setdefault(pool.name, index)
-        problems.extend(_check_pool(index, pool, spec, table))
+        problems.extend(_check_pool(index, pool, site))
     if problems:
         raise SpecError(problems)
 
     plans = []
-    for pool in spec.pools:
-        size = table[pool.vm_size]
+    for pool in pools:
+        size = site.sizes[pool.vm_size]
         infiniband = size.infiniband if pool.infiniband is None else pool.infiniband
-        max_per_set = limits["vmsPerInfinibandDomain" if infiniband else "vmsPerLargeScaleSet"].value
-        zones = ordered_zones(pool.zones or spec.zones)
+        max_per_set = site.limits["vmsPerInfinibandDomain" if infiniband else "vmsPerLargeScaleSet"].value
+        zones = ordered_zones(pool.zones or site.zones)
         accelerated = size.accelerated_networking if pool.accelerated_networking is None else pool.accelerated_networking
         if pool.kind is PoolKind.RACK:
             racks, sets = split_racks(pool)
@@ -329,15 +382,15 @@ def plan_pools(spec: ClusterSpec, limits: Limits) -> tuple[PoolPlan, ...]:
             continue
         sets = split_pool(pool.name, pool.count, zones, max_per_set, infiniband)
         if infiniband:
-            problems.extend(_repacked(spec, pool, zones, limits["vmsPerInfinibandDomain"], sets))
+            problems.extend(_repacked(site, pool, zones, site.limits["vmsPerInfinibandDomain"], sets))
         plans.append(PoolPlan(pool, size, zones, infiniband, max_per_set, sets,
-                              accelerated_networking=accelerated, confidential=plan_confidential(pool, spec.location)))
+                              accelerated_networking=accelerated, confidential=plan_confidential(pool, site.location)))
     if problems:
         raise SpecError(problems)
     return tuple(plans)
 
 
-def _repacked(spec: ClusterSpec, pool: PoolSpec, zones: tuple[str, ...], limit: Limit,
+def _repacked(site: PoolSite, pool: PoolSpec, zones: tuple[str, ...], limit: Limit,
               sets: tuple[ScaleSetPlan, ...]) -> list[Problem]:
     """A raised domain limit packs the pool into fewer, bigger domains: on a deployed stack the domains the default
     limit gives and the raised one does not are deleted with the jobs on them. Refused unless the stack
@@ -346,7 +399,7 @@ def _repacked(spec: ClusterSpec, pool: PoolSpec, zones: tuple[str, ...], limit: 
         return []
     kept = {s.name for s in sets}
     lost = [s.name for s in split_pool(pool.name, pool.count, zones, limit.default, True) if s.name not in kept]
-    unacknowledged = [n for n in lost if not spec.acknowledge_deletions.covers_domain(n)]
+    unacknowledged = [n for n in lost if not site.acknowledged(n)]
     if not unacknowledged:
         return []
     return [Problem(limit.override_path, f"raising it to {limit.value} packs {pool.name} into {len(sets)} InfiniBand "

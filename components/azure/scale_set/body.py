@@ -12,27 +12,16 @@ import pulumi
 import pulumi_azure_native as azure
 
 from gpucluster.azure.node_images import ImageIds
+from gpucluster.azure.scale_set.join import NodeJoin
 from gpucluster.azure.scale_set.resource import NodeScaleSet
 from gpucluster.azure.scope import AzureScope
-from gpucluster.bootstrap.from_plan import PullIdentity, node_bootstrap
+from gpucluster.bootstrap.from_plan import join_bootstrap
 from gpucluster.bootstrap.node import render_cloud_init
-from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.bootstrap.registry import RegistryBoot
 from gpucluster.planning.node_template import scale_set_tags
 from gpucluster.planning.placement import PoolPlan, ScaleSetPlan
 from gpucluster.planning.pod_addresses import PREFIX_LENGTH, node_addressing
 from gpucluster.policies.rules.replacements import acknowledges
-
-
-@dataclass(frozen=True)
-class NodeJoin:
-    """Where and how nodes join: the plan (endpoint, version, DNS) and the control plane's token and CA hash."""
-
-    plan: ClusterPlan
-    bootstrap_token: pulumi.Output[str]
-    ca_cert_hash: pulumi.Output[str]
-    pull_client_id: pulumi.Output[str]
-    """The registry pull identity every node carries (kubelet's acr-credential-provider uses it)."""
-    tenant_id: pulumi.Output[str]
 
 
 @dataclass(frozen=True)
@@ -55,22 +44,17 @@ def linux_configuration(access: NodeAccess) -> azure.compute.LinuxConfigurationA
             for key in access.ssh_public_keys]))
 
 
-def _custom_data(pool: PoolPlan, scale_set: ScaleSetPlan, join: NodeJoin) -> pulumi.Output[str]:
+def _custom_data(scale_set: ScaleSetPlan, join: NodeJoin) -> pulumi.Output[str]:
+    node, cluster, registry = join.nodes[scale_set.name], join.cluster, join.registry
+
     def render(args: list[str]) -> str:
         token, ca_hash, client_id, tenant = args
-        text = render_cloud_init(node_bootstrap(join.plan, pool, scale_set, token, ca_hash,
-                                                PullIdentity(client_id, tenant)))
+        text = render_cloud_init(join_bootstrap(cluster.facts, node, token, ca_hash,
+                                                RegistryBoot(registry.login_server, registry.mirrors, client_id, tenant)))
         return base64.b64encode(text.encode()).decode()
 
-    return pulumi.Output.secret(pulumi.Output.all(join.bootstrap_token, join.ca_cert_hash, join.pull_client_id,
-                                                  join.tenant_id).apply(render))
-
-
-# A node scale set's inputs are written as plain dicts under azure-native's wire names (the `pulumi.getter` names
-# of its `*Args` classes, e.g. `diskSizeGB`, `privateIPAddressVersion`, `vTpmEnabled`), absent where the typed
-# class would leave a field unset, enums as their values: the provider receives the same dict either way
-# (tests/test_scale_set_inputs.py), and pulumi's serializer does not walk the classes' type annotations for
-# each of them (docs/performance.md).
+    return pulumi.Output.secret(pulumi.Output.all(cluster.bootstrap_token, cluster.ca_cert_hash,
+                                                  registry.pull_client_id, registry.tenant_id).apply(render))
 
 
 def _linux_configuration(access: NodeAccess) -> dict[str, Any]:
@@ -198,8 +182,8 @@ def scale_set(args: ScaleSetArgs, opts: pulumi.ResourceOptions) -> NodeScaleSet:
     nics = [{"name": "nic0", "primary": True, "enableAcceleratedNetworking": pool.accelerated_networking,
              "ipConfigurations": _ip_configurations(pool, subnet_id)}]
     os_profile = {"computerNamePrefix": plan.name, "adminUsername": access.admin_username,
-                  "customData": _custom_data(pool, plan, join), "linuxConfiguration": _linux_configuration(access)}
-    storage_profile = {"imageReference": {"id": images.of(join.plan.images.machines[plan.name])},
+                  "customData": _custom_data(plan, join), "linuxConfiguration": _linux_configuration(access)}
+    storage_profile = {"imageReference": {"id": images.of(join.images[plan.name])},
                        "osDisk": _os_disk(pool, disk_encryption_set_id)}
     vm_profile: dict[str, Any] = {"priority": "Spot" if spot else "Regular"}
     if spot:

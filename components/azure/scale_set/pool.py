@@ -11,7 +11,8 @@ import pulumi_azure_native as azure
 from gpucluster.azure.confidential_key import ConfidentialDiskKey, ConfidentialDiskKeyArgs
 from gpucluster.azure.interconnect_block import InterconnectBlock
 from gpucluster.azure.node_images import ImageIds
-from gpucluster.azure.scale_set.body import NodeAccess, NodeJoin, RackRefs, ScaleSetArgs, interconnect_name, scale_set
+from gpucluster.azure.scale_set.body import NodeAccess, RackRefs, ScaleSetArgs, interconnect_name, scale_set
+from gpucluster.azure.scale_set.join import NodeJoin
 from gpucluster.azure.scale_set.resource import NodeScaleSet
 from gpucluster.azure.scope import AzureScope
 from gpucluster.errors import SpecError
@@ -31,7 +32,8 @@ class NodePoolArgs:
     subnet_id: pulumi.Input[str]
     """The pool's subnet (`Network.refs.subnet_ids["pool-<name>"]`)."""
     join: NodeJoin
-    """Where and how the nodes join: the plan, the current bootstrap token, the CA hash, the pull identity."""
+    """Where and how the nodes join: the cluster's metadata (endpoint, version, DNS, CA hash, bootstrap token), the
+    registry and pull identity, each scale set's join facts and image (components/azure/scale_set/join.py)."""
     access: NodeAccess
     """The admin user and SSH keys of every machine."""
     images: ImageIds
