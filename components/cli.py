@@ -37,7 +37,6 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from gpucluster.offline.boot_docs import boot_documents, write_boot_documents
     from gpucluster.offline.engine import run_program
     from gpucluster.offline.first_up import first_up, write_runner_files
-    from gpucluster.offline.html_report import render_report
     from gpucluster.offline.manifests import helm_releases, kubernetes_objects, write_charts, write_manifests
     from gpucluster.offline.output import check_output_folder, output_path, write_output
     from gpucluster.offline.policy_config import read_policy_config, stack_policy_config
@@ -47,11 +46,12 @@ def cmd_plan(args: argparse.Namespace, console: Console, errors: Console) -> int
     from gpucluster.offline.progress import Progress
     from gpucluster.offline.removals import KEY as REMOVALS_KEY
     from gpucluster.offline.removals import find_uses, removals_data
-    from gpucluster.offline.report_data import report_data
-    from gpucluster.offline.summary import print_summary, print_violations
     from gpucluster.preflight import run_preflight
     from gpucluster.preflight.report import KEY as PREFLIGHT_KEY
     from gpucluster.preflight.report import print_warnings, warning_rows
+    from gpucluster.report.html_report import render_report
+    from gpucluster.report.report_data import report_data
+    from gpucluster.report.summary import print_summary, print_violations
     from gpucluster.simulation.check import plan_checked
     from gpucluster.spec import load_stack_file, resolve_stack_path
     from gpucluster.spec.namesakes import namesake_warning
@@ -157,7 +157,7 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     from gpucluster.offline.preview_steps import preview_stack, steps_from_preview
     from gpucluster.offline.program_check import check_program
     from gpucluster.offline.replaced_domains import replaced_domain_violations
-    from gpucluster.offline.summary import print_violations
+    from gpucluster.report.summary import print_violations
     from gpucluster.simulation.check import plan_checked
     from gpucluster.spec import load_stack_file
 

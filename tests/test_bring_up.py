@@ -76,8 +76,8 @@ def test_effective_requests_follow_the_init_container_rule() -> None:
 def test_report_shows_boot_order_and_versions() -> None:
     from collections import Counter
 
-    from gpucluster.offline.html_report import render_report
-    from gpucluster.offline.report_data import report_data
+    from gpucluster.report.html_report import render_report
+    from gpucluster.report.report_data import report_data
     html = render_report(report_data(plan_checked(stack_spec("dev")), "dev", Counter(), []))
     assert "First boot: when each workload can start" in html and "gpu-health-t4" in html
     assert "Versions: Kubernetes 1.36.4, end of life 2027-06-28" in html

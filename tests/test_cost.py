@@ -30,9 +30,9 @@ from gpucluster.diff.cost import cost_delta, cost_lines
 from gpucluster.diff.render import diff_section, print_diff
 from gpucluster.diff.sides import side_from_document
 from gpucluster.errors import SpecError
-from gpucluster.offline.cost_report import cost_data, print_cost
 from gpucluster.offline.policy_runner import run_policies
 from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.report.cost_report import cost_data, print_cost
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.policy_mutations import BUDGET, COST_POLICY_MUTATIONS
 from tests.support.stacks import ROOT, spec_of

@@ -258,8 +258,8 @@ def test_adding_a_pool_to_prod_shows_the_api_server_resize_and_the_quota_resplit
     from collections import Counter
 
     from gpucluster.offline.preview import preview_document
-    from gpucluster.offline.report_data import report_data
     from gpucluster.planning.cluster_plan import plan_cluster
+    from gpucluster.report.report_data import report_data
 
     raw = stack_raw("prod")
     spec = spec_of(raw)

@@ -15,8 +15,8 @@ from gpucluster.diff.metrics import metrics_delta, metrics_line
 from gpucluster.diff.render import capacity_lines as render_capacity
 from gpucluster.diff.render import diff_section, print_diff
 from gpucluster.diff.sides import Side
-from gpucluster.offline.metrics_report import metrics_data
 from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.report.metrics_report import metrics_data
 from tests.support.plan_sides import stack_raw
 from tests.support.stacks import ROOT, spec_of
 

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
      "boot text, image bundles, Azure resources, in-cluster objects: render plan data"),
     ("checks", ("simulation", "preflight", "cluster"),
      "the bring-up simulated over the rendered objects, the ARM preflight, the top-level component"),
-    ("runs", ("offline", "diff"), "the program run under mocks, its outputs, plan comparison"),
+    ("runs", ("offline", "report", "diff"), "the program run under mocks, its outputs and report, plan comparison"),
     ("commands", ("cli", "verify"), "what a user runs"),
 )
 """Bottom to top: (layer, units under components/, what it holds). A unit imports from its own layer and below."""

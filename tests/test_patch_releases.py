@@ -12,8 +12,8 @@ import pytest
 
 from gpucluster.catalog.versions import KUBERNETES_RELEASES
 from gpucluster.errors import SpecError
-from gpucluster.offline.versions_report import version_warnings, versions_data
 from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.report.versions_report import version_warnings, versions_data
 from tests.support.stacks import small_cluster, spec_of
 
 LATEST = KUBERNETES_RELEASES["1.36"].latest_patch

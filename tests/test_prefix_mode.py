@@ -103,9 +103,9 @@ def _ctx(spec):
 def test_the_prerequisite_is_said_plainly(prod_spec) -> None:
     from collections import Counter
 
-    from gpucluster.offline.html_report import render_report
-    from gpucluster.offline.report_data import report_data
     from gpucluster.planning.cluster_plan import plan_cluster
+    from gpucluster.report.html_report import render_report
+    from gpucluster.report.report_data import report_data
     data = report_data(plan_cluster(prod_spec), "prod", Counter(), [])
     assert data["ipPlan"]["prefixOnNic"] == {"pools": [p.name for p in prod_spec.pools], "onboarding": None}
     html = render_report(data)

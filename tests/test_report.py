@@ -7,9 +7,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from gpucluster.offline.html_report import render_report
-from gpucluster.offline.report_data import limit_usage, report_data
 from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.report.html_report import render_report
+from gpucluster.report.report_data import limit_usage, report_data
 from gpucluster.spec import LimitOverride
 
 
@@ -66,7 +66,7 @@ def test_a_declared_exception_shows_in_red_as_fixed(dev_spec) -> None:
 
     from rich.console import Console
 
-    from gpucluster.offline.summary import print_summary
+    from gpucluster.report.summary import print_summary
     spec = dev_spec.model_copy(update={"limits": dev_spec.limits.model_copy(update={
         "subnets_per_vnet": LimitOverride.model_validate(
             {"value": 4000, "note": "granted", "azureException": {"reference": "case 123"}})})})
@@ -135,7 +135,7 @@ def test_the_default_summary_is_what_a_reviewer_reads_and_details_add_the_rest(p
 
     from rich.console import Console
 
-    from gpucluster.offline.summary import print_summary
+    from gpucluster.report.summary import print_summary
 
     _, out = prod_cli_plan
     data = json.loads((out / "summary.json").read_text())

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.offline.html_report import render_report
-from gpucluster.offline.report_data import report_data
 from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.report.html_report import render_report
+from gpucluster.report.report_data import report_data
 from tools.render_report import find_browser, render
 
 BROWSER = find_browser()

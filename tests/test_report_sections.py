@@ -11,8 +11,8 @@ import pytest
 
 from gpucluster.diff.compare import diff_sides
 from gpucluster.diff.sides import Side
-from gpucluster.offline.html_report import render_report
 from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.report.html_report import render_report
 from gpucluster.simulation.check import plan_checked
 from tests.support.stacks import stack_spec
 

@@ -207,7 +207,7 @@ def test_bad_rollout_settings_name_the_key() -> None:
 
 def test_the_report_says_when_a_wave_takes_a_whole_scale_set_above_the_batch_share() -> None:
     """prod's CPU pool: a scale set is the smallest wave, and one of them holds more than batchPercent of the pool."""
-    from gpucluster.offline.rollout_report import rollout_data, whole_set_text
+    from gpucluster.report.rollout_report import rollout_data, whole_set_text
 
     plan = plan_cluster(stack_spec("prod"))
     data = rollout_data(plan)

@@ -21,9 +21,9 @@ from gpucluster.diff.sides import side_from_document
 from gpucluster.offline.engine import ProgramRun
 from gpucluster.offline.preview import preview_document
 from gpucluster.offline.replaced_domains import replaced_domain_violations
-from gpucluster.offline.report_data import report_data
 from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.policies.rules.replacements import Replaced, judge
+from gpucluster.report.report_data import report_data
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.stacks import ROOT, spec_of
 

@@ -11,16 +11,16 @@ import pytest
 from rich.console import Console
 
 from gpucluster.offline.engine import ProgramRun
-from gpucluster.offline.html_report import render_report
 from gpucluster.offline.policy_runner import Violation, enforcement_severity
 from gpucluster.offline.preview import preview_document
-from gpucluster.offline.report_data import report_data
-from gpucluster.offline.summary import print_violations
 from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.preflight import run_preflight
 from gpucluster.preflight.fold import merged_message, names_text
 from gpucluster.preflight.model import Finding
 from gpucluster.preflight.report import KEY, html_section, print_warnings, warning_rows
+from gpucluster.report.html_report import render_report
+from gpucluster.report.report_data import report_data
+from gpucluster.report.summary import print_violations
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,10 @@ from gpucluster.errors import SpecError
 from gpucluster.offline.engine import ProgramRun, Registration, run_program
 from gpucluster.offline.policy_runner import run_policies
 from gpucluster.offline.preview import preview_document
-from gpucluster.offline.versions_report import version_warnings, versions_data
 from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.planning.versions import plan_versions
 from gpucluster.policies.rules.versions import kubernetes_end_of_life
+from gpucluster.report.versions_report import version_warnings, versions_data
 from tests.support.cli import gpucluster
 from tests.support.stacks import ROOT, STACKS, small_cluster, small_spec, spec_of, stack_spec
 

@@ -46,10 +46,10 @@ def stack_names() -> list[str]:
 def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     """The summary `gpucluster plan <stack>` writes, without the stack outputs (keys, kubeconfig)."""
     from gpucluster.offline.engine import run_program
-    from gpucluster.offline.lifetimes_report import DATED_KEYS
     from gpucluster.offline.policy_runner import run_policies
     from gpucluster.offline.preview import preview_document
-    from gpucluster.offline.report_data import report_data
+    from gpucluster.report.lifetimes_report import DATED_KEYS
+    from gpucluster.report.report_data import report_data
     from gpucluster.simulation.check import plan_checked
     from gpucluster.spec import load_stack_file
 
@@ -62,7 +62,7 @@ def figures(stack: str, run: ProgramRun | None = None) -> dict[str, Any]:
     violations = run_policies(preview_document(run)["steps"], config)
     data = report_data(plan, stack, Counter(r.type for r in run.registrations if r.custom), violations, {})
     data.pop("outputs", None)
-    # The tokens' dates follow the calendar (components/offline/lifetimes_report.py): keep the schedule only.
+    # The tokens' dates follow the calendar (components/report/lifetimes_report.py): keep the schedule only.
     for key in DATED_KEYS:
         data.get("bootstrapTokens", {}).pop(key, None)
     # So do the cost's stale-price warnings (components/planning/cost.py): the figures stay.

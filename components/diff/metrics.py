@@ -1,4 +1,4 @@
-"""What a change does to the telemetry budget: each side's summary.json `metrics` (components/offline/metrics_report.py,
+"""What a change does to the telemetry budget: each side's summary.json `metrics` (components/report/metrics_report.py,
 docs/metrics.md), the series and samples at the edge and in the workspace against the workspace's limits.
 
 Read defensively, as the cost is (components/diff/cost.py): a figure that is not a whole number reads as unknown.

@@ -11,8 +11,8 @@ import yaml
 from gpucluster.diff.sides import Side, side_from_document
 from gpucluster.offline.engine import run_program
 from gpucluster.offline.preview import preview_document
-from gpucluster.offline.report_data import report_data
 from gpucluster.planning.cluster_plan import plan_cluster
+from gpucluster.report.report_data import report_data
 from tests.support.stacks import ROOT, STACKS, spec_of
 
 

@@ -8,19 +8,20 @@ from html import escape
 from typing import Any
 
 from gpucluster.diff.render import diff_section
-from gpucluster.offline.cost_report import money
-from gpucluster.offline.html_cost import cost_section
-from gpucluster.offline.html_sections import (
+from gpucluster.offline.policy_runner import Violation
+from gpucluster.preflight.report import html_section
+from gpucluster.report.cost_report import money
+from gpucluster.report.html_cost import cost_section
+from gpucluster.report.html_sections import (
     agent_load_section,
     balloons_section,
     control_plane_section,
     egress_section,
     teams_section,
 )
-from gpucluster.offline.html_table import n, table
-from gpucluster.offline.metrics_report import metrics_section
-from gpucluster.offline.policy_runner import Violation
-from gpucluster.offline.report_data import (
+from gpucluster.report.html_table import n, table
+from gpucluster.report.metrics_report import metrics_section
+from gpucluster.report.report_data import (
     count_status_text,
     entries_text,
     headroom_text,
@@ -28,9 +29,8 @@ from gpucluster.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
-from gpucluster.offline.rollout_report import rollout_section
-from gpucluster.offline.summary import folded_text, folded_violations
-from gpucluster.preflight.report import html_section
+from gpucluster.report.rollout_report import rollout_section
+from gpucluster.report.summary import folded_text, folded_violations
 
 Data = dict[str, Any]
 

@@ -10,13 +10,7 @@ from collections import Counter
 from typing import Any
 
 from gpucluster.catalog.flowcontrol import APF_SEATS_SOURCE, SLO_SOURCE
-from gpucluster.offline.cluster_data import balloons_data, scheduling_data
-from gpucluster.offline.cost_report import cost_data
-from gpucluster.offline.lifetimes_report import tokens_data
-from gpucluster.offline.metrics_report import metrics_data
 from gpucluster.offline.policy_runner import Violation
-from gpucluster.offline.rollout_report import rollout_data
-from gpucluster.offline.versions_report import bring_up_data, node_pods_data, versions_data
 from gpucluster.planning.agent_load import AgentLoadPlan
 from gpucluster.planning.api_sizing import ANCHOR_SOURCE, ENVELOPE_SOURCE, ApiLoad
 from gpucluster.planning.cluster_plan import ClusterPlan
@@ -25,6 +19,12 @@ from gpucluster.planning.node_images import NodeImagesPlan
 from gpucluster.planning.node_template import node_taints
 from gpucluster.planning.placement import PoolPlan
 from gpucluster.planning.pod_addresses import node_addressing
+from gpucluster.report.cluster_data import balloons_data, scheduling_data
+from gpucluster.report.cost_report import cost_data
+from gpucluster.report.lifetimes_report import tokens_data
+from gpucluster.report.metrics_report import metrics_data
+from gpucluster.report.rollout_report import rollout_data
+from gpucluster.report.versions_report import bring_up_data, node_pods_data, versions_data
 
 SCHEMA_VERSION = 1
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from gpucluster.offline.html_table import n, table
-from gpucluster.offline.report_data import load_text
+from gpucluster.report.html_table import n, table
+from gpucluster.report.report_data import load_text
 
 Data = dict[str, Any]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from rich.console import Console
 
-from gpucluster.offline.html_table import n, table
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.fence import FENCE
 from gpucluster.planning.rollout import Wave
+from gpucluster.report.html_table import n, table
 
 Data = dict[str, Any]
 

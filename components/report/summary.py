@@ -7,11 +7,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from gpucluster.offline.cost_report import print_cost
-from gpucluster.offline.lifetimes_report import print_tokens
-from gpucluster.offline.metrics_report import print_metrics
 from gpucluster.offline.policy_runner import SEVERITY_ORDER, Violation
-from gpucluster.offline.report_data import (
+from gpucluster.preflight.fold import merged_message, names_text
+from gpucluster.report.cost_report import print_cost
+from gpucluster.report.lifetimes_report import print_tokens
+from gpucluster.report.metrics_report import print_metrics
+from gpucluster.report.report_data import (
     count_status_text,
     entries_text,
     headroom_text,
@@ -20,9 +21,8 @@ from gpucluster.offline.report_data import (
     prerequisite_text,
     unpinned_text,
 )
-from gpucluster.offline.rollout_report import print_rollout
-from gpucluster.offline.versions_report import print_versions
-from gpucluster.preflight.fold import merged_message, names_text
+from gpucluster.report.rollout_report import print_rollout
+from gpucluster.report.versions_report import print_versions
 
 Data = dict[str, Any]
 

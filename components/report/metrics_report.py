@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from gpucluster.offline.html_table import n, table
 from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.report.html_table import n, table
 
 Data = dict[str, Any]
 

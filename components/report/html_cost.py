@@ -6,8 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from gpucluster.offline.cost_report import money
-from gpucluster.offline.html_table import n, table
+from gpucluster.report.cost_report import money
+from gpucluster.report.html_table import n, table
 
 Data = dict[str, Any]
 
