@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from gpucluster.offline.engine import ProgramRun, run_program
 from gpucluster.offline.mock_values import name_registries_offline
@@ -22,6 +23,12 @@ from gpucluster.spec import ClusterSpec, load_stack_file
 from tests.support.stacks import ROOT, STACKS, stack_spec
 
 name_registries_offline()  # before any stack loads; the plans' subprocesses inherit it
+
+# Hypothesis's default 200 ms per example, and its check on the time spent generating data, are wall-clock bounds a
+# loaded machine (or a collection pause in a worker holding the shared plans) can pass; a test that bounds an
+# example's time sets its own deadline (test_stack_fuzz.py).
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 pytest_plugins = ("tests.support.rollout_world", "tests.support.verify_world")
 """Fixtures of the worlds several test files share (`cluster`; `world`, `live`), found by name."""

@@ -87,7 +87,14 @@ def test_a_reader_always_sees_a_complete_folder(tmp_path: Path) -> None:
     def read() -> None:
         while not done.is_set():
             try:
-                seen.append(_complete(out))
+                before = os.readlink(out)
+                try:
+                    seen.append(_complete(out))
+                except (AssertionError, OSError):
+                    # A version stays until two later runs have swapped: a reader descheduled that long (a loaded
+                    # machine) may find the one it resolved removed, but only once the link has moved on.
+                    if os.readlink(out) == before:
+                        raise
             except BaseException as error:
                 errors.append(error)
 

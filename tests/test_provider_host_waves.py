@@ -131,10 +131,11 @@ def test_prods_creates_no_longer_run_in_waves_of_four(tmp_path: Path, prod_sets:
     assert before.check_wait >= OPERATION_SECONDS / 2
 
     after = _run(tmp_path / "after", ScaleSetProvider, prod_sets, prod_wait)
-    # the creates return on ARM's answer, so more operations run at once than the host has workers and every scale
-    # set is up sooner; a Check waits for the creates' answers only (CPU, not allocations), and not behind the wait,
-    # which holds one worker. The bounds leave room for a loaded machine: the figures are printed.
-    assert after.in_flight > HOST_WORKERS and after.ready < before.ready
+    # the creates return on ARM's answer, so more operations run at once than the host has workers; a Check waits for
+    # the creates' answers only (CPU, not allocations), and not behind the wait, which holds one worker. When every
+    # scale set was up is printed, not compared: at 0.4 s operations it is mostly the creates' CPU, which a loaded
+    # machine stretches, against the waves' sleeps, which it does not.
+    assert after.in_flight > HOST_WORKERS
     assert after.check_wait < before.check_wait and after.check_in_wait is not None
     assert after.check_in_wait < OPERATION_SECONDS * 2
     print(f"\n42 creates of {OPERATION_SECONDS} s operations through the host: before {before.ready:.2f} s until all "

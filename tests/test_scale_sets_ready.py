@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import datetime
 import email.utils
-import time
 from pathlib import Path
 from typing import Any
 
@@ -112,21 +111,30 @@ def test_failed_allocations_are_named_in_one_line_and_the_next_up_with_refresh_r
 
 
 def test_the_wait_honours_retry_after_and_stops_at_its_deadline(tmp_path: Path, declared: dict[str, Any]) -> None:
+    """The wait sleeps on a clock of its own, which the fake ARM's operations read too: no real wait."""
     with fake_arm(tmp_path) as arm:
         scale_sets, wait = _connect(ScaleSetProvider, arm), _connect(ScaleSetsReadyProvider, arm, interval=0.01)
+        now = [0.0]
+        slept: list[float] = []
+
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            now[0] += seconds
+
+        arm.clock = wait.clock = lambda: now[0]
+        wait.sleep = sleep
         arm.operation_seconds, arm.retry_after = 1.2, 1
         created = scale_sets.create(copy.deepcopy(declared["h100-z1-00"]))
-        started = time.monotonic()
         wait.create(_wait_inputs(declared, {"h100-z1-00": created.outs}))
-        # Retry-After: 1 between polls, not the 10 ms interval: two or three polls in about a second and a bit
-        assert 1.0 <= time.monotonic() - started < 4 and 2 <= len(arm.polls()) <= 3
+        # Retry-After: 1 between polls, not the 10 ms interval: InProgress at 0 s and 1 s, Succeeded at 2 s
+        assert slept == [1, 1] and len(arm.polls()) == 3
 
         arm.operation_seconds, arm.retry_after = 30, None
         slow = scale_sets.update(created.id, created.outs, {**created.outs, "tags": {**created.outs["tags"], "x": "y"}})
-        started = time.monotonic()
+        started, slept[:] = now[0], []
         with pytest.raises(ScaleSetsNotReadyError) as late:
             wait.create(_wait_inputs(declared, {"h100-z1-00": slow.outs}, deadlineSeconds=0.5))
-        assert time.monotonic() - started < 3
+        assert now[0] - started == pytest.approx(0.5) and max(slept) <= 0.01 + 1e-9  # polled every 10 ms until then
         assert str(late.value) == ("1 of 1 node scale sets did not come up: h100-z1-00 still Updating after 0.5 s (run "
                                    "`pulumi up` again to wait on: the operation goes on in Azure)")
 

@@ -36,7 +36,7 @@ import json
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -90,6 +90,8 @@ class FakeArm:
     """Error codes the next creates' long-running operations end with (AllocationFailed, ...)."""
     operation_seconds: float = 0.0
     retry_after: int | None = None
+    clock: Callable[[], float] = time.monotonic
+    """What `operation_seconds` are measured on: a test that sleeps on a clock of its own puts that clock here."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def throttle(self, count: int) -> None:
@@ -223,7 +225,7 @@ def _finish(arm: FakeArm, operation: dict[str, Any]) -> None:
     """A write's operation ends: its resource's provisioningState says how (called under the lock)."""
     if "finished" in operation:
         return
-    operation["finished"] = time.monotonic()
+    operation["finished"] = arm.clock()
     stored = arm.resources.get(operation["path"])
     if stored is not None:
         stored["properties"]["provisioningState"] = "Failed" if operation["failure"] else "Succeeded"
@@ -233,7 +235,7 @@ def _settle(arm: FakeArm, key: str) -> None:
     """Ends the writes on `key` whose time has come, polled or not (called under the lock)."""
     for operation in arm.operations.values():
         if operation["path"] == key and operation["kind"] != "delete" \
-                and time.monotonic() - operation["started"] >= arm.operation_seconds:
+                and arm.clock() - operation["started"] >= arm.operation_seconds:
             _finish(arm, operation)
 
 
@@ -303,7 +305,7 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
         def _operation(self, kind: str, path: str, failure: str | None = None) -> str:
             key = f"op{len(arm.operations)}"
             arm.operations[key] = {"kind": kind, "path": path, "polls": 0, "failure": failure,
-                                   "started": time.monotonic()}
+                                   "started": arm.clock()}
             segment = "operations" if kind != "delete" else "operationResults"
             return f"{arm.base_url}/subscriptions/s/providers/Microsoft.Compute/locations/eastus2/{segment}/{key}"
 
@@ -367,7 +369,7 @@ def _handler(arm: FakeArm) -> type[BaseHTTPRequestHandler]:
                 operation = arm.operations[key]
                 operation["polls"] += 1
                 done = operation["polls"] > POLLS_IN_PROGRESS \
-                    and time.monotonic() - operation["started"] >= arm.operation_seconds
+                    and arm.clock() - operation["started"] >= arm.operation_seconds
                 if operation["kind"] == "delete":
                     if done:
                         arm.resources.pop(operation["path"], None)

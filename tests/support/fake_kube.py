@@ -60,12 +60,25 @@ def deep_json(depth: int) -> bytes:
     return b'{"items":' + b"[" * depth + b"]" * depth + b"}"
 
 
+HANG = 3600.0
+"""A fault's delay no client's timeout waits out: the answer is held until the server stops."""
+
+
 class FakeHttp:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.faults: list[tuple[str, re.Pattern[str], Fault]] = []
         self.seen: list[Seen] = []
         self.url = ""
+        self.stopped = threading.Event()
+        self.clock: Callable[[], float] = time.monotonic
+        """Times what `seen`, `lease_history` and `cilium_writes` record; a test may put a clock of its own here."""
+        self.sleep: Callable[[float], None] = self._held
+        """How a fault's `delay` is waited; a test may put its own clock's here."""
+
+    def _held(self, seconds: float) -> None:
+        """A delay, cut short when the server stops."""
+        self.stopped.wait(seconds)
 
     def inject(self, method: str, pattern: str, fault: Fault) -> None:
         with self.lock:
@@ -101,12 +114,14 @@ class FakeHttp:
     def running(self) -> Iterator[FakeHttp]:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         server.daemon_threads = True
+        self.stopped.clear()
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
         try:
             yield self
         finally:
+            self.stopped.set()
             server.shutdown()
             server.server_close()
 
@@ -156,10 +171,10 @@ def _handler(fake: FakeHttp) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             who = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
             with fake.lock:  # recorded on arrival: a client that gave up on a slow answer still asked
-                fake.seen.append(Seen(time.monotonic(), self.command, url.path, query, who))
+                fake.seen.append(Seen(fake.clock(), self.command, url.path, query, who))
             fault = fake._fault(self.command, self.path, who)
             if fault is not None and fault.delay:
-                time.sleep(fault.delay)
+                fake.sleep(fault.delay)
             if fault is not None and (fault.status or fault.body is not None):
                 status = fault.status or 200
                 data = fault.body if fault.body is not None else json.dumps(
@@ -411,7 +426,7 @@ class FakeKube(FakeHttp):
         obj = copy.deepcopy(obj)
         obj.setdefault("metadata", {})["name"] = name
         self.put_object(collection, obj)
-        now = time.monotonic()
+        now = self.clock()
         if collection.endswith("/leases") and self.holder() != before:
             self.lease_history.append((now, str(self.holder())))
         if collection.endswith("ciliumnodes"):
