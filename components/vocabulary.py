@@ -3,7 +3,7 @@
 The bottom of components/: standard library only, imported by the spec, planners, boot text, Azure
 components, in-cluster objects and the simulation alike (tests/test_vocabulary.py fails on a name spelled
 anywhere else). The policy pack runs as a folder of its own and keeps its copy in policies/rules/props.py,
-checked equal to these by the same test. The in-cluster daemons (components/kubernetes/scripts/) ship
+checked equal to these by the same test. The in-cluster daemons (agents/) ship
 standalone in the agents image and carry their own copies, each a module constant checked equal to a name here.
 """
 
@@ -103,7 +103,7 @@ TAINT_UNHEALTHY = "gpucluster.io/gpu-unhealthy"
 """Set by the GPU health agent on a failed diagnostic or DCGM health watch (scripts/health_agent.py UNHEALTHY)."""
 TAINT_RACK_UNPROVEN = "gpucluster.io/rack-unproven"
 """On a rack node whose GPU feature discovery clique does not bear out its planned rack label
-(components/kubernetes/scripts/rack_clique.py): no rack work lands there."""
+(agents/rack_clique.py): no rack work lands there."""
 LABEL_GPU_CLIQUE = "nvidia.com/gpu.clique"
 """GPU feature discovery's NVLink partition label, `<cluster UUID>.<clique id>` (NVIDIA/k8s-device-plugin v0.19.3
 internal/lm/imex.go)."""

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from gpucluster.agents import kube_client, prefix_ipam
 from gpucluster.catalog import arm_operations
 from gpucluster.catalog.addon_permissions import ADDON_PERMISSIONS, Permission
 from gpucluster.catalog.arm_operations import ArmOperation, operations_for, prefix_ipam_operations, rbac_action
-from gpucluster.kubernetes.scripts import kube_client, prefix_ipam
 
 DATA = Path(__file__).resolve().parent / "data"
 OLD_VMSS_NIC_ACTION = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read"

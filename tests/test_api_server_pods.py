@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster.agents.prefix_ipam import expand, nic_blocks
 from gpucluster.errors import SpecError
-from gpucluster.kubernetes.scripts.prefix_ipam import expand, nic_blocks
 from gpucluster.offline.engine import ProgramRun
 from gpucluster.planning.pod_addresses import API_SERVER_POD_ADDRESSES, api_server_pod_addresses
 from gpucluster.planning.vnet_entries import count_entries

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from gpucluster.agents import health_agent as agent
 from gpucluster.errors import SpecError
 from gpucluster.kubernetes.objects.autoscaler import autoscaler_args, max_scale_down_parallelism
 from gpucluster.kubernetes.objects.balloons import balloon_deployment
 from gpucluster.kubernetes.objects.dns import coredns_replicas
 from gpucluster.kubernetes.objects.health import recheck_limit
-from gpucluster.kubernetes.scripts import health_agent as agent
 from gpucluster.offline.engine import ProgramRun
 from gpucluster.offline.manifests import helm_releases, kubernetes_objects
 from gpucluster.planning.cluster_plan import plan_cluster

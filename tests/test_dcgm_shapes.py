@@ -1,4 +1,4 @@
-"""The health agent's verdicts (components/kubernetes/scripts/health_agent.py `diag_verdict`, `health_problem`) on
+"""The health agent's verdicts (agents/health_agent.py `diag_verdict`, `health_problem`) on
 reports shaped as DCGM writes them at the release the GPU operator runs: the keys, status strings and nesting come
 from tests/data/dcgm_output.json, which tools/dcgm_output.py extracted from NVIDIA/DCGM v4.5.2 (gpu-operator v26.3.3
 values.yaml `dcgm.version: 4.5.2-1-ubuntu22.04`).
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from gpucluster.agents import health_agent as agent
 from gpucluster.catalog.in_cluster import DCGM_IMAGE
-from gpucluster.kubernetes.scripts import health_agent as agent
 
 DCGM = json.loads((Path(__file__).parent / "data" / "dcgm_output.json").read_text())
 DIAG, HEALTH = DCGM["diag"], DCGM["health"]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster.agents import health_agent as agent
+from gpucluster.agents import kube_client as kc
 from gpucluster.kubernetes.objects import health
 from gpucluster.kubernetes.objects import prefix_ipam as ipam_objects
-from gpucluster.kubernetes.scripts import health_agent as agent
-from gpucluster.kubernetes.scripts import kube_client as kc
 from tests.support.fake_kube import FakeAzure, FakeKube
 from tests.support.fake_rbac import Rbac, request_info, service_account_user
 from tests.support.ipam_world import ACCOUNT, controller, populate
@@ -83,7 +83,7 @@ def test_the_prefix_ipam_watch_is_refused_without_the_watch_verb(tmp_path: Path)
     rendered = ipam_objects.prefix_ipam_objects({"client_id": "c"}, "api.example", 6443, "agents:1")
     kube.enforce(_without(rendered, "watch"), {"replica-a": ACCOUNT})
     with kube.running(), azure.running(), pytest.MonkeyPatch.context() as patch:
-        from gpucluster.kubernetes.scripts import prefix_ipam as ipam
+        from gpucluster.agents import prefix_ipam as ipam
         patch.setattr(ipam, "ARM", azure.url)
         patch.setattr(ipam, "IMDS_TOKEN", f"{azure.url}/metadata/identity/oauth2/token")
         populate(kube, azure, {"h100-z1-00": 2}, filled=True)

@@ -1,4 +1,4 @@
-"""The GPU health agent (components/kubernetes/scripts/health_agent.py) driven against a fake Kubernetes API on
+"""The GPU health agent (agents/health_agent.py) driven against a fake Kubernetes API on
 127.0.0.1 (tests/support/fake_kube.py): diagnostic reports that exit 0 but prove nothing, API faults (429 with Retry-After,
 5xx, timeouts, bodies cut short or nested absurdly deep, 422 from a concurrent edit), and the recheck at 40,000 pods.
 
@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from gpucluster.agents import health_agent as agent
+from gpucluster.agents import kube_client as kc
 from gpucluster.kubernetes.objects import health
-from gpucluster.kubernetes.scripts import health_agent as agent
-from gpucluster.kubernetes.scripts import kube_client as kc
 from tests.support.fake_kube import FakeKube, Fault, deep_json
 from tests.support.fake_rbac import service_account_user
 

@@ -21,7 +21,7 @@ import pytest
 import gpucluster
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("components", "policies", "tools", "tests", "e2e", "bench", "examples", "__main__.py")
+SOURCES = ("components", "policies", "agents", "tools", "tests", "e2e", "bench", "examples", "__main__.py")
 
 RUN = """
 import json, sys
@@ -36,7 +36,7 @@ print(json.dumps({"gpucluster": gpucluster.__file__, "components": components.er
 """
 
 
-BUILT_FROM = ("pyproject.toml", "README.md", "gpucluster", "components", "policies", "images")
+BUILT_FROM = ("pyproject.toml", "README.md", "gpucluster", "components", "policies", "images", "agents")
 """What the build reads, copied with the links as links: pip builds in the source folder (build/, *.egg-info), and
 two test runs at once must not share one."""
 
@@ -64,7 +64,7 @@ def test_the_wheel_holds_gpucluster_and_no_components_or_policies_module(wheel: 
     assert top == {"gpucluster"}
     for needed in ("gpucluster/cluster.py", "gpucluster/diff/compare.py", "gpucluster/policies/rules/__init__.py",
                    "gpucluster/policies/PulumiPolicy.yaml", "gpucluster/catalog/pod_security_baseline.json",
-                   "gpucluster/catalog/data/prices.json", "gpucluster/kubernetes/scripts/rollout.py"):
+                   "gpucluster/catalog/data/prices.json", "gpucluster/agents/rollout.py"):
         assert needed in names, needed
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "gpucluster = gpucluster.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
@@ -107,7 +107,7 @@ def test_no_module_imports_the_folder_names() -> None:
     pack imports its rules relatively, or as `rules` when the Pulumi CLI runs the folder)."""
     files = [p for s in SOURCES for p in ([ROOT / s] if s.endswith(".py") else (ROOT / s).rglob("*.py"))]
     assert len(files) > 400
-    found = sorted(f"{p.relative_to(ROOT)}" for p in files if {"components", "policies"} & _imported_roots(p))
+    found = sorted(f"{p.relative_to(ROOT)}" for p in files if {"components", "policies", "agents"} & _imported_roots(p))
     assert found == []
 
 

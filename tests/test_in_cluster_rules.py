@@ -174,8 +174,8 @@ def test_each_health_account_has_only_its_own_calls() -> None:
     ServiceAccountTokenPodNodeInfo GA in 1.32: kubernetes pkg/features/versioned_kube_features.go) and to our two
     taints. The recheck lists nodes and pods (per node by field selector) and deletes pods in its namespace only.
     What the policy's CEL decides is evaluated in tests/test_health_admission.py."""
+    from gpucluster.agents import health_agent
     from gpucluster.kubernetes.objects.health import AGENT_ACCOUNT, NAMESPACE, RECHECK_ACCOUNT, health_objects
-    from gpucluster.kubernetes.scripts import health_agent
     from tests.support.manifest_validation import validate_object
 
     assert health_agent.UNHEALTHY == TAINT_UNHEALTHY and health_agent.PREFLIGHT == TAINT_PREFLIGHT

@@ -1,4 +1,4 @@
-"""The agents' shared client (components/kubernetes/scripts/kube_client.py) against a fake API server on 127.0.0.1
+"""The agents' shared client (agents/kube_client.py) against a fake API server on 127.0.0.1
 (tests/support/fake_kube.py) that misbehaves in ways a socket timeout alone does not catch: an answer trickled a byte at a
 time (each recv returns well within the timeout, the exchange never ends), redirects to another origin or to plain
 http (urllib follows a 302 with every header it was given), and numbers that `str.isdigit()` accepts but `int()`
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gpucluster.kubernetes.scripts import kube_client as kc
+from gpucluster.agents import kube_client as kc
 from tests.support.fake_kube import FakeKube, Fault
 
 NODE = "/api/v1/nodes/gpu-0"

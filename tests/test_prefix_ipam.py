@@ -17,7 +17,7 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
-from gpucluster.kubernetes.scripts.prefix_ipam import (
+from gpucluster.agents.prefix_ipam import (
     blocks_by_instance,
     expand,
     pool_patch,
@@ -87,8 +87,8 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     rights are its calls: list/watch nodes, list/watch/patch CiliumNodes (each call authorized by these roles in the
     fake API server: tests/support/ipam_world.py as_the_controller), create its Lease and get/update that one Lease
     (RBAC cannot limit `create` by resourceNames: kubernetes.io/docs/reference/access-authn-authz/rbac)."""
+    from gpucluster.agents import prefix_ipam
     from gpucluster.kubernetes.objects.prefix_ipam import LEASE, prefix_ipam_objects
-    from gpucluster.kubernetes.scripts import prefix_ipam
     objects = {o["kind"]: o for o in prefix_ipam_objects({"client_id": "cid"}, "api.prod.internal", 6443,
                                                                  "acr.azurecr.io/gpucluster/agents:1")}
     pod = objects["Deployment"]["spec"]["template"]["spec"]
@@ -102,7 +102,7 @@ def test_deployment_is_host_network_leader_elected_and_least_privilege() -> None
     named = [r for r in objects["Role"]["rules"] if r.get("resourceNames")]
     assert named == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEASE],
                       "verbs": ["get", "update"]}]
-    # The controller ships in the agents image (images/agents/Dockerfile copies the script to /opt/gpucluster).
+    # The controller ships in the agents image (agents/Dockerfile copies the script to /opt/gpucluster).
     assert "ConfigMap" not in objects and "volumes" not in pod
     assert pod["containers"][0]["image"] == "acr.azurecr.io/gpucluster/agents:1"
     assert pod["containers"][0]["command"][1] == "/opt/gpucluster/prefix_ipam.py"

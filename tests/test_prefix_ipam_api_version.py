@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.kubernetes.scripts import prefix_ipam as ipam
+from gpucluster.agents import prefix_ipam as ipam
 from gpucluster.offline.engine import ProgramRun
 from tests.support.fake_kube import FakeAzure, FakeKube
 from tests.support.ipam_world import controller, pool, populate, servers

@@ -1,4 +1,4 @@
-"""The prefix IPAM controller (components/kubernetes/scripts/prefix_ipam.py) driven against fake Kubernetes and Azure
+"""The prefix IPAM controller (agents/prefix_ipam.py) driven against fake Kubernetes and Azure
 servers on 127.0.0.1 (tests/support/fake_kube.py) that inject faults: throttling with Retry-After, 5xx, slow answers, bodies
 cut short, not JSON or nested absurdly deep, nextLink loops, 409/422 conflicts. The leader lock is driven in
 tests/test_prefix_ipam_lease.py, the prod-size memory bound in tests/test_prefix_ipam_scale.py.
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.kubernetes.scripts import kube_client as kc
-from gpucluster.kubernetes.scripts import prefix_ipam as ipam
+from gpucluster.agents import kube_client as kc
+from gpucluster.agents import prefix_ipam as ipam
 from gpucluster.planning.agents_image import CONTEXT, DOCKERFILE, SCRIPTS
 from tests.support.fake_kube import FakeAzure, FakeKube, Fault, deep_json
 from tests.support.ipam_world import (
@@ -215,7 +215,7 @@ def test_the_request_budget_paces_requests() -> None:
 
 
 def test_the_scripts_run_side_by_side_as_the_image_ships_them(tmp_path: Path) -> None:
-    """images/agents/Dockerfile copies SCRIPTS into one directory and runs `python3 <script>`: the shared client is
+    """agents/Dockerfile copies SCRIPTS into one directory and runs `python3 <script>`: the shared client is
     imported from there, not from this repository."""
     copy_line = next(line for line in DOCKERFILE.read_text().splitlines() if line.startswith("COPY "))
     # Both ways: a script copied but not in SCRIPTS would change the image without changing its content tag.

@@ -1,4 +1,4 @@
-"""The prefix IPAM controller's leader lock (components/kubernetes/scripts/prefix_ipam.py `Leader`): two replicas run
+"""The prefix IPAM controller's leader lock (agents/prefix_ipam.py `Leader`): two replicas run
 concurrently against one fake API server (tests/support/fake_kube.py) whose Lease has resourceVersion semantics.
 
 Rules from kubernetes/client-go v0.36 `tools/leaderelection/leaderelection.go`: `observedTime` is the LOCAL time the
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.kubernetes.scripts import prefix_ipam as ipam
+from gpucluster.agents import prefix_ipam as ipam
 from tests.support.fake_kube import FakeAzure, FakeKube, Fault
 from tests.support.ipam_world import CILIUM, LEASE_PATH, controller, populate, servers
 

@@ -18,7 +18,7 @@ from tests.support.ipam_world import CILIUM, NODES, as_the_controller, pool, pop
 ROOT = Path(__file__).resolve().parent.parent
 ROUND = """
 import json, tracemalloc
-from gpucluster.kubernetes.scripts import prefix_ipam
+from gpucluster.agents import prefix_ipam
 controller = prefix_ipam.controller_from_env("kube-system", "gpucluster-prefix-ipam", "client-id")
 tracemalloc.start()
 report = controller.round()

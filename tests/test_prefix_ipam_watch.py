@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.kubernetes.scripts import prefix_ipam as ipam
+from gpucluster.agents import prefix_ipam as ipam
 from tests.support.fake_kube import FakeAzure, FakeKube, Fault
 from tests.support.ipam_world import CILIUM, NODES, controller, pool, populate, servers
 

@@ -1,5 +1,5 @@
 """The planned rack label held against the hardware's NVLink partition: the rack clique check's decisions
-(components/kubernetes/scripts/rack_clique.py), its taint writes, its CronJob and admission policy on gb300, and
+(agents/rack_clique.py), its taint writes, its CronJob and admission policy on gb300, and
 `gpucluster verify`'s rack check (components/verify/check_racks.py).
 
 Sources: GPU feature discovery labels `nvidia.com/gpu.clique: <cluster UUID>.<clique id>` only when every GPU of the
@@ -17,9 +17,9 @@ from typing import Any
 import celpy
 from celpy.adapter import json_to_cel
 
+from gpucluster.agents import rack_clique
 from gpucluster.kubernetes.objects.layer import gpu_health_objects
 from gpucluster.kubernetes.objects.rack_clique import APP, rack_clique_policy
-from gpucluster.kubernetes.scripts import rack_clique
 from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from gpucluster.planning.node_template import node_labels
 from gpucluster.verify.check_racks import check_racks
@@ -123,7 +123,7 @@ def test_gb300_runs_the_check_from_the_agents_image_on_system_nodes() -> None:
     assert container["command"] == ["python3", "/opt/gpucluster/rack_clique.py", "check", "gb300"]
     assert job["nodeSelector"] == {"gpucluster.io/role": "system"}
     assert ("ValidatingAdmissionPolicy", APP) in objects
-    assert "rack_clique.py" in (ROOT / "images/agents/Dockerfile").read_text()
+    assert "rack_clique.py" in (ROOT / "agents/Dockerfile").read_text()
     assert not any(k == ("CronJob", APP) for k in
                    ((o["kind"], o["metadata"]["name"]) for o in gpu_health_objects(plan_cluster(stack_spec("dev")))))
 

@@ -1,4 +1,4 @@
-"""The rollout controller (components/kubernetes/scripts/rollout.py) against the fake API server and a fake ARM whose
+"""The rollout controller (agents/rollout.py) against the fake API server and a fake ARM whose
 instances say whether they run their scale set's model (tests/support/rollout_world.py). Kueue's and the health
 agent's parts are played between rounds (`Cluster.kueue`, `Cluster.health`); make e2e runs the controller against
 the real kube-apiserver and Kueue (e2e/tests/test_agents_real_server.py)."""
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from gpucluster.agents import kube_client as kc
+from gpucluster.agents import rollout as ro
+from gpucluster.agents import rollout_drain as drain
 from gpucluster.azure.scale_set.routes import SCALE_SET_API_VERSION
-from gpucluster.kubernetes.scripts import kube_client as kc
-from gpucluster.kubernetes.scripts import rollout as ro
-from gpucluster.kubernetes.scripts import rollout_drain as drain
 from tests.support.fake_kube import FakeKube, Fault
 from tests.support.rollout_world import CPU_SET, NS, PODS, SETS, WORKLOADS, Cluster, gang, pod
 

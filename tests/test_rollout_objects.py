@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpucluster.agents import rollout as ro
 from gpucluster.kubernetes.objects.rollout import APP, plan_document, rollout_objects
-from gpucluster.kubernetes.scripts import rollout as ro
 from gpucluster.planning.cluster_plan import plan_cluster
 from tests.support.fake_kube import Seen
 from tests.support.manifest_validation import validate_object

@@ -111,7 +111,7 @@ for path in files:
     if path.name != "__main__.py":
         check(f"import {module_name(path)}", lambda: importlib.import_module(module_name(path)))
 sys.path.append(str(root / "policies"))  # the Pulumi CLI runs the pack as a folder: `from rules import ...`
-# The agents image runs the daemons side by side in one folder: `import kube_client` (images/agents/Dockerfile).
+# The agents image runs the daemons side by side in one folder: `import kube_client` (agents/Dockerfile).
 sys.path.append(str(root / "components" / "kubernetes" / "scripts"))
 for path in files:
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]

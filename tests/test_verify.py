@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.agents import prefix_ipam
 from gpucluster.cli import main
-from gpucluster.kubernetes.scripts import prefix_ipam
 from gpucluster.planning.azure_names import resource_group_name
 from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.spec import load_stack_file
@@ -83,7 +83,7 @@ def test_the_dev_stack_verifies_with_secondary_addresses(live: World) -> None:
 
 def test_the_nic_list_is_the_prefix_ipam_controllers_own_request() -> None:
     """The URL verify reads is the one the controller's ARM lister requests (prefix_ipam.py `Arm.list_nics`)."""
-    from gpucluster.kubernetes.scripts import prefix_ipam
+    from gpucluster.agents import prefix_ipam
     from gpucluster.verify.check_nics import nic_list_url
 
     requested: list[str] = []

@@ -1,12 +1,12 @@
 """Every label, taint, annotation and tag name is spelled once: in components/vocabulary.py.
 
-The scan reads every string literal of components/ and policies/ (docstrings aside; comments are not literals)
-and fails on a name outside the vocabulary: a Kubernetes-style qualified name (`<dns-domain>/<name>`, as labels,
+The scan reads every string literal of components/ and policies/ (docstrings aside; comments are not literals) and
+fails on a name outside the vocabulary: a Kubernetes-style qualified name (`<dns-domain>/<name>`, as labels,
 taints and annotations are written), or one of the cluster's Azure tag names. Two places keep copies, on purpose:
 - policies/rules/props.py: the policy pack runs as a folder of its own under the Pulumi CLI (policies/__main__.py
   imports `rules`, without components/ on its path); its names must equal the vocabulary's (checked here);
-- components/kubernetes/scripts/: the node agents ship standalone in the agents image (standard library only,
-  images/agents/Dockerfile); each of their names is a module constant equal to a vocabulary name (checked here, so
+- agents/: the node agents ship standalone in the agents image (standard library only,
+  agents/Dockerfile); each of their names is a module constant equal to a vocabulary name (checked here, so
   a copy cannot drift and no selector is spelled inline).
 """
 
@@ -22,7 +22,7 @@ import gpucluster.vocabulary as vocabulary
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCABULARY = ROOT / "components" / "vocabulary.py"
-NOT_SCANNED = (ROOT / "components" / "kubernetes" / "scripts", VOCABULARY, ROOT / "policies" / "rules" / "props.py")
+NOT_SCANNED = (ROOT / "components" / "agents", VOCABULARY, ROOT / "policies" / "rules" / "props.py")
 QUALIFIED = re.compile(r"(?<![A-Za-z0-9._/-])(?:[a-z0-9-]+\.)+[a-z]{2,}/[A-Za-z0-9._-]+(?![A-Za-z0-9._/-])")
 API_VERSION = re.compile(r"/v\d+((alpha|beta)\d+)?$")
 TAG = re.compile(r"(?<![A-Za-z0-9_-])(gpucluster-(cluster|role|pool|infiniband|kubernetes-version|kubernetes-end-of-life)"
@@ -114,7 +114,7 @@ def test_the_policy_packs_copies_equal_the_vocabulary() -> None:
 
 
 
-SCRIPTS = ROOT / "components" / "kubernetes" / "scripts"
+SCRIPTS = ROOT / "agents"
 
 
 def agent_names(path: Path) -> tuple[list[str], list[str]]:

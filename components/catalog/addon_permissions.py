@@ -101,14 +101,14 @@ NODE_LIFECYCLE: tuple[Permission, ...] = (
                "InstanceShutdown"),
 )
 
-_PREFIX_IPAM = "components/kubernetes/scripts/prefix_ipam.py"
+_PREFIX_IPAM = "agents/prefix_ipam.py"
 
 PREFIX_IPAM: tuple[Permission, ...] = (
     # Microsoft.Network NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces: the scale-set-wide NIC list.
     Permission(_VMSS_NICS, "resourceGroup", f"ListVirtualMachineScaleSetNetworkInterfaces, one per scale set ({_PREFIX_IPAM})"),
 )
 
-_ROLLOUT = "components/kubernetes/scripts/rollout_arm.py"
+_ROLLOUT = "agents/rollout_arm.py"
 
 ROLLOUT: tuple[Permission, ...] = (
     # Read what each instance runs against its scale set's model, bring the behind ones to it and re-image them;

@@ -23,7 +23,7 @@ Sources, by add-on:
   PR #46192 (2026-05-26, which keeps the per-VM NIC list and drops a duplicate call). PR #37430 (2025-02) added the
   per-instance resync that lists one VM's NICs. Public IP prefixes (`publicIpTags`) are not configured here, and
   standalone-VM NIC writes (`Interfaces.CreateOrUpdate`) are not reached (every node is in a scale set).
-- Our prefix IPAM controller (components/kubernetes/scripts/prefix_ipam.py): its requests are read from its own
+- Our prefix IPAM controller (agents/prefix_ipam.py): its requests are read from its own
   source (`prefix_ipam_operations`), not written here by hand.
 """
 
@@ -168,7 +168,7 @@ CILIUM: tuple[ArmOperation, ...] = (
 )
 
 PREFIX_IPAM_SCRIPT = Path(__file__).resolve().parent.parent / "kubernetes" / "scripts" / "prefix_ipam.py"
-PREFIX_IPAM_SOURCE = "components/kubernetes/scripts/prefix_ipam.py"
+PREFIX_IPAM_SOURCE = "agents/prefix_ipam.py"
 
 
 def prefix_ipam_operations(script: Path = PREFIX_IPAM_SCRIPT) -> tuple[ArmOperation, ...]:
@@ -192,7 +192,7 @@ def prefix_ipam_operations(script: Path = PREFIX_IPAM_SCRIPT) -> tuple[ArmOperat
 
 
 ROLLOUT_SCRIPT = PREFIX_IPAM_SCRIPT.parent / "rollout_arm.py"
-ROLLOUT_SOURCE = "components/kubernetes/scripts/rollout_arm.py"
+ROLLOUT_SOURCE = "agents/rollout_arm.py"
 
 
 def rollout_operations(script: Path = ROLLOUT_SCRIPT) -> tuple[ArmOperation, ...]:

@@ -47,7 +47,7 @@ RDMA_RESOURCE = "rdma/ib"
 RDMA_HCA_MAX = 8
 """Pods per node that may share the node's HCAs (the plugin's rdmaHcaMax): one per GPU at most."""
 AGENTS_DIR = "/opt/gpucluster"
-"""Where the agents image (images/agents/Dockerfile) keeps the health agent and the prefix IPAM controller."""
+"""Where the agents image (agents/Dockerfile) keeps the health agent and the prefix IPAM controller."""
 
 
 def cluster_autoscaler_image(minor: str) -> str:

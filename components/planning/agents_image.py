@@ -1,5 +1,5 @@
-"""The project's own agents image (health checks, prefix IPAM): built from images/agents/Dockerfile with the
-scripts in components/kubernetes/scripts/ as its build context, tagged by the content it is built from."""
+"""The project's own agents image (health checks, prefix IPAM): built from agents/Dockerfile with the
+scripts in agents/ as its build context, tagged by the content it is built from."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from pathlib import Path
 from gpucluster.catalog.image_platforms import AMD64, ARM64, node_platform
 
 PACKAGE = Path(__file__).parents[1]
-"""The package's folder (not resolved: in the project it is the `gpucluster` link, and image_sources/ a link in it)."""
-DOCKERFILE = PACKAGE / "image_sources" / "agents" / "Dockerfile"
-"""images/agents/Dockerfile in the project, shipped in the package as gpucluster/image_sources/ (pyproject.toml)."""
-CONTEXT = PACKAGE / "kubernetes" / "scripts"
+"""The package's folder (not resolved: in the project it is the `gpucluster` link, and agents/ a link in it)."""
+CONTEXT = PACKAGE / "agents"
+"""The build context: agents/ in the project (the agents and their Dockerfile), shipped as gpucluster/agents/
+(pyproject.toml)."""
+DOCKERFILE = CONTEXT / "Dockerfile"
 SCRIPTS = ("health_agent.py", "kube_client.py", "prefix_ipam.py", "rack_clique.py", "rollout.py", "rollout_arm.py",
            "rollout_drain.py")
 """Copied side by side into /opt/gpucluster (the Dockerfile's COPY line): the agents import kube_client from their own

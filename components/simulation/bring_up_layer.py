@@ -112,7 +112,7 @@ def gives_table(prefix_mode: bool) -> dict[str, Gives]:
         "cilium-agent": Gives(("cni",), f"cilium {CILIUM.version}: the agent writes the CNI configuration and loads "
                                         "the datapath; with ipam: crd only after its CiliumNode's spec.ipam.pool "
                                         "holds addresses (docs.cilium.io network/concepts/ipam/crd)", cni),
-        PREFIX_IPAM_APP: Gives((POD_IPS,), "components/kubernetes/scripts/prefix_ipam.py: publishes the /28 blocks "
+        PREFIX_IPAM_APP: Gives((POD_IPS,), "agents/prefix_ipam.py: publishes the /28 blocks "
                                            "of each node's NIC into its CiliumNode", ((POD_IPS, NIC_POD_ADDRESSES),)),
         "gpu-operator": Gives(tuple(f"label:{k}={v}" for k, v in OPERAND_LABELS.items()),
                               f"gpu-operator {GPU_OPERATOR.version}: labels nodes NFD found NVIDIA PCI devices on "

@@ -1,7 +1,7 @@
 """One real NIC list per prefix-mode scale set, read with the request and the parser the prefix IPAM controller uses.
 
 Whether the scale-set NIC list returns the /28 blocks, and in which shape, is what no public source settles
-(docs/ip-plan.md): the controller's parser (components/kubernetes/scripts/prefix_ipam.py, imported here, not
+(docs/ip-plan.md): the controller's parser (agents/prefix_ipam.py, imported here, not
 copied) reads both documented shapes. If it finds no block on a NIC, pods on that node get no address.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 from typing import Any
 
-from gpucluster.kubernetes.scripts import prefix_ipam
+from gpucluster.agents import prefix_ipam
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.pod_addresses import PREFIX_LENGTH, node_addressing
 from gpucluster.verify.arm import Arm
 from gpucluster.verify.results import Check, Result
 
-NICS = Check("azure.nics", "components/kubernetes/scripts/prefix_ipam.py (the request: "
+NICS = Check("azure.nics", "agents/prefix_ipam.py (the request: "
                            "NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces at ARM_API_VERSION; the "
                            "parser: blocks_by_instance); docs/ip-plan.md")
 

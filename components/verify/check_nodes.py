@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpucluster.agents.prefix_ipam import instance_of_node
 from gpucluster.catalog.node_images import NVIDIA_BRANCH
-from gpucluster.kubernetes.scripts.prefix_ipam import instance_of_node
 from gpucluster.planning.azure_names import resource_group_name
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.node_template import CONFIDENTIAL_LABELS

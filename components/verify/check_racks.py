@@ -2,7 +2,7 @@
 clique (GPU feature discovery's `nvidia.com/gpu.clique`, NVIDIA/k8s-device-plugin v0.19.3 internal/lm/imex.go) that
 no other rack has, and in one Azure subgroup (`gpucluster.io/interconnect-subgroup-id`, written at first boot from
 IMDS, components/bootstrap/rack.py), with no node carrying the rack clique check's taint
-(components/kubernetes/scripts/rack_clique.py)."""
+(agents/rack_clique.py)."""
 
 from __future__ import annotations
 

@@ -4,14 +4,14 @@ node image or boot change").
 A scale set's upgradePolicy is Manual: `pulumi up` changes its model, and an instance takes the new model only when
 it is re-imaged. ARM reports per instance whether it runs the scale set's latest model (`latestModelApplied`,
 Microsoft.Compute VirtualMachineScaleSetVMProperties). The rollout controller's progress is its state ConfigMap
-(components/kubernetes/scripts/rollout.py), read as the controller reads it, shown with what it waits for."""
+(agents/rollout.py), read as the controller reads it, shown with what it waits for."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from gpucluster.kubernetes.scripts.rollout import DEFAULT_NAMESPACE, STATE_CONFIGMAP, StateError, read_state
+from gpucluster.agents.rollout import DEFAULT_NAMESPACE, STATE_CONFIGMAP, StateError, read_state
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.verify import expected
 from gpucluster.verify.arm import Arm, not_found
@@ -20,7 +20,7 @@ from gpucluster.verify.results import Check, Result
 
 MODELS = Check("azure.instance-models", "Microsoft.Compute VirtualMachineScaleSetVMProperties.latestModelApplied; "
                                         "components/planning/rollout.py (the wave that re-images the scale set)")
-PROGRESS = Check("cluster.rollout", "components/kubernetes/scripts/rollout.py (state ConfigMap "
+PROGRESS = Check("cluster.rollout", "agents/rollout.py (state ConfigMap "
                                     f"{DEFAULT_NAMESPACE}/{STATE_CONFIGMAP})")
 
 
@@ -54,7 +54,7 @@ def check_instance_models(arm: Arm, plan: ClusterPlan) -> list[Result]:
 
 
 def waiting_for(state: dict[str, Any]) -> str:
-    """What the controller waits for in its phase, from its state (components/kubernetes/scripts/rollout.py)."""
+    """What the controller waits for in its phase, from its state (agents/rollout.py)."""
     phase, behind = state["phase"], state.get("behind") or {}
     instances = sum(len(v) for v in behind.values())
     if phase in ("fence", "drain", "evict"):

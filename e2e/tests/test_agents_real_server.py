@@ -1,4 +1,4 @@
-"""Our node daemons (components/kubernetes/scripts/) run as the agents image runs them (`python3 <script> <args>`, the
+"""Our node daemons (agents/) run as the agents image runs them (`python3 <script> <args>`, the
 scripts side by side), against the real kube-apiserver, each with a token of its own ServiceAccount: the account, its
 roles and bindings, and the admission policies that match its requests are those the stack deploying the daemon renders
 (dev's, applied by `dev_stack`; prod's and gb300's applied here for the daemons only they run). RBAC, admission,
@@ -38,10 +38,10 @@ from e2e.kwok import NodeTemplate, node_templates
 from e2e.processes import Program
 from e2e.report import E2EReport
 from e2e.tests.conftest import plan_stack
+from gpucluster.agents import health_agent as ha
+from gpucluster.agents import rack_clique as rc
+from gpucluster.agents import rollout as ro
 from gpucluster.kubernetes.objects.balloons import NAMESPACE as BALLOONS
-from gpucluster.kubernetes.scripts import health_agent as ha
-from gpucluster.kubernetes.scripts import rack_clique as rc
-from gpucluster.kubernetes.scripts import rollout as ro
 from gpucluster.planning.agents_image import CONTEXT
 from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.planning.fence import FENCE

@@ -214,7 +214,7 @@ def _assigned_values(assignment: dict[str, Any], level: int) -> set[str]:
     return found
 
 
-# The rollout (components/kubernetes/scripts/rollout.py) of a new image for every pool, replayed against prod.
+# The rollout (agents/rollout.py) of a new image for every pool, replayed against prod.
 
 IDLE = "idle: every instance runs its scale set's model"
 
@@ -245,10 +245,10 @@ def test_the_prod_rollout_rolls_every_wave_and_moves_the_gang_whole(prod: Prod, 
     machine's kubelet posting Ready again, and the GPU health agent's last step (the preflight taint removed); the
     drain deadline is passed by the controller's clock, not waited for."""
     from e2e.tests.test_agents_real_server import account_dir
-    from gpucluster.kubernetes.scripts import kube_client as kc
-    from gpucluster.kubernetes.scripts import rollout as ro
-    from gpucluster.kubernetes.scripts import rollout_arm
-    from gpucluster.kubernetes.scripts.prefix_ipam import Leader
+    from gpucluster.agents import kube_client as kc
+    from gpucluster.agents import rollout as ro
+    from gpucluster.agents import rollout_arm
+    from gpucluster.agents.prefix_ipam import Leader
     from tests.support import rollout_world as world
 
     plane = prod.plane

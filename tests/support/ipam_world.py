@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from gpucluster.agents import kube_client as kc
+from gpucluster.agents import prefix_ipam as ipam
 from gpucluster.kubernetes.objects import prefix_ipam as objects
-from gpucluster.kubernetes.scripts import kube_client as kc
-from gpucluster.kubernetes.scripts import prefix_ipam as ipam
 from tests.support.fake_kube import FakeAzure, FakeKube
 from tests.support.fake_rbac import service_account_user
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from gpucluster.agents import kube_client as kc
+from gpucluster.agents import rollout as ro
+from gpucluster.agents import rollout_arm
+from gpucluster.agents import rollout_drain as drain
+from gpucluster.agents.prefix_ipam import Leader
 from gpucluster.azure.scale_set.routes import SCALE_SET_API_VERSION
-from gpucluster.kubernetes.scripts import kube_client as kc
-from gpucluster.kubernetes.scripts import rollout as ro
-from gpucluster.kubernetes.scripts import rollout_arm
-from gpucluster.kubernetes.scripts import rollout_drain as drain
-from gpucluster.kubernetes.scripts.prefix_ipam import Leader
 from gpucluster.planning.fence import FENCE
 from tests.support.fake_kube import FakeAzure, FakeKube
 

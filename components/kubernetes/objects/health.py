@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
+from gpucluster.agents.health_agent import API_CALLS_PER_MINUTE
 from gpucluster.catalog.in_cluster import AGENTS_DIR, DCGM_IMAGE
 from gpucluster.kubernetes.objects.common import SYSTEM_PRIORITY_CLASS, Object, obj
-from gpucluster.kubernetes.scripts.health_agent import API_CALLS_PER_MINUTE
 from gpucluster.planning.placement import PoolPlan
 from gpucluster.vocabulary import (
     ANNOTATION_API_CALLS,
@@ -37,7 +37,7 @@ WATCH = (f"until dcgmi health -g 0 -s a --host {DCGM_HOST}; do sleep 5; done; "
 
 
 def _agent(image: str, args: list[str], on_node: bool = True) -> dict[str, object]:
-    """The agent container (the project's agents image, images/agents/Dockerfile); on a node (DaemonSet) it is
+    """The agent container (the project's agents image, agents/Dockerfile); on a node (DaemonSet) it is
     told which node it is on."""
     return {
         "image": image, "command": ["python3", f"{AGENTS_DIR}/health_agent.py", *args],

@@ -18,7 +18,7 @@ RBAC = "rbac.authorization.k8s.io/v1"
 
 def prefix_ipam_objects(azure: dict[str, Any], api_host: str, api_port: int, image: str) -> list[Object]:
     """`azure` is AddonAzureRefs.settings() of the controller's identity; `image` the agents image as the
-    cluster's registry serves it (images/agents/Dockerfile)."""
+    cluster's registry serves it (agents/Dockerfile)."""
     placement = on_system_nodes(APP)
     labels = {LABEL_APP: APP}
     container = {

@@ -1,4 +1,4 @@
-"""The rack clique check's CronJob (components/kubernetes/scripts/rack_clique.py) on clusters with rack pools: one
+"""The rack clique check's CronJob (agents/rack_clique.py) on clusters with rack pools: one
 pod on the system pool every few minutes lists the rack nodes and taints those whose NVLink clique does not bear out
 their rack label. Its account may change only that taint (a ValidatingAdmissionPolicy, as for the GPU health
 accounts: RBAC cannot name the field a patch may touch)."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpucluster.agents.rollout import DEFAULT_NAMESPACE as NAMESPACE
+from gpucluster.agents.rollout import LEASE, PLAN_CONFIGMAP, STATE_CONFIGMAP
 from gpucluster.catalog.in_cluster import AGENTS_DIR
 from gpucluster.kubernetes.objects.common import Object, obj, on_system_nodes, pod_disruption_budget
-from gpucluster.kubernetes.scripts.rollout import DEFAULT_NAMESPACE as NAMESPACE
-from gpucluster.kubernetes.scripts.rollout import LEASE, PLAN_CONFIGMAP, STATE_CONFIGMAP
 from gpucluster.planning.fence import FENCE
 from gpucluster.planning.rollout import RolloutPlan
 from gpucluster.vocabulary import LABEL_APP

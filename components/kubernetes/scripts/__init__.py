@@ -1,1 +1,0 @@
-"""The project's agents (stdlib only), shipped as the agents image built from images/agents/Dockerfile."""
