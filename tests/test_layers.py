@@ -69,9 +69,10 @@ def imports(source: str, module: str, is_package: bool, known: set[str]) -> list
                 package = package[:len(package) - node.level + 1]
                 base = ".".join([*package, *([base] if base else [])])
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        # gpucluster.policies is the pack (policies/), outside the layers, as it was when imported as `policies`
+        # gpucluster.policies is the pack (policies/) and gpucluster.agents the node agents (agents/): programs of their
+        # own, outside the layers (the pack as it was when imported as `policies`; the agents import none of ours)
         found += [(t, node.lineno, id(node) in typing_only) for t in targets
-                  if t.split(".")[0] == "gpucluster" and t.split(".")[:2] != ["gpucluster", "policies"]]
+                  if t.split(".")[0] == "gpucluster" and t.split(".")[1:2] not in (["policies"], ["agents"])]
     return found
 
 
