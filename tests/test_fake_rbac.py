@@ -106,7 +106,7 @@ def test_the_recheck_cannot_delete_agent_pods_without_its_role(tmp_path: Path) -
         kube.put_object(f"/api/v1/namespaces/{health.NAMESPACE}/pods", {
             "metadata": {"name": "agent-0", "namespace": health.NAMESPACE, "labels": {"app.kubernetes.io/name": "a"}},
             "spec": {"nodeName": "h100-0", "containers": []}, "status": {"phase": "Running"}})
-        client = kc.Kube(kube.url, str(tmp_path), timeout=0.5, budget=kc.Budget(1000), retry_base=0.01, retry_cap=0.05)
+        client = kc.Kube(kube.url, str(tmp_path), timeout=10.0, budget=kc.Budget(1000), retry_base=0.01, retry_cap=0.05)
         assert agent.recheck(client, "h100", 1, health.NAMESPACE, "a") == 1
     assert [d[1] for d in kube.denied] == ["delete"]
 

@@ -23,7 +23,7 @@ import pytest
 from gpucluster.agents import health_agent as agent
 from gpucluster.agents import kube_client as kc
 from gpucluster.kubernetes.objects import health
-from tests.support.fake_kube import FakeKube, Fault, deep_json
+from tests.support.fake_kube import HANG, FakeKube, Fault, deep_json
 from tests.support.fake_rbac import service_account_user
 
 NODES = "/api/v1/nodes"
@@ -68,7 +68,7 @@ def kube() -> Iterator[FakeKube]:
     assert not fake.denied, fake.denied  # a refused call the agent survived is still a missing grant
 
 
-def client(fake: FakeKube, tmp_path: Path, timeout: float = 0.5, account: str = health.AGENT_ACCOUNT) -> kc.Kube:
+def client(fake: FakeKube, tmp_path: Path, timeout: float = 10.0, account: str = health.AGENT_ACCOUNT) -> kc.Kube:
     folder = tmp_path / account
     folder.mkdir(exist_ok=True)
     (folder / "token").write_text(account)
@@ -115,14 +115,14 @@ def test_only_a_complete_passing_report_removes_the_taint(kube: FakeKube, tmp_pa
 # API faults.
 
 @pytest.mark.parametrize("fault", [Fault(429, {"Retry-After": "1"}), Fault(503), Fault(truncate=True),
-                                   Fault(200, body=deep_json(100_000)), Fault(delay=1.0)],
+                                   Fault(200, body=deep_json(100_000)), Fault(delay=HANG)],
                          ids=["429", "503", "truncated", "deep", "timeout"])
 def test_a_failed_read_is_retried(kube: FakeKube, tmp_path: Path, fault: Fault) -> None:
     kube.put_object(NODES, node("gpu-0", (agent.PREFLIGHT, "pending")))
     kube.inject("GET", "/api/v1/nodes/gpu-0", fault)
     shared = tmp_path / "shared"
     shared.mkdir()
-    assert agent.gate(client(kube, tmp_path, timeout=0.3), "gpu-0", str(shared)) == 0
+    assert agent.gate(client(kube, tmp_path, timeout=2.0), "gpu-0", str(shared)) == 0  # a held answer times out
     assert (shared / "run-diag").read_text() == "yes"
 
 

@@ -28,28 +28,31 @@ def kube() -> Iterator[FakeKube]:
         yield fake
 
 
-def client(fake: FakeKube, tmp_path: Path, timeout: float = 1.0, **kwargs: object) -> kc.Kube:
+def client(fake: FakeKube, tmp_path: Path, timeout: float = 10.0, **kwargs: object) -> kc.Kube:
     (tmp_path / "token").write_text("secret-token")
     return kc.Kube(fake.url, str(tmp_path), timeout=timeout, budget=kc.Budget(100_000), retry_base=0.01,
                    retry_cap=0.05, **kwargs)  # type: ignore[arg-type]
 
 
 def test_an_answer_trickled_a_byte_at_a_time_ends_at_the_deadline(kube: FakeKube, tmp_path: Path) -> None:
-    """About 200 bytes at one per 30 ms: every recv returns within the 1 s socket timeout, the whole takes ~6 s."""
-    kube.inject("GET", NODE, Fault(200, body=b'{"metadata": {"name": "' + b"x" * 60 + b'"}}', trickle=0.03))
+    """About 2,100 bytes at one per 50 ms: every recv returns well within the 2 s socket timeout, the whole would
+    take ~105 s; the 2 s deadline ends it (the bound leaves a loaded machine 10 s to notice)."""
+    kube.inject("GET", NODE, Fault(200, body=b'{"metadata": {"name": "' + b"x" * 2000 + b'"}}', trickle=0.05))
     started = time.monotonic()
     with pytest.raises(kc.ApiError, match="within the request's"):
-        client(kube, tmp_path).call("GET", kube.url + NODE)
-    assert time.monotonic() - started < 1.8
+        client(kube, tmp_path, timeout=2.0).call("GET", kube.url + NODE)
+    assert time.monotonic() - started < 12
 
 
 def test_a_watch_trickled_a_byte_at_a_time_ends_at_its_deadline(kube: FakeKube, tmp_path: Path) -> None:
-    line = b'{"type": "ADDED", "object": {"metadata": {"name": "gpu-1", "resourceVersion": "9"}}}\n' * 3
-    kube.inject("GET", "/api/v1/nodes", Fault(200, body=line, trickle=0.03))
+    """About 2,200 bytes at one per 50 ms (~110 s): the watch's deadline, its 1 s timeoutSeconds and the 2 s request
+    timeout, ends it."""
+    line = b'{"type": "ADDED", "object": {"metadata": {"name": "gpu-1", "resourceVersion": "9"}}}\n' * 25
+    kube.inject("GET", "/api/v1/nodes", Fault(200, body=line, trickle=0.05))
     started = time.monotonic()
     with pytest.raises(kc.ApiError, match="past its timeoutSeconds"):
-        list(client(kube, tmp_path, timeout=0.5).watch("/api/v1/nodes", "1", 1))
-    assert time.monotonic() - started < 2.3
+        list(client(kube, tmp_path, timeout=2.0).watch("/api/v1/nodes", "1", 1))
+    assert time.monotonic() - started < 13
 
 
 def test_a_redirect_to_another_origin_is_not_followed_and_gets_no_token(kube: FakeKube, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ import pytest
 from gpucluster.agents import kube_client as kc
 from gpucluster.agents import prefix_ipam as ipam
 from gpucluster.planning.agents_image import CONTEXT, DOCKERFILE, SCRIPTS
-from tests.support.fake_kube import FakeAzure, FakeKube, Fault, deep_json
+from tests.support.fake_kube import HANG, FakeAzure, FakeKube, Fault, deep_json
 from tests.support.ipam_world import (
     CILIUM,
     NODES,
@@ -45,6 +45,11 @@ from tests.support.ipam_world import (
 
 __all__ = ["servers"]
 
+FROZEN = 1000.0
+"""The controller's clock where a test reads its backoff: it does not move while the rounds run."""
+TIMEOUT = 2.0
+"""The request timeout where a server holds its answer (HANG): far above a healthy answer on a loaded machine."""
+
 # Isolation, backoff and Retry-After.
 
 FAULTS: dict[str, Callable[[], Fault]] = {  # made when the test runs: an HTTP-date is relative to now
@@ -52,7 +57,7 @@ FAULTS: dict[str, Callable[[], Fault]] = {  # made when the test runs: an HTTP-d
     "429 Retry-After HTTP-date": lambda: Fault(429, {"Retry-After": formatdate(time.time() + 90, usegmt=True)}),
     "500": lambda: Fault(500),
     "503": lambda: Fault(503),
-    "timeout": lambda: Fault(delay=1.0),
+    "timeout": lambda: Fault(delay=HANG),
     "truncated body": lambda: Fault(truncate=True),
     "not JSON": lambda: Fault(200, body=b"<html>gateway</html>"),
     "deep JSON": lambda: Fault(200, body=deep_json(5000)),
@@ -70,18 +75,18 @@ def test_one_failing_scale_set_is_skipped_alone_and_backs_off(servers: tuple[Fak
     stale["spec"]["ipam"]["pool"] = {"10.99.0.1": {}}
     kube.put_object(CILIUM, stale)
     azure.inject("GET", r"/virtualMachineScaleSets/h100-z1-01/networkInterfaces", FAULTS[name]())
-    ctl = controller(kube, tmp_path, timeout=0.6)  # the timeout fault waits 1 s; healthy answers have room on a loaded machine
+    ctl = controller(kube, tmp_path, timeout=TIMEOUT, clock=lambda: FROZEN)
     report = ctl.round()
     assert report.led and report.sets_failed == ["h100-z1-01"] and report.sets_read == 2
     assert report.patched == 6  # the other scale sets' nodes got their blocks
     assert pool(kube, "h100-z1-01000000") == {"10.99.0.1"}  # nothing removed on a failed read
     state = ctl.sets[(SUB, RG, "h100-z1-01")]
-    wait = state.not_before - time.monotonic()
+    wait = state.not_before - FROZEN
     if name.startswith("429"):
         assert 80 < wait <= 120  # the server's Retry-After, not our own backoff
     else:
-        assert 2.5 - 0.5 <= wait <= 5.0  # backoff with jitter: half of the base step at least
-    for _ in range(3):
+        assert 2.5 <= wait <= 5.0  # backoff with jitter: half of the base step at least
+    for _ in range(3):  # still within the backoff
         ctl.round()
     assert nic_reads(azure, "h100-z1-01") == 1 and nic_reads(azure, "h100-z1-00") == 4
     assert ctl.round().sets_waiting == 1
@@ -102,7 +107,7 @@ def test_kubernetes_retries_honour_retry_after(tmp_path: Path) -> None:
     waits: list[float] = []
     with kube.running():
         (tmp_path / "token").write_text("t")
-        client = kc.Kube(kube.url, str(tmp_path), timeout=0.5, sleep=waits.append, retry_cap=30)
+        client = kc.Kube(kube.url, str(tmp_path), timeout=10.0, sleep=waits.append, retry_cap=30)
         kube.inject("GET", NODES, Fault(429, {"Retry-After": "3"}))
         kube.inject("GET", NODES, Fault(503))
         assert list(client.list_items(NODES)) == []
@@ -115,13 +120,16 @@ def test_next_link_loops_are_stopped_and_do_not_spin(servers: tuple[FakeKube, Fa
     kube, azure = servers
     populate(kube, azure, {"cpu-z1-00": 2, "cpu-z1-01": 2})
     azure.loops["cpu-z1-01"] = loop
-    ctl = controller(kube, tmp_path, max_pages=5, backoff_base=0.3)
-    stop_at = time.monotonic() + 1.0
-    ipam.run(ctl, stop=lambda: time.monotonic() > stop_at)
+    now = [FROZEN]
+    ctl = controller(kube, tmp_path, max_pages=5, backoff_base=0.3, clock=lambda: now[0])
+    rounds = 20
+    for _ in range(rounds):  # a second of the controller's clock, a round every sync period
+        ctl.round()
+        now[0] += ctl.settings.sync_seconds
     reads = nic_reads(azure, "cpu-z1-01")
     # At most MAX_PAGES requests per read, and reads spaced by the backoff (0.3 s, doubling): a handful, where the
     # loop without detection would be ~1,000 a minute (and the healthy set is read every round).
-    assert reads <= 5 * 4 and nic_reads(azure, "cpu-z1-00") >= 10
+    assert reads <= 5 * 4 and nic_reads(azure, "cpu-z1-00") == rounds
     assert {r.query.get("$skiptoken") for r in azure.requests("GET", "cpu-z1-01")} != set()
     assert pool(kube, "cpu-z1-01000000") == set()  # nothing published from a listing that never ended
 
@@ -164,14 +172,14 @@ def test_provider_ids_that_would_change_the_url_are_not_used(servers: tuple[Fake
 
 @pytest.mark.parametrize("fault", [Fault(500, times=3), Fault(429, {"Retry-After": "1"}, times=3),
                                    Fault(truncate=True, times=3), Fault(200, body=deep_json(100_000), times=3),
-                                   Fault(200, body=b'{"items": "no"}', times=3), Fault(delay=1.0, times=3)],
+                                   Fault(200, body=b'{"items": "no"}', times=3), Fault(delay=HANG, times=3)],
                          ids=["500", "429", "truncated", "deep", "wrong shape", "timeout"])
 def test_kubernetes_faults_end_a_round_not_the_daemon(servers: tuple[FakeKube, FakeAzure], tmp_path: Path,
                                                       fault: Fault) -> None:
     kube, azure = servers
     desired = populate(kube, azure, {"cpu-z1-00": 2})
     kube.inject("GET", NODES, fault)
-    ctl = controller(kube, tmp_path, timeout=0.6)
+    ctl = controller(kube, tmp_path, timeout=TIMEOUT)
     assert ipam.run(ctl, rounds=4) == 0  # the faults answer three requests: three rounds at most
     assert pool(kube, "cpu-z1-00000001") == set(desired["cpu-z1-00000001"])
 
@@ -259,10 +267,10 @@ def test_an_arm_retry_after_in_superscript_digits_is_our_own_backoff(servers: tu
     kube, azure = servers
     populate(kube, azure, {"cpu-z1-00": 1, "cpu-z1-01": 1})
     azure.inject("GET", "cpu-z1-01/networkInterfaces", Fault(429, {"Retry-After": "²"}))
-    ctl = controller(kube, tmp_path, backoff_base=5.0)
+    ctl = controller(kube, tmp_path, backoff_base=5.0, clock=lambda: FROZEN)
     report = ctl.round()
     assert report.sets_failed == ["cpu-z1-01"] and report.patched == 1
-    assert 2.0 <= ctl.sets[(SUB, RG, "cpu-z1-01")].not_before - time.monotonic() <= 5.0
+    assert 2.5 <= ctl.sets[(SUB, RG, "cpu-z1-01")].not_before - FROZEN <= 5.0
 
 
 def test_the_main_loop_survives_any_exception_and_backs_off(servers: tuple[FakeKube, FakeAzure], tmp_path: Path,

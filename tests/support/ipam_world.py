@@ -93,8 +93,11 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeKube, FakeAzu
     assert not kube.denied, kube.denied  # a refused call the controller survived is still a missing grant
 
 
-def controller(kube: FakeKube, tmp_path: Path, me: str = "replica-a", lease: float = 1.0, sync: float = 0.05,
-               wall: Callable[[], float] = time.time, timeout: float = 0.5, **settings: Any) -> ipam.Controller:
+def controller(kube: FakeKube, tmp_path: Path, me: str = "replica-a", lease: float = 60.0, sync: float = 0.05,
+               wall: Callable[[], float] = time.time, timeout: float = 10.0,
+               clock: Callable[[], float] = time.monotonic, **settings: Any) -> ipam.Controller:
+    """A controller whose lease and request timeout no loaded machine outlives, unless a test asks for shorter ones;
+    `clock` is its own and its lease's."""
     account = tmp_path / me
     account.mkdir(exist_ok=True)
     (account / "token").write_text(me)
@@ -105,8 +108,8 @@ def controller(kube: FakeKube, tmp_path: Path, me: str = "replica-a", lease: flo
     arm = kc.Http(timeout=timeout, budget=kc.Budget(100_000), retry_base=0.01, retry_cap=0.05)
     config = ipam.Settings(sync_seconds=sync, backoff_base=settings.pop("backoff_base", 5.0), **settings)
     leader = ipam.Leader(client, "kube-system", "gpucluster-prefix-ipam", me, lease, lease * 2 / 3, lease / 6,
-                         wall=wall)
-    return ipam.Controller(client, ipam.Arm("client-id", arm, config), leader, config)
+                         clock=clock, wall=wall)
+    return ipam.Controller(client, ipam.Arm("client-id", arm, config), leader, config, clock=clock)
 
 
 def nic_reads(azure: FakeAzure, scale_set: str) -> int:
