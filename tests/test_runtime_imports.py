@@ -112,7 +112,7 @@ for path in files:
         check(f"import {module_name(path)}", lambda: importlib.import_module(module_name(path)))
 sys.path.append(str(root / "policies"))  # the Pulumi CLI runs the pack as a folder: `from rules import ...`
 # The agents image runs the daemons side by side in one folder: `import kube_client` (agents/Dockerfile).
-sys.path.append(str(root / "components" / "kubernetes" / "scripts"))
+sys.path.append(str(root / "agents"))
 for path in files:
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     for node in runtime_imports(ast.parse(path.read_text(), str(path))):

@@ -167,7 +167,7 @@ CILIUM: tuple[ArmOperation, ...] = (
                   Linked(GALLERY_IMAGE_READ, "gallery", _GALLERY_WHY))),
 )
 
-PREFIX_IPAM_SCRIPT = Path(__file__).resolve().parent.parent / "kubernetes" / "scripts" / "prefix_ipam.py"
+PREFIX_IPAM_SCRIPT = Path(__file__).resolve().parent.parent / "agents" / "prefix_ipam.py"
 PREFIX_IPAM_SOURCE = "agents/prefix_ipam.py"
 
 

@@ -94,7 +94,8 @@ class Arm(FakeAzure):
         self.busy_reads = 1
         self.lag_reads = 0
         """Reads after an accepted POST before the instance shows busy (the fake's clock does not move meanwhile)."""
-        self.clock = 0
+        self.finished = 0
+        """Operations finished so far: each finished instance's `changed` stamp (not FakeHttp's `clock`)."""
         self.posts: list[tuple[str, str, tuple[str, ...]]] = []
         self.failing: set[str] = set()
         """Instances (`set/id`) whose next operation ends Failed."""
@@ -131,8 +132,8 @@ class Arm(FakeAzure):
         if vm.busy and key not in self.stuck:
             vm.busy -= 1
             if vm.busy == 0:
-                self.clock += 1
-                vm.state, vm.changed = ("Failed" if key in self.failing else "Succeeded"), self.clock
+                self.finished += 1
+                vm.state, vm.changed = ("Failed" if key in self.failing else "Succeeded"), self.finished
                 if vm.then:
                     vm.then()
                     vm.then = None
