@@ -154,7 +154,7 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
     from gpucluster.offline.policy_config import read_policy_config, stack_policy_config
     from gpucluster.offline.policy_runner import run_policies_on_states
     from gpucluster.offline.preview import read_preview
-    from gpucluster.offline.preview_steps import preview_stack, steps_from_preview
+    from gpucluster.offline.preview_steps import preview_stack, shows_sames, steps_from_preview
     from gpucluster.offline.program_check import check_program
     from gpucluster.offline.replaced_domains import replaced_domain_violations
     from gpucluster.report.summary import print_violations
@@ -180,8 +180,12 @@ def cmd_check(args: argparse.Namespace, console: Console, errors: Console) -> in
                 raise SpecError([Problem(f"{path}: {p.path}", p.message) for p in error.problems]) from None
             config = read_policy_config(config_path) if config_path else {}
             acknowledged = list(stack.spec.acknowledge_deletions.infiniband_domains)
-            if problems := check_program(plan_checked(stack.spec), states):  # as `plan` and `pulumi up` refuse
+            every = shows_sames(document)
+            if problems := check_program(plan_checked(stack.spec), states, every):  # as `plan` and `pulumi up` refuse
                 raise SpecError(problems)
+            if not every:
+                errors.print("note: the preview shows only what changes (no --show-sames): the apply-order check, "
+                             "which needs every resource, is skipped", markup=False, highlight=False)
         else:
             errors.print("note: no --stack: " + ("" if args.policy_config else "every rule runs at the pack's defaults "
                          "(the strictest), and ") + "the program's checks are skipped (the ARM preflight and the rest need "

@@ -103,3 +103,20 @@ def test_the_first_phase_that_refuses_stops_the_rest(monkeypatch: pytest.MonkeyP
     assert check_program(plan, states) == [Problem("b", "refused")]
     assert ran == ["a", "b"]
     assert PHASES[0].name.startswith("what Azure would refuse")  # the most basic fault first
+
+
+def test_a_preview_of_changes_only_skips_the_checks_that_need_every_resource(
+        dev_preview: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pulumi preview --json` without --show-sames lists what changes: a Deployment updated alone has its namespace
+    and service account nowhere in the document, which the apply-order check would call missing."""
+    document = json.loads(dev_preview.read_text())
+    deployment = next(s for s in document["steps"] if s["newState"]["type"] == "kubernetes:apps/v1:Deployment")
+    changed = {**document, "steps": [{**deployment, "op": "update", "oldState": deployment["newState"]}]}
+    path = tmp_path / "changes.json"
+    path.write_text(json.dumps(changed))
+    code, lines = run(["check", str(path), "--stack", "dev"], capsys)
+    assert (code, lines) == (0, [])
+    states = new_states(changed)
+    plan = plan_checked(load_stack_file(ROOT / "stacks" / "Pulumi.dev.yaml", "dev").spec)
+    assert check_program(plan, states) != []  # what it would wrongly say with every phase
+    assert check_program(plan, states, every_resource=False) == []

@@ -35,6 +35,8 @@ class Phase:
 
     name: str
     check: Callable[[ClusterPlan, list[dict[str, Any]]], list[Problem]]
+    needs_every_resource: bool = False
+    """Reads what the program does not change too: skipped over a preview that shows only the changes."""
 
 
 def _preflight(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
@@ -79,7 +81,7 @@ def _removed_apis(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Probl
 
 PHASES = (
     Phase("what Azure would refuse (the ARM preflight)", _preflight),
-    Phase("the in-cluster layer in the order the program applies it", _apply_order),
+    Phase("the in-cluster layer in the order the program applies it", _apply_order, needs_every_resource=True),
     Phase("files the boot documents name, in their images", _image_files),
     Phase("boot documents against Azure's customData cap", _custom_data),
     Phase("APIs the stack's Kubernetes minor no longer serves", _removed_apis),
@@ -88,11 +90,14 @@ PHASES = (
 so a stack is refused for its most basic fault."""
 
 
-def check_program(plan: ClusterPlan, states: list[dict[str, Any]]) -> list[Problem]:
+def check_program(plan: ClusterPlan, states: list[dict[str, Any]], every_resource: bool = True) -> list[Problem]:
     """Every refusal of the program's declared resources (`states`: the `newState`s of its preview), phase by phase
     (`PHASES`), the first phase that refuses reported. `gpucluster plan`, `gpucluster check --stack` and the
-    program under a real engine all call this, so they refuse the same stacks with the same lines."""
+    program under a real engine all call this, so they refuse the same stacks with the same lines.
+    `every_resource` false (a real preview without `--show-sames`): the phases that need every resource are skipped."""
     for phase in PHASES:
+        if phase.needs_every_resource and not every_resource:
+            continue
         if problems := phase.check(plan, states):
             return problems
     return []
