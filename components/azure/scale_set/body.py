@@ -57,6 +57,13 @@ def _custom_data(scale_set: ScaleSetPlan, join: NodeJoin) -> pulumi.Output[str]:
                                                   registry.pull_client_id, registry.tenant_id).apply(render))
 
 
+# A node scale set's inputs are written as plain dicts under azure-native's wire names (the `pulumi.getter` names
+# of its `*Args` classes, e.g. `diskSizeGB`, `privateIPAddressVersion`, `vTpmEnabled`), absent where the typed
+# class would leave a field unset, enums as their values: the provider receives the same dict either way
+# (tests/test_scale_set_inputs.py), and pulumi's serializer does not walk the classes' type annotations for
+# each of them (docs/performance.md).
+
+
 def _linux_configuration(access: NodeAccess) -> dict[str, Any]:
     """`linux_configuration` as the provider receives it."""
     return {"disablePasswordAuthentication": True, "ssh": {"publicKeys": [
