@@ -117,3 +117,17 @@ def test_a_gpu_pool_on_its_own_is_refused() -> None:
     with pytest.raises(SpecError) as refused:
         pool_join(whole.cluster, whole.registry, h100, plan.spec.location, plan.images.pools["h100"])
     assert "preflight taint" in refused.value.problems[0].message
+
+
+def test_a_pool_planned_alone_is_refused_with_its_own_paths() -> None:
+    from gpucluster.errors import SpecError
+    from gpucluster.planning.placement import plan_pool
+    from gpucluster.spec import PoolKind, PoolSpec
+
+    cpu = PoolSpec(name="cpu-own", kind=PoolKind.GPU, vm_size="Standard_D16ds_v5", count=6)
+    with pytest.raises(SpecError) as wrong_size:
+        plan_pool(cpu, "eastus2", ["1", "2", "3"])
+    assert [p.path for p in wrong_size.value.problems] == ["pool.vmSize"]
+    with pytest.raises(SpecError) as wrong_zone:
+        plan_pool(cpu.model_copy(update={"kind": PoolKind.CPU}), "eastus2", ["1", "4"])
+    assert [str(p) for p in wrong_zone.value.problems] == ["zones[1]: zone '4' does not exist in eastus2 (zones: 1, 2, 3)"]
