@@ -67,9 +67,9 @@ def test_it_is_shaped_as_the_clusters_own_cpu_pool(example_run: ProgramRun) -> N
             "research"
 
 
-def test_its_boot_document_joins_the_cluster(example_run: ProgramRun) -> None:
-    """The customData is secret in the preview; its digest differs from the cluster's pool's (other labels), and the
-    document itself, rendered from the same ClusterMetadata, names the cluster's endpoint and registry."""
+def test_its_boot_document_is_its_own(example_run: ProgramRun) -> None:
+    """The customData is secret in the preview: what it holds is held by the pool_join equivalence test below; here,
+    only that the own pool's document is not a copy of the cluster's pool's (its labels name its own pool)."""
     document = preview_document(example_run)
     digests = document["secretDigests"]
     own = [u for u in digests if "cpu-own-z1-00" in u]

@@ -48,11 +48,13 @@ class PullIdentity:
     tenant_id: str
 
 
+def registry_mirrors(plan: ClusterPlan) -> tuple[Mirror, ...]:
+    """The upstream registries the cluster's registry caches, as containerd's hosts.toml names them."""
+    return tuple(Mirror(u.host, u.endpoint, u.prefix) for u in plan.registry.upstreams)
+
+
 def registry_boot(plan: ClusterPlan, identity: PullIdentity) -> RegistryBoot:
-    registry = plan.registry
-    return RegistryBoot(registry.login_server,
-                        tuple(Mirror(u.host, u.endpoint, u.prefix) for u in registry.upstreams),
-                        identity.client_id, identity.tenant_id)
+    return RegistryBoot(plan.registry.login_server, registry_mirrors(plan), identity.client_id, identity.tenant_id)
 
 
 def apiserver_bootstrap(plan: ClusterPlan, pki_files: dict[str, str],

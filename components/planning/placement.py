@@ -272,15 +272,20 @@ def region_zones(spec: ClusterSpec) -> tuple[str, ...] | None:
 
 
 def check_zones(spec: ClusterSpec) -> list[Problem]:
-    available = region_zones(spec)
+    return zone_problems(spec.location, spec.zones, region_zones(spec), "cluster.")
+
+
+def zone_problems(location: str, zones: Sequence[str], available: Sequence[str] | None, prefix: str) -> list[Problem]:
+    """`zones` against the region's (`available`, None when the catalogue has no zones for `location`), with paths
+    under `prefix` (`cluster.` for a stack)."""
     if available is None:
-        return [Problem("cluster.location", f"{spec.location!r} is not in the catalogue of regions with zones; "
+        return [Problem(f"{prefix}location", f"{location!r} is not in the catalogue of regions with zones; "
                         "check the name, or declare its zones under cluster.limits.regionZones")]
-    problems = [Problem(f"cluster.zones[{i}]", f"zone {z!r} does not exist in {spec.location} "
+    problems = [Problem(f"{prefix}zones[{i}]", f"zone {z!r} does not exist in {location} "
                         f"(zones: {', '.join(available)})")
-                for i, z in enumerate(spec.zones) if z not in available]
-    if len(set(spec.zones)) != len(spec.zones):
-        problems.append(Problem("cluster.zones", "lists a zone twice"))
+                for i, z in enumerate(zones) if z not in available]
+    if len(set(zones)) != len(zones):
+        problems.append(Problem(f"{prefix}zones", "lists a zone twice"))
     return problems
 
 
@@ -338,12 +343,7 @@ def plan_pool(pool: PoolSpec, location: str, zones: Sequence[str]) -> PoolPlan:
     (examples/own_pool/): the catalogue's VM sizes, Azure's default limits, the region's `zones` it may use. The same
     planner as a stack's pools, so its scale sets are named and split as the cluster's are. SpecError with the
     problems, their paths under `pool.` (`pool.vmSize`) and `zones`."""
-    available = REGION_ZONES.get(location)
-    problems = ([Problem("location", f"{location!r} is not in the catalogue of regions with zones")]
-                if available is None else
-                [Problem(f"zones[{i}]", f"zone {z!r} does not exist in {location} (zones: {', '.join(available)})")
-                 for i, z in enumerate(zones) if z not in available])
-    if problems:
+    if problems := zone_problems(location, zones, REGION_ZONES.get(location), ""):
         raise SpecError(problems)
     site = PoolSite(location, tuple(zones), dict(CATALOG), limits_of(LimitsSpec()))
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from gpucluster.bootstrap.from_plan import ControlPlaneFacts, control_plane_facts
+from gpucluster.bootstrap.from_plan import ControlPlaneFacts, control_plane_facts, registry_mirrors
 from gpucluster.bootstrap.registry import Mirror
 from gpucluster.errors import Problem, SpecError
 from gpucluster.planning.boot_plan import NodeBoot, pool_nodes
@@ -75,9 +75,7 @@ def cluster_join(plan: ClusterPlan, bootstrap_token: pulumi.Input[str], ca_cert_
     facts = control_plane_facts(plan)
     cluster = ClusterMetadata(facts.endpoint, facts.api_server_address, facts.kubernetes_version, facts.cluster_dns,
                               ca_cert_hash, bootstrap_token)
-    registry = NodeRegistry(plan.registry.login_server,
-                              tuple(Mirror(u.host, u.endpoint, u.prefix) for u in plan.registry.upstreams),
-                              pull_client_id, tenant_id)
+    registry = NodeRegistry(plan.registry.login_server, registry_mirrors(plan), pull_client_id, tenant_id)
     return NodeJoin(cluster, registry, dict(plan.boot.nodes), dict(plan.images.machines))
 
 
