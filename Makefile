@@ -61,8 +61,8 @@ e2e: consumers
 golden: $(RUNTIME)
 	$(BIN)/python -m tools.golden
 
-# What the consumers accept, read from their sources at the pinned tags (tests/data/consumers/): re-run after a
-# version bump, with mirrors of the repositories under MIRRORS (docs/consumer-checks.md).
+# What the consumers accept, read from their sources at the pinned tags (components/catalog/facts/consumers/): re-run
+# after a version bump, with mirrors of the repositories under MIRRORS (docs/consumer-checks.md).
 MIRRORS ?= .mirrors
 consumer-facts: $(RUNTIME)
 	$(BIN)/python -m tools.extract_consumer_facts --mirrors $(MIRRORS)

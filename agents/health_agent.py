@@ -86,7 +86,7 @@ DIAG_PASSING = frozenset({"pass", "skip"})
 
 def diag_verdict(exit_code: int | None, report: Any) -> str:
     """`dcgmi diag -j`: "pass" only when it exited 0 AND its report is a JSON object holding at least one passed
-    result, none failed or warned, and no status DCGM's JSON does not write (tests/data/dcgm_output.json, from
+    result, none failed or warned, and no status DCGM's JSON does not write (components/catalog/facts/dcgm_output.json, from
     NVIDIA/DCGM at the operator's release). A report that is missing, empty, cut short, without results or of skips
     alone proves nothing: the verdict is then "diag-report-invalid", never a pass."""
     statuses = [s.lower() for s in _statuses(report)] if isinstance(report, dict) else []

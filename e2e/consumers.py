@@ -163,7 +163,7 @@ CONSUMERS: tuple[Consumer, ...] = (
         # CoreDNS's Makefile: the version is a constant (coremain), the commit is stamped.
         ("-X github.com/coredns/coredns/coremain.GitCommit=dd1df4f",)),
     Consumer(
-        "dcgm-counters", DCGM_EXPORTER_TAG, "components/catalog/metrics_facts.py DCGM_EXPORTER_TAG (the exporter's "
+        "dcgm-counters", DCGM_EXPORTER_TAG, "components/catalog/facts/metrics_facts.json DCGM_EXPORTER_TAG (the exporter's "
         "counters-file rules, a program of ours)", DCGM_EXPORTER_COMMIT,
         (("dcgm-counters", "gpucluster.e2e/dcgm-counters"),), ()),
     Consumer(
@@ -186,7 +186,7 @@ NOT_BUILT: dict[str, str] = {
         "tag cluster-autoscaler-1.36.1 is commit 35e8a280425c76a4040f57ae0fa232a952c02024 (kubernetes/autoscaler); "
         "the module proxy refuses k8s.io/autoscaler/cluster-autoscaler at its pseudo-version "
         "v0.0.0-20260722070747-35e8a280425c (403 'This module version is not available'), so its flags stay the "
-        "catalogue read from its source (tests/data/consumers/)"),
+        "catalogue read from its source (components/catalog/facts/consumers/)"),
     "dcgm-exporter": (
         "links NVIDIA's DCGM library (cgo) and reads GPUs; its counters-file parser is an internal package, so "
         "e2e/consumers/dcgm-counters applies the same reader settings and checks"),

@@ -7,7 +7,6 @@ Azure/acr-builder at 90b22f37 (`graph/step.go` step keys, `builder/parse.go` par
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -19,6 +18,7 @@ import yaml
 
 from gpucluster.azure.registry import BUILD_SCRIPT
 from gpucluster.catalog.acr_tasks import AGENT_POOL_NAME
+from gpucluster.catalog.fact_files import load_facts
 from gpucluster.errors import SpecError
 from gpucluster.offline.engine import ProgramRun
 from gpucluster.planning import agents_image
@@ -26,7 +26,7 @@ from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
 from tests.support.stacks import ROOT, small_spec, stack_spec
 
-ACR_KEYS = json.loads((ROOT / "components" / "catalog" / "acr_task_keys.json").read_text())
+ACR_KEYS = load_facts("acr_task_keys.json")
 """acr-builder's Task and Step yaml keys, extracted by tools/acr_task_keys.py with the commit they were read at."""
 
 

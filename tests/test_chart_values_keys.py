@@ -1,6 +1,6 @@
 """Every Helm values key we render exists in the chart we pin: in its values.yaml (with its vendored subcharts'
 values under their names), or read by one of its templates as `.Values.<path>`. Catalogues written by
-tools/extract_consumer_facts.py from the charts at the pinned tags (tests/data/consumers/values-*.json, each with
+tools/extract_consumer_facts.py from the charts at the pinned tags (components/catalog/facts/consumers/values-*.json, each with
 repository, tag and commit). Helm does not refuse an unknown key: it is ignored, and the setting we believe in never
 reaches the cluster.
 
@@ -24,8 +24,9 @@ from gpucluster.kubernetes.objects.rack_dra import dra_driver_values, dranet_val
 from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
 from tests.support.config_fields import config_schema, unknown_config_fields
 from tests.support.stacks import stack_spec
+from tools.facts_home import CONSUMERS
 
-CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"
+CATALOGUES = CONSUMERS
 
 
 def facts(chart: str) -> dict[str, Any]:

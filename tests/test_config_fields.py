@@ -1,6 +1,6 @@
 """Every configuration document the boot documents write (KubeletConfiguration in kubeadm.yaml and the kubelet
 patches, the credential provider config, the scheduler's KubeSchedulerConfiguration, the audit Policy) has only
-fields its program's Go structs define at the pinned version (tests/data/consumers/config-*.json, read by
+fields its program's Go structs define at the pinned version (components/catalog/facts/consumers/config-*.json, read by
 tools/extract_consumer_facts.py: kubernetes/kubelet, kubernetes/kube-scheduler and kubernetes/apiserver at
 kubernetes-1.36.3, the nearest to the stacks' 1.36.4 in the mirrors). A field no struct defines is refused by a
 strict decoder and ignored by a lenient one: either way the setting never takes effect. kubeadm's own documents

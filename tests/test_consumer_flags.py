@@ -1,5 +1,5 @@
 """Every flag we render, checked against the flags its program defines at the version we pin, as read from its
-source by tools/extract_consumer_facts.py (catalogues in tests/data/consumers/ with repository, tag, commit and
+source by tools/extract_consumer_facts.py (catalogues in components/catalog/facts/consumers/ with repository, tag, commit and
 path of every file read). pflag stops a program at an unknown flag (cluster-autoscaler: ExitOnError), so a flag
 a docstring believes in crash-loops the program.
 
@@ -19,8 +19,9 @@ import yaml
 
 from gpucluster.catalog import metrics_consumers
 from tools.consumer_facts.go_source import go_flags, go_mod_version, normalized
+from tools.facts_home import CONSUMERS
 
-CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"
+CATALOGUES = CONSUMERS
 
 NOT_EXTRACTED: dict[str, set[str]] = {
     "kubelet": {"node-labels", "image-credential-provider-config", "image-credential-provider-bin-dir"},
@@ -49,7 +50,7 @@ METRICS_BY_IMAGE = {"prometheus": metrics_consumers.PROMETHEUS_FLAGS,
                     "node-exporter": metrics_consumers.NODE_EXPORTER_FLAGS,
                     "kube-state-metrics": metrics_consumers.KSM_FLAGS}
 """The metrics pipeline's programs, whose flags tools/extract_metrics_consumers.py reads into
-components/catalog/metrics_consumers.py."""
+components/catalog/facts/metrics_consumers.json."""
 
 
 def unknown(args: list[str], consumer: str) -> list[str]:

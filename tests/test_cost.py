@@ -36,7 +36,7 @@ from gpucluster.report.cost_report import cost_data, print_cost
 from tests.support.plan_sides import plan_document, stack_raw
 from tests.support.policy_mutations import BUDGET, COST_POLICY_MUTATIONS
 from tests.support.stacks import ROOT, spec_of
-from tools.refresh_prices import ANSWERS, kind_and_sku, manifest_answers, refresh, refresh_many, rows_of_answer
+from tools.refresh_prices import ANSWERS, CATALOGUE, kind_and_sku, manifest_answers, refresh, refresh_many, rows_of_answer
 
 DATA = ROOT / "tests" / "data" / "prices"
 DEV_QUOTE = "tests/data/prices/dev-quote.yaml"
@@ -87,9 +87,10 @@ def test_rows_read_from_a_saved_answer_are_what_the_tool_makes_of_it(tmp_path: P
         answer = saved_as[row["answer"]]
         assert (row["source"], row["asOf"]) == (answer.source, answer.as_of.isoformat()), row["answer"]
     catalogue, copy = tmp_path / "prices.json", tmp_path / "vm_prices.json"
-    shutil.copy(ROOT / "components" / "catalog" / "data" / "prices.json", catalogue)
+    shutil.copy(CATALOGUE, catalogue)
     assert refresh_many(answers, catalogue, copy) >= len(from_answers)
     assert json.loads(catalogue.read_text("utf-8")) == document
+    assert catalogue.read_text("utf-8") == CATALOGUE.read_text("utf-8")  # byte for byte: the tool wrote it
     assert json.loads(copy.read_text("utf-8")) == json.loads((ROOT / "policies" / "rules" / "vm_prices.json").read_text())
 
 
@@ -179,7 +180,7 @@ def test_a_row_becomes_hourly_rates_per_option() -> None:
 
 def test_refresh_rebuilds_the_vm_rows_from_a_saved_api_answer(tmp_path: Path) -> None:
     catalogue, copy = tmp_path / "prices.json", tmp_path / "vm_prices.json"
-    shutil.copy(ROOT / "components" / "catalog" / "data" / "prices.json", catalogue)
+    shutil.copy(CATALOGUE, catalogue)
     before = json.loads(catalogue.read_text("utf-8"))
     assert refresh([DATA / "retail_answer.json"], "test answer", date(2026, 11, 25), catalogue, copy) == 4
     after = json.loads(catalogue.read_text("utf-8"))

@@ -1,6 +1,6 @@
 """The health agent's verdicts (agents/health_agent.py `diag_verdict`, `health_problem`) on
 reports shaped as DCGM writes them at the release the GPU operator runs: the keys, status strings and nesting come
-from tests/data/dcgm_output.json, which tools/dcgm_output.py extracted from NVIDIA/DCGM v4.5.2 (gpu-operator v26.3.3
+from components/catalog/facts/dcgm_output.json, which tools/dcgm_output.py extracted from NVIDIA/DCGM v4.5.2 (gpu-operator v26.3.3
 values.yaml `dcgm.version: 4.5.2-1-ubuntu22.04`).
 
 At v4.5.2 a Warn result is written to JSON as "Fail" (dcgmi/Diag.cpp `HelperDisplayDiagResult`'s default
@@ -10,15 +10,15 @@ diagnostic that could not run writes only `runtime_error`."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpucluster.agents import health_agent as agent
+from gpucluster.catalog.fact_files import load_facts
 from gpucluster.catalog.in_cluster import DCGM_IMAGE
 
-DCGM = json.loads((Path(__file__).parent / "data" / "dcgm_output.json").read_text())
+DCGM = load_facts("dcgm_output.json")
 DIAG, HEALTH = DCGM["diag"], DCGM["health"]
 
 

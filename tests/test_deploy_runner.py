@@ -5,7 +5,7 @@ components/planning/deploy_runner.py, components/planning/runner_step2.py, compo
 The boot text is read by cloud-init's 22.4 schema (as tests/test_boot_documents.py reads every machine's) and its
 scripts by shellcheck; both scripts run here under fake `curl`, `az`, `git`, `make` and `pulumi` on PATH, and the
 rendered command runs under bash with a fake `az` that records the words it gets, each option held against the
-azure-cli 2.91.0 wheel's own argument table (components/catalog/az_cli_args.json)."""
+azure-cli 2.91.0 wheel's own argument table (components/catalog/facts/az_cli_args.json)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from jsonschema import Draft4Validator
 
 from gpucluster.bootstrap.deploy_runner import PACKAGES, SETUP_PATH, SETUP_SCRIPT, render_runner_cloud_init
 from gpucluster.catalog import deploy_runner as catalog
+from gpucluster.catalog.fact_files import load_facts
 from gpucluster.errors import SpecError
 from gpucluster.offline.engine import ProgramRun, Registration
 from gpucluster.offline.first_up import FIRST_EXCLUDE, excluded, first_up
@@ -46,7 +47,7 @@ from tests.support.stacks import ROOT, small_cluster, small_spec
 
 SCHEMA = ROOT / "tests" / "data" / "cloud-init-22.4" / "schema-cloud-config-v1.json"
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
-AZ_ARGS = json.loads((ROOT / "components" / "catalog" / "az_cli_args.json").read_text())
+AZ_ARGS = load_facts("az_cli_args.json")
 VM = "azure-native:compute:VirtualMachine"
 
 

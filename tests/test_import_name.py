@@ -63,8 +63,10 @@ def test_the_wheel_holds_gpucluster_and_no_components_or_policies_module(wheel: 
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"gpucluster"}
     for needed in ("gpucluster/cluster.py", "gpucluster/diff/compare.py", "gpucluster/policies/rules/__init__.py",
-                   "gpucluster/policies/PulumiPolicy.yaml", "gpucluster/catalog/pod_security_baseline.json",
-                   "gpucluster/catalog/data/prices.json", "gpucluster/agents/rollout.py"):
+                   "gpucluster/policies/PulumiPolicy.yaml", "gpucluster/catalog/facts/pod_security_baseline.json",
+                   "gpucluster/catalog/facts/prices.json", "gpucluster/catalog/facts/metrics_facts.json",
+                   "gpucluster/catalog/facts/metrics_consumers.json", "gpucluster/catalog/facts/consumers/flags-etcd.json",
+                   "gpucluster/catalog/data/price_answers/answers.json", "gpucluster/agents/rollout.py"):
         assert needed in names, needed
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "gpucluster = gpucluster.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -136,15 +136,13 @@ def _leaves(values: object, prefix: str = "") -> list[str]:
 
 def test_every_value_we_set_is_read_by_the_chart() -> None:
     """A value the templates do not read is silently ignored (operator.defaultRuntime in gpu-operator was).
-    tests/data/chart_value_paths.json lists every `.Values.<path>` the pinned charts' templates read."""
-    import json
-    from pathlib import Path
-
+    Each chart's catalogue (components/catalog/facts/consumers/values-<chart>.json, tools/extract_consumer_facts.py)
+    lists every `.Values.<path>` its templates read at the pinned tag (`template_reads`)."""
+    from gpucluster.catalog.fact_files import load_facts
     from gpucluster.kubernetes.objects.kueue import kueue_chart_values
 
-    read = json.loads((Path(__file__).parent / "data" / "chart_value_paths.json").read_text())
     for chart, values in (("gpu-operator", gpu_operator_values()), ("kueue", kueue_chart_values(10, "crd"))):
-        paths = set(read[chart])
+        paths = set(load_facts(f"consumers/values-{chart}.json")["template_reads"])
         for leaf in _leaves(values):
             parts = leaf.split(".")
             assert any(".".join(parts[:n]) in paths for n in range(1, len(parts) + 1)), (chart, leaf)

@@ -1,7 +1,7 @@
 """Kueue's Job webhooks (failurePolicy Fail) must not cover the namespaces where the platform itself runs Jobs, or
 every GPU-operator upgrade and every health recheck is refused while Kueue's controller is down.
 
-What the chart does with our values comes from tests/data/consumers/values-kueue.json (kueue v0.19.2
+What the chart does with our values comes from components/catalog/facts/consumers/values-kueue.json (kueue v0.19.2
 charts/kueue/templates/webhook/manifests.yaml, read by tools/extract_consumer_facts.py): the webhooks listed there
 take their namespaceSelector from the manager config's `managedJobsNamespaceSelector`. Which charts create Jobs
 comes from the same catalogues (`job_templates`: gpu-operator v26.3.3 templates/upgrade_crd.yaml, a pre-upgrade
@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from gpucluster.verify import nccl
+from tools.facts_home import CONSUMERS
 
-CATALOGUES = Path(__file__).resolve().parent / "data" / "consumers"
+CATALOGUES = CONSUMERS
 
 
 def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:

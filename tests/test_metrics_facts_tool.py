@@ -1,6 +1,10 @@
-"""tools/extract_metrics_facts.py reads the exporters' sources as they are written at the pinned tags."""
+"""tools/extract_metrics_facts.py reads the exporters' sources as they are written at the pinned tags, and what it
+writes (components/catalog/facts/metrics_facts.json) is what components/catalog/metrics_facts.py exposes."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from gpucluster.catalog import metrics_facts
 from tools.extract_metrics_facts import (
@@ -9,8 +13,9 @@ from tools.extract_metrics_facts import (
     dcgm_field_names,
     go_dcgm_commit,
     infiniband_metrics,
-    render,
+    write,
 )
+from tools.facts_home import FACTS
 
 CSV = """# Format
 # DCGM FIELD, Prometheus metric type, help message
@@ -56,12 +61,27 @@ def test_cpu_modes_and_ports() -> None:
     assert infiniband_metrics(INFINIBAND) == ["link_downed_total", "state_id"]
 
 
-def test_the_generated_module_is_what_render_writes() -> None:
-    facts = {"NODE_CPU_MODES": list(metrics_facts.NODE_CPU_MODES), "NODE_EXPORTER_TAG": metrics_facts.NODE_EXPORTER_TAG}
-    namespace: dict[str, object] = {}
-    exec(render(facts), namespace)  # the module text the tool writes evaluates to the same values
-    assert namespace["NODE_CPU_MODES"] == metrics_facts.NODE_CPU_MODES
+def test_what_the_tool_writes_names_it_and_keeps_the_facts(tmp_path: Path) -> None:
+    facts = {"NODE_CPU_MODES": ["user", "steal"], "DCGM_DEFAULT_COUNTERS": [("DCGM_FI_DEV_GPU_UTIL", "gauge")]}
+    write(tmp_path / "facts.json", "tools/extract_metrics_facts.py", "the sources", facts)
+    assert json.loads((tmp_path / "facts.json").read_text()) == {
+        "generator": "tools/extract_metrics_facts.py", "sources": "the sources", "NODE_CPU_MODES": ["user", "steal"],
+        "DCGM_DEFAULT_COUNTERS": [["DCGM_FI_DEV_GPU_UTIL", "gauge"]]}
+
+
+def test_the_readers_expose_every_fact_of_their_json_as_tuples() -> None:
+    from gpucluster.catalog import metrics_consumers
+
+    for module, name in ((metrics_facts, "metrics_facts.json"), (metrics_consumers, "metrics_consumers.json")):
+        document = json.loads((FACTS / name).read_text())
+        facts = {key: value for key, value in document.items() if key not in ("generator", "sources")}
+        exposed = {key: value for key, value in vars(module).items() if key.isupper() and not key.startswith("_")}
+        assert list(exposed) == list(facts), name
+        for key, value in facts.items():
+            as_tuples = tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
+            assert exposed[key] == as_tuples and type(exposed[key]) is type(as_tuples), key
     assert len(metrics_facts.DCGM_EXPORTER_COMMIT) == 40 and len(metrics_facts.GO_DCGM_COMMIT) == 40
+    assert metrics_facts.DCGM_DEFAULT_COUNTERS[0] == ("DCGM_FI_DEV_SM_CLOCK", "gauge")
 
 
 def test_consumer_extraction_reads_go_as_written() -> None:

@@ -4,15 +4,14 @@ tools/extract_metrics_consumers.py), and the references between them."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from gpucluster.catalog import metrics_consumers as consumers
+from gpucluster.catalog.fact_files import load_facts
 from gpucluster.catalog.in_cluster import GPU_OPERATOR_NAMESPACE
 from gpucluster.catalog.metrics import TRAINING_COUNTERS
 from gpucluster.catalog.versions import GPU_OPERATOR
@@ -123,7 +122,7 @@ def test_prod_nodes_spread_evenly_over_the_shards() -> None:
     assert max(load.values()) <= 1.1 * len(names) / shards
 
 
-OPERANDS = json.loads((Path(__file__).parent / "data" / "consumers" / "operands-gpu-operator.json").read_text("utf-8"))
+OPERANDS = load_facts("consumers/operands-gpu-operator.json")
 """The GPU operator's operand DaemonSets' pod labels and ports at the pinned tag (tools/gpu_operator_operands.py)."""
 
 

@@ -1,5 +1,5 @@
-"""tools/pin_versions.py: its saved answer (tests/data/pin_versions.json) held against the pins in the code, offline,
-and its version-line logic against a fake module proxy."""
+"""tools/pin_versions.py: its saved answer (components/catalog/facts/pin_versions.json) held against the pins in the
+code, offline, and its version-line logic against a fake module proxy."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from tools.pin_versions import (
     unexplained,
 )
 
-RERUN = "re-run `python -m tools.pin_versions` (it asks the Go module proxy) and keep tests/data/pin_versions.json"
+RERUN = ("re-run `python -m tools.pin_versions` (it asks the Go module proxy) and keep "
+         "components/catalog/facts/pin_versions.json")
 REFUSED = Answer(refusal="403 Forbidden This module version is not available.")
 
 

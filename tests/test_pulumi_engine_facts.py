@@ -1,19 +1,19 @@
 """What the replacement guard and "What a policy can see" rest on in Pulumi's engine, as read by
-tools/pulumi_engine_facts.py into tests/data/consumers/pulumi-engine.json, and in the installed SDK's dynamic-provider
-host (pulumi 3.272 `pulumi/dynamic/__main__.py`), read here directly: docs/architecture.md cites each of them.
+tools/pulumi_engine_facts.py into components/catalog/facts/consumers/pulumi-engine.json, and in the installed SDK's
+dynamic-provider host (pulumi 3.272 `pulumi/dynamic/__main__.py`), read here directly: docs/architecture.md cites each of them.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pulumi.dynamic
 
+from gpucluster.catalog.fact_files import load_facts
 from tests.support.stacks import ROOT
 
-CATALOGUE = json.loads((ROOT / "tests" / "data" / "consumers" / "pulumi-engine.json").read_text(encoding="utf-8"))
+CATALOGUE = load_facts("consumers/pulumi-engine.json")
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 HOST = (Path(pulumi.dynamic.__file__).parent / "__main__.py").read_text(encoding="utf-8")
 

@@ -1,19 +1,19 @@
 """Extract the keys an ACR Tasks YAML file may use from Azure/acr-builder's source: the `yaml:"..."` tags of the
 `Task` struct (graph/task.go) and the `Step` struct (graph/step.go), with the commit they were read at.
 
-    python -m tools.acr_task_keys <acr-builder git dir> [commit]   # writes components/catalog/acr_task_keys.json
+    python -m tools.acr_task_keys <acr-builder git dir> [commit]   # writes components/catalog/facts/acr_task_keys.json
 
 The git dir is a clone or a bare mirror (`git show <commit>:<path>` is all it needs)."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "components" / "catalog" / "acr_task_keys.json"
+from tools.facts_home import FACTS, generator_of, write_facts
+
+OUT = FACTS / "acr_task_keys.json"
 TAG = re.compile(r'yaml:"([A-Za-z]+)[,"]')
 
 
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     if not 2 <= len(argv) <= 3:
         print(__doc__, file=sys.stderr)
         return 2
-    OUT.write_text(json.dumps(extract(*argv[1:]), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_facts(OUT, generator_of(__file__), extract(*argv[1:]), sort_keys=True)
     print(f"wrote {OUT}")
     return 0
 

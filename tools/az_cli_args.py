@@ -4,7 +4,7 @@
 and of `az login` (`command_modules/profile/__init__.py`), with the
 wheel's version and sha256.
 
-    python -m tools.az_cli_args <azure_cli-X.Y.Z-py3-none-any.whl>   # writes components/catalog/az_cli_args.json
+    python -m tools.az_cli_args <azure_cli-X.Y.Z-py3-none-any.whl>   # writes components/catalog/facts/az_cli_args.json
 
 (`pip download azure-cli==X.Y.Z --no-deps` fetches the wheel.) An argument without `options_list` is
 `--<dest with dashes>` (knack's default); `resource_group_name` is azure-cli core's `--resource-group`/`-g`."""
@@ -12,13 +12,14 @@ wheel's version and sha256.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sys
 import zipfile
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "components" / "catalog" / "az_cli_args.json"
+from tools.facts_home import FACTS, generator_of, write_facts
+
+OUT = FACTS / "az_cli_args.json"
 VM_PARAMS = "azure/cli/command_modules/vm/_params.py"
 VM_CUSTOM = "azure/cli/command_modules/vm/custom.py"
 PROFILE = "azure/cli/command_modules/profile/__init__.py"
@@ -68,7 +69,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    OUT.write_text(json.dumps(extract(Path(argv[1])), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_facts(OUT, generator_of(__file__), extract(Path(argv[1])), sort_keys=True)
     print(f"wrote {OUT}")
     return 0
 

@@ -1,8 +1,9 @@
 """Extract what `dcgmi diag -j` and `dcgmi health -c -j` write, from NVIDIA/DCGM's source at the release the GPU
-operator runs, into tests/data/dcgm_output.json (the health agent's verdicts are tested against shapes built from it).
+operator runs, into components/catalog/facts/dcgm_output.json (the health agent's verdicts are tested against shapes
+built from it).
 
     fetch NVIDIA/DCGM (the repository's snapshot), then
-    .venv/bin/python -m tools.dcgm_output <DCGM git dir> v4.5.2 > tests/data/dcgm_output.json
+    .venv/bin/python -m tools.dcgm_output <DCGM git dir> v4.5.2
 
 The tag follows gpu-operator v26.3.3 values.yaml `dcgm.version: 4.5.2-1-ubuntu22.04` (components/catalog/in_cluster.py
 DCGM_IMAGE). Read: nvvs/include/NvvsJsonStrings.h (the diag's JSON keys), dcgmi/Diag.cpp HelperDisplayDiagResult (the
@@ -12,11 +13,14 @@ dcgmi/DcgmiOutput.h/.cpp (how dcgmi's JSON output nests sections, children, valu
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 from typing import Any
+
+from tools.facts_home import FACTS, generator_of, write_facts
+
+OUT = FACTS / "dcgm_output.json"
 
 
 def show(repo: str, tag: str, path: str) -> str:
@@ -80,5 +84,5 @@ def extract(repo: str, tag: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    json.dump(extract(sys.argv[1], sys.argv[2]), sys.stdout, indent=1, sort_keys=True)
-    sys.stdout.write("\n")
+    write_facts(OUT, generator_of(__file__), extract(sys.argv[1], sys.argv[2]), indent=1, sort_keys=True)
+    print(f"wrote {OUT}")

@@ -1,5 +1,5 @@
 """Read what our consumers accept from their sources at the versions we pin, and save it as small catalogues under
-tests/data/consumers/ (one JSON file per consumer, with repository, tag and commit of every file read).
+components/catalog/facts/consumers/ (one JSON file per consumer, with repository, tag and commit of every file read).
 
 Flags: Go flag definitions (`fs.StringVar(&x, "name", ...)`, `flag.Bool("name", ...)`, pflag's `*VarP`, and a
 package constant used as the name) in the files that register the consumer's command line, listed per consumer
@@ -18,7 +18,6 @@ Tests (tests/test_consumer_flags.py, tests/test_chart_values_keys.py) read only 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,9 +25,10 @@ from tools.consumer_facts.charts import Chart, PackagedChart, Subchart, extract_
 from tools.consumer_facts.config_schemas import ConfigSchema, External, extract_config_schema
 from tools.consumer_facts.flags import FlagConsumer, Source, ccm_controllers, extract_flags
 from tools.consumer_facts.mirrors import git, mirror
+from tools.facts_home import CONSUMERS, generator_of, write_facts
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "data" / "consumers"
+OUT = CONSUMERS
+GENERATOR = generator_of(__file__)
 
 _CB = "kubernetes/component-base"
 
@@ -160,20 +160,20 @@ def main(argv: list[str] | None = None) -> int:
         if name == "cloud-controller-manager":
             go_mod = git(mirror(args.mirrors, "kubernetes-sigs/cloud-provider-azure"), "show", "v1.36.5:go.mod")
             facts["controllers"] = ccm_controllers(args.mirrors, go_mod)
-        (args.out / f"flags-{name}.json").write_text(json.dumps(facts, indent=1) + "\n")
+        write_facts(args.out / f"flags-{name}.json", GENERATOR, facts, indent=1)
         print(f"{name}: {len(facts['flags'])} flags from {len(facts['sources'])} files")
     for schema in CONFIG_SCHEMAS:
         facts = extract_config_schema(args.mirrors, schema)
-        (args.out / f"config-{schema.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
+        write_facts(args.out / f"config-{schema.name}.json", GENERATOR, facts, indent=1)
         print(f"{schema.name}: {len(facts['structs'])} structs")
     for packaged in PACKAGED_CHARTS:
         facts = extract_packaged_chart(args.mirrors, packaged)
-        (args.out / f"values-{packaged.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
+        write_facts(args.out / f"values-{packaged.name}.json", GENERATOR, facts, indent=1)
         print(f"{packaged.name} {facts['tag']}: {len(facts['keys'])} values keys, "
               f"{len(facts['template_reads'])} template reads")
     for chart in CHARTS:
         facts = extract_chart(args.mirrors, chart)
-        (args.out / f"values-{chart.name}.json").write_text(json.dumps(facts, indent=1) + "\n")
+        write_facts(args.out / f"values-{chart.name}.json", GENERATOR, facts, indent=1)
         print(f"{chart.name}: {len(facts['keys'])} values keys, {len(facts['template_reads'])} template reads")
     return 0
 

@@ -1,7 +1,8 @@
 """Extract what the metrics pipeline's consumers accept, from their sources at the pinned tags, into
-components/catalog/metrics_consumers.py (generated: re-run after a version bump and review the diff).
+components/catalog/facts/metrics_consumers.json (generated: re-run after a version bump and review the diff), which
+components/catalog/metrics_consumers.py reads.
 
-    python tools/extract_metrics_consumers.py --prometheus DIR --prometheus-common DIR --node-exporter DIR \
+    python -m tools.extract_metrics_consumers --prometheus DIR --prometheus-common DIR --node-exporter DIR \
         --exporter-toolkit DIR --kube-state-metrics DIR
 
 Each DIR is a git directory of the upstream repository. Read:
@@ -25,11 +26,14 @@ import re
 import subprocess
 from pathlib import Path
 
-from tools.extract_metrics_facts import NODE_EXPORTER_TAG, commit, render, show
+from tools.extract_metrics_facts import NODE_EXPORTER_TAG, commit, show, write
+from tools.facts_home import FACTS, generator_of
 
 PROMETHEUS_TAG = "v3.14.0"
 KSM_TAG = "v2.20.0"
-OUT = Path(__file__).resolve().parent.parent / "components" / "catalog" / "metrics_consumers.py"
+OUT = FACTS / "metrics_consumers.json"
+SOURCES = ("prometheus/prometheus, prometheus/common, prometheus/node_exporter, prometheus/exporter-toolkit and "
+           "kubernetes/kube-state-metrics, at the tags and commits recorded here")
 PROMETHEUS_CONFIG_FILES = ("config/config.go", "discovery/kubernetes/kubernetes.go", "model/relabel/relabel.go",
                            "storage/remote/azuread/azuread.go", "discovery/targetgroup/targetgroup.go")
 
@@ -120,8 +124,7 @@ def main() -> None:
         "KSM_COMMIT": commit(args.kube_state_metrics, KSM_TAG),
         "KSM_FLAGS": sorted(cobra_flags(show(args.kube_state_metrics, KSM_TAG, "pkg/options/options.go"))),
     }
-    OUT.write_text(render(facts, "tools/extract_metrics_consumers.py",
-                          "Prometheus' and node_exporter's sources"))
+    write(OUT, generator_of(__file__), SOURCES, facts)
     print(f"wrote {OUT}")
 
 

@@ -1,6 +1,6 @@
 """Extract the pod labels and container ports of the GPU operator's operand DaemonSets from its source at the pinned
 tag (`assets/state-*/…daemonset.yaml`, which the operator applies with only the namespace, images and node selectors
-filled in), into tests/data/consumers/operands-gpu-operator.json. What scrapes or selects those pods (the metrics
+filled in), into components/catalog/facts/consumers/operands-gpu-operator.json. What scrapes or selects those pods (the metrics
 shards' pod discovery) is tested against it.
 
     python -m tools.gpu_operator_operands --mirrors <folder of git dirs, one per owner+name>
@@ -9,7 +9,6 @@ shards' pod discovery) is tested against it.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ import yaml
 
 from gpucluster.catalog.versions import GPU_OPERATOR
 from tools.consumer_facts.mirrors import commit_of, git, mirror
+from tools.facts_home import CONSUMERS, generator_of, write_facts
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "data" / "consumers" / "operands-gpu-operator.json"
+OUT = CONSUMERS / "operands-gpu-operator.json"
 REPO = "NVIDIA/gpu-operator"
 ASSETS = ("assets/state-dcgm-exporter/0800_daemonset.yaml", "assets/state-device-plugin/0500_daemonset.yaml",
           "assets/gpu-feature-discovery/0500_daemonset.yaml", "assets/state-container-toolkit/0500_daemonset.yaml",
@@ -49,7 +48,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirrors", type=Path, required=True)
     args = parser.parse_args()
-    OUT.write_text(json.dumps(extract(args.mirrors), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_facts(OUT, generator_of(__file__), extract(args.mirrors), sort_keys=True)
     print(f"wrote {OUT}")
     return 0
 

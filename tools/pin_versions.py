@@ -1,6 +1,6 @@
 """Is each pinned consumer version the newest patch of its release line? Asked of the Go module proxy.
 
-    python -m tools.pin_versions           # query the proxy, write tests/data/pin_versions.json, print a table
+    python -m tools.pin_versions           # query the proxy, write components/catalog/facts/pin_versions.json, print a table
     python -m tools.pin_versions --check   # the same, then exit 1 if a pin is behind without a reason in REASONS
 
 The pins are read from the code (components/catalog/versions.py, components/catalog/metrics.py, e2e/consumers.py),
@@ -43,16 +43,18 @@ from gpucluster.catalog.versions import (
     MINOR_COUPLED,
     Component,
 )
+from tools.facts_home import FACTS, generator_of, write_facts
 
 ROOT = Path(__file__).resolve().parent.parent
-OUTPUT = ROOT / "tests" / "data" / "pin_versions.json"
+OUTPUT = FACTS / "pin_versions.json"
+SOURCE = "the Go module proxy, through `go list -m` (each pin's `module`)"
 MAX_PROBES = 50
 """Probing stops at the first refusal; this only bounds a proxy that never refuses."""
 
 _SOURCES_AT_NEWER_PATCHES = (
-    "the consumer catalogues (tests/data/consumers/, tools/extract_consumer_facts.py) are read from git mirrors of the "
-    "upstream repositories at the pinned tag, and the newer patches' sources are not readable that way here: {why}. "
-    "A move re-reads the catalogues at the new tag first (docs/consumer-checks.md), then the pins move together")
+    "the consumer catalogues (components/catalog/facts/consumers/, tools/extract_consumer_facts.py) are read from git "
+    "mirrors of the upstream repositories at the pinned tag, and the newer patches' sources are not readable that way "
+    "here: {why}. A move re-reads the catalogues at the new tag first (docs/consumer-checks.md), then the pins move together")
 REASONS: dict[str, str] = {
     "kubernetes-stacks": _SOURCES_AT_NEWER_PATCHES.format(
         why="kubernetes/kubernetes is over the mirror size limit (1.9 GB), so kubelet's, kubeadm's and the API "
@@ -402,11 +404,11 @@ def table(results: Iterable[Result]) -> str:
 
 
 def write(results: list[Result], path: Path = OUTPUT) -> None:
-    path.write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n", encoding="utf-8")
+    write_facts(path, generator_of(__file__), {"source": SOURCE, "pins": [asdict(r) for r in results]}, indent=1)
 
 
 def load(path: Path = OUTPUT) -> list[Result]:
-    return [Result(**entry) for entry in json.loads(path.read_text(encoding="utf-8"))]
+    return [Result(**entry) for entry in json.loads(path.read_text(encoding="utf-8"))["pins"]]
 
 
 def today() -> str:

@@ -1,5 +1,5 @@
 """Pod Security baseline's allowed values, from k8s.io/pod-security-admission at the cluster's Kubernetes patch
-release, into components/catalog/pod_security_baseline.json: the capability list (the team-pod policy allows these
+release, into components/catalog/facts/pod_security_baseline.json: the capability list (the team-pod policy allows these
 and IPC_LOCK), and the newest version's SELinux types and safe sysctls (the policy takes those checks as they are):
 
     python -m tools.pod_security_baseline
@@ -16,9 +16,10 @@ import subprocess
 from pathlib import Path
 
 from e2e.consumers import KUBERNETES
+from tools.facts_home import FACTS, generator_of, write_facts
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "components" / "catalog" / "pod_security_baseline.json"
+OUT = FACTS / "pod_security_baseline.json"
 MODULE = "k8s.io/pod-security-admission"
 FILE = "policy/check_capabilities_baseline.go"
 SELINUX = "policy/check_seLinuxOptions.go"
@@ -63,11 +64,11 @@ def safe_sysctls(source: str) -> list[str]:
 def main() -> None:
     version = "v0." + KUBERNETES.split(".", 1)[1]  # the staging modules are v0.<minor>.<patch>
     root = module_dir(version)
-    OUT.write_text(json.dumps({
+    write_facts(OUT, generator_of(__file__), {
         "source": f"{MODULE}@{version} {FILE}, {SELINUX}, {SYSCTLS}",
         "capabilities": baseline_capabilities((root / FILE).read_text()),
         "selinuxTypes": selinux_types((root / SELINUX).read_text()),
-        "sysctls": safe_sysctls((root / SYSCTLS).read_text())}, indent=1) + "\n")
+        "sysctls": safe_sysctls((root / SYSCTLS).read_text())}, indent=1)
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 

@@ -1,5 +1,5 @@
 """Read, in pulumi/pulumi's source, what the replacement guard and "What a policy can see" rest on, and save it as a
-small catalogue (tests/data/consumers/pulumi-engine.json: repository, commit, and per fact the file, the exact text
+small catalogue (components/catalog/facts/consumers/pulumi-engine.json: repository, commit, and per fact the file, the exact text
 and its line). docs/architecture.md ("What a policy can see", "The replacement guard") cites these; the test
 (tests/test_pulumi_engine_facts.py) reads only the catalogue, and checks the installed SDK's host beside it.
 
@@ -12,15 +12,15 @@ whose `pulumi/dynamic/__main__.py` and `pulumi/runtime/proto/analyzer_pb2.py` th
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tools.consumer_facts.mirrors import git, mirror
+from tools.facts_home import CONSUMERS, generator_of, write_facts
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "data" / "consumers" / "pulumi-engine.json"
+OUT = CONSUMERS / "pulumi-engine.json"
 REPO = "pulumi/pulumi"
 
 
@@ -105,7 +105,7 @@ def main() -> int:
     parser.add_argument("--ref", default="HEAD")
     args = parser.parse_args()
     catalogue = extract(mirror(args.mirrors, REPO), args.ref)
-    OUT.write_text(json.dumps(catalogue, indent=2) + "\n", encoding="utf-8")
+    write_facts(OUT, generator_of(__file__), catalogue)
     print(f"wrote {OUT.relative_to(ROOT)}: {len(FACTS)} facts at {REPO} {str(catalogue['commit'])[:10]}")
     return 0
 

@@ -11,8 +11,9 @@ DevTestConsumption rows are dropped. Besides "Virtual Machines" items, the meter
 public IPs and public IP prefix addresses ("Virtual Network"), a registry's daily unit ("Container Registry") and
 Premium SSD managed disks by tier ("Storage"; the tier's size from azure-docs
 includes/disk-storage-premium-ssd-sizes.md). A kept item replaces the catalogue's row of the same kind, SKU, region,
-type, term and meter (so a Spot row never replaces the pay-as-you-go one); every other row stays. The pack's copy of
-the VM rates (policies/rules/vm_prices.json) is rewritten from the result. Nothing is fetched: the answer is saved by
+type, term and meter (so a Spot row never replaces the pay-as-you-go one); every other row stays. The catalogue is
+components/catalog/facts/prices.json; the policy pack's copy of its VM rates (policies/rules/vm_prices.json, beside the
+rules because the pack runs without components/) is rewritten from the result. Nothing is fetched: the answer is saved by
 whoever runs the query, and its date and query are the rows' as-of date and source. `--manifest` reads the answers
 committed under components/catalog/data/price_answers/ with each one's source and date (answers.json there).
 """
@@ -35,9 +36,10 @@ from gpucluster.catalog.prices import (
     policy_rates,
     rates_of_row,
 )
+from tools.facts_home import FACTS, generator_of, with_generator
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGUE = ROOT / "components" / "catalog" / "data" / "prices.json"
+CATALOGUE = FACTS / "prices.json"
 ANSWERS = ROOT / "components" / "catalog" / "data" / "price_answers"
 POLICY_COPY = ROOT / "policies" / "rules" / "vm_prices.json"
 API_FIELDS = ("armSkuName", "armRegionName", "serviceName", "productName", "meterName", "type", "reservationTerm",
@@ -126,7 +128,7 @@ def manifest_answers(manifest: Path) -> list[Answer]:
 def refresh_many(answers: list[Answer], catalogue: Path = CATALOGUE, policy_copy: Path = POLICY_COPY) -> int:
     rows = [row for a in answers
             for row in rows_of_answer(json.loads(a.path.read_text("utf-8")), a.source, a.as_of, a.saved_as)]
-    document = merged(json.loads(catalogue.read_text("utf-8")), rows)
+    document = with_generator(generator_of(__file__), merged(json.loads(catalogue.read_text("utf-8")), rows))
     catalogue.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     rates = policy_rates(catalogue_from_document(document))
     policy_copy.write_text(json.dumps(rates, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -10,7 +10,7 @@
   `internal/pipe/checksums/checksums.go`: `fmt.Sprintf("%v  %v\n", sha, a.Name)`, sha256 by default, which pulumi's
   `.goreleaser.yml` keeps): `sha256sum --check` reads that format.
 - The Azure CLI: azure-cli from PyPI at a pinned version; the arguments the plan's commands use were read from that
-  wheel (`components/catalog/az_cli_args.json`, extracted by `tools/az_cli_args.py`).
+  wheel (`components/catalog/facts/az_cli_args.json`, extracted by `tools/az_cli_args.py`).
 - Roles: azure-docs `articles/role-based-access-control/built-in-roles/privileged.md` (commit 0b8729eaf7eb), the
   condition of `delegate-role-assignments-examples.md` ("Constrain roles and principal types", same commit) and the
   operators of `conditions-format.md` (commit 01b2a4c482bd: `ForAnyOfAllValues` holds when a value on the left

@@ -2,7 +2,8 @@
 
 The exporters' facts (DCGM's field names, dcgm-exporter's default counters, node_exporter's per-CPU modes and
 per-port InfiniBand metrics) are extracted from their sources by tools/extract_metrics_facts.py into
-`metrics_facts.py`; this module chooses from them and states the Azure Monitor limits.
+components/catalog/facts/metrics_facts.json, which `metrics_facts.py` reads; this module chooses from them and states
+the Azure Monitor limits.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Azure list prices, dated and sourced (components/catalog/data/prices.json, docs/cost.md).
+"""Azure list prices, dated and sourced (components/catalog/facts/prices.json, docs/cost.md).
 
 Rows keep the Azure Retail Prices API's fields (api-version 2023-01-01-preview, learn.microsoft.com
 rest/api/cost-management/retail-prices/azure-retail-prices): `armSkuName`, `armRegionName`, `type` (Consumption or
@@ -9,13 +9,12 @@ into hourly rates, one per pricing option it carries.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
-from importlib import resources
 from typing import Any, get_args
 
+from gpucluster.catalog.fact_files import load_facts
 from gpucluster.spec.cost import PriceFile, PriceKind
 
 HOURS_PER_MONTH = 730
@@ -135,7 +134,7 @@ def catalogue_from_document(document: dict[str, Any]) -> PriceCatalogue:
 
 
 def catalogue_document() -> dict[str, Any]:
-    return json.loads(resources.files("gpucluster.catalog").joinpath("data/prices.json").read_text("utf-8"))
+    return load_facts("prices.json")
 
 
 @cache

@@ -293,7 +293,7 @@ def plan_cost(spec: ClusterSpec, pools: tuple[PoolPlan, ...], cp: ControlPlanePl
     limit = spec.cost.max_price_age_days
     stale = sorted({(r.as_of, r.sku) for r in used if (today - r.as_of).days > limit})
     warnings = (f"{len(stale)} prices the cost uses were read more than {limit} days before {today.isoformat()} "
-                f"(oldest: {stale[0][1]}, {stale[0][0].isoformat()}); refresh components/catalog/data/prices.json "
+                f"(oldest: {stale[0][1]}, {stale[0][0].isoformat()}); refresh components/catalog/facts/prices.json "
                 "(tools/refresh_prices.py) or the price file",) if stale else ()
     return CostPlan(region, tuple(add.lines), domains, _teams(scheduling, pool_hourly), warm,
                     tuple(add.unpriced), warnings, price_file)

@@ -8,7 +8,7 @@ an environment variable of the script; protected parameters are "encrypted durin
 logged" (azure-cli 2.91.0 `vm/_params.py`); the instance view keeps the last 4 KB of output, so the script also
 writes its whole log on the runner. `az vm run-command create` takes `--parameters`/`--protected-parameters` as
 `NAME=VALUE` words split at the first `=`, `--timeout-in-seconds` bounds the script (azure-cli 2.91.0 `vm/custom.py`
-vm_run_command_create; components/catalog/az_cli_args.json). The start script creates it with `--async-execution
+vm_run_command_create; components/catalog/facts/az_cli_args.json). The start script creates it with `--async-execution
 true` (the create returns once the command is accepted; no `az` process waits hours on one long-running request)
 and follows it with `az vm run-command show --instance-view` (`executionState`, `exitCode`, `output`, `error`). A
 value `NAME=@file` is read from the file by azure-cli itself (Azure/azure-cli 2c15d4ec

@@ -2,7 +2,7 @@
 
 The pack runs without components/ (policies/__main__.py), so it reads what every rule reads, the resources' props
 (each scale set's and VM's size, capacity, location and priority), and prices them with vm_prices.json, the
-catalogue's VM list rates (components/catalog/data/prices.json) copied beside the rules by tools/refresh_prices.py
+catalogue's VM list rates (components/catalog/facts/prices.json) copied beside the rules by tools/refresh_prices.py
 (tests/test_cost.py keeps the copy equal). Compute only: the plan's summary carries the full cost (docs/cost.md).
 """
 

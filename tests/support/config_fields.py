@@ -1,13 +1,14 @@
 """Fields of a configuration document checked against the JSON fields of its Go structs, as
-tools/extract_consumer_facts.py saved them (tests/data/consumers/config-*.json)."""
+tools/extract_consumer_facts.py saved them (components/catalog/facts/consumers/config-*.json)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-CATALOGUES = Path(__file__).resolve().parent.parent / "data" / "consumers"
+from tools.facts_home import CONSUMERS
+
+CATALOGUES = CONSUMERS
 
 
 def config_schema(name: str) -> dict[str, Any]:

@@ -38,7 +38,7 @@ NODE_EXPORTER, KSM, PROMETHEUS = "node-exporter", "kube-state-metrics", "prometh
 NODE_EXPORTER_PORT, KSM_PORT, PROMETHEUS_PORT, DCGM_EXPORTER_PORT = 9100, 8080, 9090, 9400
 DCGM_EXPORTER_POD_LABEL = "app=nvidia-dcgm-exporter"
 """The label the GPU operator's dcgm-exporter pods carry (its own `app` key, not app.kubernetes.io/name), beside
-containerPort 9400: tests/data/consumers/operands-gpu-operator.json, read from gpu-operator's
+containerPort 9400: components/catalog/facts/consumers/operands-gpu-operator.json, read from gpu-operator's
 assets/state-dcgm-exporter/0800_daemonset.yaml by tools/gpu_operator_operands.py."""
 RETENTION = "2h"
 """The shards keep two hours: everything that matters is remote-written, and a short head keeps WAL replay after a

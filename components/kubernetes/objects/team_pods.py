@@ -10,8 +10,8 @@ objects/kueue.py `team_namespace`), for containers, init containers and ephemera
 
 Why not Pod Security admission itself: its `baseline` level refuses every capability outside its list
 (k8s.io/pod-security-admission `policy/check_capabilities_baseline.go`, extracted into
-components/catalog/pod_security_baseline.json by tools/pod_security_baseline.py), and a training pod adds IPC_LOCK to
-register memory with its HCAs (docs/scheduling.md); a level cannot be widened by one capability. So the policy
+components/catalog/facts/pod_security_baseline.json by tools/pod_security_baseline.py), and a training pod adds
+IPC_LOCK to register memory with its HCAs (docs/scheduling.md); a level cannot be widened by one capability. So the policy
 takes every baseline check at v0.36.4 (`policy/check_*.go`, the files named beside each rule below) as baseline
 states it, with the one difference that IPC_LOCK is allowed. The allowed SELinux types and safe sysctls are extracted
 into the same catalogue; the AppArmor and seccomp profile types are the API's enum values the checks name.
@@ -22,13 +22,13 @@ Pod Security admission's own `audit` label at `baseline` is set on each team nam
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from gpucluster.catalog.fact_files import load_facts
 from gpucluster.kubernetes.objects.common import Object, obj
 from gpucluster.vocabulary import LABEL_TEAM
 
 POLICY = "gpucluster-team-pods-off-host"
-BASELINE = json.loads((Path(__file__).resolve().parents[2] / "catalog" / "pod_security_baseline.json").read_text())
+BASELINE = load_facts("pod_security_baseline.json")
 ALLOWED_CAPABILITIES = (*BASELINE["capabilities"], "IPC_LOCK")
 """Pod Security baseline's list, and IPC_LOCK for RDMA memory registration."""
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
