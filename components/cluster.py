@@ -105,7 +105,8 @@ class GpuCluster(pulumi.ComponentResource):
                                                 child)
         # Every image comes from the cluster's registry, through its private endpoint (docs/registry.md).
         self.registry = ContainerRegistry(f"{name}-registry", ContainerRegistryArgs(
-            scope=scope, plan=plan.registry, network=self.network.refs, docker_hub=spec.registry.docker_hub), child)
+            scope=scope, plan=plan.registry, network=self.network.refs, docker_hub=spec.registry.docker_hub,
+            dns_zone_id=spec.network.existing_vnet.registry_dns_zone_id if spec.network.existing_vnet else None), child)
         pull = self.registry.access
         join = self.node_join = cluster_join(plan, self.bootstrap_tokens.current, self.pki.ca_cert_hash, pull.client_id,
                                              pull.tenant_id)
@@ -125,7 +126,8 @@ class GpuCluster(pulumi.ComponentResource):
             scope=scope, plan=plan, network=self.network.refs, pki=self.pki, access=access, registry=pull,
             images=images), child)
         self.addon_identities = AddonIdentities(f"{name}-addons", AddonIdentitiesArgs(
-            scope=scope, gallery_id=self.node_images.gallery.id, prefix_mode=plan.prefix_mode), child)
+            scope=scope, gallery_id=self.node_images.gallery.id, prefix_mode=plan.prefix_mode,
+            existing_vnet_id=spec.network.existing_vnet.id if spec.network.existing_vnet else None), child)
         admin = self.pki.certificates["admin"]
         # Admins dial the load balancer's address (in the API server's certSANs); machines dial its name.
         endpoint = plan.ip.api_server_endpoint

@@ -33,7 +33,8 @@ from tests.support.stacks import ROOT
 from tests.support.verify_fakes import SUBSCRIPTION, FakeApi, kube_routes, kubeconfig, self_signed, serve
 from tests.support.verify_world import KUBE_404, STACK, FakeCredential, World, verdicts
 
-CHECKS = ["azure.providers", "azure.features", "azure.sizes", "azure.quota", "azure.scale-sets", "azure.nics",
+CHECKS = ["azure.providers", "azure.features", "azure.sizes", "azure.quota", "azure.subnets", "azure.scale-sets",
+          "azure.nics",
           "azure.images", "azure.registry", "cluster.nodes", "cluster.infiniband", "cluster.confidential",
           "cluster.dns", "cluster.cni", "cluster.images", "cluster.bootstrap-token", "cluster.certificates",
           "azure.instance-models", "cluster.rollout"]
@@ -177,6 +178,10 @@ def _scale_set_on_another_version(w: World) -> None:
     reference["id"] = reference["id"].replace("/versions/1.0.0", "/versions/0.9.0")
 
 
+def _subnet_moved(w: World) -> None:
+    _arm(w, "/virtualNetworks/vfy/subnets/etcd")["properties"]["addressPrefix"] = "10.80.250.0/26"
+
+
 def _cache_rule_missing(w: World) -> None:
     rules = _arm(w, "/cacheRules")["value"]
     rules[:] = [r for r in rules if r["name"] != "cache-nvcr"]
@@ -240,6 +245,7 @@ FAILURES: list[tuple[str, Callable[[World], None], str, str]] = [
     ("azure.images", _image_not_replicated, "confidential 1.0.0 (cc-z3-00)",
      "not replicated to eastus2 (target regions: West US 3)"),
     ("azure.images", _image_replicating, "cpu 1.0.0", "replication to eastus2 Replicating (40%)"),
+    ("azure.subnets", _subnet_moved, "subnet for etcd", "its prefix is 10.80.250.0/26, the plan says"),
     ("azure.registry", _cache_rule_missing, "cache rule cache-nvcr", "missing"),
     ("azure.registry", _credentials_unhealthy, "credential set docker-hub", "secret hub-token not found"),
     ("cluster.nodes", _node_without_pod_addresses, "pool h100", "no pod addresses"),

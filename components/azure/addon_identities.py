@@ -48,9 +48,30 @@ class AddonIdentitiesArgs:
     """Where the identities go; their roles are defined and assigned in this subscription and resource group."""
     gallery_id: pulumi.Input[str]
     """The cluster's Compute Gallery: a write to a scale set is checked for read on the image it boots."""
+    existing_vnet_id: str | None = None
+    """`network.existingVnet.id`: the subnet reads and joins are granted on that VNet (its own resource group holds
+    their role). Without it the cluster's VNet is in its resource group, and the resource-group role holds them."""
     prefix_mode: bool = False
     """Pools take /28 blocks on the NIC (`podAddresses: prefixes`): the prefix IPAM controller gets an identity and
     Cilium none (components/catalog/addon_permissions.py `addons_for`)."""
+
+
+def _held_at(scope_kind: Scope, existing_vnet: bool) -> tuple[Scope, ...]:
+    """The permission scopes one role holds: the subnet grants go in the resource group's role unless the subnets
+    are in an existing VNet, which gets a role of its own."""
+    if scope_kind == "resourceGroup" and not existing_vnet:
+        return ("resourceGroup", "network")
+    return (scope_kind,)
+
+
+def _assignable(scope_kind: Scope, scope: pulumi.Output[str]) -> pulumi.Output[str]:
+    """Where a role is defined and may be assigned. The VNet's role is defined on the VNet's resource group and
+    assigned on the VNet alone, as Azure advises ("create your custom roles with AssignableScopes of management
+    group, subscription, or resource group, but assign the custom roles with narrow scope, such as resource":
+    MicrosoftDocs/azure-docs articles/role-based-access-control/role-definitions.md, AssignableScopes)."""
+    if scope_kind != "network":
+        return scope
+    return scope.apply(lambda vnet: vnet[:vnet.lower().index("/providers/")])
 
 
 class AddonIdentities(pulumi.ComponentResource):
@@ -78,6 +99,8 @@ class AddonIdentities(pulumi.ComponentResource):
             # The node images every scale set boots: a write to a scale set is checked for read on its image.
             "gallery": pulumi.Output.from_input(gallery_id),
         }
+        if args.existing_vnet_id:
+            scopes["network"] = pulumi.Output.from_input(args.existing_vnet_id)
         identities = {}
         for addon in addons_for(prefix_mode):
             permissions = ADDON_PERMISSIONS[addon]
@@ -85,7 +108,8 @@ class AddonIdentities(pulumi.ComponentResource):
                 f"{name}-{addon}", resource_group_name=resource_group_name, location=location, tags=tags,
                 opts=child)
             for scope_kind, scope in scopes.items():
-                granted = actions(permissions, scope_kind)
+                granted = sorted({action for kind in _held_at(scope_kind, "network" in scopes)
+                                  for action in actions(permissions, kind)})
                 if not granted:
                     continue
                 key = f"{addon}-{scope_kind}"
@@ -95,13 +119,13 @@ class AddonIdentities(pulumi.ComponentResource):
 
                 role_guid = subscription_id.apply(guid)
                 definition = azure.authorization.RoleDefinition(
-                    f"{name}-{key}-role", scope=scope, role_definition_id=role_guid,
+                    f"{name}-{key}-role", scope=_assignable(scope_kind, scope), role_definition_id=role_guid,
                     # Custom role names are unique per tenant: the stack's hash keeps two clusters apart.
                     role_name=subscription_id.apply(
                         lambda sub, key=key: f"gpucluster-{cluster}-{key}-{names.stack_hash(sub, rg_name)}"),
                     description=f"What {addon} calls on Azure in cluster {cluster} (least privilege)",
                     role_type="CustomRole", permissions=[azure.authorization.PermissionArgs(actions=granted)],
-                    assignable_scopes=[scope], opts=child)
+                    assignable_scopes=[_assignable(scope_kind, scope)], opts=child)
                 azure.authorization.RoleAssignment(
                     f"{name}-{addon}-role" if scope_kind == "resourceGroup" else f"{name}-{key}-role-assignment",
                     principal_id=identity.principal_id, principal_type="ServicePrincipal",

@@ -1,4 +1,7 @@
-"""Network: resource group, VNet, one subnet per planned block, NSGs per tier, NAT gateway egress."""
+"""Network: resource group, VNet, one subnet per planned block, NSGs per tier, NAT gateway egress.
+
+With `network.existingVnet` the subnets go in that VNet (in its own resource group) and the VNet is left alone; a
+block listed in `network.existingSubnets` uses that subnet as it is (no NSG or NAT gateway is attached to it)."""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.azure_names import resource_group_name, subnet_name
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, Block
+from gpucluster.planning.resource_ids import parse_vnet_id
 from gpucluster.planning.security_rules import SecurityRule, plan_security_rules, source_prefix_fields
 from gpucluster.planning.tags import base_tags
 from gpucluster.spec import PoolKind
@@ -59,8 +63,8 @@ class Network(pulumi.ComponentResource):
 
     resource_group: azure.resources.ResourceGroup
     """The cluster's resource group (`<cluster>-rg`): every other resource of the cluster goes in it."""
-    vnet: azure.network.VirtualNetwork
-    """The VNet."""
+    vnet: azure.network.VirtualNetwork | None
+    """The VNet the stack creates; None when the subnets go in `network.existingVnet`."""
     refs: NetworkRefs
     """What other components need from it: resource group name, region, VNet and subnet ids."""
 
@@ -97,29 +101,47 @@ class Network(pulumi.ComponentResource):
             idle_timeout_in_minutes=plan.egress.idle_timeout_minutes,
             public_ip_prefixes=[azure.network.SubResourceArgs(id=egress_prefix.id)], opts=child)
 
-        self.vnet = azure.network.VirtualNetwork(
-            f"{name}-vnet", resource_group_name=rg, location=spec.location, tags=tags,
-            virtual_network_name=spec.name,
-            address_space=azure.network.AddressSpaceArgs(address_prefixes=[str(s) for s in plan.ip.address_space]),
-            # Subnets are their own resources below; never let the VNet manage them inline.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]))
+        existing = spec.network.existing_vnet
+        if existing is None:
+            self.vnet = azure.network.VirtualNetwork(
+                f"{name}-vnet", resource_group_name=rg, location=spec.location, tags=tags,
+                virtual_network_name=spec.name,
+                address_space=azure.network.AddressSpaceArgs(
+                    address_prefixes=[str(s) for s in plan.ip.address_space]),
+                # Subnets are their own resources below; never let the VNet manage them inline.
+                opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]))
+            vnet_group, vnet_name, vnet_id = rg, self.vnet.name, self.vnet.id
+        else:
+            self.vnet = None
+            where = parse_vnet_id(existing.id)
+            vnet_group, vnet_name = pulumi.Output.from_input(where.resource_group), pulumi.Output.from_input(where.name)
+            vnet_id = pulumi.Output.from_input(existing.id)
 
-        subnets: dict[str, azure.network.Subnet] = {}
+        subnet_ids: dict[str, pulumi.Output[str]] = {
+            block: pulumi.Output.from_input(subnet.id) for block, subnet in spec.network.existing_subnets.items()}
+        created: list[azure.network.Subnet] = []
         for block in plan.ip.blocks:
-            subnets[block.name] = azure.network.Subnet(
-                f"{name}-{block.name}", resource_group_name=rg, virtual_network_name=self.vnet.name,
-                subnet_name=block.name, address_prefix=str(block.cidr),
+            if block.name in subnet_ids:
+                continue
+            subnet = azure.network.Subnet(
+                f"{name}-{block.name}", resource_group_name=vnet_group, virtual_network_name=vnet_name,
+                subnet_name=subnet_name(spec.name, block.name, own_vnet=existing is None),
+                address_prefix=str(block.cidr),
                 network_security_group=azure.network.NetworkSecurityGroupArgs(id=nsgs[_tier(block)].id),
                 nat_gateway=azure.network.SubResourceArgs(id=self.nat_gateway.id),
                 # Azure serialises writes to one VNet's subnets: create them one after another.
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(subnets.values())[-1:]))
+                opts=pulumi.ResourceOptions(parent=self, depends_on=created[-1:]))
+            created.append(subnet)
+            subnet_ids[block.name] = subnet.id
+        # Blocks in plan order, whichever subnet each uses.
+        subnet_ids = {block.name: subnet_ids[block.name] for block in plan.ip.blocks}
 
         if spec.network.hub_vnet_id:
             azure.network.VirtualNetworkPeering(
-                f"{name}-to-hub", resource_group_name=rg, virtual_network_name=self.vnet.name,
+                f"{name}-to-hub", resource_group_name=rg, virtual_network_name=vnet_name,
                 virtual_network_peering_name="to-hub",
                 remote_virtual_network=azure.network.SubResourceArgs(id=spec.network.hub_vnet_id),
                 allow_virtual_network_access=True, allow_forwarded_traffic=False, opts=child)
 
-        self.refs = NetworkRefs(rg, spec.location, self.vnet.id, {k: s.id for k, s in subnets.items()})
-        self.register_outputs({"vnetId": self.vnet.id, "subnetIds": self.refs.subnet_ids})
+        self.refs = NetworkRefs(rg, spec.location, vnet_id, subnet_ids)
+        self.register_outputs({"vnetId": vnet_id, "subnetIds": self.refs.subnet_ids})

@@ -31,9 +31,10 @@ from gpucluster.catalog.azure_roles import ACR_PULL, KEY_VAULT_SECRETS_USER, rol
 from gpucluster.planning import agents_image
 from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK
 from gpucluster.planning.registry import DOCKER_HUB_CREDENTIALS, RegistryPlan
+from gpucluster.spec.consumer_rules import REGISTRY_DNS_ZONE
 from gpucluster.spec.registry import DockerHubCredentials
 
-PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
+PRIVATE_DNS_ZONE = REGISTRY_DNS_ZONE
 PRIVATE_LINK_GROUP = "registry"
 
 
@@ -77,6 +78,9 @@ class ContainerRegistryArgs:
     docker_hub: DockerHubCredentials | None = None
     """The Key Vault secrets of a Docker Hub login for the cache rules that need one (`registry.dockerHub`); None:
     no credential set (anonymous pulls through the cache)."""
+    dns_zone_id: str | None = None
+    """An existing `privatelink.azurecr.io` zone already linked to the VNet (`network.existingVnet.registryDnsZoneId`):
+    the endpoint's records go there; None: the registry gets a zone of its own, linked to the VNet."""
 
 
 class ContainerRegistry(pulumi.ComponentResource):
@@ -102,12 +106,18 @@ class ContainerRegistry(pulumi.ComponentResource):
             data_endpoint_enabled=True, admin_user_enabled=False, anonymous_pull_enabled=False, tags=tags,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True)))
         registry_id = self.registry.id
-        zone = azure.privatedns.PrivateZone(f"{name}-dns", private_zone_name=PRIVATE_DNS_ZONE, resource_group_name=rg,
-                                            location="global", tags=tags, opts=child)
-        self.dns_link = azure.privatedns.VirtualNetworkLink(
-            f"{name}-dns-link", private_zone_name=zone.name, resource_group_name=rg, location="global",
-            virtual_network=azure.privatedns.SubResourceArgs(id=network.vnet_id), registration_enabled=False,
-            tags=tags, opts=child)
+        waits: list[pulumi.Resource] = []
+        if args.dns_zone_id is None:
+            zone = azure.privatedns.PrivateZone(f"{name}-dns", private_zone_name=PRIVATE_DNS_ZONE,
+                                                resource_group_name=rg, location="global", tags=tags, opts=child)
+            self.dns_link = azure.privatedns.VirtualNetworkLink(
+                f"{name}-dns-link", private_zone_name=zone.name, resource_group_name=rg, location="global",
+                virtual_network=azure.privatedns.SubResourceArgs(id=network.vnet_id), registration_enabled=False,
+                tags=tags, opts=child)
+            zone_id: pulumi.Input[str] = zone.id
+            waits.append(self.dns_link)
+        else:
+            zone_id = args.dns_zone_id
         endpoint = azure.network.PrivateEndpoint(
             f"{name}-endpoint", resource_group_name=rg, location=scope.location,
             subnet=azure.network.SubnetArgs(id=network.subnet_ids[CONTROL_PLANE_BLOCK]),
@@ -118,7 +128,7 @@ class ContainerRegistry(pulumi.ComponentResource):
         self.dns_records = azure.network.PrivateDnsZoneGroup(
             f"{name}-dns-records", private_endpoint_name=endpoint.name, resource_group_name=rg,
             private_dns_zone_group_name="default",
-            private_dns_zone_configs=[azure.network.PrivateDnsZoneConfigArgs(name="acr", private_dns_zone_id=zone.id)],
+            private_dns_zone_configs=[azure.network.PrivateDnsZoneConfigArgs(name="acr", private_dns_zone_id=zone_id)],
             opts=child)
         # Nodes and API servers pull with this identity (kubelet's acr-credential-provider): AcrPull only.
         self.pull_identity = azure.managedidentity.UserAssignedIdentity(
@@ -128,7 +138,7 @@ class ContainerRegistry(pulumi.ComponentResource):
             role_definition_id=subscription_id.apply(lambda sub: role_definition_id(sub, ACR_PULL)),
             scope=registry_id, opts=child)
         credential_set_id: pulumi.Output[str] | None = None
-        waits: list[pulumi.Resource] = [self.dns_records, self.dns_link]
+        waits.insert(0, self.dns_records)
         docker_hub = args.docker_hub
         if any(rule.credential_set for rule in plan.cache_rules) and docker_hub is not None:
             credentials = azure.containerregistry.CredentialSet(

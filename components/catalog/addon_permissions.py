@@ -30,8 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Scope = Literal["resourceGroup", "subscription", "gallery"]
-"""The cluster's resource group, the subscription, or the cluster's Compute Gallery."""
+Scope = Literal["resourceGroup", "network", "subscription", "gallery"]
+"""The cluster's resource group, the VNet its subnets are in (the cluster's own, in its resource group, or
+`network.existingVnet`), the subscription, or the cluster's Compute Gallery."""
 
 _CILIUM = "cilium pkg/azure/api/api.go"
 _CA = "kubernetes/autoscaler cluster-autoscaler-1.36.1 cluster-autoscaler/cloudprovider/azure/"
@@ -58,13 +59,13 @@ CNI: tuple[Permission, ...] = (
                f"Interfaces.ListVirtualMachineScaleSetVMNetworkInterfaces ({_CILIUM}), each per-instance resync"),
     Permission("Microsoft.Network/networkInterfaces/read", "resourceGroup",
                f"Interfaces.List ({_CILIUM} vmNetworkInterfaces)"),
-    Permission("Microsoft.Network/virtualNetworks/subnets/read", "resourceGroup",
+    Permission("Microsoft.Network/virtualNetworks/subnets/read", "network",
                f"Subnets.Get per subnet in use ({_CILIUM} GetSubnetsByIDs)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", "resourceGroup",
                f"VirtualMachineScaleSetVMs.Get ({_CILIUM} AssignPrivateIpAddressesVMSS)"),
     Permission("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write", "resourceGroup",
                f"VirtualMachineScaleSetVMs.BeginUpdate ({_CILIUM} AssignPrivateIpAddressesVMSS)"),
-    Permission("Microsoft.Network/virtualNetworks/subnets/join/action", "resourceGroup",
+    Permission("Microsoft.Network/virtualNetworks/subnets/join/action", "network",
                f"new IP configurations in the pool subnet: {_SUBNET_JOIN}"),
     Permission("Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", "resourceGroup",
                "the VM update re-sends the user-assigned identities the system pool's VMs carry (linked check)"),
@@ -83,7 +84,7 @@ AUTOSCALER: tuple[Permission, ...] = (
                f"VirtualMachineScaleSetVMs.ListVMInstanceView ({_CA}azure_scale_set.go)"),
     Permission("Microsoft.Compute/virtualMachines/read", "resourceGroup",
                f"VirtualMachines.List ({_CA}azure_cache.go fetchVirtualMachines, always called)"),
-    Permission("Microsoft.Network/virtualNetworks/subnets/join/action", "resourceGroup",
+    Permission("Microsoft.Network/virtualNetworks/subnets/join/action", "network",
                f"scale-out creates NICs in the pool subnet: {_SUBNET_JOIN}"),
     Permission("Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", "resourceGroup",
                "scale-out of the system pool assigns the add-on identities it carries to the new VMs"),

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-Scope = Literal["resourceGroup", "subscription", "gallery"]
+Scope = Literal["resourceGroup", "network", "subscription", "gallery"]
 """Where a grant sits: the cluster's resource group, the subscription, or the cluster's Compute Gallery (the node
 images every scale set boots)."""
 
@@ -70,6 +70,8 @@ class ArmOperation:
 
     @property
     def scope(self) -> Scope:
+        if "/virtualNetworks/" in self.path:
+            return "network"
         return "resourceGroup" if "/resourceGroups/" in self.path else "subscription"
 
 
@@ -124,7 +126,7 @@ AUTOSCALER: tuple[ArmOperation, ...] = (
     ArmOperation("PUT", f"{VMSS}/{{vmScaleSetName}}",
                  f"BeginCreateOrUpdate of {{name, location, sku}} ({_CA}azure_scale_set.go initCreateOrUpdate, "
                  "buildScaleSetCapacityUpdate; azure_vmss_delete_client.go)",
-                 (Linked(SUBNET_JOIN, "resourceGroup", _SCALE_OUT_WHY),
+                 (Linked(SUBNET_JOIN, "network", _SCALE_OUT_WHY),
                   Linked(IDENTITY_ASSIGN, "resourceGroup", _SCALE_OUT_IDENTITY_WHY),
                   Linked(GALLERY_IMAGE_READ, "gallery", _GALLERY_WHY))),
     ArmOperation("POST", f"{VMSS}/{{vmScaleSetName}}/delete",
@@ -162,7 +164,7 @@ CILIUM: tuple[ArmOperation, ...] = (
     ArmOperation("PUT", f"{VMSS}/{{virtualMachineScaleSetName}}/virtualMachines/{{instanceId}}",
                  f"VirtualMachineScaleSetVMsClient.BeginUpdate of the whole VM ({_CILIUM} "
                  "AssignPrivateIpAddressesVMSS)",
-                 (Linked(SUBNET_JOIN, "resourceGroup", _SUBNET_JOIN_WHY),
+                 (Linked(SUBNET_JOIN, "network", _SUBNET_JOIN_WHY),
                   Linked(IDENTITY_ASSIGN, "resourceGroup", _IDENTITY_WHY),
                   Linked(GALLERY_IMAGE_READ, "gallery", _GALLERY_WHY))),
 )

@@ -64,9 +64,10 @@ def plan_first_up(spec: ClusterSpec, endpoint: str) -> FirstUpPlan:
     if access.path != "proxy" and access.proxy_url:
         problems.append(Problem(f"{PATH}.proxyUrl", f"only read with path proxy (path is {access.path}); "
                                 "remove it or set path: proxy"))
-    if access.path == "peered" and not spec.network.hub_vnet_id:
+    if access.path == "peered" and not spec.network.hub_vnet_id and spec.network.existing_vnet is None:
         problems.append(Problem(f"{PATH}.path", "peered needs the network pulumi runs in peered with the cluster's "
-                                "VNet: set network.hubVnetId, or use vnet or proxy"))
+                                "VNet: set network.hubVnetId (or network.existingVnet, a VNet peered where it is "
+                                "managed), or use vnet or proxy"))
     if problems:
         raise SpecError(problems)
     return FirstUpPlan(access.path, access.proxy_url, endpoint, access.ready_timeout_minutes * 60)

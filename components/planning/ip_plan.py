@@ -29,7 +29,7 @@ from gpucluster.planning.limits import Limits
 from gpucluster.planning.pod_addresses import BLOCK_SIZE, PREFIX_LENGTH, api_server_pod_addresses, node_addressing
 from gpucluster.planning.vnet_entries import VnetEntries, count_entries
 from gpucluster.spec import ClusterSpec
-from gpucluster.spec.network import SCALE_SET_SUBNET_SPARE
+from gpucluster.spec.network import SCALE_SET_SUBNET_SPARE, NetworkSpec
 
 RDMA = IPv4Network(RDMA_NETWORK)
 SMALLEST_SUBNET_PREFIX = 29
@@ -341,6 +341,21 @@ class _Allocator:
         return None
 
 
+def _pins(net: NetworkSpec) -> list[tuple[str, str, IPv4Network]]:
+    """(config key, block, CIDR) of every block held where it is: the pinned ones, and those using an existing
+    subnet as it is (its prefix is the pin). A block both pins must name one CIDR."""
+    pins = [(f"cluster.network.pinnedBlocks.{name}", name, cidr) for name, cidr in net.pinned_blocks.items()
+            if name not in net.existing_subnets or net.existing_subnets[name].cidr == cidr]
+    clashes = [(f"cluster.network.pinnedBlocks.{name}", name) for name, cidr in net.pinned_blocks.items()
+               if name in net.existing_subnets and net.existing_subnets[name].cidr != cidr]
+    if clashes:
+        raise SpecError([Problem(where, f"pins {name} to {net.pinned_blocks[name]} but existingSubnets.{name}.cidr "
+                                        f"is {net.existing_subnets[name].cidr}: the existing subnet's prefix is the "
+                                        "block's; remove the pin") for where, name in clashes])
+    return pins + [(f"cluster.network.existingSubnets.{name}.cidr", name, subnet.cidr)
+                   for name, subnet in net.existing_subnets.items() if name not in net.pinned_blocks]
+
+
 def plan_ip(spec: ClusterSpec, limits: Limits) -> IpPlan:
     problems = _check_inputs(spec, limits)
     if problems:
@@ -351,8 +366,12 @@ def plan_ip(spec: ClusterSpec, limits: Limits) -> IpPlan:
     allocator = _Allocator(list(net.address_space))
     placed: dict[str, IPv4Network] = {}
 
-    for name, cidr in net.pinned_blocks.items():
-        where = f"cluster.network.pinnedBlocks.{name}"
+    pool_blocks = {pool_block_name(pool.name) for pool in spec.pools}
+    for name in sorted(set(net.existing_subnets) & known - pool_blocks):
+        problems.append(Problem(f"cluster.network.existingSubnets.{name}", (
+            f"{name} carries the stack's own NSG rules (etcd reachable from the API servers and etcd alone, checked by "
+            "the policy pack): only pool blocks (pool-<name>) may use an existing subnet; remove it")))
+    for where, name, cidr in _pins(net):
         if name not in known:
             problems.append(Problem(where, f"no block named {name!r}; blocks are {', '.join(sorted(known))}"))
         elif not any(cidr.subnet_of(space) for space in net.address_space):

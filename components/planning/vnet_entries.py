@@ -59,5 +59,9 @@ def count_entries(spec: ClusterSpec) -> VnetEntries:
     ]
     if cp.events_etcd:
         lines.append(EntryLine("events-etcd members", cp.events_etcd.members, 1))
+    existing = spec.network.existing_vnet
+    if existing is not None and existing.address_entries:
+        lines.append(EntryLine("the existing VNet's other subnets (network.existingVnet.addressEntries)", 1,
+                               existing.address_entries))
     hub = spec.network.hub_address_entries if spec.network.hub_vnet_id else None
     return VnetEntries(tuple(lines), hub)

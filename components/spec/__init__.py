@@ -5,7 +5,7 @@ from gpucluster.spec.control_plane import ApiServerSpec, ControlPlaneSpec, EtcdS
 from gpucluster.spec.images import ImageBuildSpec, ImagesSpec, NodeImageSpec
 from gpucluster.spec.limits import LimitOverride, LimitsSpec, RegionZones
 from gpucluster.spec.loader import CONFIG_KEY, StackFile, load_stack_file, parse_cluster, resolve_stack_path
-from gpucluster.spec.network import EgressSpec, NetworkSpec
+from gpucluster.spec.network import EgressSpec, ExistingSubnetSpec, ExistingVnetSpec, NetworkSpec
 from gpucluster.spec.pools import (
     ConfidentialSpec,
     CustomerManagedKeySpec,
@@ -31,6 +31,8 @@ __all__ = [
     "CustomerManagedKeySpec",
     "EgressSpec",
     "EtcdSpec",
+    "ExistingSubnetSpec",
+    "ExistingVnetSpec",
     "ImageBuildSpec",
     "ImageRef",
     "ImagesSpec",

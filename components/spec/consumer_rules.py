@@ -292,6 +292,38 @@ def check_vnet_id(value: str) -> str:
     return value
 
 
+_SUBNET_ID = re.compile(_VNET_ID.pattern + r"/subnets/[A-Za-z0-9](?:[-\w.]{0,78}\w)?", re.IGNORECASE)
+
+
+def check_subnet_id(value: str) -> str:
+    if not _SUBNET_ID.fullmatch(value):
+        raise ValueError("must be a subnet resource id: /subscriptions/<subscription id>/resourceGroups/<group>/"
+                         "providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<name> "
+                         "(az network vnet subnet show --query id)")
+    return value
+
+
+REGISTRY_DNS_ZONE = "privatelink.azurecr.io"
+"""The private DNS zone a registry's private endpoint resolves in (azure-docs container-registry-private-link.md)."""
+_REGISTRY_ZONE_ID = re.compile(
+    r"/subscriptions/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"/resourceGroups/[-\w.()]{0,89}[-\w()]/providers/Microsoft\.Network/privateDnsZones/"
+    + re.escape(REGISTRY_DNS_ZONE), re.IGNORECASE)
+
+
+def check_registry_zone_id(value: str) -> str:
+    if not _REGISTRY_ZONE_ID.fullmatch(value):
+        raise ValueError(f"must be the resource id of a {REGISTRY_DNS_ZONE} private DNS zone: /subscriptions/<id>/"
+                         f"resourceGroups/<group>/providers/Microsoft.Network/privateDnsZones/{REGISTRY_DNS_ZONE} "
+                         f"(az network private-dns zone show -n {REGISTRY_DNS_ZONE} -g <group> --query id)")
+    return value
+
+
+def subnet_vnet(subnet_id: str) -> str:
+    """The VNet id a subnet id names (everything before `/subnets/`)."""
+    return subnet_id[:subnet_id.lower().rindex("/subnets/")]
+
+
 def check_unique(values: list[str]) -> list[str]:
     duplicates = sorted({v for v in values if values.count(v) > 1})
     if duplicates:

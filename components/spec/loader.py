@@ -16,6 +16,7 @@ from gpucluster.input_files import read_bounded
 from gpucluster.spec.cluster import ClusterSpec
 from gpucluster.spec.config_values import config_value_problems
 from gpucluster.spec.errors import problems_from
+from gpucluster.spec.network import existing_vnet_subscription_problem
 from gpucluster.spec.registry_name import SUBSCRIPTION_ENV, naming_subscription, with_registry_name
 from gpucluster.spec.stack_names import check_stack_name
 from gpucluster.spec.yaml_text import MAX_BYTES, MAX_DEPTH, check_size, load_yaml
@@ -89,7 +90,11 @@ def named_cluster(raw: Any, config: Mapping[str, Any], subscription: str = "") -
     `gpucluster plan` and the program under the engine both plan. `subscription` (verify's --subscription) comes
     before AZURE_SUBSCRIPTION_ID."""
     environ = {**os.environ, SUBSCRIPTION_ENV: subscription} if subscription else None
-    return with_registry_name(parse_cluster(raw), naming_subscription(config, environ)[0])
+    deploys_to = naming_subscription(config, environ)[0]
+    spec = parse_cluster(raw)
+    if problem := existing_vnet_subscription_problem(spec.network, deploys_to):
+        raise SpecError.at("cluster.network.existingVnet.id", problem)
+    return with_registry_name(spec, deploys_to)
 
 
 def _json_text(text: str, where: str) -> Any:

@@ -75,7 +75,7 @@ def _unreachable() -> tuple[type[Exception], ...]:
     return AzureError, KubeError, HTTPError, OSError
 
 
-PRE_DEPLOY = ("azure.providers", "azure.features", "azure.sizes", "azure.quota")
+PRE_DEPLOY = ("azure.providers", "azure.features", "azure.sizes", "azure.quota", "azure.existing-network")
 """The checks that read only the subscription, not what a `pulumi up` made: `--azure-only` runs these."""
 API_PROBE_SECONDS = 10.0
 """How long verify waits for the API server's /version before it says the cluster is not reachable from here."""
@@ -87,7 +87,15 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
     """Every read-only check, in order (the Azure ones only with `azure`; with `azure_only` the pre-deploy ones alone);
     one check's failure to read does not stop the others. `reachable`: why the API server did not answer, when it
     did not; the cluster's checks are then one failure, not one timeout each."""
-    from gpucluster.verify import check_addons, check_capacity, check_expiry, check_images, check_nics, check_nodes
+    from gpucluster.verify import (
+        check_addons,
+        check_capacity,
+        check_expiry,
+        check_images,
+        check_network,
+        check_nics,
+        check_nodes,
+    )
     from gpucluster.verify import check_registrations as registrations
     from gpucluster.verify.arm import Arm
     from gpucluster.verify.check_racks import check_racks, check_subgroups
@@ -107,6 +115,8 @@ def run_checks(plan: ClusterPlan, azure: AzureAccess | None, api_client: Any, op
             ("azure.features", lambda: registrations.check_features(arm, plan, options.features)),
             ("azure.sizes", lambda: check_capacity.check_sizes(arm, plan)),
             ("azure.quota", lambda: check_capacity.check_quota(arm, plan)),
+            ("azure.existing-network", lambda: check_network.check_existing_network(arm, plan)),
+            ("azure.subnets", lambda: check_network.check_created_subnets(arm, plan)),
             ("azure.scale-sets", lambda: check_scale_sets(arm, plan)),
             ("azure.nics", lambda: check_nics.check_nics(arm, plan)),
             ("azure.images", lambda: check_images.check_images(arm, plan)),

@@ -31,7 +31,7 @@ from cryptography.x509.oid import NameOID
 from gpucluster.catalog.in_cluster import PAUSE_IMAGE
 from gpucluster.kubernetes.objects import dns
 from gpucluster.kubernetes.objects import prefix_ipam as prefix_ipam_objects
-from gpucluster.planning.azure_names import resource_group_name
+from gpucluster.planning.azure_names import resource_group_name, subnet_name
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.node_images import gallery_name
 from gpucluster.planning.node_template import node_labels
@@ -251,6 +251,7 @@ def arm_routes(plan: ClusterPlan) -> dict[str, Any]:
             routes[f"{compute}/virtualMachineScaleSets/{scale_set.name}/networkInterfaces"] = {
                 "value": [_nic(rg, scale_set.name, i, plan, pool.name, node_addressing(pool.spec).blocks)
                           for i in range(scale_set.capacity)]}
+    routes.update(subnet_routes(plan, rg))
     cp = plan.control_plane
     routes[f"{compute}/virtualMachineScaleSets/{expected.API_SCALE_SET}"] = _scale_set(
         expected.API_SCALE_SET, cp.api.size.name, list(cp.api.zones), False, 1,
@@ -271,6 +272,24 @@ def arm_routes(plan: ClusterPlan) -> dict[str, Any]:
     routes[f"{acr}/credentialSets/docker-hub"] = {"name": "docker-hub", "properties": {
         "loginServer": "docker.io", "provisioningState": "Succeeded",
         "authCredentials": [{"name": "Credential1", "credentialHealth": {"status": "Healthy"}}]}}
+    return routes
+
+
+def subnet_routes(plan: ClusterPlan, rg: str) -> dict[str, Any]:
+    """Each subnet the stack creates, at its planned prefix, as Subnets_Get returns it: in the stack's own VNet
+    (`<cluster>`, subnets named as blocks) or in `network.existingVnet` (`<cluster>-<block>`)."""
+    net = plan.spec.network
+    own = net.existing_vnet is None
+    vnet = (f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/"
+            f"{plan.spec.name}" if net.existing_vnet is None else net.existing_vnet.id)
+    routes = {}
+    for block in plan.ip.blocks:
+        if block.name in net.existing_subnets:
+            continue
+        name = subnet_name(plan.spec.name, block.name, own)
+        routes[f"{vnet}/subnets/{name}"] = {"name": name, "id": f"{vnet}/subnets/{name}",
+                                            "properties": {"addressPrefix": str(block.cidr),
+                                                           "provisioningState": "Succeeded"}}
     return routes
 
 
