@@ -6,7 +6,8 @@ with the pinned-block rules; the program under Pulumi's mocks (components/offlin
 its own subnets in the VNet's resource group under the cluster's name, leaves the existing subnets alone and grants the
 add-ons' subnet reads and joins on that VNet; `gpucluster verify` reads the VNet and the subnets back through the
 Azure SDK's pipeline from a fake ARM (tests/support/verify_fakes.py) and fails each thing the plan assumed that the
-VNet does not hold.
+VNet does not hold; and `gpucluster plan`, run as a user runs it (policy pack included), takes such a stack and
+refuses an existing etcd subnet in one line, exit 2.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from gpucluster.spec import load_stack_file
 from gpucluster.spec.loader import named_cluster
 from gpucluster.verify.command import verify_command
 from gpucluster.verify.connect import AzureAccess
-from tests.support.stacks import ROOT, small_cluster, small_spec
+from tests.support.stacks import ROOT, plan_stack, small_cluster, small_spec
 from tests.support.verify_fakes import SUBSCRIPTION, FakeApi, arm_routes, self_signed, serve
 from tests.support.verify_world import ARM_404, FakeCredential
 
@@ -310,3 +311,32 @@ def test_a_first_up_from_a_peered_network_takes_the_existing_vnets_peerings() ->
         "cluster.inCluster.apiAccess.path"]
     plan = plan_cluster(small_spec(network=_network(), inCluster={"apiAccess": {"path": "peered"}}))
     assert plan.first_up.path == "peered"
+
+
+def _stack_file(tmp_path: Path, network: dict[str, Any]) -> Path:
+    stack = tmp_path / "Pulumi.shared.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": small_cluster(name="shared", network=network),
+                                                "azure-native:subscriptionId": OWN_SUB}}))
+    return stack
+
+
+def test_gpucluster_plan_takes_a_stack_in_an_existing_vnet(tmp_path: Path) -> None:
+    """The command a user runs, policy pack included: the preview declares no VNet and the planned subnets only."""
+    out = tmp_path / "out"
+    result = plan_stack(_stack_file(tmp_path, _network(existingSubnets=_existing_system())), out)
+    assert result.returncode == 0, result.stdout + result.stderr
+    types = [step["newState"]["type"] for step in json.loads((out / "preview.json").read_text())["steps"]]
+    assert "azure-native:network:VirtualNetwork" not in types
+    assert types.count("azure-native:network:Subnet") == 3
+
+
+def test_gpucluster_plan_refuses_an_existing_etcd_subnet_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    stack = _stack_file(tmp_path, _network(existingSubnets={"etcd": {"id": f"{VNET}/subnets/etcd",
+                                                                     "cidr": "10.10.250.0/26"}}))
+    result = plan_stack(stack, out)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    header, *errors = result.stderr.strip().splitlines()
+    assert header == f"{stack}:" and len(errors) == 1
+    assert errors[0].strip().startswith("error: cluster.network.existingSubnets.etcd:"), result.stderr
+    assert not out.exists()
