@@ -340,3 +340,10 @@ def test_gpucluster_plan_refuses_an_existing_etcd_subnet_in_one_line(tmp_path: P
     assert header == f"{stack}:" and len(errors) == 1
     assert errors[0].strip().startswith("error: cluster.network.existingSubnets.etcd:"), result.stderr
     assert not out.exists()
+
+
+def test_a_vnet_answer_of_another_shape_fails_this_check_alone(world: Verify) -> None:
+    world.arm.routes[STACK_VNET] = {"name": "corp", "location": "eastus2", "properties": {"addressSpace": ["x"]}}
+    code, results = world.run()
+    [failed] = [r for r in results if r["status"] == "fail"]
+    assert code == 1 and "could not interpret what it read" in failed["detail"]
