@@ -30,7 +30,6 @@ class ExistingVnetSpec(SpecModel):
     address_entries: WholeNumber = Field(default=0, ge=0, le=65_536)
     """Address entries the VNet's other subnets already hold (IP configurations, prefixes, frontends): with the
     cluster's they count against the per-VNet 65,536 (Azure documents it as fixed)."""
-
     registry_dns_zone_id: str | None = Field(default=None, min_length=1, max_length=500)
     """A `privatelink.azurecr.io` private DNS zone already linked to this VNet (a hub's shared zone): the registry's
     records go there, where the VNet already resolves that name, and the stack creates no zone or link of its own."""
