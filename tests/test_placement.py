@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from gpucluster.catalog.vm_sizes import CATALOG, SUPPORTED_GPU_VENDORS
 from gpucluster.errors import SpecError
 from gpucluster.offline.policy_runner import run_policies
+from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.planning.limits import effective_limits
 from gpucluster.planning.placement import GPU_ZONE_SHARE, PoolPlan, infiniband_domains, plan_pools, split_pool
 from gpucluster.policies.rules import ALL_POLICIES
@@ -216,3 +217,16 @@ def test_the_planners_share_is_the_policys_default() -> None:
     [rule] = [p for p in PLACEMENT_RULES if p.name.endswith("-gpu-zone-share")]
     assert rule.config_schema is not None and rule.config_schema.properties is not None
     assert rule.config_schema.properties["maxGpuShare"]["default"] == GPU_ZONE_SHARE
+
+
+def test_a_zone_of_any_text_is_quoted_in_every_line_that_lists_the_zones() -> None:
+    """A zone list holding a multi-line value is refused line by line: the messages that list the cluster's zones
+    quote it rather than print it (a stack's problems are one line each)."""
+    raw = small_cluster(zones=["1", "2", "x\ny"])
+    raw["pools"][1]["zones"] = ["3"]
+    raw["deployRunner"] = {"zone": "3"}
+    with pytest.raises(SpecError) as refused:
+        plan_cluster(spec_of(raw))
+    listed = [p for p in refused.value.problems if "is not one of the cluster's zones" in p.message]
+    assert {p.path for p in listed} == {"cluster.pools[1].zones[0]", "cluster.deployRunner.zone"}
+    assert all("\n" not in p.message and "'x\\ny'" in p.message for p in listed)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gpucluster.catalog.deploy_runner import CONTRIBUTOR, RBAC_ADMINISTRATOR, RUNNER_IMAGE
 from gpucluster.catalog.vm_sizes import VmSize
 from gpucluster.errors import Problem, SpecError
-from gpucluster.planning.placement import ordered_zones
+from gpucluster.planning.placement import ordered_zones, zone_list
 from gpucluster.planning.sizes import size_table, unknown_size_message
 from gpucluster.spec import ClusterSpec, ImageRef
 
@@ -82,7 +82,7 @@ def plan_deploy_runner(spec: ClusterSpec) -> DeployRunnerPlan | None:
     zone = runner.zone or ordered_zones(spec.zones)[0]  # not the list's order: reordering zones moves nothing
     if zone not in spec.zones:
         problems.append(Problem(f"{PATH}.zone", f"{zone!r} is not one of the cluster's zones "
-                                f"({', '.join(spec.zones)}): pick one of them or remove the key"))
+                                f"({zone_list(spec.zones)}): pick one of them or remove the key"))
     # Step 2 on the runner waits for the API servers, then for every allocation: a Run Command stopped before
     # that leaves the update half-done with pending operations in the state.
     needed = ALLOCATION_WAIT_SECONDS // 60 + spec.in_cluster.api_access.ready_timeout_minutes

@@ -142,6 +142,12 @@ def ordered_zones(zones: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(zones, key=lambda z: (not z.isdigit(), int(z) if z.isdigit() else 0, z)))
 
 
+def zone_list(zones: list[str] | tuple[str, ...]) -> str:
+    """The cluster's zones for a one-line message: a zone that is not a plain token is quoted (a stack's zone list
+    may hold any text until the zone check refuses it)."""
+    return ", ".join(zone if zone.isalnum() else repr(zone) for zone in zones)
+
+
 def scale_set_name(pool: str, zone: str, index: int) -> str:
     return f"{pool}-z{zone}-{index:02d}"
 
@@ -236,7 +242,7 @@ def _check_racks(index: int, pool: PoolSpec, size: VmSize) -> list[Problem]:
     for gi, group in enumerate(pool.racks.groups):
         if zones and group.zone not in zones:
             problems.append(Problem(pool_path(index, f"racks.groups[{gi}].zone"),
-                                    f"zone {group.zone!r} is not one of the pool's zones ({', '.join(zones)})"))
+                                    f"zone {group.zone!r} is not one of the pool's zones ({zone_list(zones)})"))
     for zone in {g.zone for g in pool.racks.groups}:
         in_zone = sum(g.racks for g in pool.racks.groups if g.zone == zone)
         if pool.racks.spare_racks_per_zone >= in_zone:
@@ -319,11 +325,11 @@ def _check_pool(index: int, pool: PoolSpec, site: PoolSite) -> list[Problem]:
     for gi, group in enumerate(pool.racks.groups if pool.racks else []):
         if group.zone not in site.zones:
             problems.append(Problem(pool_path(index, f"racks.groups[{gi}].zone"),
-                                    f"zone {group.zone!r} is not one of the cluster's zones ({', '.join(site.zones)})"))
+                                    f"zone {group.zone!r} is not one of the cluster's zones ({zone_list(site.zones)})"))
     for i, zone in enumerate(pool.zones or []):
         if zone not in site.zones:
             problems.append(Problem(pool_path(index, f"zones[{i}]"),
-                                    f"zone {zone!r} is not one of the cluster's zones ({', '.join(site.zones)})"))
+                                    f"zone {zone!r} is not one of the cluster's zones ({zone_list(site.zones)})"))
     return problems
 
 
