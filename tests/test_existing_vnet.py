@@ -12,28 +12,28 @@ refuses an existing etcd subnet in one line, exit 2.
 
 from __future__ import annotations
 
-import io
+import copy
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pulumi_azure_native
 import pytest
 import yaml
-from rich.console import Console
 
-from gpucluster.cli import parser
 from gpucluster.errors import SpecError
 from gpucluster.offline.engine import ProgramRun, run_program
-from gpucluster.planning.cluster_plan import ClusterPlan, plan_cluster
+from gpucluster.planning.cluster_plan import plan_cluster
 from gpucluster.planning.resource_ids import parse_vnet_id
-from gpucluster.spec import load_stack_file
+from gpucluster.planning.subnets import plan_vnet
 from gpucluster.spec.loader import named_cluster
-from gpucluster.verify.command import verify_command
+from gpucluster.verify.check_network import DNS_API, VNET_API
 from gpucluster.verify.connect import AzureAccess
 from tests.support.stacks import ROOT, plan_stack, small_cluster, small_spec
-from tests.support.verify_fakes import SUBSCRIPTION, FakeApi, arm_routes, self_signed, serve
-from tests.support.verify_world import ARM_404, FakeCredential
+from tests.support.verify_fakes import SUBSCRIPTION
+from tests.support.verify_world import FakeCredential, World, served_world
 
 OWN_SUB = "00000000-0000-0000-0000-000000000000"
 """The subscription tests/conftest.py exports as AZURE_SUBSCRIPTION_ID."""
@@ -115,6 +115,29 @@ def test_the_vnets_other_entries_count_against_its_limit() -> None:
     assert shared.ip.capacity.entries.vnet == alone + 40_000
     [(where, message)] = _refused(small_cluster(network=_network(existingVnet={"id": VNET, "addressEntries": 65_000})))
     assert "privateIpsPerVnet" in where or "65,536" in message
+
+
+def test_each_block_has_its_place_in_the_vnet() -> None:
+    own = plan_cluster(small_spec())
+    place = plan_vnet(own.spec, own.ip)
+    assert (place.resource_group, place.name, place.own) == ("gpucluster-test", "test", True)
+    assert [(s.block, s.name, s.existing_id) for s in place.subnets] == [(b.name, b.name, None) for b in own.ip.blocks]
+    shared = plan_cluster(small_spec(network=_network(existingSubnets=_existing_system())))
+    place = plan_vnet(shared.spec, shared.ip)
+    assert (place.resource_group, place.name, place.own, place.id(OWN_SUB)) == ("corp-net", "corp", False, VNET)
+    assert {s.block: (s.name, s.existing_id) for s in place.subnets} == {
+        "controlplane": ("test-controlplane", None), "etcd": ("test-etcd", None),
+        "pool-system": ("test-pool-system", SYSTEM_SUBNET), "pool-gpu": ("test-pool-gpu", None)}
+    assert [s.block for s in place.created] == ["controlplane", "etcd", "pool-gpu"]
+
+
+@pytest.mark.parametrize(("module", "version"), [
+    ("network/virtual_network.py", VNET_API), ("network/subnet.py", VNET_API),
+    ("privatedns/virtual_network_link.py", DNS_API)])
+def test_verify_reads_at_the_api_version_the_provider_writes_with(module: str, version: str) -> None:
+    """The installed azure-native SDK (the runtime lock's) says which REST version each resource is written at."""
+    source = (Path(pulumi_azure_native.__file__).parent / module).read_text(encoding="utf-8")
+    assert set(re.findall(r"Uses Azure REST API version (\d{4}-\d{2}-\d{2})", source)) == {version}
 
 
 def test_the_vnet_id_reads_back_into_its_parts() -> None:
@@ -208,57 +231,46 @@ def _subnet(name: str, prefix: str, **more: Any) -> dict[str, Any]:
     return {"name": name, "id": f"{STACK_VNET}/subnets/{name}", "properties": {"addressPrefix": prefix, **more}}
 
 
-class Verify:
-    def __init__(self, stack: Path, plan: ClusterPlan, arm: FakeApi, ca: Path) -> None:
-        self.stack, self.plan, self.arm, self.ca = stack, plan, arm, ca
-
-    def reset(self) -> None:
-        nat = {"natGateway": {"id": f"{STACK_VNET.split('/providers/')[0]}/providers/Microsoft.Network/natGateways/out"}}
-        self.arm.routes = {**arm_routes(self.plan), STACK_VNET: _vnet(["10.10.0.0/16", "10.30.0.0/16"]),
-                           f"{STACK_VNET}/subnets/shared-system": _subnet("shared-system", "10.10.200.0/24", **nat),
-                           f"{STACK_ZONE}/virtualNetworkLinks": {"value": [
-                               {"name": "to-other", "properties": {"virtualNetwork": {"id": STACK_VNET + "-other"}}},
-                               {"name": "to-corp", "properties": {"virtualNetwork": {"id": STACK_VNET}}}]}}
-
-    def run(self, *extra: str) -> tuple[int, list[dict[str, Any]]]:
-        args = parser().parse_args(["verify", str(self.stack), "--azure-only", "--subscription", SUBSCRIPTION,
-                                    "--arm-endpoint", self.arm.url, "--json", *extra])
-        out = io.StringIO()
-        code = verify_command(args, Console(file=out, width=200), Console(file=io.StringIO()),
-                              azure_factory=lambda sub, endpoint: AzureAccess(FakeCredential(), sub or "",
-                                                                              endpoint or "", str(self.ca)))
-        return code, [r for r in json.loads(out.getvalue())["results"] if r["check"] == "azure.existing-network"]
+EXISTING_ROUTES = {
+    STACK_VNET: _vnet(["10.10.0.0/16", "10.30.0.0/16"]),
+    f"{STACK_VNET}/subnets/shared-system": _subnet("shared-system", "10.10.200.0/24", natGateway={
+        "id": f"{STACK_VNET.split('/providers/')[0]}/providers/Microsoft.Network/natGateways/out"}),
+    f"{STACK_ZONE}/virtualNetworkLinks": {"value": [
+        {"name": "to-other", "properties": {"virtualNetwork": {"id": STACK_VNET + "-other"}}},
+        {"name": "to-corp", "properties": {"virtualNetwork": {"id": STACK_VNET}}}]},
+}
+"""What the VNet's owner made: the VNet, the system pool's subnet and the shared registry zone's links."""
 
 
 @pytest.fixture(scope="module")
-def verify_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Verify]:
-    folder = tmp_path_factory.mktemp("existing-vnet")
+def verify_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     raw = small_cluster(name="vfy", location="eastus2", network={
         "addressSpace": ["10.10.0.0/16"], "existingVnet": {"id": STACK_VNET, "registryDnsZoneId": STACK_ZONE},
         "existingSubnets": {"pool-system": {"id": f"{STACK_VNET}/subnets/shared-system", "cidr": "10.10.200.0/24"}}})
-    stack = folder / "Pulumi.vfy.yaml"
-    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": raw, "azure-native:subscriptionId": SUBSCRIPTION}}))
-    plan = plan_cluster(load_stack_file(stack, "vfy").spec)
-    tls = self_signed()
-    ca = folder / "ca.pem"
-    ca.write_bytes(tls.cert_pem)
-    with serve(FakeApi(not_found=ARM_404), tls, folder) as arm:
-        yield Verify(stack, plan, arm, ca)
+    with served_world(tmp_path_factory.mktemp("existing-vnet"), raw) as served:
+        yield served
 
 
 @pytest.fixture
-def world(verify_world: Verify) -> Verify:
+def world(verify_world: World) -> World:
     verify_world.reset()
+    verify_world.arm.routes.update(copy.deepcopy(EXISTING_ROUTES))
     return verify_world
 
 
-def test_verify_before_up_passes_on_the_vnet_the_plan_assumed(world: Verify) -> None:
-    _, results = world.run()
+def _run(world: World) -> tuple[int, list[dict[str, Any]]]:
+    """`verify --azure-only` and its azure.existing-network verdicts."""
+    code, doc, _ = world.run_as_given("--azure-only")
+    return code, [r for r in doc["results"] if r["check"] == "azure.existing-network"]
+
+
+def test_verify_before_up_passes_on_the_vnet_the_plan_assumed(world: World) -> None:
+    _, results = _run(world)
     assert [r["status"] for r in results] == ["pass", "pass", "pass"]
     assert "egress by its NAT gateway" in results[1]["detail"] and "(to-corp)" in results[2]["detail"]
 
 
-def _broken(world: Verify, change: str) -> None:
+def _broken(world: World, change: str) -> None:
     system = world.arm.routes[f"{STACK_VNET}/subnets/shared-system"]["properties"]
     if change == "vnet missing":
         del world.arm.routes[STACK_VNET]
@@ -284,15 +296,15 @@ def _broken(world: Verify, change: str) -> None:
     ("subnet missing", "no subnet"), ("prefix differs", "its prefix is 10.10.201.0/24, the plan pinned 10.10.200.0/24"),
     ("no way out", "no NAT gateway and no route table"), ("zone not linked", "1 link(s), none to the VNet"),
     ("zone missing", "no zone")])
-def test_verify_fails_what_the_vnet_does_not_hold(world: Verify, change: str, said: str) -> None:
+def test_verify_fails_what_the_vnet_does_not_hold(world: World, change: str, said: str) -> None:
     _broken(world, change)
-    code, results = world.run()
+    code, results = _run(world)
     failed = [r for r in results if r["status"] == "fail"]
     assert code != 0 and len(failed) == 1 and said in failed[0]["detail"], results
     assert failed[0]["fix"]
 
 
-def test_the_created_subnets_are_read_back_after_up(world: Verify) -> None:
+def test_the_created_subnets_are_read_back_after_up(world: World) -> None:
     from gpucluster.verify.arm import Arm
     from gpucluster.verify.check_network import check_created_subnets
 
@@ -342,8 +354,8 @@ def test_gpucluster_plan_refuses_an_existing_etcd_subnet_in_one_line(tmp_path: P
     assert not out.exists()
 
 
-def test_a_vnet_answer_of_another_shape_fails_this_check_alone(world: Verify) -> None:
+def test_a_vnet_answer_of_another_shape_fails_this_check_alone(world: World) -> None:
     world.arm.routes[STACK_VNET] = {"name": "corp", "location": "eastus2", "properties": {"addressSpace": ["x"]}}
-    code, results = world.run()
+    code, results = _run(world)
     [failed] = [r for r in results if r["status"] == "fail"]
     assert code == 1 and "could not interpret what it read" in failed["detail"]

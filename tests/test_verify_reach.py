@@ -4,34 +4,16 @@ against the fake ARM and API server of tests/support/verify_world.py."""
 
 from __future__ import annotations
 
-import io
-import json
 import socket
 from pathlib import Path
-from typing import Any
 
-from rich.console import Console
-
-from gpucluster.cli import parser
-from gpucluster.verify.command import PRE_DEPLOY, verify_command
-from gpucluster.verify.connect import AzureAccess
-from tests.support.verify_fakes import SUBSCRIPTION, kubeconfig
-from tests.support.verify_world import FakeCredential, World
-
-
-def _run(live: World, *args: str) -> tuple[int, Any, str]:
-    parsed = parser().parse_args(["verify", str(live.stack), "--subscription", SUBSCRIPTION,
-                                  "--arm-endpoint", live.arm.url, "--json", *args])
-    out, err = io.StringIO(), io.StringIO()
-    code = verify_command(parsed, Console(file=out, width=200), Console(file=err, width=200),
-                          azure_factory=lambda sub, endpoint: AzureAccess(FakeCredential(), sub or "", endpoint or "",
-                                                                          str(live.ca)))
-    text = out.getvalue()
-    return code, json.loads(text) if text.strip().startswith("{") else text, err.getvalue()
+from gpucluster.verify.command import PRE_DEPLOY
+from tests.support.verify_fakes import kubeconfig
+from tests.support.verify_world import World
 
 
 def test_azure_only_checks_the_subscription_before_anything_is_deployed(live: World) -> None:
-    code, doc, _ = _run(live, "--azure-only")
+    code, doc, _ = live.run_as_given("--azure-only")
     # azure.existing-network has nothing to read for a stack with its own VNet (tests/test_existing_vnet.py reads one)
     assert {r["check"] for r in doc["results"]} == set(PRE_DEPLOY) - {"azure.existing-network"}, doc["results"]
     assert live.kube.received == [], "no kubeconfig read, no API server asked"
@@ -39,7 +21,7 @@ def test_azure_only_checks_the_subscription_before_anything_is_deployed(live: Wo
 
 
 def test_azure_only_refuses_what_reads_the_cluster(live: World) -> None:
-    code, _, err = _run(live, "--azure-only", "--kubeconfig", str(live.kubeconfig), "--nccl")
+    code, _, err = live.run_as_given("--azure-only", "--kubeconfig", str(live.kubeconfig), "--nccl")
     assert code == 2
     assert "--kubeconfig: reads the cluster: drop it, or drop --azure-only" in err and "--nccl:" in err
 
@@ -49,7 +31,7 @@ def test_an_api_server_that_does_not_answer_is_one_failure_at_once(live: World, 
         held.bind(("127.0.0.1", 0))
         port = held.getsockname()[1]
     config = kubeconfig(tmp_path, f"https://127.0.0.1:{port}", live.tls)
-    code, doc, _ = _run(live, "--kubeconfig", str(config))
+    code, doc, _ = live.run_as_given("--kubeconfig", str(config))
     cluster = [r for r in doc["results"] if r["check"].startswith("cluster.")]
     assert code == 1 and [r["check"] for r in cluster] == ["cluster.reachable"], cluster
     assert cluster[0]["detail"].startswith(f"not reachable from here: https://127.0.0.1:{port} did not answer")

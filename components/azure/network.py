@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_azure_native as azure
 
-from gpucluster.planning.azure_names import resource_group_name, subnet_name
+from gpucluster.planning.azure_names import resource_group_name
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.ip_plan import CONTROL_PLANE_BLOCK, ETCD_BLOCK, Block
-from gpucluster.planning.resource_ids import parse_vnet_id
 from gpucluster.planning.security_rules import SecurityRule, plan_security_rules, source_prefix_fields
+from gpucluster.planning.subnets import plan_vnet
 from gpucluster.planning.tags import base_tags
 from gpucluster.spec import PoolKind
 
@@ -101,40 +101,38 @@ class Network(pulumi.ComponentResource):
             idle_timeout_in_minutes=plan.egress.idle_timeout_minutes,
             public_ip_prefixes=[azure.network.SubResourceArgs(id=egress_prefix.id)], opts=child)
 
-        existing = spec.network.existing_vnet
+        place, existing = plan_vnet(spec, plan.ip), spec.network.existing_vnet
         if existing is None:
             self.vnet = azure.network.VirtualNetwork(
                 f"{name}-vnet", resource_group_name=rg, location=spec.location, tags=tags,
-                virtual_network_name=spec.name,
+                virtual_network_name=place.name,
                 address_space=azure.network.AddressSpaceArgs(
                     address_prefixes=[str(s) for s in plan.ip.address_space]),
                 # Subnets are their own resources below; never let the VNet manage them inline.
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]))
+            # The VNet's outputs, not the planned names: the subnets wait for it.
             vnet_group, vnet_name, vnet_id = rg, self.vnet.name, self.vnet.id
         else:
             self.vnet = None
-            where = parse_vnet_id(existing.id)
-            vnet_group, vnet_name = pulumi.Output.from_input(where.resource_group), pulumi.Output.from_input(where.name)
+            vnet_group, vnet_name = pulumi.Output.from_input(place.resource_group), pulumi.Output.from_input(place.name)
             vnet_id = pulumi.Output.from_input(existing.id)
 
-        subnet_ids: dict[str, pulumi.Output[str]] = {
-            block: pulumi.Output.from_input(subnet.id) for block, subnet in spec.network.existing_subnets.items()}
+        subnet_ids: dict[str, pulumi.Output[str]] = {}
         created: list[azure.network.Subnet] = []
-        for block in plan.ip.blocks:
-            if block.name in subnet_ids:
+        for planned in place.subnets:
+            if planned.existing_id is not None:
+                subnet_ids[planned.block] = pulumi.Output.from_input(planned.existing_id)
                 continue
+            block = plan.ip.block(planned.block)
             subnet = azure.network.Subnet(
                 f"{name}-{block.name}", resource_group_name=vnet_group, virtual_network_name=vnet_name,
-                subnet_name=subnet_name(spec.name, block.name, own_vnet=existing is None),
-                address_prefix=str(block.cidr),
+                subnet_name=planned.name, address_prefix=str(block.cidr),
                 network_security_group=azure.network.NetworkSecurityGroupArgs(id=nsgs[_tier(block)].id),
                 nat_gateway=azure.network.SubResourceArgs(id=self.nat_gateway.id),
                 # Azure serialises writes to one VNet's subnets: create them one after another.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=created[-1:]))
             created.append(subnet)
             subnet_ids[block.name] = subnet.id
-        # Blocks in plan order, whichever subnet each uses.
-        subnet_ids = {block.name: subnet_ids[block.name] for block in plan.ip.blocks}
 
         if spec.network.hub_vnet_id:
             azure.network.VirtualNetworkPeering(

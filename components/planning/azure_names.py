@@ -27,16 +27,10 @@ import uuid
 from gpucluster.spec.resource_names import SUFFIX_CHARS, container_registry_name, resource_group_name, stack_hash
 
 __all__ = ["container_registry_name", "deterministic_guid", "key_vault_name", "resource_group_name",
-           "stack_hash", "storage_account_name", "subnet_name"]
+           "stack_hash", "storage_account_name"]
 
 STORAGE_ACCOUNT_MAX = 24
 KEY_VAULT_MAX = 24
-
-
-def subnet_name(cluster: str, block: str, own_vnet: bool) -> str:
-    """A block's subnet: named as the block in the cluster's own VNet; in an existing VNet, which other clusters and
-    their owner's subnets share, prefixed with the cluster's name (subnet names: 1-80 characters)."""
-    return block if own_vnet else f"{cluster}-{block}"
 
 
 def storage_account_name(subscription: str, resource_group: str, cluster: str, purpose: str) -> str:

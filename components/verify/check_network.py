@@ -15,8 +15,8 @@ from __future__ import annotations
 from ipaddress import IPv4Network, ip_network
 from typing import Any
 
-from gpucluster.planning.azure_names import subnet_name
 from gpucluster.planning.cluster_plan import ClusterPlan
+from gpucluster.planning.subnets import plan_vnet
 from gpucluster.verify.arm import Arm
 from gpucluster.verify.results import Check, Result
 
@@ -97,12 +97,9 @@ def _registry_zone(arm: Arm, zone_id: str, vnet_id: str) -> Result:
 
 def check_created_subnets(arm: Arm, plan: ClusterPlan) -> list[Result]:
     """The subnets the stack made, in its own VNet or the existing one, at their planned prefixes."""
-    net = plan.spec.network
-    own = net.existing_vnet is None
-    vnet_id = (f"/subscriptions/{arm.subscription}/resourceGroups/{arm.resource_group}/providers/Microsoft.Network/"
-               f"virtualNetworks/{plan.spec.name}" if net.existing_vnet is None else net.existing_vnet.id)
-    return [_created_subnet(arm, f"{vnet_id}/subnets/{subnet_name(plan.spec.name, b.name, own)}", b.name, b.cidr)
-            for b in plan.ip.blocks if b.name not in net.existing_subnets]
+    place = plan_vnet(plan.spec, plan.ip)
+    vnet_id = place.id(arm.subscription)
+    return [_created_subnet(arm, f"{vnet_id}/subnets/{s.name}", s.block, s.cidr) for s in place.created]
 
 
 def _address_space(vnet_id: str, vnet: dict[str, Any], wanted: list[IPv4Network]) -> Result:

@@ -31,11 +31,12 @@ from cryptography.x509.oid import NameOID
 from gpucluster.catalog.in_cluster import PAUSE_IMAGE
 from gpucluster.kubernetes.objects import dns
 from gpucluster.kubernetes.objects import prefix_ipam as prefix_ipam_objects
-from gpucluster.planning.azure_names import resource_group_name, subnet_name
+from gpucluster.planning.azure_names import resource_group_name
 from gpucluster.planning.cluster_plan import ClusterPlan
 from gpucluster.planning.node_images import gallery_name
 from gpucluster.planning.node_template import node_labels
 from gpucluster.planning.pod_addresses import PREFIX_LENGTH, node_addressing
+from gpucluster.planning.subnets import plan_vnet
 from gpucluster.verify import expected
 from gpucluster.verify.check_addons import NAMESPACES
 from gpucluster.verify.check_nodes import RDMA_LABELS
@@ -251,7 +252,7 @@ def arm_routes(plan: ClusterPlan) -> dict[str, Any]:
             routes[f"{compute}/virtualMachineScaleSets/{scale_set.name}/networkInterfaces"] = {
                 "value": [_nic(rg, scale_set.name, i, plan, pool.name, node_addressing(pool.spec).blocks)
                           for i in range(scale_set.capacity)]}
-    routes.update(subnet_routes(plan, rg))
+    routes.update(subnet_routes(plan))
     cp = plan.control_plane
     routes[f"{compute}/virtualMachineScaleSets/{expected.API_SCALE_SET}"] = _scale_set(
         expected.API_SCALE_SET, cp.api.size.name, list(cp.api.zones), False, 1,
@@ -275,22 +276,14 @@ def arm_routes(plan: ClusterPlan) -> dict[str, Any]:
     return routes
 
 
-def subnet_routes(plan: ClusterPlan, rg: str) -> dict[str, Any]:
-    """Each subnet the stack creates, at its planned prefix, as Subnets_Get returns it: in the stack's own VNet
-    (`<cluster>`, subnets named as blocks) or in `network.existingVnet` (`<cluster>-<block>`)."""
-    net = plan.spec.network
-    own = net.existing_vnet is None
-    vnet = (f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/"
-            f"{plan.spec.name}" if net.existing_vnet is None else net.existing_vnet.id)
-    routes = {}
-    for block in plan.ip.blocks:
-        if block.name in net.existing_subnets:
-            continue
-        name = subnet_name(plan.spec.name, block.name, own)
-        routes[f"{vnet}/subnets/{name}"] = {"name": name, "id": f"{vnet}/subnets/{name}",
-                                            "properties": {"addressPrefix": str(block.cidr),
-                                                           "provisioningState": "Succeeded"}}
-    return routes
+def subnet_routes(plan: ClusterPlan) -> dict[str, Any]:
+    """Each subnet the stack creates, at its planned prefix, as Subnets_Get returns it, where the plan puts it
+    (components/planning/subnets.py)."""
+    place = plan_vnet(plan.spec, plan.ip)
+    vnet = place.id(SUBSCRIPTION)
+    return {f"{vnet}/subnets/{s.name}": {"name": s.name, "id": f"{vnet}/subnets/{s.name}",
+                                         "properties": {"addressPrefix": str(s.cidr), "provisioningState": "Succeeded"}}
+            for s in place.created}
 
 
 DISPLAY_NAMES = {"eastus2": "East US 2"}

@@ -7,6 +7,7 @@ import io
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,21 +93,40 @@ class World:
         text = out.getvalue()
         return code, (json.loads(text) if "--json" in extra else {"text": text})
 
+    def run_as_given(self, *args: str) -> tuple[int, Any, str]:
+        """verify with exactly `args` after the stack and the fake ARM (no kubeconfig unless given): exit code, the
+        --json document (or the text), standard error."""
+        parsed = parser().parse_args(["verify", str(self.stack), "--subscription", SUBSCRIPTION,
+                                      "--arm-endpoint", self.arm.url, "--json", *args])
+        out, err = io.StringIO(), io.StringIO()
+        code = verify_command(parsed, Console(file=out, width=200), Console(file=err, width=200),
+                              azure_factory=lambda sub, endpoint: AzureAccess(FakeCredential(), sub or "",
+                                                                              endpoint or "", str(self.ca)))
+        text = out.getvalue()
+        return code, json.loads(text) if text.strip().startswith("{") else text, err.getvalue()
+
     def writes(self) -> list[tuple[str, str]]:
         return [(m, p) for m, p in self.arm.received + self.kube.received if m not in ("GET", "HEAD")]
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    folder = tmp_path_factory.mktemp("verify")
+@contextmanager
+def served_world(folder: Path, cluster: dict[str, Any]) -> Iterator[World]:
+    """The stack `cluster` as `Pulumi.vfy.yaml` in `folder`, planned, with a fake ARM and API server serving it."""
     stack = folder / "Pulumi.vfy.yaml"
-    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": STACK, "azure-native:subscriptionId": SUBSCRIPTION}}))
+    stack.write_text(yaml.safe_dump({"config": {"gpucluster:cluster": cluster,
+                                                "azure-native:subscriptionId": SUBSCRIPTION}}))
     plan = plan_cluster(load_stack_file(stack, "vfy").spec)
     tls = self_signed()
     ca = folder / "ca.pem"
     ca.write_bytes(tls.cert_pem)
     with serve(FakeApi(not_found=ARM_404), tls, folder) as arm, serve(FakeApi(not_found=KUBE_404), tls, folder) as kube:
         yield World(stack, plan, arm, kube, kubeconfig(folder, kube.url, tls), ca, tls, folder)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with served_world(tmp_path_factory.mktemp("verify"), STACK) as served:
+        yield served
 
 
 @pytest.fixture
